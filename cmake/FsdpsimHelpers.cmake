@@ -1,0 +1,60 @@
+# Shared build conventions: warnings as errors for our code, sanitizers, explicit source lists, embedded data files.
+
+add_library(fsdpsim_warnings INTERFACE)
+target_compile_options(fsdpsim_warnings INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast -Wcast-align
+  -Woverloaded-virtual -Wimplicit-fallthrough -Wmissing-declarations -Werror
+  # GCC 12's std::string inlining trips false -Wrestrict reports at -O2/-O3 (GCC bug 105329).
+  $<$<CXX_COMPILER_ID:GNU>:-Wno-restrict>>)
+
+add_library(fsdpsim_sanitizers INTERFACE)
+if(FSDPSIM_SANITIZE)
+  string(REPLACE "," ";" _fsdpsim_sanitizers "${FSDPSIM_SANITIZE}")
+  foreach(_s IN LISTS _fsdpsim_sanitizers)
+    target_compile_options(fsdpsim_sanitizers INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${_s}>)
+    target_link_options(fsdpsim_sanitizers INTERFACE -fsanitize=${_s})
+  endforeach()
+  target_compile_options(fsdpsim_sanitizers INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer
+    -fno-sanitize-recover=all>)
+endif()
+
+# fsdpsim_library(NAME SOURCES ... DEPS ...): one static library per folder, includes rooted at the repository.
+function(fsdpsim_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC "${PROJECT_SOURCE_DIR}")
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS} fsdpsim_warnings fsdpsim_sanitizers)
+  set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+endfunction()
+
+# fsdpsim_embed(OUTPUT file.cpp NAMESPACE ns FUNCTION fn FILES a.yaml b.yaml): compiles data files into a table
+# `std::span<const EmbeddedFile> fn()` so presets ship inside the binary and stay editable as YAML.
+function(fsdpsim_embed)
+  cmake_parse_arguments(ARG "" "OUTPUT;FUNCTION" "FILES" ${ARGN})
+  set(_inputs "")
+  foreach(_f IN LISTS ARG_FILES)
+    list(APPEND _inputs "${CMAKE_CURRENT_SOURCE_DIR}/${_f}")
+  endforeach()
+  string(REPLACE ";" "|" _joined "${_inputs}")
+  add_custom_command(
+    OUTPUT "${ARG_OUTPUT}"
+    COMMAND ${CMAKE_COMMAND} "-DOUTPUT=${ARG_OUTPUT}" "-DFUNCTION=${ARG_FUNCTION}" "-DINPUTS=${_joined}"
+            -P "${PROJECT_SOURCE_DIR}/cmake/EmbedFiles.cmake"
+    DEPENDS ${_inputs} "${PROJECT_SOURCE_DIR}/cmake/EmbedFiles.cmake"
+    COMMENT "Embedding ${ARG_FUNCTION} data files"
+    VERBATIM)
+endfunction()
+
+# fsdpsim_test(NAME name LABELS unit SOURCES ... DEPS ...): a GoogleTest program, each test registered with ctest.
+function(fsdpsim_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main fsdpsim_warnings
+                        fsdpsim_sanitizers)
+  target_compile_definitions(${name} PRIVATE FSDPSIM_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+                             FSDPSIM_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  if(NOT ARG_LABELS)
+    set(ARG_LABELS unit)
+  endif()
+  gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" DISCOVERY_TIMEOUT 60)
+endfunction()

@@ -1,0 +1,117 @@
+#include "common/text.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+namespace fsdpsim {
+namespace {
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> previous(b.size() + 1), current(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) previous[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    current[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t substitution = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      current[j] = std::min({previous[j] + 1, current[j - 1] + 1, substitution});
+    }
+    std::swap(previous, current);
+  }
+  return previous[b.size()];
+}
+
+}  // namespace
+
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = std::string::npos;
+  for (const auto& candidate : candidates) {
+    const size_t d = edit_distance(word, candidate);
+    if (d < best_distance) {
+      best_distance = d;
+      best = candidate;
+    }
+  }
+  // A typo is a few edits away: allow about a third of the word, at least 2.
+  const size_t limit = std::max<size_t>(2, word.size() / 3);
+  return best_distance <= limit ? best : std::string();
+}
+
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
+  const std::string match = closest_match(word, candidates);
+  return match.empty() ? std::string() : " (did you mean '" + match + "'?)";
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view separator) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += separator;
+    out += items[i];
+  }
+  return out;
+}
+
+std::vector<std::string> split(std::string_view text, char separator) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t pos = text.find(separator, start);
+    if (pos == std::string_view::npos) {
+      out.emplace_back(text.substr(start));
+      return out;
+    }
+    out.emplace_back(text.substr(start, pos - start));
+    start = pos + 1;
+  }
+}
+
+std::string trim_copy(std::string_view text) {
+  size_t begin = 0, end = text.size();
+  while (begin < end && (text[begin] == ' ' || text[begin] == '\t' || text[begin] == '\n' || text[begin] == '\r')) {
+    ++begin;
+  }
+  while (end > begin && (text[end - 1] == ' ' || text[end - 1] == '\t' || text[end - 1] == '\n' || text[end - 1] == '\r')) {
+    --end;
+  }
+  return std::string(text.substr(begin, end - begin));
+}
+
+bool parse_int64(std::string_view text, long long* out) {
+  if (text.empty()) return false;
+  const std::string buf(text);
+  char* end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(buf.c_str(), &end, 10);
+  if (errno == ERANGE || end != buf.c_str() + buf.size() || std::isspace(static_cast<unsigned char>(buf[0]))) {
+    return false;
+  }
+  *out = value;
+  return true;
+}
+
+bool parse_double(std::string_view text, double* out) {
+  if (text.empty()) return false;
+  const std::string buf(text);
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(buf.c_str(), &end);
+  if (errno == ERANGE || end != buf.c_str() + buf.size() || !std::isfinite(value) ||
+      std::isspace(static_cast<unsigned char>(buf[0]))) {
+    return false;
+  }
+  *out = value;
+  return true;
+}
+
+bool parse_count(std::string_view text, long long* out) {
+  if (parse_int64(text, out)) return true;
+  double value = 0;
+  if (!parse_double(text, &value)) return false;
+  if (value != std::floor(value) || std::fabs(value) > 9.0e18) return false;
+  *out = static_cast<long long>(value);
+  return true;
+}
+
+}  // namespace fsdpsim

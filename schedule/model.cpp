@@ -1,0 +1,1 @@
+// placeholder: implemented by the model/topology work

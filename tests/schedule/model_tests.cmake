@@ -1,0 +1,1 @@
+# model tests (added by the model work)

@@ -1,0 +1,100 @@
+#pragma once
+/// A GPU's hardware profile: peaks, memory, and the calibration constants of the compute and memory models.
+/// Every constant of a preset cites its public source in the profile's YAML file (topologies/profiles/).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/units.h"
+
+namespace fsdpsim {
+
+/// GPU architecture generation; selects NCCL's per-architecture tables.
+enum class GpuArch : uint8_t { ampere, hopper, blackwell };
+
+/// One GPU model.
+struct GpuProfile {
+  std::string name;  ///< "h100-sxm"
+  GpuArch arch = GpuArch::hopper;
+  int32_t sm_count = 0;
+  double dense_bf16_flops_per_s = 0;
+  double dense_fp8_flops_per_s = 0;  ///< 0 where FP8 is not supported (A100)
+  int64_t hbm_bytes = 0;             ///< device memory as the driver reports it (cudaMemGetInfo total)
+  double hbm_bw_bytes_per_s = 0;
+
+  // Compute model (sim/compute_model): time = flops / (peak × efficiency(shape)) + bytes / (hbm_bw × memory_eff).
+  double gemm_max_efficiency = 0.8;      ///< best-shape achieved/peak for BF16 GEMMs (MAMF)
+  double fp8_gemm_max_efficiency = 0.7;  ///< the same for FP8
+  int64_t gemm_tile_m = 128;             ///< CTA tile used for wave quantisation
+  int64_t gemm_tile_n = 256;
+  int64_t gemm_k_half = 256;             ///< k at which the k-loop efficiency is half its maximum
+  double attention_efficiency = 0.5;     ///< fused attention (flash/cuDNN) achieved/peak
+  double memory_efficiency = 0.8;        ///< achieved/peak HBM bandwidth for elementwise kernels
+  TimeNs kernel_overhead_ns = 0;         ///< launch and tail per kernel
+
+  // Memory overheads outside the PyTorch caching allocator (sim/memory).
+  int64_t cuda_context_bytes = 0;      ///< CUDA context + kernels loaded
+  int64_t cublas_workspace_bytes = 0;  ///< per stream that runs GEMMs
+  int64_t nccl_buffer_bytes = 0;       ///< NCCL_BUFFSIZE: per channel, per peer, per protocol buffer
+  int64_t allocator_segment_reserve_bytes = 0;  ///< memory the allocator cannot use (fragmentation floor)
+
+  // Interference: SMs a communication kernel occupies while it runs (sim/contention).
+  int32_t ring_sms = 24;        ///< ring/tree kernels (NCCL channels = CTAs)
+  int32_t nvls_sms = 16;        ///< NVLS kernels without registered buffers
+  int32_t registered_sms = 6;   ///< NVLS / IB SHARP / symmetric kernels with registered buffers (nccl_ub)
+  double overlap_slowdown = 0;  ///< extra fractional slowdown of compute overlapped with communication (memory)
+  TimeNs cuda_malloc_ns = 0;    ///< cost of one cudaMalloc of a new allocator segment (first step)
+};
+
+/// A cluster built from identical nodes.
+struct Topology {
+  std::string name;
+  std::string description;
+  GpuProfile gpu;
+  int32_t gpus_per_node = 8;
+  int32_t nvlink_domain_gpus = 8;          ///< GPUs in one NVLink domain (72 for GB200 NVL72)
+  double nvlink_bw_bytes_per_s = 0;        ///< per GPU, per direction
+  bool nvls = false;                       ///< NVLink SHARP (NVSwitch multicast/reduction)
+  int32_t nics_per_node = 8;
+  double nic_bw_bytes_per_s = 0;           ///< per NIC, per direction (line rate)
+  bool ib_sharp = false;                   ///< InfiniBand SHARP (NCCL CollNet) available
+  double host_bw_bytes_per_s = 0;          ///< GPU↔host link per direction (PCIe), for CPU offload
+  TimeNs nic_latency_ns = 0;               ///< extra per-hop network latency (NCCL graph latencyInter)
+  int32_t max_nics_between_domains = 0;    ///< NICs NCCL uses between NVLink domains (MNNVL); 0 = all
+};
+
+/// Where a process group's members sit.
+struct GroupPlacement {
+  int32_t size = 1;
+  int32_t ranks_per_domain = 1;  ///< members per NVLink domain (NCCL's "local ranks")
+  int32_t domains = 1;           ///< NVLink domains spanned (NCCL's "nodes")
+  int32_t ranks_per_node = 1;    ///< members per physical node (share its NICs)
+  int32_t nodes = 1;             ///< physical nodes spanned
+};
+
+/// Places a group of `size` ranks with rank distance `stride` (first member: rank 0) in a job of `world_size`
+/// GPUs laid out node by node (Megatron's rank order). Throws ConfigError when the group does not fit the world.
+GroupPlacement place_group(const Topology& topology, int32_t world_size, int32_t size, int32_t stride);
+
+std::string_view to_string(GpuArch arch);
+
+/// Names of the built-in topology presets and GPU profiles.
+std::vector<std::string> topology_preset_names();
+std::vector<std::string> gpu_profile_names();
+/// A preset by name; ConfigError listing the presets when unknown.
+Topology topology_preset(const std::string& name);
+GpuProfile gpu_profile(const std::string& name);
+/// Loads a topology: a preset name or a YAML file path.
+Topology load_topology(const std::string& name_or_path);
+/// Parses a topology YAML document; `gpu:` names a profile or gives one inline.
+Topology parse_topology_yaml(const std::string& text, const std::string& source);
+/// Parses a GPU profile YAML document (what `fsdpsim calibrate` writes and `simulate --profile` reads).
+GpuProfile parse_gpu_profile_yaml(const std::string& text, const std::string& source);
+/// Loads a GPU profile: a preset name or a YAML file path.
+GpuProfile load_gpu_profile(const std::string& name_or_path);
+/// YAML in the schema the parsers read.
+std::string gpu_profile_to_yaml(const GpuProfile& profile);
+std::string topology_to_yaml(const Topology& topology);
+
+}  // namespace fsdpsim
