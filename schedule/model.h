@@ -21,7 +21,7 @@ struct MoeSpec {
   int32_t num_shared_experts = 0;       ///< always-on experts (DeepSeek)
   int64_t shared_expert_ffn_hidden_size = 0;  ///< FFN width of one shared expert (0: same as a routed expert)
   int32_t first_dense_layers = 0;       ///< leading layers with a dense MLP (DeepSeek's first_k_dense_replace)
-  int32_t layer_freq = 1;               ///< after those, every layer_freq-th layer is MoE
+  int32_t layer_freq = 1;               ///< after those, layers whose index is a multiple of this are MoE (DeepSeek)
   std::vector<int32_t> layers;          ///< explicit MoE layer indices; overrides the two fields above when set
   bool operator==(const MoeSpec&) const = default;
 };

@@ -46,6 +46,12 @@ struct UnitCollective {
 };
 
 /// One FSDP unit of one rank.
+///
+/// GEMM shapes: a linear layer's forward is m = tokens, n = output features, k = input features; its data gradient
+/// is (tokens, input, output) and its weight gradient (output, input, tokens). Attention GEMMs carry batch =
+/// micro_batch_size × heads on this rank and are shaped so that 2·m·n·k·batch equals the causal FLOPs. Routed-expert
+/// GEMMs carry batch = local experts and m = tokens per local expert.
+/// Per-rank parameters pad the vocabulary as Megatron does: to a multiple of 128 × tp (--make-vocab-size-divisible-by).
 struct UnitCost {
   std::string name;  ///< "embedding", "layer.0", ..., "output"
   UnitKind kind = UnitKind::decoder_layer;
@@ -56,6 +62,10 @@ struct UnitCost {
   /// The largest leading-dimension row of any parameter (Megatron's chunk_size_factor input): for padding.
   int64_t dense_row_elems = 1;
   int64_t expert_row_elems = 1;
+  /// Dense parameters replicated over the TP group under sequence parallelism (norms, router, MLA down-projections,
+  /// row-parallel biases): each TP rank computes a partial gradient on its T/tp tokens, and Megatron all-reduces them
+  /// over "tp" once per step (finalize_model_grads). Counted in dense_params too; 0 when tp = 1.
+  int64_t tp_replicated_params = 0;
 
   // Per micro-batch, per rank.
   std::vector<Gemm> fwd_gemms;

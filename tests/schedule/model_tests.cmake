@@ -1,1 +1,10 @@
-# model tests (added by the model work)
+# Model specs, presets, YAML schema, Hugging Face import and FSDP unit derivation (schedule/model*.cpp).
+fsdpsim_test(test_schedule_model
+  SOURCES
+    model_count_test.cpp
+    model_yaml_test.cpp
+    model_hf_test.cpp
+    model_units_test.cpp
+    model_units_moe_test.cpp
+  DEPS fsdpsim_schedule
+  LABELS unit)
