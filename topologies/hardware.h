@@ -41,10 +41,13 @@ struct GpuProfile {
 
   // Interference: SMs a communication kernel occupies while it runs (sim/contention).
   int32_t ring_sms = 24;        ///< ring/tree kernels (NCCL channels = CTAs)
-  int32_t nvls_sms = 16;        ///< NVLS kernels without registered buffers
-  int32_t registered_sms = 6;   ///< NVLS / IB SHARP / symmetric kernels with registered buffers (nccl_ub)
+  int32_t nvls_sms = 16;        ///< NVLS kernels without registered buffers (0: the GPU has no NVLS, e.g. Ampere)
+  int32_t registered_sms = 6;   ///< NVLS / IB SHARP / symmetric kernels with registered buffers (nccl_ub); 0: none
   double overlap_slowdown = 0;  ///< extra fractional slowdown of compute overlapped with communication (memory)
   TimeNs cuda_malloc_ns = 0;    ///< cost of one cudaMalloc of a new allocator segment (first step)
+
+  /// Field-by-field equality (YAML round trips are exact).
+  bool operator==(const GpuProfile&) const = default;
 };
 
 /// A cluster built from identical nodes.
@@ -62,6 +65,9 @@ struct Topology {
   double host_bw_bytes_per_s = 0;          ///< GPU↔host link per direction (PCIe), for CPU offload
   TimeNs nic_latency_ns = 0;               ///< extra per-hop network latency (NCCL graph latencyInter)
   int32_t max_nics_between_domains = 0;    ///< NICs NCCL uses between NVLink domains (MNNVL); 0 = all
+
+  /// Field-by-field equality (YAML round trips are exact).
+  bool operator==(const Topology&) const = default;
 };
 
 /// Where a process group's members sit.
@@ -71,10 +77,15 @@ struct GroupPlacement {
   int32_t domains = 1;           ///< NVLink domains spanned (NCCL's "nodes")
   int32_t ranks_per_node = 1;    ///< members per physical node (share its NICs)
   int32_t nodes = 1;             ///< physical nodes spanned
+
+  /// Field-by-field equality.
+  bool operator==(const GroupPlacement&) const = default;
 };
 
 /// Places a group of `size` ranks with rank distance `stride` (first member: rank 0) in a job of `world_size`
-/// GPUs laid out node by node (Megatron's rank order). Throws ConfigError when the group does not fit the world.
+/// GPUs laid out node by node (Megatron's rank order). Throws ConfigError when the group does not fit the world,
+/// or when its members would be spread unevenly over NVLink domains (the simulator assumes symmetric groups).
+/// `ranks_per_node` is the most members any one node holds.
 GroupPlacement place_group(const Topology& topology, int32_t world_size, int32_t size, int32_t stride);
 
 std::string_view to_string(GpuArch arch);
