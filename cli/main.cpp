@@ -1,1 +1,29 @@
-int main() { return 0; }
+// fsdpsim: plan, predict and check FSDP training before launch. The program only wires the libraries together.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "common/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"fsdpsim: plan, predict and check Fully Sharded Data Parallel training of LLMs before launch"};
+  app.require_subcommand(1);
+  fsdpsim::cli::register_presets(app);
+  fsdpsim::cli::register_schedule(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const fsdpsim::ConfigError& e) {
+    std::cerr << "fsdpsim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const fsdpsim::ScheduleError& e) {
+    std::cerr << "fsdpsim: error: " << e.what() << "\n";
+    return 3;
+  } catch (const fsdpsim::Error& e) {
+    std::cerr << "fsdpsim: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

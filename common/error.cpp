@@ -34,9 +34,9 @@ std::string compose(const std::string& context, const std::vector<std::string>& 
 
 ConfigError::ConfigError(const SourceLocation& where, const std::string& key, const std::string& problem,
                          const std::string& fix)
-    : Error(compose(where, key, problem, fix)), where_(where), key_(key) {}
+    : Error(compose(where, key, problem, fix)), where_(where), key_(key), problem_(problem), fix_(fix) {}
 
-ConfigError::ConfigError(const std::string& message) : Error(message) {}
+ConfigError::ConfigError(const std::string& message) : Error(message), problem_(message) {}
 
 ScheduleError::ScheduleError(const std::string& context, std::vector<std::string> violations)
     : Error(compose(context, violations)), violations_(std::move(violations)) {}

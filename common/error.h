@@ -33,10 +33,15 @@ class ConfigError : public Error {
 
   [[nodiscard]] const SourceLocation& where() const { return where_; }
   [[nodiscard]] const std::string& key() const { return key_; }
+  /// The problem and the fix without the location (to re-raise the error at another place).
+  [[nodiscard]] const std::string& problem() const { return problem_; }
+  [[nodiscard]] const std::string& fix() const { return fix_; }
 
  private:
   SourceLocation where_;
   std::string key_;
+  std::string problem_;
+  std::string fix_;
 };
 
 /// A schedule that breaks one or more IR invariants; every violation is listed.

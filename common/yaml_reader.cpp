@@ -44,7 +44,7 @@ YamlDocument load_yaml_text(const std::string& text, const std::string& source) 
   }
 }
 
-YamlDocument load_yaml_file(const std::string& path) {
+std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw ConfigError(SourceLocation{path, 0, 0}, "", "cannot open file",
@@ -52,8 +52,11 @@ YamlDocument load_yaml_file(const std::string& path) {
   }
   std::ostringstream text;
   text << in.rdbuf();
-  return load_yaml_text(text.str(), path);
+  if (in.bad()) throw ConfigError(SourceLocation{path, 0, 0}, "", "cannot read file", "check its permissions");
+  return text.str();
 }
+
+YamlDocument load_yaml_file(const std::string& path) { return load_yaml_text(read_text_file(path), path); }
 
 // ---------------------------------------------------------------------------------------------------------------
 YamlValue::YamlValue(YAML::Node node, std::string source, std::string key_path)

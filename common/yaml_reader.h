@@ -20,6 +20,8 @@ struct YamlDocument {
   std::string source;
 };
 
+/// Reads a whole file; a missing or unreadable file is a ConfigError naming it.
+std::string read_text_file(const std::string& path);
 /// Loads a YAML file; a missing file or a syntax error is a ConfigError naming the file and line.
 YamlDocument load_yaml_file(const std::string& path);
 /// Parses YAML text; `source` names it in messages.

@@ -76,6 +76,7 @@ struct Buffer {
   BufferCategory category = BufferCategory::workspace;
   int64_t size_bytes = 0;
   bool persistent = false;  ///< exists for the whole step; otherwise allocated and freed by ops
+  bool nccl_registered = false;  ///< registered with NCCL (nccl_ub): enables SM-light NVLS/SHARP kernels
   bool operator==(const Buffer&) const = default;
 };
 
@@ -135,6 +136,7 @@ struct ScheduleInfo {
   int64_t global_tokens_per_step = 0;
   int64_t model_flops_per_gpu = 0;  ///< model FLOPs per GPU per step (forward + backward, no recompute), for MFU
   DType compute_dtype = DType::bf16;
+  int32_t prefetch_depth = 0;  ///< units all-gathered ahead of the current one (the builder's setting)
   bool operator==(const ScheduleInfo&) const = default;
 };
 

@@ -1,1 +1,10 @@
-# IR tests
+# Schedule IR, configuration, builders and validation.
+fsdpsim_test(test_schedule_ir
+  SOURCES
+    validate_test.cpp
+    ir_yaml_test.cpp
+    config_test.cpp
+    megatron_args_test.cpp
+    builder_test.cpp
+    builder_memory_test.cpp
+  DEPS fsdpsim_schedule)

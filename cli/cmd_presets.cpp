@@ -1,0 +1,60 @@
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "schedule/fsdp_config.h"
+#include "schedule/megatron_args.h"
+#include "schedule/model.h"
+#include "topologies/hardware.h"
+
+namespace fsdpsim::cli {
+namespace {
+
+struct PresetsOptions {
+  bool keys = false;
+  bool megatron_flags = false;
+};
+
+void print_presets() {
+  char line[256];
+  std::cout << "models:\n";
+  for (const auto& name : model_preset_names()) {
+    const ModelSpec m = model_preset(name);
+    const ParameterCount p = count_parameters(m);
+    std::snprintf(line, sizeof line, "  %-16s %8.2fB parameters, %3d layers, hidden %6lld%s\n", name.c_str(),
+                  static_cast<double>(p.total) / 1e9, m.num_layers, static_cast<long long>(m.hidden_size),
+                  m.is_moe() ? (", MoE " + std::to_string(m.moe.num_experts) + " experts top-" + std::to_string(m.moe.top_k)).c_str() : "");
+    std::cout << line;
+  }
+  std::cout << "\ntopologies:\n";
+  for (const auto& name : topology_preset_names()) {
+    const Topology t = topology_preset(name);
+    std::snprintf(line, sizeof line, "  %-20s %s\n", name.c_str(), t.description.c_str());
+    std::cout << line;
+  }
+  std::cout << "\nGPU profiles:\n";
+  for (const auto& name : gpu_profile_names()) std::cout << "  " << name << "\n";
+}
+
+}  // namespace
+
+void register_presets(CLI::App& app) {
+  auto options = std::make_shared<PresetsOptions>();
+  CLI::App* cmd = app.add_subcommand("presets", "list the built-in models, topologies and GPU profiles");
+  cmd->add_flag("--keys", options->keys, "list the configuration keys with their help");
+  cmd->add_flag("--megatron-flags", options->megatron_flags, "list the Megatron-LM flags --megatron-args reads");
+  cmd->callback([options] {
+    if (options->keys) {
+      for (const auto& k : config_keys()) std::cout << k.name << " (" << k.type << "): " << k.help << "\n";
+      return;
+    }
+    if (options->megatron_flags) {
+      for (const auto& f : known_megatron_flags()) std::cout << f << "\n";
+      return;
+    }
+    print_presets();
+  });
+}
+
+}  // namespace fsdpsim::cli

@@ -1,0 +1,49 @@
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/job.h"
+#include "common/error.h"
+#include "schedule/builder.h"
+#include "schedule/ir_yaml.h"
+#include "schedule/summary.h"
+#include "schedule/validate.h"
+
+namespace fsdpsim::cli {
+namespace {
+
+struct ScheduleOptions {
+  JobOptions job;
+  std::string output;
+};
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw ConfigError(SourceLocation{path, 0, 0}, "-o", "cannot write the file", "check the directory exists");
+  out << text;
+  if (!out) throw ConfigError(SourceLocation{path, 0, 0}, "-o", "writing failed", "check the free disk space");
+}
+
+}  // namespace
+
+void register_schedule(CLI::App& app) {
+  auto options = std::make_shared<ScheduleOptions>();
+  CLI::App* cmd = app.add_subcommand("schedule", "build the schedule IR of one step, validate it, print its summary");
+  add_job_options(*cmd, options->job);
+  cmd->add_option("-o,--output", options->output, "write the IR as YAML to this file");
+  cmd->callback([options] {
+    const Job job = resolve_job(options->job);
+    maybe_print_config(options->job, job);
+    const Schedule schedule = build_schedule(job.model, job.config, job.layout);
+    validate_or_throw(schedule, "the built schedule");
+    if (!options->output.empty()) write_file(options->output, schedule_to_yaml(schedule));
+    std::cout << schedule_summary(schedule);
+    std::cout << "topology: " << job.topology.name << " (" << job.layout.world_size << " GPUs = "
+              << job.config.nodes << " nodes × " << job.topology.gpus_per_node << ")";
+    if (!options->output.empty()) std::cout << "; IR written to " << options->output;
+    std::cout << "\n";
+  });
+}
+
+}  // namespace fsdpsim::cli

@@ -1,0 +1,13 @@
+#pragma once
+/// The subcommands of `fsdpsim`; each registers itself on the app and runs when chosen.
+
+#include <CLI/CLI.hpp>
+
+namespace fsdpsim::cli {
+
+/// `fsdpsim presets`: models, topologies, GPU profiles, configuration keys.
+void register_presets(CLI::App& app);
+/// `fsdpsim schedule`: build the IR, validate it, write it, print its summary.
+void register_schedule(CLI::App& app);
+
+}  // namespace fsdpsim::cli

@@ -1,0 +1,42 @@
+#pragma once
+/// The inputs every command shares: --model, --topology, --config, --megatron-args, --set, --print-config. They
+/// resolve into one job: a model, a topology, a configuration and the layout that ties them together.
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "schedule/fsdp_config.h"
+#include "schedule/model.h"
+#include "schedule/parallel_layout.h"
+#include "topologies/hardware.h"
+
+namespace fsdpsim::cli {
+
+/// What the user gave on the command line.
+struct JobOptions {
+  std::string model;
+  std::string topology = "dgx-h100-ndr";
+  std::string config;
+  std::string megatron_args;
+  std::vector<std::string> sets;
+  bool print_config = false;
+};
+
+/// A resolved job.
+struct Job {
+  ModelSpec model;
+  Topology topology;
+  FsdpConfig config;
+  ParallelLayout layout;
+};
+
+/// Registers the shared options on a subcommand.
+void add_job_options(CLI::App& command, JobOptions& options);
+/// Loads and checks everything: config file, then Megatron-LM flags, then --set overrides (last wins).
+Job resolve_job(const JobOptions& options);
+/// Prints the effective configuration when --print-config was given.
+void maybe_print_config(const JobOptions& options, const Job& job);
+
+}  // namespace fsdpsim::cli

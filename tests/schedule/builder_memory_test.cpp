@@ -1,0 +1,106 @@
+// Persistent memory per strategy against hand-derived formulas (reference/megatron-fsdp.md §3.1, §5, §10).
+#include <gtest/gtest.h>
+
+#include "schedule/builder.h"
+#include "schedule/model.h"
+#include "schedule/summary.h"
+
+namespace fsdpsim {
+namespace {
+
+// A tiny Llama-style model whose sizes are easy to follow by hand.
+//   embedding  1024 × 256                                  = 262,144   (largest row 256)
+//   layer      q, k, v, o: 4 × 256 × 256                   = 262,144
+//              gate, up, down: 3 × 256 × 1024              = 786,432
+//              2 RMSNorms: 2 × 256                         =     512   → 1,049,088 (largest row 1024: down)
+//   output     final norm 256 + 1024 × 256                 = 262,400   (largest row 256)
+ModelSpec tiny_model() {
+  return parse_model_yaml(R"(
+name: tiny
+num_layers: 2
+hidden_size: 256
+ffn_hidden_size: 1024
+num_attention_heads: 4
+num_kv_heads: 4
+vocab_size: 1024
+tied_embeddings: false
+gated_mlp: true
+norm: rmsnorm
+)",
+                          "tiny.yaml");
+}
+
+// Padded sizes on one 8-GPU node (dense shard group N = 8), §2.2: ceil(elems / (N·row)) · N·row.
+//   non-unit group: 262,144 + 262,400 = 524,544; quantum 8·256 = 2,048 → 257 · 2,048 = 526,336
+//   each layer:     1,049,088;                   quantum 8·1024 = 8,192 → 129 · 8,192 = 1,056,768
+constexpr int64_t kNonUnitPadded = 526'336;
+constexpr int64_t kLayerPadded = 1'056'768;
+constexpr int64_t kTotalPadded = kNonUnitPadded + 2 * kLayerPadded;  // 2,639,872
+constexpr int64_t kShard = kTotalPadded / 8;                          // 329,984 elements per rank
+
+int64_t persistent(const std::vector<std::string>& sets, const std::string& category = "") {
+  FsdpConfig c;
+  for (const auto& s : sets) apply_override(c, s);
+  const Schedule s = build_schedule(tiny_model(), c, 8);
+  if (category.empty()) return s.persistent_bytes();
+  const ScheduleStats stats = schedule_stats(s);
+  for (const auto& [cat, bytes] : stats.persistent_bytes) {
+    if (to_string(cat) == category) return bytes;
+  }
+  return 0;
+}
+
+TEST(PersistentMemory, Zero3WithFp32GradsIs18BytesPerShardElementPlusNonUnitWeights) {
+  // BF16 weights (2) + FP32 main weights (4) + FP32 grads (4) + FP32 Adam (8) = 18 B per shard element, plus the
+  // non-unit parameters kept unsharded in BF16 after their first gather (§1.3): 2 · 526,336.
+  EXPECT_EQ(persistent({"main_grads_dtype=fp32"}), 18 * kShard + 2 * kNonUnitPadded);
+}
+
+TEST(PersistentMemory, Zero3DefaultBf16GradsIs16BytesPerShardElement) {
+  // The snapshot's default main grads follow the parameter dtype (BF16): 2 + 4 + 2 + 8 = 16 B (§3.1).
+  EXPECT_EQ(persistent({}), 16 * kShard + 2 * kNonUnitPadded);
+}
+
+TEST(PersistentMemory, Zero2KeepsFullWeights) {
+  // optim_grads: full BF16 weights (2 · all), sharded main weights, grads and Adam: (4 + 2 + 8) per shard element.
+  EXPECT_EQ(persistent({"data_parallel_sharding_strategy=optim_grads"}), 2 * kTotalPadded + 14 * kShard);
+}
+
+TEST(PersistentMemory, Zero1KeepsFullWeightsAndGrads) {
+  // optim: full BF16 weights and full BF16 grads (2 + 2 per element), sharded main weights and Adam (4 + 8).
+  EXPECT_EQ(persistent({"data_parallel_sharding_strategy=optim"}), 4 * kTotalPadded + 12 * kShard);
+}
+
+TEST(PersistentMemory, NoShardKeepsEverythingUnpadded) {
+  // no_shard: nothing is sharded or padded: (2 + 4 + 2 + 8) · (524,544 + 2 · 1,049,088) = 16 · 2,622,720.
+  EXPECT_EQ(persistent({"data_parallel_sharding_strategy=no_shard"}), 16 * (524'544 + 2 * 1'049'088));
+}
+
+TEST(PersistentMemory, Zero3MinusZero1IsTheShardedWeightsAndGrads) {
+  // ZeRO-1 holds full weights and grads; ZeRO-3 holds their shards and the non-unit weights:
+  // (4·all + 12·shard) − (16·shard + 2·non-unit) = 4·all − 4·shard − 2·non-unit.
+  EXPECT_EQ(persistent({"data_parallel_sharding_strategy=optim"}) - persistent({}),
+            4 * kTotalPadded - 4 * kShard - 2 * kNonUnitPadded);
+}
+
+TEST(PersistentMemory, HfsdpShardsOptimizerOverInnerTimesOuter) {
+  // §5 HFSDP on 2 nodes with 2 outer replicas: inner group N_in = 8 (as on one node, same padding), outer M = 2.
+  // Memory = b_w·P/N_in + b_g·P/N_in + (b_m + 8)·P/(N_in·M) = 2·shard + 2·shard + 12·shard/2, plus non-unit.
+  const int64_t got = persistent({"nodes=2", "num_distributed_optimizer_instances=2", "outer_dp_sharding_strategy=optim"});
+  EXPECT_EQ(got, 2 * kShard + 2 * kShard + 12 * kShard / 2 + 2 * kNonUnitPadded);
+}
+
+TEST(PersistentMemory, DoubleBufferAddsTwoSlotsPerBufferKind) {
+  // §3.4 FixedPoolAllocator: 2 slots of the modal unit for weights (BF16) and grads (BF16): 2·U·(2 + 2).
+  EXPECT_EQ(persistent({"fsdp_double_buffer=true"}) - persistent({}), 2 * kLayerPadded * (2 + 2));
+}
+
+TEST(PersistentMemory, Fsdp2Is16BytesPerShardElementWithFp32Shards) {
+  // §10: FP32 sharded parameters, FP32 sharded grads and Adam: 4 + 4 + 8 = 16 B per element; no BF16 shard and no
+  // unsharded non-units. FSDP2 pads per parameter, approximated per group like Megatron: the root group holds
+  // embedding + output = 524,544 (same quantum 2,048 → 526,336), each layer 1,056,768 → the same shard size.
+  EXPECT_EQ(persistent({"implementation=fsdp2"}), 16 * kShard);
+}
+
+}  // namespace
+}  // namespace fsdpsim

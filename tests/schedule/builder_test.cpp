@@ -1,0 +1,251 @@
+// The builders: every strategy, implementation, dense and MoE model, with and without HSDP, gives a schedule that
+// passes validate(); and the Megatron-FSDP rules (prefetch depth, backward ordering, per-strategy collectives) and
+// FSDP2's (copy-in/out, root kept after forward) show in the ops.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "schedule/builder.h"
+#include "schedule/model.h"
+#include "schedule/validate.h"
+
+namespace fsdpsim {
+namespace {
+
+struct BuildCase {
+  std::string name;
+  std::string model;
+  std::vector<std::string> sets;
+};
+
+FsdpConfig config_of(const std::vector<std::string>& sets) {
+  FsdpConfig c;
+  for (const auto& s : sets) apply_override(c, s);
+  return c;
+}
+
+std::vector<BuildCase> build_cases() {
+  std::vector<BuildCase> cases;
+  const std::vector<std::pair<std::string, std::vector<std::string>>> models{
+      {"llama3-8b", {}}, {"mixtral-8x7b", {"ep=8"}}};
+  for (const auto& [model, model_sets] : models) {
+    for (const char* strategy : {"no_shard", "optim", "optim_grads", "optim_grads_params"}) {
+      for (const int outer : {1, 2}) {
+        std::vector<std::string> sets = model_sets;
+        sets.push_back(std::string("data_parallel_sharding_strategy=") + strategy);
+        sets.push_back("nodes=2");
+        sets.push_back("global_batch_size=32");  // 2 micro-batches over dp 16
+        sets.push_back("num_distributed_optimizer_instances=" + std::to_string(outer));
+        cases.push_back({model + "_megatron_" + strategy + "_outer" + std::to_string(outer), model, sets});
+        const std::string s(strategy);
+        if (s == "optim_grads_params" || s == "optim_grads") {
+          std::vector<std::string> fsdp2 = sets;
+          fsdp2.push_back("implementation=fsdp2");
+          if (s == "optim_grads") fsdp2.push_back("reshard_after_forward=false");
+          cases.push_back({model + "_fsdp2_" + strategy + "_outer" + std::to_string(outer), model, fsdp2});
+        }
+      }
+    }
+  }
+  const std::vector<std::string> base{"nodes=2", "global_batch_size=32"};
+  const auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> all = base;
+    all.insert(all.end(), extra.begin(), extra.end());
+    return all;
+  };
+  cases.push_back({"hfsdp", "llama3-8b", with({"num_distributed_optimizer_instances=2", "outer_dp_sharding_strategy=optim"})});
+  cases.push_back({"hfsdp_moe", "mixtral-8x7b", with({"ep=8", "num_distributed_optimizer_instances=2", "outer_dp_sharding_strategy=optim"})});
+  cases.push_back({"double_buffer", "llama3-8b", with({"fsdp_double_buffer=true"})});
+  cases.push_back({"nccl_ub_moe", "mixtral-8x7b", with({"ep=4", "nccl_ub=true"})});
+  cases.push_back({"zero2_double_buffer", "llama3-8b", with({"data_parallel_sharding_strategy=optim_grads", "fsdp_double_buffer=true"})});
+  cases.push_back({"full_recompute", "llama3-8b", with({"recompute_granularity=full"})});
+  cases.push_back({"full_recompute_chunks", "llama3-8b", with({"recompute_granularity=full", "recompute_num_layers=4"})});
+  cases.push_back({"block_recompute", "llama3-8b", with({"recompute_granularity=full", "recompute_method=block", "recompute_num_layers=8"})});
+  cases.push_back({"selective_tp", "llama3-8b", with({"recompute_granularity=selective", "tp=2"})});
+  cases.push_back({"offload", "llama3-8b", with({"cpu_offloading_activations=true"})});
+  cases.push_back({"fsdp2_recompute", "llama3-8b", with({"implementation=fsdp2", "recompute_granularity=full"})});
+  cases.push_back({"fsdp2_offload", "llama3-8b", with({"implementation=fsdp2", "cpu_offloading_activations=true"})});
+  cases.push_back({"fp8_params", "llama3-8b", with({"param_dtype=fp8"})});
+  cases.push_back({"cp_fp32_grads", "llama3-8b", with({"cp=2", "seq_length=8192", "main_grads_dtype=fp32"})});
+  cases.push_back({"no_overlap_zero1", "llama3-8b", with({"data_parallel_sharding_strategy=optim", "overlap_param_gather=false", "overlap_grad_reduce=false"})});
+  cases.push_back({"deepseek_ep", "deepseek-v3", {"nodes=4", "ep=32", "global_batch_size=64"}});
+  return cases;
+}
+
+class EveryBuild : public ::testing::TestWithParam<BuildCase> {};
+
+TEST_P(EveryBuild, PassesValidation) {
+  const BuildCase& c = GetParam();
+  const Schedule s = build_schedule(model_preset(c.model), config_of(c.sets), 8);
+  const auto problems = validate(s);
+  for (const auto& p : problems) ADD_FAILURE() << p;
+  // Each unit runs forward and backward once per micro-batch: (layers + 2) × micro-batches of each.
+  std::map<Phase, int> computes;
+  for (const Op& op : s.ops) {
+    if (op.kind == OpKind::compute && s.streams[static_cast<size_t>(op.stream)].name == "compute") ++computes[op.phase];
+  }
+  const int units = static_cast<int>(s.units.size());
+  EXPECT_EQ(computes[Phase::fwd], units * s.info.micro_batches);
+  EXPECT_EQ(computes[Phase::bwd], units * s.info.micro_batches);
+}
+
+INSTANTIATE_TEST_SUITE_P(Builders, EveryBuild, ::testing::ValuesIn(build_cases()),
+                         [](const ::testing::TestParamInfo<BuildCase>& p) {
+                           std::string name = p.param.name;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+// ---- Megatron-FSDP rules --------------------------------------------------------------------------------------------
+std::vector<const Op*> ops_of(const Schedule& s, OpKind kind, Phase phase, int32_t mb) {
+  std::vector<const Op*> out;
+  for (const Op& op : s.ops) {
+    if (op.kind == kind && op.phase == phase && op.micro_batch == mb) out.push_back(&op);
+  }
+  return out;
+}
+
+int32_t first_op_named(const Schedule& s, const std::string& name) {
+  for (const Op& op : s.ops) {
+    if (op.name == name) return op.id;
+  }
+  return -1;
+}
+
+TEST(MegatronBuilder, DefaultBudgetPrefetchesThreeLlama8bLayers) {
+  // §1.3 at the snapshot: X = max(1e9, 2 × 218.1M) = 1e9 elements, S_AG = 5e8. Prefetching stops once the listed
+  // units beyond the current one reach 5e8: 218M, 436M, 654M → k = 3.
+  const Schedule s = build_schedule(model_preset("llama3-8b"), FsdpConfig{}, 8);
+  EXPECT_EQ(s.info.prefetch_depth, 3);
+  // start_param_sync gathers bucket 0 (the non-unit group) and prefetches layers 0-2; the embedding's pre-forward
+  // finds them all in flight: so 4 all-gathers precede the first layer's forward, and layer.0's pre-forward adds
+  // layer.3 before its forward.
+  int before_first_layer = 0, before_second_layer = 0;
+  const int32_t fwd0 = first_op_named(s, "fwd.layer.0.mb0");
+  const int32_t fwd1 = first_op_named(s, "fwd.layer.1.mb0");
+  for (const Op& op : s.ops) {
+    if (op.kind != OpKind::all_gather) continue;
+    before_first_layer += op.id < fwd0;
+    before_second_layer += op.id < fwd1;
+  }
+  EXPECT_EQ(before_first_layer, 5);  // non-unit + layers 0, 1, 2 + layer 3 (issued at layer.0's pre-forward)
+  EXPECT_EQ(before_second_layer, 6);
+}
+
+TEST(MegatronBuilder, CapRuleAndDoubleBufferGiveDepthOne) {
+  // PR #7134: X = min(1e9, 2U) = 2U → S_AG = U → one unit ahead. The double buffer caps the depth at 1 (§1.3).
+  EXPECT_EQ(build_schedule(model_preset("llama3-8b"), config_of({"communication_budget_rule=cap"}), 8).info.prefetch_depth, 1);
+  EXPECT_EQ(build_schedule(model_preset("llama3-8b"), config_of({"fsdp_double_buffer=true"}), 8).info.prefetch_depth, 1);
+  // A budget of 1 element gives S_AG = 1 // 2 = 0: "a small suggested_communication_unit_size disables prefetch".
+  const Schedule none = build_schedule(model_preset("llama3-8b"), config_of({"suggested_communication_unit_size=1"}), 8);
+  EXPECT_EQ(none.info.prefetch_depth, 0);
+  // Without prefetch, each layer's forward all-gather is issued at its own pre-forward, after the previous forward.
+  EXPECT_LT(first_op_named(none, "fwd.layer.0.mb0"), first_op_named(none, "ag.layer.1.mb0"));
+}
+
+TEST(MegatronBuilder, BackwardStartGathersInAscendingOrderNeededUnitLast) {
+  // §1.3 ordering caveat: the first pre-backward (layer.31) lists 31, 30, 29, 28 and issues them in ascending
+  // bucket-ID order, so the unit backward needs first is gathered last.
+  const Schedule s = build_schedule(model_preset("llama3-8b"), FsdpConfig{}, 8);
+  const auto bwd_ags = ops_of(s, OpKind::all_gather, Phase::bwd, 0);
+  ASSERT_GE(bwd_ags.size(), 4u);
+  EXPECT_EQ(bwd_ags[0]->name, "ag.bwd.layer.28.mb0");
+  EXPECT_EQ(bwd_ags[1]->name, "ag.bwd.layer.29.mb0");
+  EXPECT_EQ(bwd_ags[2]->name, "ag.bwd.layer.30.mb0");
+  EXPECT_EQ(bwd_ags[3]->name, "ag.bwd.layer.31.mb0");
+  // The layers the output layer's pre-forward prefetched (0, 1, 2) are recycled unused at that first allocation.
+  const int32_t recycle = first_op_named(s, "ag_recycle.mb0");
+  ASSERT_GE(recycle, 0);
+  EXPECT_EQ(s.ops[static_cast<size_t>(recycle)].frees.size(), 3u);
+}
+
+TEST(MegatronBuilder, CollectivesPerStrategy) {
+  // Per step with 32 layers and 2 micro-batches (§4): ZeRO-3 gathers every layer in forward and backward of every
+  // micro-batch and reduce-scatters every micro-batch; ZeRO-2 gathers once per step and reduce-scatters every
+  // micro-batch; ZeRO-1 gathers once and reduce-scatters on the last; no_shard only all-reduces on the last.
+  const auto count = [](const Schedule& s, OpKind kind) {
+    return std::count_if(s.ops.begin(), s.ops.end(), [&](const Op& op) { return op.kind == kind; });
+  };
+  const ModelSpec m = model_preset("llama3-8b");
+  const Schedule z3 = build_schedule(m, config_of({"global_batch_size=16"}), 8);
+  const Schedule z2 = build_schedule(m, config_of({"global_batch_size=16", "data_parallel_sharding_strategy=optim_grads"}), 8);
+  const Schedule z1 = build_schedule(m, config_of({"global_batch_size=16", "data_parallel_sharding_strategy=optim"}), 8);
+  const Schedule z0 = build_schedule(m, config_of({"global_batch_size=16", "data_parallel_sharding_strategy=no_shard"}), 8);
+  // ZeRO-3: non-unit once + 32 × 2 (fwd, bwd) × 2 micro-batches + the output layer's 3 wasted prefetches per
+  // micro-batch (layers 0-2, recycled at the first backward gather) = 1 + 128 + 6.
+  EXPECT_EQ(count(z3, OpKind::all_gather), 1 + 128 + 6);
+  EXPECT_EQ(count(z3, OpKind::reduce_scatter), (32 + 1) * 2);  // every bucket group, every micro-batch
+  EXPECT_EQ(count(z2, OpKind::all_gather), 33);                 // once per step
+  EXPECT_EQ(count(z2, OpKind::reduce_scatter), 33 * 2);
+  EXPECT_EQ(count(z1, OpKind::all_gather), 33);
+  EXPECT_EQ(count(z1, OpKind::reduce_scatter), 33);             // last micro-batch only
+  EXPECT_EQ(count(z0, OpKind::all_gather), 0);
+  EXPECT_EQ(count(z0, OpKind::all_reduce), 33);
+}
+
+TEST(MegatronBuilder, HsdpOuterCollectivesOnTheLastMicroBatch) {
+  // §5: HSDP all-reduces each accumulated shard over the outer group on the last micro-batch; HFSDP reduce-scatters
+  // instead, and all-gathers the outer slice before each unit all-gather of the first micro-batch (forward and the
+  // backward re-gathers).
+  const ModelSpec m = model_preset("llama3-8b");
+  const std::vector<std::string> base{"nodes=2", "global_batch_size=32", "num_distributed_optimizer_instances=2"};
+  const Schedule hsdp = build_schedule(m, config_of(base), 8);
+  std::vector<std::string> h = base;
+  h.push_back("outer_dp_sharding_strategy=optim");
+  const Schedule hfsdp = build_schedule(m, config_of(h), 8);
+  const auto outer = [](const Schedule& s, const std::string& prefix, int32_t mb) {
+    return std::count_if(s.ops.begin(), s.ops.end(), [&](const Op& op) {
+      return op.name.rfind(prefix, 0) == 0 && (mb < 0 || op.micro_batch == mb);
+    });
+  };
+  EXPECT_EQ(outer(hsdp, "outer_ar", 1), 33);
+  EXPECT_EQ(outer(hsdp, "outer_ar", 0), 0);
+  EXPECT_EQ(outer(hfsdp, "outer_rs", 1), 33);
+  EXPECT_EQ(outer(hfsdp, "outer_ag", 1), 0);
+  // First micro-batch: every all-gather has its outer all-gather in front.
+  const auto inner_ags_mb0 = std::count_if(hfsdp.ops.begin(), hfsdp.ops.end(), [](const Op& op) {
+    return op.kind == OpKind::all_gather && op.micro_batch == 0 && op.name.rfind("ag", 0) == 0;
+  });
+  EXPECT_EQ(outer(hfsdp, "outer_ag", 0), inner_ags_mb0);
+}
+
+TEST(MegatronBuilder, FullRecomputeRegathersEachLayer) {
+  // Per-layer full recompute: each layer's backward first re-runs its forward (32 recompute ops per micro-batch);
+  // the re-gather for the recompute is the backward gather (2 all-gathers per layer per micro-batch).
+  const Schedule s = build_schedule(model_preset("llama3-8b"), config_of({"recompute_granularity=full"}), 8);
+  EXPECT_EQ(ops_of(s, OpKind::compute, Phase::recompute, 0).size(), 32u);
+  const auto unit_ags = std::count_if(s.ops.begin(), s.ops.end(), [](const Op& op) {
+    return op.kind == OpKind::all_gather && op.unit >= 1 && op.unit <= 32 && op.phase != Phase::fwd;
+  });
+  EXPECT_EQ(unit_ags, 32);
+}
+
+TEST(Fsdp2Builder, CopyInAllGatherCopyOutAndRootKeptForBackward) {
+  const Schedule s = build_schedule(model_preset("llama3-8b"), config_of({"implementation=fsdp2", "global_batch_size=16"}), 8);
+  ASSERT_GE(s.stream_index("ag_copy_in"), 0);
+  EXPECT_EQ(s.streams[static_cast<size_t>(s.stream_index("ag"))].priority, -1);
+  // Per micro-batch: the root is gathered once (kept through backward); each layer in forward and in backward.
+  const auto ag = ops_of(s, OpKind::all_gather, Phase::fwd, 0).size() + ops_of(s, OpKind::all_gather, Phase::bwd, 0).size();
+  EXPECT_EQ(ag, 1u + 2u * 32u);
+  // One reduce-scatter per group per micro-batch, reducing with ncclAvg.
+  const auto rs = ops_of(s, OpKind::reduce_scatter, Phase::bwd, 1);
+  EXPECT_EQ(rs.size(), 33u);
+  EXPECT_EQ(rs.front()->reduce_op, ReduceOp::avg);
+  // Every all-gather is preceded by its copy-in and followed by a copy-out on the compute stream.
+  const auto copies = ops_of(s, OpKind::copy, Phase::fwd, 0);
+  const auto copy_outs = std::count_if(copies.begin(), copies.end(), [](const Op* op) { return op->name.rfind("ag_copy_out", 0) == 0; });
+  EXPECT_EQ(copy_outs, 33);
+}
+
+TEST(Builders, ActivationOffloadCopiesEachOffloadedLayer) {
+  // Default: every decoder layer but the last is offloaded: 31 device→host and 31 host→device copies per micro-batch.
+  const Schedule s = build_schedule(model_preset("llama3-8b"), config_of({"cpu_offloading_activations=true"}), 8);
+  const auto d2h = std::count_if(s.ops.begin(), s.ops.end(), [](const Op& op) { return op.kind == OpKind::copy && op.send_bytes > 0; });
+  const auto h2d = std::count_if(s.ops.begin(), s.ops.end(), [](const Op& op) { return op.kind == OpKind::copy && op.recv_bytes > 0; });
+  EXPECT_EQ(d2h, 31);
+  EXPECT_EQ(h2d, 31);
+}
+
+}  // namespace
+}  // namespace fsdpsim

@@ -1,0 +1,74 @@
+#include "schedule/ir_yaml.h"
+
+#include <gtest/gtest.h>
+
+#include "schedule/builder.h"
+#include "schedule/model.h"
+#include "tests/schedule/tiny_schedule.h"
+
+namespace fsdpsim {
+namespace {
+
+std::string error_of(const std::string& yaml) {
+  try {
+    (void)schedule_from_yaml(yaml, "s.yaml");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(IrYaml, TinyScheduleRoundTripsExactly) {
+  const Schedule s = testing::tiny_schedule();
+  const std::string text = schedule_to_yaml(s);
+  const Schedule back = schedule_from_yaml(text, "s.yaml");
+  EXPECT_EQ(back, s);
+  EXPECT_EQ(schedule_to_yaml(back), text);
+}
+
+TEST(IrYaml, BuiltSchedulesRoundTripExactly) {
+  for (const char* strategy : {"no_shard", "optim", "optim_grads", "optim_grads_params"}) {
+    FsdpConfig config;
+    apply_override(config, std::string("data_parallel_sharding_strategy=") + strategy);
+    apply_override(config, "global_batch_size=16");  // 2 micro-batches on 8 GPUs
+    const Schedule s = build_schedule(model_preset("mixtral-8x7b"), config, 8);
+    const std::string text = schedule_to_yaml(s);
+    EXPECT_EQ(schedule_from_yaml(text, "s.yaml"), s) << strategy;
+  }
+}
+
+TEST(IrYaml, UnknownStreamNameIsAnError) {
+  std::string text = schedule_to_yaml(testing::tiny_schedule());
+  text.replace(text.find("stream: ag"), 10, "stream: ax");
+  const std::string message = error_of(text);
+  EXPECT_NE(message.find("s.yaml:"), std::string::npos) << message;
+  EXPECT_NE(message.find("'ops[0].stream': unknown stream 'ax' (did you mean 'ag'?)"), std::string::npos) << message;
+}
+
+TEST(IrYaml, UnknownKeyAndWrongType) {
+  std::string text = schedule_to_yaml(testing::tiny_schedule());
+  std::string misspelled = text;
+  misspelled.replace(misspelled.find("send_bytes"), 10, "send_bites");
+  EXPECT_NE(error_of(misspelled).find("'ops[0].send_bites': unknown key (did you mean 'send_bytes'?)"), std::string::npos)
+      << error_of(misspelled);
+  std::string wrong = text;
+  wrong.replace(wrong.find("send_bytes: 100"), 15, "send_bytes: lots");
+  EXPECT_NE(error_of(wrong).find("'ops[0].send_bytes': expected a whole number, got 'lots'"), std::string::npos);
+}
+
+TEST(IrYaml, NegativeSizeAndNewerVersion) {
+  std::string text = schedule_to_yaml(testing::tiny_schedule());
+  std::string negative = text;
+  negative.replace(negative.find("size_bytes: 50"), 14, "size_bytes: -50");
+  EXPECT_NE(error_of(negative).find("'buffers[2].size_bytes': value -50 is out of range"), std::string::npos);
+  std::string newer = text;
+  newer.replace(newer.find("version: 1"), 10, "version: 9");
+  EXPECT_NE(error_of(newer).find("'version': value 9 is out of range"), std::string::npos);
+}
+
+TEST(IrYaml, MalformedYaml) {
+  EXPECT_NE(error_of("version: 1\nops: [\n").find("malformed YAML"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fsdpsim
