@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/job.h"
+#include "cli/output.h"
 #include "common/error.h"
 #include "schedule/builder.h"
 #include "schedule/ir_yaml.h"
@@ -18,13 +19,6 @@ struct ScheduleOptions {
   std::string output;
 };
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw ConfigError(SourceLocation{path, 0, 0}, "-o", "cannot write the file", "check the directory exists");
-  out << text;
-  if (!out) throw ConfigError(SourceLocation{path, 0, 0}, "-o", "writing failed", "check the free disk space");
-}
-
 }  // namespace
 
 void register_schedule(CLI::App& app) {
@@ -37,7 +31,7 @@ void register_schedule(CLI::App& app) {
     maybe_print_config(options->job, job);
     const Schedule schedule = build_schedule(job.model, job.config, job.layout);
     validate_or_throw(schedule, "the built schedule");
-    if (!options->output.empty()) write_file(options->output, schedule_to_yaml(schedule));
+    if (!options->output.empty()) write_text_file(options->output, schedule_to_yaml(schedule), "-o");
     std::cout << schedule_summary(schedule);
     std::cout << "topology: " << job.topology.name << " (" << job.layout.world_size << " GPUs = "
               << job.config.nodes << " nodes × " << job.topology.gpus_per_node << ")";

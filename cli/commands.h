@@ -9,5 +9,7 @@ namespace fsdpsim::cli {
 void register_presets(CLI::App& app);
 /// `fsdpsim schedule`: build the IR, validate it, write it, print its summary.
 void register_schedule(CLI::App& app);
+/// `fsdpsim simulate`: predict step time and the memory timeline.
+void register_simulate(CLI::App& app);
 
 }  // namespace fsdpsim::cli

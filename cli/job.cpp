@@ -4,9 +4,27 @@
 #include <optional>
 
 #include "common/error.h"
+#include "schedule/builder.h"
+#include "schedule/ir_yaml.h"
 #include "schedule/megatron_args.h"
+#include "schedule/validate.h"
 
 namespace fsdpsim::cli {
+namespace {
+
+// A schedule read from a file must fit the topology: its world size must be whole nodes (and agree with --set
+// nodes when given).
+void check_world(const Schedule& s, const Topology& t, const JobOptions& options) {
+  const int32_t gpn = t.gpus_per_node;
+  if (s.info.world_size % gpn != 0) {
+    throw ConfigError(SourceLocation{options.schedule_file_hint, 0, 0}, "info.world_size",
+                      "the schedule is for " + std::to_string(s.info.world_size) + " GPUs, which is not a whole number of " +
+                          t.name + " nodes (" + std::to_string(gpn) + " GPUs each)",
+                      "build the schedule for this topology, or pick a topology whose node size divides it");
+  }
+}
+
+}  // namespace
 
 void add_job_options(CLI::App& command, JobOptions& options) {
   command.add_option("--model,-m", options.model, "model: a preset (see 'fsdpsim presets'), a model YAML file, or a "
@@ -37,6 +55,35 @@ Job resolve_job(const JobOptions& options) {
 
 void maybe_print_config(const JobOptions& options, const Job& job) {
   if (options.print_config) std::cout << config_to_yaml(job.config) << "\n";
+}
+
+Schedule load_or_build_schedule(const std::string& schedule_file, const JobOptions& options, Topology* topology) {
+  if (schedule_file.empty()) {
+    const Job job = resolve_job(options);
+    maybe_print_config(options, job);
+    *topology = job.topology;
+    Schedule s = build_schedule(job.model, job.config, job.layout);
+    validate_or_throw(s, "the built schedule");
+    return s;
+  }
+  Schedule s = load_schedule(schedule_file);
+  validate_or_throw(s, schedule_file);
+  *topology = load_topology(options.topology);
+  JobOptions hinted = options;
+  hinted.schedule_file_hint = schedule_file;
+  check_world(s, *topology, hinted);
+  for (const auto& assignment : options.sets) {
+    FsdpConfig probe;
+    apply_override(probe, assignment);
+    if (probe.origin.count("nodes") && probe.nodes * topology->gpus_per_node != s.info.world_size) {
+      throw ConfigError(probe.where("nodes"), "nodes",
+                        "the schedule in " + schedule_file + " is for " + std::to_string(s.info.world_size) +
+                            " GPUs but nodes=" + std::to_string(probe.nodes) + " gives " +
+                            std::to_string(probe.nodes * topology->gpus_per_node),
+                        "drop --set nodes or rebuild the schedule for this node count");
+    }
+  }
+  return s;
 }
 
 }  // namespace fsdpsim::cli

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "schedule/fsdp_config.h"
+#include "schedule/ir.h"
 #include "schedule/model.h"
 #include "schedule/parallel_layout.h"
 #include "topologies/hardware.h"
@@ -22,6 +23,7 @@ struct JobOptions {
   std::string megatron_args;
   std::vector<std::string> sets;
   bool print_config = false;
+  std::string schedule_file_hint;  ///< names a schedule file in errors about it
 };
 
 /// A resolved job.
@@ -36,6 +38,9 @@ struct Job {
 void add_job_options(CLI::App& command, JobOptions& options);
 /// Loads and checks everything: config file, then Megatron-LM flags, then --set overrides (last wins).
 Job resolve_job(const JobOptions& options);
+/// The schedule to run: read from `schedule_file` (validated, and checked against the topology's node size and any
+/// --set nodes) or built from the job. Sets `topology`.
+Schedule load_or_build_schedule(const std::string& schedule_file, const JobOptions& options, Topology* topology);
 /// Prints the effective configuration when --print-config was given.
 void maybe_print_config(const JobOptions& options, const Job& job);
 

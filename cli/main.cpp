@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   fsdpsim::cli::register_presets(app);
   fsdpsim::cli::register_schedule(app);
+  fsdpsim::cli::register_simulate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

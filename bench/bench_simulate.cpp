@@ -1,0 +1,73 @@
+// Wall time per simulated step and events per second, for Llama-3-8B/70B/405B and DeepSeek-V3 on 8 to 16,384 GPUs
+// with 1 to 16 micro-batches. One rank is simulated, so a step should cost the same at any GPU count.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <string>
+
+#include "schedule/builder.h"
+#include "schedule/model.h"
+#include "sim/engine.h"
+#include "topologies/hardware.h"
+
+namespace {
+
+using namespace fsdpsim;
+
+struct Job {
+  const char* model;
+  const char* extra;  // model-specific settings
+};
+
+constexpr Job kJobs[] = {
+    {"llama3-8b", ""}, {"llama3-70b", ""}, {"llama3-405b", "tp=8"}, {"deepseek-v3", "ep=64"}};
+
+void BM_SimulateStep(benchmark::State& state) {
+  const Job& job = kJobs[state.range(0)];
+  const auto gpus = static_cast<int32_t>(state.range(1));
+  const auto micro_batches = static_cast<int32_t>(state.range(2));
+  const Topology topology = topology_preset("dgx-h100-ndr");
+  FsdpConfig config;
+  apply_override(config, "nodes=" + std::to_string(gpus / topology.gpus_per_node));
+  std::string extra = job.extra;
+  int32_t model_parallel = 1;
+  if (!extra.empty()) {
+    apply_override(config, extra);
+    model_parallel = extra.rfind("tp=", 0) == 0 ? std::stoi(extra.substr(3)) : 1;
+  }
+  apply_override(config, "global_batch_size=" + std::to_string(int64_t{micro_batches} * gpus / model_parallel));
+  const Schedule schedule = build_schedule(model_preset(job.model), config, topology.gpus_per_node);
+  SimOptions options;
+  options.steps = 2;
+  options.record_timeline = false;
+  uint64_t events = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    const SimRun run = run_schedule(schedule, topology, options);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    events += run.events;
+    benchmark::DoNotOptimize(run.steps.back().end_ns);
+  }
+  // Two steps per iteration: step_ms is the wall time of one simulated step.
+  state.SetLabel(std::string(job.model) + " " + std::to_string(gpus) + " GPUs " + std::to_string(micro_batches) + " mb, " +
+                 std::to_string(schedule.ops.size()) + " ops");
+  state.counters["step_ms"] = seconds * 1e3 / (2.0 * static_cast<double>(state.iterations()));
+  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+}
+
+void Jobs(benchmark::internal::Benchmark* b) {
+  for (int64_t job = 0; job < 4; ++job) {
+    for (const int64_t gpus : {8, 64, 512, 4096, 16384}) {
+      if (job == 2 && gpus < 64) continue;   // 405B: tp 8 needs whole data-parallel groups
+      if (job == 3 && gpus < 64) continue;   // DeepSeek-V3: ep 64
+      for (const int64_t mb : {1, 4, 16}) b->Args({job, gpus, mb});
+    }
+  }
+}
+
+BENCHMARK(BM_SimulateStep)->Apply(Jobs)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

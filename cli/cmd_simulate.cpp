@@ -1,0 +1,57 @@
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/job.h"
+#include "cli/output.h"
+#include "common/error.h"
+#include "sim/engine.h"
+#include "sim/report.h"
+
+namespace fsdpsim::cli {
+namespace {
+
+struct SimulateOptions {
+  JobOptions job;
+  std::string schedule_file;
+  std::string profile;
+  std::string json;
+  std::string trace;
+  int32_t steps = 2;
+  bool expandable_segments = false;
+};
+
+}  // namespace
+
+void register_simulate(CLI::App& app) {
+  auto options = std::make_shared<SimulateOptions>();
+  CLI::App* cmd = app.add_subcommand("simulate", "predict step time and the memory timeline of one rank");
+  add_job_options(*cmd, options->job);
+  cmd->add_option("--schedule", options->schedule_file, "simulate this schedule IR file instead of building one");
+  cmd->add_option("--profile", options->profile, "GPU hardware profile (preset or YAML, e.g. from 'fsdpsim calibrate')");
+  cmd->add_option("--json", options->json, "write the report as JSON to this file");
+  cmd->add_option("--trace", options->trace, "write a Chrome-trace JSON (open in Perfetto) to this file");
+  cmd->add_option("--steps", options->steps, "steps to simulate; the last is the steady state")
+      ->check(CLI::Range(2, 100))
+      ->capture_default_str();
+  cmd->add_flag("--expandable-segments", options->expandable_segments,
+                "model PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+  cmd->callback([options] {
+    Topology topology;
+    const Schedule schedule = load_or_build_schedule(options->schedule_file, options->job, &topology);
+    if (!options->profile.empty()) topology.gpu = load_gpu_profile(options->profile);
+    SimOptions sim;
+    sim.steps = options->steps;
+    sim.expandable_segments = options->expandable_segments;
+    sim.record_timeline = true;
+    sim.allocator_capacity_bytes = 0;
+    const SimRun run = run_schedule(schedule, topology, sim);
+    const Report report = make_report(schedule, topology, run);
+    std::cout << report_text(report);
+    if (!options->json.empty()) write_text_file(options->json, report_json(report), "--json");
+    if (!options->trace.empty()) write_text_file(options->trace, chrome_trace(schedule, run), "--trace");
+  });
+}
+
+}  // namespace fsdpsim::cli

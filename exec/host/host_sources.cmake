@@ -1,0 +1,1 @@
+# host backend sources (target_sources(fsdpsim_exec PRIVATE ...))

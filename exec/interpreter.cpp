@@ -1,0 +1,54 @@
+#include "exec/interpreter.h"
+
+#include "common/error.h"
+#include "schedule/schedule_graph.h"
+
+namespace fsdpsim {
+namespace {
+
+StepRun to_step_run(const StepMeasurement& m, TimeNs step_start, int32_t step) {
+  StepRun run;
+  run.start_ns = step_start;
+  run.end_ns = step_start + m.step_ns;
+  run.ops.resize(m.start_ns.size());
+  for (size_t i = 0; i < m.start_ns.size(); ++i) {
+    run.ops[i] = OpTiming{step_start + m.start_ns[i], step_start + m.end_ns[i]};
+  }
+  run.peak_allocated.bytes = m.peak_allocated_bytes;
+  run.peak_allocated.op = m.peak_op;
+  run.peak_allocated.step = step;
+  run.peak_allocated.breakdown = m.peak_breakdown;
+  run.peak_reserved.bytes = m.peak_reserved_bytes;
+  run.peak_reserved.step = step;
+  return run;
+}
+
+}  // namespace
+
+SimRun interpret(const Schedule& schedule, Backend& backend, const ExecOptions& options) {
+  const std::vector<int32_t> order = issue_order(schedule);
+  if (order.size() != schedule.ops.size()) {
+    throw ScheduleError("the executor cannot run this schedule", {"its dependencies form a cycle (run validation)"});
+  }
+  backend.setup(schedule);
+  SimRun result;
+  TimeNs clock = 0;
+  for (int32_t step = 0; step < options.steps; ++step) {
+    backend.begin_step(step);
+    for (const int32_t id : order) {
+      const Op& op = schedule.ops[static_cast<size_t>(id)];
+      for (const int32_t dep : op.deps) backend.wait(op.stream, dep);
+      backend.mark_start(op);
+      for (const int32_t b : op.allocs) backend.allocate(b, op.stream);
+      backend.run(op);
+      backend.mark_end(op);
+      for (const int32_t b : op.frees) backend.release(b, op.stream);
+    }
+    const StepMeasurement m = backend.end_step();
+    result.steps.push_back(to_step_run(m, clock, step));
+    clock += m.step_ns;
+  }
+  return result;
+}
+
+}  // namespace fsdpsim

@@ -1,0 +1,69 @@
+#include "sim/compute_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.h"
+
+namespace fsdpsim {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The profile's maximum efficiency is the best-shape measurement (MAMF, ml-engineering: reached at large k such as
+// 8192); the k-loop factor k/(k + k_half) is normalised so that k = 8192 gives 1.
+constexpr double kReferenceK = 8192.0;
+
+}  // namespace
+
+double peak_flops_per_s(const GpuProfile& gpu, DType dtype) {
+  if (dtype == DType::fp8) {
+    if (gpu.dense_fp8_flops_per_s <= 0) {
+      throw ConfigError(SourceLocation{"<profile " + gpu.name + ">", 0, 0}, "dense_fp8_flops_per_s",
+                        "the schedule computes in FP8 but " + gpu.name + " has no FP8 tensor cores",
+                        "use param_dtype: bf16 and fp8_compute: false, or a Hopper/Blackwell topology");
+    }
+    return gpu.dense_fp8_flops_per_s;
+  }
+  return gpu.dense_bf16_flops_per_s;
+}
+
+double gemm_efficiency(const Gemm& gemm, const GpuProfile& gpu, DType dtype) {
+  if (gemm.attention) return gpu.attention_efficiency;
+  const double max_eff = dtype == DType::fp8 ? gpu.fp8_gemm_max_efficiency : gpu.gemm_max_efficiency;
+  // Wave quantisation: output tiles are spread over the SMs; a last partial wave leaves SMs idle.
+  const int64_t tiles = ceil_div(std::max<int64_t>(1, gemm.m), gpu.gemm_tile_m) *
+                        ceil_div(std::max<int64_t>(1, gemm.n), gpu.gemm_tile_n) * std::max<int64_t>(1, gemm.batch);
+  const int64_t sms = std::max(1, gpu.sm_count);
+  const int64_t waves = ceil_div(tiles, sms);
+  const double wave_eff = static_cast<double>(tiles) / static_cast<double>(waves * sms);
+  // A short k-loop cannot hide the prologue and epilogue of each tile.
+  const auto k = static_cast<double>(std::max<int64_t>(1, gemm.k));
+  const auto k_half = static_cast<double>(std::max<int64_t>(1, gpu.gemm_k_half));
+  const double k_eff = std::min(1.0, (k / (k + k_half)) / (kReferenceK / (kReferenceK + k_half)));
+  return std::max(0.01, max_eff * wave_eff * k_eff);
+}
+
+TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype) {
+  const double flops = 2.0 * static_cast<double>(gemm.m) * static_cast<double>(gemm.n) * static_cast<double>(gemm.k) *
+                       static_cast<double>(gemm.batch);
+  if (flops <= 0) return 0;
+  // Fused attention runs in BF16 even in FP8 training (Transformer Engine's default DPA).
+  const DType effective = gemm.attention ? DType::bf16 : dtype;
+  const double seconds = flops / (peak_flops_per_s(gpu, effective) * gemm_efficiency(gemm, gpu, effective));
+  return static_cast<TimeNs>(std::llround(seconds * 1e9)) + gpu.kernel_overhead_ns;
+}
+
+TimeNs memory_time_ns(int64_t bytes, const GpuProfile& gpu) {
+  if (bytes <= 0) return 0;
+  const double seconds = static_cast<double>(bytes) / (gpu.hbm_bw_bytes_per_s * gpu.memory_efficiency);
+  return static_cast<TimeNs>(std::llround(seconds * 1e9)) + gpu.kernel_overhead_ns;
+}
+
+TimeNs compute_time_ns(const Op& op, const GpuProfile& gpu, DType dtype) {
+  TimeNs total = 0;
+  for (const auto& g : op.gemms) total += gemm_time_ns(g, gpu, dtype);
+  return total + memory_time_ns(op.bytes_touched, gpu);
+}
+
+}  // namespace fsdpsim

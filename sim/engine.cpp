@@ -1,0 +1,310 @@
+#include "sim/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "common/error.h"
+#include "sim/event_queue.h"
+#include "sim/flow_solver.h"
+
+namespace fsdpsim {
+namespace {
+
+// The op a stream is running. Compute work is measured in nanoseconds at full speed (rate = fraction of full
+// speed); transfers in bytes (rate in bytes per nanosecond).
+struct Activity {
+  int32_t op = -1;
+  bool active = false;
+  bool transfer = false;
+  bool in_latency = false;
+  double remaining = 0;
+  double rate = 0;
+  TimeNs since = 0;
+  uint32_t version = 0;
+};
+
+// What the event loop reads about an op, packed together (the Op structs are large and scattered).
+struct OpRuntime {
+  int32_t stream = 0;
+  int32_t deps = 0;
+  int32_t allocs_begin = 0, allocs_end = 0;          // into buffer_ids_
+  int32_t frees_begin = 0, frees_end = 0;            // into buffer_ids_
+  int32_t dependents_begin = 0, dependents_end = 0;  // into dependent_ids_
+};
+
+class Engine {
+ public:
+  Engine(const Schedule& s, const Topology& t, const SimOptions& o, std::vector<OpCost> costs,
+         const std::vector<double>& link_caps)
+      : s_(s),
+        t_(t),
+        o_(o),
+        costs_(std::move(costs)),
+        links_(),
+        memory_(s, AllocatorConfig{o.allocator_capacity_bytes > 0 ? o.allocator_capacity_bytes : t.gpu.hbm_bytes,
+                                   o.expandable_segments, 0},
+                o.record_timeline) {
+    FSDPSIM_CHECK(costs_.size() == s.ops.size(), "one cost per op");
+    for (const double cap : link_caps) links_.push_back(FlowLink{cap});
+    stream_ops_.resize(s.streams.size());
+    std::vector<std::vector<int32_t>> dependents(s.ops.size());
+    for (const Op& op : s.ops) {
+      stream_ops_[static_cast<size_t>(op.stream)].push_back(op.id);
+      for (const int32_t d : op.deps) dependents[static_cast<size_t>(d)].push_back(op.id);
+    }
+    ops_.resize(s.ops.size());
+    for (const Op& op : s.ops) {
+      OpRuntime& r = ops_[static_cast<size_t>(op.id)];
+      r.stream = op.stream;
+      r.deps = static_cast<int32_t>(op.deps.size());
+      r.allocs_begin = static_cast<int32_t>(buffer_ids_.size());
+      buffer_ids_.insert(buffer_ids_.end(), op.allocs.begin(), op.allocs.end());
+      r.allocs_end = r.frees_begin = static_cast<int32_t>(buffer_ids_.size());
+      buffer_ids_.insert(buffer_ids_.end(), op.frees.begin(), op.frees.end());
+      r.frees_end = static_cast<int32_t>(buffer_ids_.size());
+      r.dependents_begin = static_cast<int32_t>(dependent_ids_.size());
+      const auto& list = dependents[static_cast<size_t>(op.id)];
+      dependent_ids_.insert(dependent_ids_.end(), list.begin(), list.end());
+      r.dependents_end = static_cast<int32_t>(dependent_ids_.size());
+    }
+    acts_.resize(s.streams.size());
+    flow_of_stream_.assign(s.streams.size(), -1);
+    compute_stream_ = std::max(0, s.stream_index("compute"));
+  }
+
+  SimRun run() {
+    SimRun result;
+    // Persistent buffers exist before the first step (model, optimizer and FSDP buffers are set up at init).
+    for (const Buffer& b : s_.buffers) {
+      if (b.persistent) memory_.allocate(b.id, -1, compute_stream_, 0, 0);
+    }
+    TimeNs now = 0;
+    for (int32_t step = 0; step < o_.steps; ++step) {
+      const int64_t mallocs_before = memory_.allocator_stats().cuda_malloc_calls;
+      memory_.reset_peaks(now, step);
+      StepRun run = run_step(step, now);
+      run.peak_allocated = memory_.peak_allocated();
+      run.peak_reserved = memory_.peak_reserved();
+      run.cuda_malloc_calls = memory_.allocator_stats().cuda_malloc_calls - mallocs_before;
+      now = run.end_ns;
+      result.steps.push_back(std::move(run));
+    }
+    result.costs = std::move(costs_);
+    result.timeline = memory_.timeline();
+    result.oom = memory_.oom();
+    result.allocator = memory_.allocator_stats();
+    result.events = events_;
+    return result;
+  }
+
+ private:
+  StepRun run_step(int32_t step, TimeNs start) {
+    step_ = step;
+    StepRun run;
+    run.start_ns = start;
+    run.ops.assign(s_.ops.size(), OpTiming{});
+    timings_ = &run.ops;
+    head_.assign(s_.streams.size(), 0);
+    pending_.resize(ops_.size());
+    for (size_t i = 0; i < ops_.size(); ++i) pending_[i] = ops_[i].deps;
+    for (auto& a : acts_) a = Activity{};
+    comm_changed_ = true;
+    fresh_.clear();
+    to_check_.clear();
+    for (size_t st = 0; st < stream_ops_.size(); ++st) to_check_.push_back(st);
+    TimeNs now = start;
+    advance(now);
+    while (!queue_.empty()) {
+      const Event e = queue_.pop();
+      Activity& a = acts_[static_cast<size_t>(e.payload)];
+      if (!a.active || e.version != a.version) continue;
+      ++events_;
+      now = e.time_ns;
+      if (a.in_latency && a.remaining > 0) {
+        a.in_latency = false;  // the latency part is over: the bytes start to flow
+        a.rate = 0;
+        a.since = now;
+        comm_changed_ = true;
+      } else {
+        finish(a.op, now);
+      }
+      advance(now);
+    }
+    check_finished();
+    run.end_ns = now;
+    for (const OpTiming& t : run.ops) run.end_ns = std::max(run.end_ns, t.end_ns);
+    return run;
+  }
+
+  // Starts every op that heads its stream with its deps done (sync and empty ops finish at once and may unblock
+  // others), then re-rates what runs. Only streams whose head or whose head's deps changed are looked at.
+  void advance(TimeNs now) {
+    while (!to_check_.empty()) {
+      const size_t st = to_check_.back();
+      to_check_.pop_back();
+      if (acts_[st].active || head_[st] >= stream_ops_[st].size()) continue;
+      const int32_t op = stream_ops_[st][head_[st]];
+      if (pending_[static_cast<size_t>(op)] > 0) continue;
+      start(op, now);
+    }
+    rerate(now);
+  }
+
+  void start(int32_t op_id, TimeNs now) {
+    const OpRuntime& op = ops_[static_cast<size_t>(op_id)];
+    (*timings_)[static_cast<size_t>(op_id)].start_ns = now;
+    const int64_t mallocs_before = memory_.allocator_stats().cuda_malloc_calls;
+    for (int32_t i = op.allocs_begin; i < op.allocs_end; ++i) {
+      memory_.allocate(buffer_ids_[static_cast<size_t>(i)], op_id, op.stream, now, step_);
+    }
+    // A new allocator segment is a synchronous cudaMalloc on the host before the op can be enqueued: it delays the
+    // op (this is what makes a first step slower than the steady state).
+    const TimeNs malloc_ns = (memory_.allocator_stats().cuda_malloc_calls - mallocs_before) * t_.gpu.cuda_malloc_ns;
+    const OpCost& cost = costs_[static_cast<size_t>(op_id)];
+    Activity& a = acts_[static_cast<size_t>(op.stream)];
+    a.op = op_id;
+    switch (cost.model) {
+      case CostModel::instant:
+        if (malloc_ns == 0) {
+          finish(op_id, now);
+          return;
+        }
+        a = Activity{op_id, true, false, false, static_cast<double>(malloc_ns), 0, now, a.version + 1};
+        fresh_.push_back(static_cast<size_t>(op.stream));
+        return;
+      case CostModel::compute:
+        a = Activity{op_id, true, false, false, static_cast<double>(cost.compute_ns + malloc_ns), 0, now, a.version + 1};
+        fresh_.push_back(static_cast<size_t>(op.stream));
+        return;
+      case CostModel::transfer: {
+        const TimeNs latency = cost.latency_ns + malloc_ns;
+        a = Activity{op_id, true, true, latency > 0, cost.bytes, 0, now, a.version + 1};
+        comm_changed_ = true;
+        if (a.in_latency) queue_.push(now + latency, 0, op.stream, a.version);
+        if (!a.in_latency && cost.bytes <= 0) finish(op_id, now);
+        return;
+      }
+    }
+  }
+
+  void finish(int32_t op_id, TimeNs now) {
+    const OpRuntime& op = ops_[static_cast<size_t>(op_id)];
+    (*timings_)[static_cast<size_t>(op_id)].end_ns = now;
+    for (int32_t i = op.frees_begin; i < op.frees_end; ++i) memory_.release(buffer_ids_[static_cast<size_t>(i)], now);
+    Activity& a = acts_[static_cast<size_t>(op.stream)];
+    if (a.transfer) comm_changed_ = true;
+    a.active = false;
+    a.transfer = false;
+    ++a.version;
+    ++head_[static_cast<size_t>(op.stream)];
+    to_check_.push_back(static_cast<size_t>(op.stream));
+    for (int32_t i = op.dependents_begin; i < op.dependents_end; ++i) {
+      const auto d = static_cast<size_t>(dependent_ids_[static_cast<size_t>(i)]);
+      if (--pending_[d] == 0) to_check_.push_back(static_cast<size_t>(ops_[d].stream));
+    }
+  }
+
+  // Compute runs at the fraction of SMs that communication kernels leave free (minus the profile's extra overlap
+  // slowdown); transfers share links max-min fairly. Only a change in the running communication changes any rate, so
+  // the full re-rating runs only then; otherwise just the ops that started get the current compute speed.
+  void rerate(TimeNs now) {
+    if (!comm_changed_) {
+      for (const size_t st : fresh_) set_rate(st, compute_speed_, now);
+      fresh_.clear();
+      return;
+    }
+    comm_changed_ = false;
+    fresh_.clear();
+    int32_t comm_sms = 0;
+    bool comm_running = false;
+    flows_.clear();
+    for (size_t st = 0; st < acts_.size(); ++st) {
+      const Activity& a = acts_[st];
+      flow_of_stream_[st] = -1;
+      if (!a.active) continue;
+      const OpCost& cost = costs_[static_cast<size_t>(a.op)];
+      if (cost.collective) {
+        comm_sms += cost.sms;
+        comm_running = true;
+      }
+      if (a.transfer && !a.in_latency) {
+        flow_of_stream_[st] = static_cast<int32_t>(flows_.size());
+        flows_.push_back(Flow{cost.cap_bytes_per_s, cost.loads});
+      }
+    }
+    const double sms = std::max(1, t_.gpu.sm_count);
+    compute_speed_ = std::max(0.05, (sms - comm_sms) / sms);
+    if (comm_running) compute_speed_ *= (1.0 - t_.gpu.overlap_slowdown);
+    solver_.solve(links_, flows_, rates_);
+    for (size_t st = 0; st < acts_.size(); ++st) {
+      const Activity& a = acts_[st];
+      if (!a.active || a.in_latency) continue;
+      const int32_t f = flow_of_stream_[st];
+      set_rate(st, a.transfer ? rates_[static_cast<size_t>(f)] / 1e9 : compute_speed_, now);  // bytes per ns
+    }
+  }
+
+  // Gives a running activity a new rate: what it did at the old rate is booked, and its completion is rescheduled.
+  void set_rate(size_t st, double rate, TimeNs now) {
+    Activity& a = acts_[st];
+    if (!a.active || a.in_latency || rate == a.rate) return;
+    a.remaining = std::max(0.0, a.remaining - a.rate * static_cast<double>(now - a.since));
+    a.since = now;
+    a.rate = rate;
+    ++a.version;
+    const double left = rate > 0 ? a.remaining / rate : 1e18;
+    queue_.push(now + static_cast<TimeNs>(std::ceil(left - 1e-6)), 0, static_cast<int32_t>(st), a.version);
+  }
+
+  void check_finished() const {
+    for (size_t st = 0; st < stream_ops_.size(); ++st) {
+      if (head_[st] >= stream_ops_[st].size()) continue;
+      const int32_t op = stream_ops_[st][head_[st]];
+      throw ScheduleError("the simulation cannot finish the step",
+                          {"stream '" + s_.streams[st].name + "' is stuck at op " + std::to_string(op) + " '" +
+                           s_.ops[static_cast<size_t>(op)].name + "', whose dependencies never finish (run "
+                           "'fsdpsim schedule' validation on it)"});
+    }
+  }
+
+  const Schedule& s_;
+  const Topology& t_;
+  SimOptions o_;
+  std::vector<OpCost> costs_;
+  std::vector<FlowLink> links_;
+  MemoryTracker memory_;
+  std::vector<std::vector<int32_t>> stream_ops_;
+  std::vector<OpRuntime> ops_;
+  std::vector<int32_t> buffer_ids_;
+  std::vector<int32_t> dependent_ids_;
+  std::vector<size_t> head_;
+  std::vector<int32_t> pending_;
+  std::vector<Activity> acts_;
+  std::vector<OpTiming>* timings_ = nullptr;
+  EventQueue queue_;
+  MaxMinSolver solver_;
+  std::vector<Flow> flows_;
+  std::vector<double> rates_;
+  std::vector<int32_t> flow_of_stream_;
+  std::vector<size_t> fresh_;      // streams whose compute op started since the last re-rating
+  std::vector<size_t> to_check_;   // streams whose head may be able to start
+  bool comm_changed_ = true;       // the set of running communication changed since the last re-rating
+  double compute_speed_ = 1.0;
+  int32_t compute_stream_ = 0;
+  int32_t step_ = 0;
+  uint64_t events_ = 0;
+};
+
+}  // namespace
+
+SimRun run_schedule(const Schedule& schedule, const Topology& topology, const SimOptions& options) {
+  return Engine(schedule, topology, options, compute_op_costs(schedule, topology), link_capacities(topology)).run();
+}
+
+SimRun run_schedule_with_costs(const Schedule& schedule, const Topology& topology, const SimOptions& options,
+                               std::vector<OpCost> costs, std::vector<double> link_caps) {
+  return Engine(schedule, topology, options, std::move(costs), link_caps).run();
+}
+
+}  // namespace fsdpsim

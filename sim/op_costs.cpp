@@ -1,0 +1,96 @@
+#include "sim/op_costs.h"
+
+#include <map>
+#include <tuple>
+
+#include "sim/compute_model.h"
+
+namespace fsdpsim {
+namespace {
+
+bool buffers_registered(const Schedule& s, const Op& op) {
+  bool any = false;
+  for (const auto* list : {&op.reads, &op.writes}) {
+    for (const int32_t b : *list) {
+      if (!s.buffers[static_cast<size_t>(b)].nccl_registered) return false;
+      any = true;
+    }
+  }
+  return any;
+}
+
+OpCost collective_op_cost(const Schedule& s, const Op& op, const Topology& topology,
+                          const std::vector<GroupPlacement>& placements) {
+  CollectiveRequest request;
+  request.kind = op.kind;
+  request.size_bytes = collective_size_bytes(op);
+  request.dtype = op.dtype;
+  request.reduce_op = op.reduce_op == ReduceOp::none ? ReduceOp::sum : op.reduce_op;
+  request.placement = placements[static_cast<size_t>(op.group)];
+  request.registered = buffers_registered(s, op);
+  OpCost cost;
+  cost.collective = true;
+  cost.nccl = collective_cost(request, topology);
+  cost.sms = cost.nccl.sms;
+  cost.latency_ns = cost.nccl.latency_ns;
+  cost.standalone_ns = cost.nccl.time_ns;
+  if (cost.nccl.bus_bytes <= 0 || cost.nccl.bus_bw_bytes_per_s <= 0) {
+    cost.model = cost.latency_ns > 0 ? CostModel::transfer : CostModel::instant;
+    return cost;
+  }
+  cost.model = CostModel::transfer;
+  cost.bytes = static_cast<double>(cost.nccl.bus_bytes);
+  cost.cap_bytes_per_s = cost.nccl.bus_bw_bytes_per_s;
+  if (cost.nccl.nvlink_load > 0) cost.loads.emplace_back(static_cast<int32_t>(LinkId::nvlink), cost.nccl.nvlink_load);
+  if (cost.nccl.network_load > 0) cost.loads.emplace_back(static_cast<int32_t>(LinkId::network), cost.nccl.network_load);
+  return cost;
+}
+
+OpCost host_copy_cost(const Op& op, const Topology& topology) {
+  // Activation offload: device↔host over the GPU's host link (PCIe or NVLink-C2C), shared by concurrent copies.
+  OpCost cost;
+  cost.model = CostModel::transfer;
+  cost.bytes = static_cast<double>(op.send_bytes + op.recv_bytes);
+  cost.cap_bytes_per_s = topology.host_bw_bytes_per_s;
+  cost.loads.emplace_back(static_cast<int32_t>(LinkId::host), 1.0);
+  cost.latency_ns = topology.gpu.kernel_overhead_ns;
+  cost.standalone_ns = cost.latency_ns + static_cast<TimeNs>(cost.bytes / cost.cap_bytes_per_s * 1e9);
+  return cost;
+}
+
+}  // namespace
+
+std::vector<double> link_capacities(const Topology& topology) {
+  std::vector<double> caps(kLinkCount, 0.0);
+  caps[static_cast<size_t>(LinkId::nvlink)] = nvlink_capacity_bytes_per_s(topology);
+  caps[static_cast<size_t>(LinkId::network)] = network_capacity_bytes_per_s(topology);
+  caps[static_cast<size_t>(LinkId::host)] = topology.host_bw_bytes_per_s;
+  return caps;
+}
+
+std::vector<OpCost> compute_op_costs(const Schedule& s, const Topology& topology) {
+  std::vector<GroupPlacement> placements;
+  for (const Group& g : s.groups) placements.push_back(place_group(topology, s.info.world_size, g.size, g.stride));
+  std::vector<OpCost> costs(s.ops.size());
+  // Identical collectives (same kind, size, dtype, reduction, group, registration) cost the same: compute once.
+  std::map<std::tuple<OpKind, int64_t, DType, ReduceOp, int32_t, bool>, OpCost> cache;
+  for (const Op& op : s.ops) {
+    OpCost& cost = costs[static_cast<size_t>(op.id)];
+    if (is_collective(op.kind)) {
+      const auto key = std::make_tuple(op.kind, collective_size_bytes(op), op.dtype, op.reduce_op, op.group,
+                                       buffers_registered(s, op));
+      auto it = cache.find(key);
+      if (it == cache.end()) it = cache.emplace(key, collective_op_cost(s, op, topology, placements)).first;
+      cost = it->second;
+    } else if (op.kind == OpKind::copy && (op.send_bytes > 0 || op.recv_bytes > 0)) {
+      cost = host_copy_cost(op, topology);
+    } else if (op.kind != OpKind::sync) {
+      cost.compute_ns = compute_time_ns(op, topology.gpu, s.info.compute_dtype);
+      cost.standalone_ns = cost.compute_ns;
+      cost.model = cost.compute_ns > 0 ? CostModel::compute : CostModel::instant;
+    }
+  }
+  return costs;
+}
+
+}  // namespace fsdpsim

@@ -1,0 +1,49 @@
+#pragma once
+/// What each op of a schedule costs when it runs alone on the topology: compute time, or a transfer (latency, bytes,
+/// standalone rate, link loads), and the SMs a communication kernel occupies. Computed once per schedule; the
+/// engine then only shares links and SMs among what runs at the same time.
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "common/units.h"
+#include "schedule/ir.h"
+#include "sim/collective_model.h"
+#include "topologies/hardware.h"
+
+namespace fsdpsim {
+
+/// The links the engine shares among concurrent transfers of the simulated rank.
+enum class LinkId : int32_t { nvlink = 0, network = 1, host = 2 };
+inline constexpr int32_t kLinkCount = 3;
+
+/// How an op takes time.
+enum class CostModel : uint8_t {
+  instant,   ///< sync ops, empty ops
+  compute,   ///< SM work: `compute_ns` at full speed, slowed while communication kernels hold SMs
+  transfer,  ///< a collective or host copy: `latency_ns`, then `bytes` at up to `cap_bytes_per_s` over shared links
+};
+
+/// One op's standalone cost.
+struct OpCost {
+  CostModel model = CostModel::instant;
+  TimeNs compute_ns = 0;
+  TimeNs latency_ns = 0;
+  double bytes = 0;                 ///< bus bytes (collectives) or bytes copied (host copies)
+  double cap_bytes_per_s = 0;
+  std::vector<std::pair<int32_t, double>> loads;  ///< (LinkId, wire bytes per byte)
+  int32_t sms = 0;                  ///< SMs a communication kernel holds while it runs
+  bool collective = false;
+  CollectiveCost nccl;              ///< the chosen NCCL algorithm and protocol (collectives)
+  TimeNs standalone_ns = 0;         ///< the op's duration alone
+};
+
+/// Capacities of the shared links, indexed by LinkId.
+std::vector<double> link_capacities(const Topology& topology);
+
+/// Costs of every op of `schedule` (indexed by op id). The schedule's world size must match the topology's nodes
+/// (checked by the caller); groups are placed with place_group.
+std::vector<OpCost> compute_op_costs(const Schedule& schedule, const Topology& topology);
+
+}  // namespace fsdpsim

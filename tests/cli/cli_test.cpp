@@ -1,0 +1,112 @@
+// The fsdpsim program end to end: the main jobs run, bad input fails with a non-zero exit and a message that names
+// the file, the key and the fix.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string output;
+};
+
+Result run(const std::string& args) {
+  const std::string command = std::string(FSDPSIM_BINARY_DIR) + "/fsdpsim " + args + " 2>&1";
+  Result r;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) r.output += buffer.data();
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string temp_path(const std::string& name) {
+  return std::string(FSDPSIM_BINARY_DIR) + "/tests/cli/" + name;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(Cli, ScheduleOfTheDefaultJob) {
+  const std::string out = temp_path("l70.schedule.yaml");
+  const Result r = run("schedule --model llama3-70b --topology dgx-h100-ndr --set nodes=8 -o " + out);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "llama3-70b, megatron_fsdp optim_grads_params, 64 GPUs")) << r.output;
+  std::ifstream written(out);
+  EXPECT_TRUE(written.good());
+}
+
+TEST(Cli, SimulateWritesJsonAndTrace) {
+  const Result r = run("simulate --model llama3-8b --json " + temp_path("r.json") + " --trace " + temp_path("t.json"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "step time")) << r.output;
+  EXPECT_TRUE(contains(r.output, "verdict         fits")) << r.output;
+  EXPECT_TRUE(std::ifstream(temp_path("r.json")).good());
+  EXPECT_TRUE(std::ifstream(temp_path("t.json")).good());
+}
+
+TEST(Cli, SimulateAScheduleFile) {
+  const std::string file = temp_path("l8.schedule.yaml");
+  ASSERT_EQ(run("schedule --model llama3-8b --set nodes=2 -o " + file).exit_code, 0);
+  const Result r = run("simulate --schedule " + file + " --topology dgx-h100-ndr");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "2 nodes, 16 GPUs")) << r.output;
+}
+
+TEST(Cli, MissingScheduleFile) {
+  const Result r = run("simulate --schedule /nonexistent/s.yaml");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.output, "fsdpsim: error: /nonexistent/s.yaml: cannot open file")) << r.output;
+}
+
+TEST(Cli, UnknownTopology) {
+  const Result r = run("simulate --model llama3-8b --topology dgx-h100-ndx");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.output, "dgx-h100-ndx")) << r.output;
+  EXPECT_TRUE(contains(r.output, "did you mean 'dgx-h100-ndr'")) << r.output;
+}
+
+TEST(Cli, ScheduleForAnotherWorldSize) {
+  const std::string file = temp_path("l8.16gpus.yaml");
+  ASSERT_EQ(run("schedule --model llama3-8b --set nodes=2 -o " + file).exit_code, 0);
+  Result r = run("simulate --schedule " + file + " --set nodes=4");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.output, "'nodes': the schedule in " + file + " is for 16 GPUs but nodes=4 gives 32")) << r.output;
+  // 4 GPUs (one GB200 tray) is not a whole number of 8-GPU DGX nodes.
+  const std::string small = temp_path("l8.4gpus.yaml");
+  ASSERT_EQ(run("schedule --model llama3-8b --topology gb200-nvl72 -o " + small).exit_code, 0);
+  r = run("simulate --schedule " + small + " --topology dgx-h100-ndr");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.output, "the schedule is for 4 GPUs, which is not a whole number of dgx-h100-ndr nodes")) << r.output;
+}
+
+TEST(Cli, BadConfigurationNamesFileLineAndKey) {
+  const std::string cfg = temp_path("bad.yaml");
+  std::ofstream(cfg) << "nodes: 1\ntp: 3\n";
+  Result r = run("schedule --model llama3-70b -c " + cfg);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.output, cfg + ":2:5: 'tp'")) << r.output;
+  r = run("schedule --model llama3-70b --set micro_batch_sise=2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.output, "did you mean 'micro_batch_size'")) << r.output;
+  r = run("schedule --model llama3-70c");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.output, "unknown model 'llama3-70c'")) << r.output;
+}
+
+TEST(Cli, MegatronArgsJob) {
+  const Result r = run("schedule --topology dgx-h100-ndr --set nodes=8 --megatron-args \"--num-layers 80 --hidden-size 8192 "
+                       "--ffn-hidden-size 28672 --num-attention-heads 64 --group-query-attention --num-query-groups 8 "
+                       "--vocab-size 128256 --swiglu --untie-embeddings-and-output-weights --normalization RMSNorm "
+                       "--disable-bias-linear --position-embedding-type rope --use-megatron-fsdp\"");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "82 (embedding, 80 decoder layers, output)")) << r.output;
+}
+
+}  // namespace

@@ -1,0 +1,9 @@
+# The NCCL collective cost model: measured busbw rows of collectives.md §5.1-§5.2, algorithm choice and latency floors,
+# link loads and capacities, error paths.
+fsdpsim_test(test_sim_collectives
+  SOURCES
+    collective_reference_test.cpp
+    collective_choice_test.cpp
+    collective_loads_test.cpp
+  DEPS fsdpsim_sim
+  LABELS unit)

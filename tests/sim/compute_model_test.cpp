@@ -1,0 +1,46 @@
+#include "sim/compute_model.h"
+
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+
+namespace fsdpsim {
+namespace {
+
+GpuProfile h100() { return gpu_profile("h100-sxm"); }
+
+TEST(ComputeModel, LargeSquareGemmRunsAtTheProfilesBestEfficiency) {
+  // 8192³ on 132 SMs with 128×256 tiles: 64 × 32 = 2048 tiles = 15.5 waves → the last wave is half full:
+  // wave efficiency 2048 / (16 · 132) = 0.9697; k = 8192 is the reference k (factor 1).
+  const GpuProfile g = h100();
+  const Gemm gemm{"x", 8192, 8192, 8192, 1, false};
+  const double expected_eff = g.gemm_max_efficiency * 2048.0 / (16.0 * 132.0);
+  EXPECT_NEAR(gemm_efficiency(gemm, g, DType::bf16), expected_eff, 1e-12);
+  // time = 2·8192³ / (989e12 · eff) + the kernel overhead.
+  const double seconds = 2.0 * 8192.0 * 8192.0 * 8192.0 / (g.dense_bf16_flops_per_s * expected_eff);
+  EXPECT_NEAR(static_cast<double>(gemm_time_ns(gemm, g, DType::bf16)), seconds * 1e9 + static_cast<double>(g.kernel_overhead_ns), 1.0);
+}
+
+TEST(ComputeModel, SmallShapesLoseEfficiency) {
+  // One 128×256 tile on a 132-SM GPU keeps 1 SM busy: wave efficiency 1/132. And k = 64 ≪ k_half.
+  const GpuProfile g = h100();
+  EXPECT_LT(gemm_efficiency(Gemm{"tiny", 128, 256, 64, 1, false}, g, DType::bf16), 0.01 + 1e-9);
+  EXPECT_LT(gemm_efficiency(Gemm{"short_k", 8192, 8192, 128, 1, false}, g, DType::bf16),
+            gemm_efficiency(Gemm{"long_k", 8192, 8192, 8192, 1, false}, g, DType::bf16));
+}
+
+TEST(ComputeModel, MemoryBoundWorkUsesHbmBandwidth) {
+  // 3.35e12 B/s × memory efficiency: 1 GB takes 1e9 / (3.35e12 · eff) s, plus one kernel overhead.
+  const GpuProfile g = h100();
+  const double seconds = 1e9 / (g.hbm_bw_bytes_per_s * g.memory_efficiency);
+  EXPECT_NEAR(static_cast<double>(memory_time_ns(1'000'000'000, g)), seconds * 1e9 + static_cast<double>(g.kernel_overhead_ns), 1.0);
+  EXPECT_EQ(memory_time_ns(0, g), 0);
+}
+
+TEST(ComputeModel, Fp8OnAnA100IsAnError) {
+  EXPECT_THROW((void)peak_flops_per_s(gpu_profile("a100-sxm-80gb"), DType::fp8), ConfigError);
+  EXPECT_DOUBLE_EQ(peak_flops_per_s(h100(), DType::fp8), h100().dense_fp8_flops_per_s);
+}
+
+}  // namespace
+}  // namespace fsdpsim
