@@ -11,5 +11,11 @@ void register_presets(CLI::App& app);
 void register_schedule(CLI::App& app);
 /// `fsdpsim simulate`: predict step time and the memory timeline.
 void register_simulate(CLI::App& app);
+/// `fsdpsim exec`: run the schedule on the host backend or on GPUs.
+void register_exec(CLI::App& app);
+/// `fsdpsim validate`: predicted against measured.
+void register_validate(CLI::App& app);
+/// `fsdpsim calibrate`: measured rates into a GPU profile.
+void register_calibrate(CLI::App& app);
 
 }  // namespace fsdpsim::cli

@@ -12,6 +12,8 @@ int main(int argc, char** argv) {
   fsdpsim::cli::register_presets(app);
   fsdpsim::cli::register_schedule(app);
   fsdpsim::cli::register_simulate(app);
+  fsdpsim::cli::register_validate(app);
+  fsdpsim::cli::register_calibrate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -150,7 +150,19 @@ CollectiveCost collective_cost(const CollectiveRequest& request, const Topology&
   const std::vector<nccl::Candidate> all = candidates(call);
   FSDPSIM_CHECK(!all.empty(), "no NCCL algorithm for a " + describe(request, topology));  // the ring always runs
   const std::vector<nccl::Candidate> allowed = apply_forcing(call, all);
-  return to_cost(call, fastest(call, allowed));
+  CollectiveCost cost = to_cost(call, fastest(call, allowed));
+  // A calibrated profile (fsdpsim calibrate) scales the bandwidth to what this machine measured.
+  const GpuProfile& gpu = topology.gpu;
+  const double scale = request.kind == OpKind::all_gather       ? gpu.busbw_scale_all_gather
+                       : request.kind == OpKind::reduce_scatter ? gpu.busbw_scale_reduce_scatter
+                       : request.kind == OpKind::all_reduce     ? gpu.busbw_scale_all_reduce
+                                                                : 1.0;
+  if (scale != 1.0 && cost.bus_bw_bytes_per_s > 0) {
+    cost.bus_bw_bytes_per_s *= scale;
+    cost.time_ns = cost.latency_ns +
+                   static_cast<TimeNs>(std::llround(static_cast<double>(cost.bus_bytes) / cost.bus_bw_bytes_per_s * 1e9));
+  }
+  return cost;
 }
 
 double predicted_busbw_bytes_per_s(const CollectiveRequest& request, const Topology& topology) {

@@ -77,10 +77,12 @@ std::string chrome_trace(const Schedule& s, const SimRun& run) {
       const OpTiming& t = sr.ops[static_cast<size_t>(op.id)];
       Json args = {{"id", op.id}, {"step", step}, {"phase", std::string(to_string(op.phase))}};
       if (is_collective(op.kind)) {
-        const OpCost& c = run.costs[static_cast<size_t>(op.id)];
         args["bytes"] = collective_size_bytes(op);
         args["group"] = s.groups[static_cast<size_t>(op.group)].name;
-        args["algorithm"] = std::string(to_string(c.nccl.algo)) + "/" + std::string(to_string(c.nccl.proto));
+        if (!run.costs.empty()) {  // a predicted run: the NCCL algorithm the model chose
+          const OpCost& c = run.costs[static_cast<size_t>(op.id)];
+          args["algorithm"] = std::string(to_string(c.nccl.algo)) + "/" + std::string(to_string(c.nccl.proto));
+        }
       }
       if (!op.gemms.empty()) args["gflop"] = static_cast<double>(op.gemm_flops()) / 1e9;
       events.push_back({{"name", op.name}, {"cat", std::string(to_string(op.kind))}, {"ph", "X"}, {"pid", 0},

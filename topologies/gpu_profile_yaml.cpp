@@ -36,7 +36,11 @@ const std::vector<std::string>& profile_keys() {
                                              "nvls_sms",
                                              "registered_sms",
                                              "overlap_slowdown",
-                                             "cuda_malloc_ns"};
+                                             "cuda_malloc_ns",
+                                             "busbw_scale_all_gather",
+                                             "busbw_scale_reduce_scatter",
+                                             "busbw_scale_all_reduce",
+                                             "calibration"};
   return keys;
 }
 
@@ -118,6 +122,20 @@ void read_interference(YamlMap& map, GpuProfile& p) {
   p.cuda_malloc_ns = map.get("cuda_malloc_ns").as_time_ns();
 }
 
+// Optional calibration written by `fsdpsim calibrate`: measured over predicted busbw, per collective.
+void read_calibration(YamlMap& map, GpuProfile& p) {
+  const auto scale = [&](const char* key, double& field) {
+    if (!map.has(key)) return;
+    const YamlValue v = map.get(key);
+    field = v.as_double(0.0, 4.0);
+    if (field <= 0) v.fail("a bandwidth scale must be positive", "write measured busbw / predicted busbw, e.g. 0.95");
+  };
+  scale("busbw_scale_all_gather", p.busbw_scale_all_gather);
+  scale("busbw_scale_reduce_scatter", p.busbw_scale_reduce_scatter);
+  scale("busbw_scale_all_reduce", p.busbw_scale_all_reduce);
+  p.calibration = map.string_or("calibration", "");
+}
+
 }  // namespace
 
 namespace hardware_yaml {
@@ -131,6 +149,7 @@ GpuProfile read_gpu_profile(YamlMap& map) {
   read_compute_model(map, profile);
   read_memory_overheads(map, profile);
   read_interference(map, profile);
+  read_calibration(map, profile);
   return profile;
 }
 
@@ -164,6 +183,13 @@ void emit_gpu_profile_keys(YAML::Emitter& out, const GpuProfile& p) {
   out << YAML::Key << "registered_sms" << YAML::Value << p.registered_sms;
   out << YAML::Key << "overlap_slowdown" << YAML::Value << exact_number_text(p.overlap_slowdown);
   out << YAML::Key << "cuda_malloc_ns" << YAML::Value << exact_time_text(p.cuda_malloc_ns);
+  const auto scale = [&](const char* key, double value) {
+    if (value != 1.0) out << YAML::Key << key << YAML::Value << exact_number_text(value);
+  };
+  scale("busbw_scale_all_gather", p.busbw_scale_all_gather);
+  scale("busbw_scale_reduce_scatter", p.busbw_scale_reduce_scatter);
+  scale("busbw_scale_all_reduce", p.busbw_scale_all_reduce);
+  if (!p.calibration.empty()) out << YAML::Key << "calibration" << YAML::Value << p.calibration;
 }
 
 }  // namespace hardware_yaml

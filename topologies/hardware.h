@@ -46,6 +46,13 @@ struct GpuProfile {
   double overlap_slowdown = 0;  ///< extra fractional slowdown of compute overlapped with communication (memory)
   TimeNs cuda_malloc_ns = 0;    ///< cost of one cudaMalloc of a new allocator segment (first step)
 
+  // Calibration (`fsdpsim calibrate`): measured/predicted bus bandwidth of large collectives on this machine; the
+  // collective model multiplies its bandwidth by these. 1 = NCCL's own model unchanged.
+  double busbw_scale_all_gather = 1.0;
+  double busbw_scale_reduce_scatter = 1.0;
+  double busbw_scale_all_reduce = 1.0;
+  std::string calibration;  ///< where calibrated values came from ("fsdpsim calibrate, <device>, <date>"); "" if none
+
   /// Field-by-field equality (YAML round trips are exact).
   bool operator==(const GpuProfile&) const = default;
 };

@@ -1,0 +1,149 @@
+#include "sim/report_compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+
+namespace fsdpsim {
+namespace {
+
+std::map<std::string, double> busy_by_phase(const Report& r) {
+  std::map<std::string, double> busy;
+  for (const auto& op : r.ops) {
+    if (op.stream == "compute") busy[std::string(to_string(op.phase))] += static_cast<double>(op.duration_ns) / 1e9;
+  }
+  return busy;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t mid = v.size() / 2;
+  return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
+
+std::string percent(double e) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * e);
+  return buf;
+}
+
+void add_row(std::ostringstream& out, const Deviation& d, bool bytes) {
+  char line[256];
+  if (bytes) {
+    std::snprintf(line, sizeof line, "  %-34s %14s %14s %9s\n", d.what.c_str(), format_bytes(static_cast<int64_t>(d.predicted)).c_str(),
+                  format_bytes(static_cast<int64_t>(d.measured)).c_str(), percent(d.relative_error()).c_str());
+  } else {
+    std::snprintf(line, sizeof line, "  %-34s %14s %14s %9s\n", d.what.c_str(),
+                  format_time_ns(static_cast<TimeNs>(std::llround(d.predicted * 1e9))).c_str(),
+                  format_time_ns(static_cast<TimeNs>(std::llround(d.measured * 1e9))).c_str(), percent(d.relative_error()).c_str());
+  }
+  out << line;
+}
+
+nlohmann::ordered_json to_json(const Deviation& d) {
+  return {{"what", d.what}, {"predicted", d.predicted}, {"measured", d.measured}, {"relative_error", d.relative_error()}};
+}
+
+}  // namespace
+
+double Deviation::relative_error() const {
+  if (measured == 0) return predicted == 0 ? 0 : 1;
+  return (predicted - measured) / measured;
+}
+
+Comparison compare_reports(const Report& p, const Report& m) {
+  if (p.ops.size() != m.ops.size()) {
+    throw ConfigError("the reports are of different schedules: " + std::to_string(p.ops.size()) + " ops predicted, " +
+                      std::to_string(m.ops.size()) + " measured (run both from the same schedule file)");
+  }
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    if (p.ops[i].name != m.ops[i].name) {
+      throw ConfigError("the reports are of different schedules: op " + std::to_string(i) + " is '" + p.ops[i].name +
+                        "' predicted but '" + m.ops[i].name + "' measured (run both from the same schedule file)");
+    }
+  }
+  Comparison c;
+  c.predicted_source = p.source;
+  c.measured_source = m.source;
+  c.step = Deviation{"step time", p.step_time_s, m.step_time_s};
+  const auto pb = busy_by_phase(p), mb = busy_by_phase(m);
+  for (const char* phase : {"fwd", "bwd", "recompute", "optim"}) {
+    const double a = pb.count(phase) ? pb.at(phase) : 0, b = mb.count(phase) ? mb.at(phase) : 0;
+    if (a > 0 || b > 0) c.phases.push_back(Deviation{std::string(phase) + " (compute stream busy)", a, b});
+  }
+  for (const char* phase : {"fwd", "bwd", "recompute", "optim"}) {
+    const auto ea = p.exposed_comm_by_phase_s.find(phase), eb = m.exposed_comm_by_phase_s.find(phase);
+    const double a = ea == p.exposed_comm_by_phase_s.end() ? 0 : ea->second;
+    const double b = eb == m.exposed_comm_by_phase_s.end() ? 0 : eb->second;
+    if (a > 0 || b > 0) c.phases.push_back(Deviation{std::string(phase) + " exposed communication", a, b});
+  }
+  c.memory.push_back(Deviation{"peak allocated", static_cast<double>(p.peak_allocated_bytes), static_cast<double>(m.peak_allocated_bytes)});
+  c.memory.push_back(Deviation{"peak reserved", static_cast<double>(p.peak_reserved_bytes), static_cast<double>(m.peak_reserved_bytes)});
+  std::map<std::string, Deviation> kinds;
+  std::vector<double> abs_errors;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const Deviation d{p.ops[i].name, static_cast<double>(p.ops[i].duration_ns) / 1e9, static_cast<double>(m.ops[i].duration_ns) / 1e9};
+    c.ops.push_back(d);
+    Deviation& k = kinds[std::string(to_string(p.ops[i].kind))];
+    k.what = std::string(to_string(p.ops[i].kind)) + " (all ops)";
+    k.predicted += d.predicted;
+    k.measured += d.measured;
+    if (m.ops[i].duration_ns >= 1000) abs_errors.push_back(std::fabs(d.relative_error()));
+  }
+  for (auto& [name, d] : kinds) c.op_kinds.push_back(d);
+  c.median_abs_op_error = median(abs_errors);
+  return c;
+}
+
+std::string comparison_text(const Comparison& c, size_t worst_ops) {
+  std::ostringstream out;
+  out << "predicted: " << c.predicted_source << "\nmeasured:  " << c.measured_source << "\n\n";
+  char head[160];
+  std::snprintf(head, sizeof head, "  %-34s %14s %14s %9s\n", "", "predicted", "measured", "error");
+  out << "step\n" << head;
+  add_row(out, c.step, false);
+  out << "\nphases\n" << head;
+  for (const auto& d : c.phases) add_row(out, d, false);
+  out << "\nmemory\n" << head;
+  for (const auto& d : c.memory) add_row(out, d, true);
+  out << "\nops by kind\n" << head;
+  for (const auto& d : c.op_kinds) add_row(out, d, false);
+  std::vector<const Deviation*> worst;
+  for (const auto& d : c.ops) {
+    if (d.measured >= 1e-6 || d.predicted >= 1e-6) worst.push_back(&d);
+  }
+  std::stable_sort(worst.begin(), worst.end(), [](const Deviation* a, const Deviation* b) {
+    return std::fabs(a->predicted - a->measured) > std::fabs(b->predicted - b->measured);
+  });
+  if (worst.size() > worst_ops) worst.resize(worst_ops);
+  out << "\nops with the largest absolute error (of " << c.ops.size() << "; median |error| "
+      << percent(c.median_abs_op_error).substr(1) << ")\n" << head;
+  for (const Deviation* d : worst) add_row(out, *d, false);
+  return out.str();
+}
+
+std::string comparison_json(const Comparison& c) {
+  nlohmann::ordered_json j;
+  j["predicted_source"] = c.predicted_source;
+  j["measured_source"] = c.measured_source;
+  j["step"] = to_json(c.step);
+  j["phases"] = nlohmann::ordered_json::array();
+  for (const auto& d : c.phases) j["phases"].push_back(to_json(d));
+  j["memory"] = nlohmann::ordered_json::array();
+  for (const auto& d : c.memory) j["memory"].push_back(to_json(d));
+  j["op_kinds"] = nlohmann::ordered_json::array();
+  for (const auto& d : c.op_kinds) j["op_kinds"].push_back(to_json(d));
+  j["median_abs_op_error"] = c.median_abs_op_error;
+  j["ops"] = nlohmann::ordered_json::array();
+  for (const auto& d : c.ops) j["ops"].push_back(to_json(d));
+  return j.dump(2) + "\n";
+}
+
+}  // namespace fsdpsim
