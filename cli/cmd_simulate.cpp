@@ -6,6 +6,8 @@
 #include "cli/job.h"
 #include "cli/output.h"
 #include "common/error.h"
+#include "plan/advice.h"
+#include "plan/html_report.h"
 #include "sim/engine.h"
 #include "sim/report.h"
 
@@ -18,8 +20,11 @@ struct SimulateOptions {
   std::string profile;
   std::string json;
   std::string trace;
+  std::string html;
   int32_t steps = 2;
   bool expandable_segments = false;
+  bool no_advice = false;
+  double margin = 0.05;
 };
 
 }  // namespace
@@ -37,6 +42,9 @@ void register_simulate(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--expandable-segments", options->expandable_segments,
                 "model PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+  cmd->add_option("--html", options->html, "write a self-contained HTML report (timeline, memory, advice)");
+  cmd->add_flag("--no-advice", options->no_advice, "do not simulate what would make an OOM configuration fit");
+  cmd->add_option("--margin", options->margin, "memory margin the OOM advice keeps free")->capture_default_str();
   cmd->callback([options] {
     Topology topology;
     const Schedule schedule = load_or_build_schedule(options->schedule_file, options->job, &topology);
@@ -49,8 +57,16 @@ void register_simulate(CLI::App& app) {
     const SimRun run = run_schedule(schedule, topology, sim);
     const Report report = make_report(schedule, topology, run);
     std::cout << report_text(report);
+    std::vector<AdviceItem> advice;
+    if (report.oom && !options->no_advice && options->schedule_file.empty()) {
+      // What would make it fit: each single change simulated (the job's own inputs, so only when it was built).
+      const JobInputs inputs = load_job_inputs(options->job);
+      advice = oom_advice(inputs.model, topology, inputs.config, options->margin);
+      std::cout << advice_text(advice);
+    }
     if (!options->json.empty()) write_text_file(options->json, report_json(report), "--json");
     if (!options->trace.empty()) write_text_file(options->trace, chrome_trace(schedule, run), "--trace");
+    if (!options->html.empty()) write_text_file(options->html, html_run_report(schedule, run, report, advice), "--html");
   });
 }
 

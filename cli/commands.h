@@ -17,5 +17,9 @@ void register_exec(CLI::App& app);
 void register_validate(CLI::App& app);
 /// `fsdpsim calibrate`: measured rates into a GPU profile.
 void register_calibrate(CLI::App& app);
+/// `fsdpsim sweep`: every combination of configuration values, ranked.
+void register_sweep(CLI::App& app);
+/// `fsdpsim fit`: the fewest GPUs / largest micro-batch / longest sequence that fits.
+void register_fit(CLI::App& app);
 
 }  // namespace fsdpsim::cli

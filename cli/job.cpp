@@ -38,7 +38,7 @@ void add_job_options(CLI::App& command, JobOptions& options) {
   command.add_flag("--print-config", options.print_config, "print the effective configuration");
 }
 
-Job resolve_job(const JobOptions& options) {
+JobInputs load_job_inputs(const JobOptions& options) {
   FsdpConfig config = load_config(options.config);
   std::optional<ModelSpec> model;
   if (!options.model.empty()) model = load_model(options.model);
@@ -48,9 +48,13 @@ Job resolve_job(const JobOptions& options) {
     throw ConfigError("no model: give --model PRESET|FILE, or --megatron-args with --num-layers, --hidden-size, "
                       "--num-attention-heads and --vocab-size");
   }
-  Topology topology = load_topology(options.topology);
-  ParallelLayout layout = resolve_layout(*model, config, topology.gpus_per_node);
-  return Job{std::move(*model), std::move(topology), std::move(config), std::move(layout)};
+  return JobInputs{std::move(*model), load_topology(options.topology), std::move(config)};
+}
+
+Job resolve_job(const JobOptions& options) {
+  JobInputs in = load_job_inputs(options);
+  ParallelLayout layout = resolve_layout(in.model, in.config, in.topology.gpus_per_node);
+  return Job{std::move(in.model), std::move(in.topology), std::move(in.config), std::move(layout)};
 }
 
 void maybe_print_config(const JobOptions& options, const Job& job) {

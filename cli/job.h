@@ -34,6 +34,16 @@ struct Job {
   ParallelLayout layout;
 };
 
+/// The job's inputs before the layout is resolved (the configuration as the user gave it, nothing forced yet).
+struct JobInputs {
+  ModelSpec model;
+  Topology topology;
+  FsdpConfig config;
+};
+
+/// Loads model, topology and configuration: config file, then Megatron-LM flags, then --set overrides.
+JobInputs load_job_inputs(const JobOptions& options);
+
 /// Registers the shared options on a subcommand.
 void add_job_options(CLI::App& command, JobOptions& options);
 /// Loads and checks everything: config file, then Megatron-LM flags, then --set overrides (last wins).

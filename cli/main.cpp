@@ -12,8 +12,11 @@ int main(int argc, char** argv) {
   fsdpsim::cli::register_presets(app);
   fsdpsim::cli::register_schedule(app);
   fsdpsim::cli::register_simulate(app);
+  fsdpsim::cli::register_exec(app);
   fsdpsim::cli::register_validate(app);
   fsdpsim::cli::register_calibrate(app);
+  fsdpsim::cli::register_sweep(app);
+  fsdpsim::cli::register_fit(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -16,6 +16,8 @@ StepRun to_step_run(const StepMeasurement& m, TimeNs step_start, int32_t step) {
   }
   run.peak_allocated.bytes = m.peak_allocated_bytes;
   run.peak_allocated.op = m.peak_op;
+  // The peak is reached when the op that allocated it started.
+  if (m.peak_op >= 0) run.peak_allocated.time_ns = step_start + m.start_ns[static_cast<size_t>(m.peak_op)];
   run.peak_allocated.step = step;
   run.peak_allocated.breakdown = m.peak_breakdown;
   run.peak_reserved.bytes = m.peak_reserved_bytes;

@@ -250,14 +250,27 @@ int64_t UnitCost::bwd_flops() const {
   return sum_flops(bwd_gemms);
 }
 
-std::vector<UnitCost> derive_units(const ModelSpec& model, const RankShape& shape) {
+void check_rank_shape(const ModelSpec& model, const RankShape& shape) {
   check_model(model, "<model " + model.name + ">");  // a spec built in code may not have been checked yet
   check_shape(model, shape);
+}
+
+std::vector<UnitCost> derive_units(const ModelSpec& model, const RankShape& shape) {
+  check_rank_shape(model, shape);
   const UnitDims d = make_dims(model, shape);
   std::vector<UnitCost> units;
   units.reserve(static_cast<size_t>(model.num_layers) + 2);
   units.push_back(embedding_unit(d));
-  for (int32_t layer = 0; layer < model.num_layers; ++layer) units.push_back(layer_unit(d, layer));
+  // Every dense layer (and every MoE layer) of a rank is the same: derive one of each and copy it.
+  std::optional<UnitCost> dense_layer, moe_layer;
+  for (int32_t layer = 0; layer < model.num_layers; ++layer) {
+    std::optional<UnitCost>& prototype = model.is_moe_layer(layer) ? moe_layer : dense_layer;
+    if (!prototype) prototype = layer_unit(d, layer);
+    UnitCost unit = *prototype;
+    unit.name = "layer." + std::to_string(layer);
+    unit.layer = layer;
+    units.push_back(std::move(unit));
+  }
   units.push_back(output_unit(d));
   // MFU counts the model's FLOPs: forward, plus backward at twice the forward, without recompute
   // (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters", §5.1; PaLM App. B).

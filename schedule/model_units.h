@@ -94,6 +94,9 @@ struct UnitCost {
 /// not dividing the sequence, ...), naming the key and what would be valid.
 std::vector<UnitCost> derive_units(const ModelSpec& model, const RankShape& shape);
 
+/// Only the checks of derive_units (the model, and that the shape divides it): cheap, for validating many layouts.
+void check_rank_shape(const ModelSpec& model, const RankShape& shape);
+
 std::string_view to_string(Recompute r);
 std::optional<Recompute> parse_recompute(std::string_view text);
 

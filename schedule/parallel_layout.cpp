@@ -151,7 +151,7 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
                       DType::bf16, config.flash_attention};
   // The model must divide by this shape (heads by tp, experts by ep, ...): report it at the key's own origin.
   try {
-    (void)derive_units(model, l.shape);
+    check_rank_shape(model, l.shape);
   } catch (const ConfigError& e) {
     if (e.key().empty() || config.origin.count(e.key()) == 0) throw;
     throw ConfigError(config.where(e.key()), e.key(), e.problem(), e.fix());

@@ -1,5 +1,7 @@
 #include "sim/memory_tracker.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 
 namespace fsdpsim {
@@ -13,13 +15,22 @@ MemoryTracker::MemoryTracker(const Schedule& schedule, AllocatorConfig config, b
 
 int64_t MemoryTracker::allocated_bytes() const { return allocator_.stats().allocated_bytes + unbacked_total_; }
 
+int64_t MemoryTracker::reserved_bytes() const {
+  // After an allocation failure the bytes counted outside the allocator would first reuse its cached free blocks:
+  // what the job needs is then at least what it allocates.
+  return std::max(allocator_.stats().reserved_bytes, allocated_bytes());
+}
+
 void MemoryTracker::allocate(int32_t buffer, int32_t op, int32_t stream, TimeNs time_ns, int32_t step) {
   const Buffer& b = schedule_.buffers[static_cast<size_t>(buffer)];
   if (b.size_bytes == 0) return;  // PyTorch hands out no block for an empty tensor
   FSDPSIM_CHECK(blocks_[static_cast<size_t>(buffer)] < 0 && unbacked_[static_cast<size_t>(buffer)] == 0,
                 "buffer allocated twice: " + b.name);
   const int64_t rounded = CachingAllocator::round_size(b.size_bytes);
-  if (const auto block = allocator_.allocate(b.size_bytes, stream)) {
+  // After the first failure the allocator is not asked again (each failure would release and retry its whole
+  // cache): the rest of the run is counted, to tell how much the job would need.
+  const auto block = oom_ ? std::nullopt : allocator_.allocate(b.size_bytes, stream);
+  if (block) {
     blocks_[static_cast<size_t>(buffer)] = *block;
   } else {
     // Out of memory: remember the first failure, then keep counting the bytes so the rest of the step is still
@@ -33,7 +44,7 @@ void MemoryTracker::allocate(int32_t buffer, int32_t op, int32_t stream, TimeNs 
   live_[static_cast<size_t>(b.category)] += rounded;
   const int64_t allocated = allocated_bytes();
   if (allocated > peak_allocated_.bytes) peak_allocated_ = MemoryPeak{allocated, time_ns, step, op, live_};
-  const int64_t reserved = allocator_.stats().reserved_bytes + unbacked_total_;
+  const int64_t reserved = reserved_bytes();
   if (reserved > peak_reserved_.bytes) peak_reserved_ = MemoryPeak{reserved, time_ns, step, op, live_};
   sample(time_ns);
 }
@@ -56,13 +67,13 @@ void MemoryTracker::release(int32_t buffer, TimeNs time_ns) {
 
 void MemoryTracker::reset_peaks(TimeNs time_ns, int32_t step) {
   peak_allocated_ = MemoryPeak{allocated_bytes(), time_ns, step, -1, live_};
-  peak_reserved_ = MemoryPeak{allocator_.stats().reserved_bytes + unbacked_total_, time_ns, step, -1, live_};
+  peak_reserved_ = MemoryPeak{reserved_bytes(), time_ns, step, -1, live_};
   allocator_.reset_peaks();
 }
 
 void MemoryTracker::sample(TimeNs time_ns) {
   if (!record_timeline_) return;
-  MemorySample s{time_ns, live_, allocated_bytes(), allocator_.stats().reserved_bytes + unbacked_total_};
+  MemorySample s{time_ns, live_, allocated_bytes(), reserved_bytes()};
   if (!timeline_.empty() && timeline_.back().time_ns == time_ns) {
     timeline_.back() = s;
   } else {

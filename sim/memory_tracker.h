@@ -63,6 +63,8 @@ class MemoryTracker {
   [[nodiscard]] const std::vector<MemorySample>& timeline() const { return timeline_; }
   [[nodiscard]] const AllocatorStats& allocator_stats() const { return allocator_.stats(); }
   [[nodiscard]] int64_t allocated_bytes() const;
+  /// Reserved bytes (after an OOM: at least the allocated bytes, which would reuse the cached free blocks first).
+  [[nodiscard]] int64_t reserved_bytes() const;
   /// Restarts peak tracking at the start of a step (each step's peak is reported); the peaks start from the
   /// memory in use now.
   void reset_peaks(TimeNs time_ns, int32_t step);

@@ -135,7 +135,7 @@ void add_memory(const Schedule& s, const Topology& t, const SimRun& run, Report&
 
 }  // namespace
 
-Report make_report(const Schedule& s, const Topology& t, const SimRun& run) {
+Report make_report(const Schedule& s, const Topology& t, const SimRun& run, ReportDetail detail) {
   Report r;
   r.model = s.info.model;
   r.implementation = s.info.implementation;
@@ -156,8 +156,9 @@ Report make_report(const Schedule& s, const Topology& t, const SimRun& run) {
     r.mfu = static_cast<double>(s.info.model_flops_per_gpu) / step_s / t.gpu.dense_bf16_flops_per_s;
   }
   add_exposure(s, steady, r);
-  add_collectives(s, t, run, r);
   add_memory(s, t, run, r);
+  if (detail == ReportDetail::summary) return r;
+  add_collectives(s, t, run, r);
   for (const Op& op : s.ops) {
     const OpTiming& timing = steady.ops[static_cast<size_t>(op.id)];
     r.ops.push_back(OpRecord{op.id, op.name, op.kind, op.phase, s.streams[static_cast<size_t>(op.stream)].name,

@@ -86,8 +86,12 @@ struct Report {
   uint64_t events = 0;
 };
 
-/// Builds the report of a simulation run.
-Report make_report(const Schedule& schedule, const Topology& topology, const SimRun& run);
+/// How much of the report to build: sweeps only need the headline figures.
+enum class ReportDetail : uint8_t { full, summary };
+
+/// Builds the report of a run. `summary` leaves out the per-op records and the collectives table.
+Report make_report(const Schedule& schedule, const Topology& topology, const SimRun& run,
+                   ReportDetail detail = ReportDetail::full);
 
 /// Human-readable report.
 std::string report_text(const Report& report);

@@ -1,0 +1,106 @@
+#include "exec/cuda/collective_plan.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "schedule/dtype.h"
+
+namespace fsdpsim {
+namespace {
+
+constexpr int64_t kAlignBytes = 256;  // as the GEMM scratch (exec/cuda/gemm_plan.h)
+
+int64_t align_up(int64_t bytes) {
+  return (bytes + kAlignBytes - 1) / kAlignBytes * kAlignBytes;
+}
+
+// The first buffer of `ids` that holds `bytes` (skipping persistent ones when asked), or -1.
+int32_t first_fitting(const Schedule& s, const std::vector<int32_t>& ids, int64_t bytes, bool skip_persistent) {
+  for (const int32_t id : ids) {
+    if (id < 0 || id >= static_cast<int32_t>(s.buffers.size())) continue;
+    const Buffer& b = s.buffers[static_cast<size_t>(id)];
+    if (b.size_bytes >= bytes && !(skip_persistent && b.persistent)) return id;
+  }
+  return -1;
+}
+
+[[noreturn]] void reject(const Op& op, const std::string& why) {
+  throw ScheduleError("the CUDA executor cannot run collective '" + op.name + "'", {why});
+}
+
+// Count and byte sizes from the op's per-rank send/recv bytes (ir.h: AG recv = send·n, RS send = recv·n, AR send =
+// recv, all-to-all send = recv split evenly over the n peers).
+CollectivePlan sizes_of(const Op& op, int32_t n) {
+  CollectivePlan p;
+  p.elem_bytes = dtype_bytes(op.dtype);
+  const int64_t eb = p.elem_bytes;
+  switch (op.kind) {
+    case OpKind::all_gather:
+      p.count = op.send_bytes / eb;
+      p.dropped_bytes = op.send_bytes - p.count * eb;
+      p.input_bytes = p.count * eb;
+      p.output_bytes = p.count * eb * n;
+      break;
+    case OpKind::reduce_scatter:
+      p.count = op.recv_bytes / eb;
+      p.dropped_bytes = op.recv_bytes - p.count * eb;
+      p.input_bytes = p.count * eb * n;
+      p.output_bytes = p.count * eb;
+      break;
+    case OpKind::all_reduce:
+      p.count = op.send_bytes / eb;
+      p.dropped_bytes = op.send_bytes - p.count * eb;
+      p.input_bytes = p.output_bytes = p.count * eb;
+      break;
+    default:  // all_to_all
+      p.count = op.send_bytes / (eb * n);
+      p.dropped_bytes = op.send_bytes - p.count * eb * n;
+      p.input_bytes = p.output_bytes = p.count * eb * n;
+      break;
+  }
+  return p;
+}
+
+}  // namespace
+
+GroupMembership group_membership(const Group& group, int32_t world_rank, int32_t world_size) {
+  const int64_t block = static_cast<int64_t>(group.size) * group.stride;
+  if (group.size < 1 || group.stride < 1 || block > world_size || world_size % block != 0) {
+    throw ScheduleError("the executor cannot place process group '" + group.name + "'",
+                        {"size " + std::to_string(group.size) + " × stride " + std::to_string(group.stride) +
+                         " does not divide the world of " + std::to_string(world_size) +
+                         " ranks: rebuild the schedule for this world size"});
+  }
+  const int32_t b = static_cast<int32_t>(block);
+  return GroupMembership{(world_rank / b) * group.stride + world_rank % group.stride,
+                         (world_rank / group.stride) % group.size, group.size};
+}
+
+CommPlan plan_collectives(const Schedule& schedule, bool private_persistent) {
+  CommPlan plan;
+  plan.ops.resize(schedule.ops.size());
+  plan.scratch.resize(schedule.streams.size());
+  for (size_t index = 0; index < schedule.ops.size(); ++index) {
+    const Op& op = schedule.ops[index];
+    if (!is_collective(op.kind)) continue;
+    FSDPSIM_CHECK(op.stream >= 0 && op.stream < static_cast<int32_t>(schedule.streams.size()),
+                  "op '" + op.name + "' names a stream that does not exist (run validation)");
+    if (op.group < 0 || op.group >= static_cast<int32_t>(schedule.groups.size())) {
+      reject(op, "its group index " + std::to_string(op.group) + " names no group of the schedule");
+    }
+    const int32_t n = schedule.groups[static_cast<size_t>(op.group)].size;
+    if (n < 1) reject(op, "its group has no members");
+    CollectivePlan p = sizes_of(op, n);
+    p.input_buffer = first_fitting(schedule, op.reads, p.input_bytes, private_persistent);
+    p.output_buffer = first_fitting(schedule, op.writes, p.output_bytes, private_persistent);
+    // Grouped send/recv cannot run in place (a block would be received over itself while being sent).
+    if (op.kind == OpKind::all_to_all && p.output_buffer == p.input_buffer) p.output_buffer = -1;
+    CommScratch& scratch = plan.scratch[static_cast<size_t>(op.stream)];
+    if (p.input_buffer < 0) scratch.input_bytes = std::max(scratch.input_bytes, align_up(p.input_bytes));
+    if (p.output_buffer < 0) scratch.output_bytes = std::max(scratch.output_bytes, align_up(p.output_bytes));
+    plan.ops[index] = p;
+  }
+  return plan;
+}
+
+}  // namespace fsdpsim

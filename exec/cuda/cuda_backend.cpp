@@ -1,0 +1,204 @@
+// CudaBackend: setup and teardown (streams, events, the memory pool, per-stream scratch and cuBLAS handles, the
+// communicators and registered buffers, the persistent buffers).
+#include "exec/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "common/units.h"
+#include "exec/cuda/check_kernels.h"
+#include "exec/cuda/cuda_check.h"
+
+namespace fsdpsim {
+namespace {
+
+// cuBLAS API reference, cublasSetWorkspace: the recommended user workspace is 32 MiB on Hopper and 4 MiB on earlier
+// architectures (PyTorch sizes its cuBLAS workspace the same way, pytorch/pytorch#120925).
+int64_t cublas_workspace_bytes(int device) {
+  int major = 0;
+  FSDPSIM_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return major >= 9 ? 32 * kMiB : 4 * kMiB;
+}
+
+constexpr int64_t kAlign = kOperandAlignBytes;
+int64_t aligned(int64_t bytes) {
+  return (bytes + kAlign - 1) / kAlign * kAlign;
+}
+
+// Carves `bytes` from `cursor` (null when zero bytes are asked for).
+char* carve(char*& cursor, int64_t bytes) {
+  if (bytes <= 0) return nullptr;
+  char* p = cursor;
+  cursor += aligned(bytes);
+  return p;
+}
+
+// Scratch is filled with small BF16 integers rather than left as it comes: GEMMs on zeros draw less power and would
+// run faster than on real data.
+void fill_scratch(char* p, int64_t bytes, cudaStream_t s) {
+  if (p == nullptr || bytes < 2) return;
+  check_kernels::fill(p, bytes / 2, check_kernels::ElemType::bf16, check_kernels::Pattern::gather, 0, 1, s);
+  FSDPSIM_CUDA(cudaGetLastError());
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(const CudaRankSetup& setup) : setup_(setup) {}
+
+CudaBackend::~CudaBackend() {
+  release_all(true);
+}
+
+void CudaBackend::setup(const Schedule& schedule) {
+  schedule_ = &schedule;
+  FSDPSIM_CUDA(cudaSetDevice(setup_.device));
+  compute_ = plan_compute(schedule, 2);  // every GEMM runs in BF16 (FP8 ops too: see cuda_backend_ops.cpp)
+  comm_ = plan_collectives(schedule, setup_.check);
+  groups_.setup(setup_.emulate ? nullptr : setup_.world, schedule, setup_.rank, setup_.world_size);
+  create_streams_and_events();
+  create_pool();
+  std::vector<bool> gemms(schedule.streams.size(), false);
+  for (size_t i = 0; i < schedule.ops.size(); ++i) {
+    if (!compute_.launches[i].empty()) gemms[static_cast<size_t>(schedule.ops[i].stream)] = true;
+  }
+  for (size_t s = 0; s < streams_.size(); ++s) create_stream_resources(streams_[s], gemms[s]);
+  if (setup_.check) {
+    const size_t bytes = schedule.ops.size() * sizeof(unsigned long long);
+    FSDPSIM_CUDA(cudaMalloc(reinterpret_cast<void**>(&wrong_), std::max<size_t>(bytes, 8)));
+    overheads_.check_bytes = static_cast<int64_t>(bytes);
+  }
+  groups_.register_buffers(schedule);
+  allocate_persistent();
+  note_dropped_bytes();
+  FSDPSIM_CUDA(cudaDeviceSynchronize());
+}
+
+void CudaBackend::create_streams_and_events() {
+  int least = 0, greatest = 0;
+  FSDPSIM_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  streams_.resize(schedule_->streams.size());
+  for (size_t s = 0; s < streams_.size(); ++s) {
+    // CUDA priorities: lower is higher, within [greatest, least] (0 and -5 on Hopper); the IR uses 0 normal, -1 high.
+    const int priority = std::clamp(schedule_->streams[s].priority, greatest, least);
+    FSDPSIM_CUDA(cudaStreamCreateWithPriority(&streams_[s].stream, cudaStreamNonBlocking, priority));
+    streams_[s].sizes = compute_.scratch[s];
+    streams_[s].comm_sizes = comm_.scratch[s];
+  }
+  start_events_.assign(schedule_->ops.size(), nullptr);
+  end_events_.assign(schedule_->ops.size(), nullptr);
+  for (size_t i = 0; i < schedule_->ops.size(); ++i) {
+    FSDPSIM_CUDA(cudaEventCreate(&start_events_[i]));
+    FSDPSIM_CUDA(cudaEventCreate(&end_events_[i]));
+  }
+  FSDPSIM_CUDA(cudaEventCreate(&step_start_));
+}
+
+void CudaBackend::create_pool() {
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = setup_.device;
+  FSDPSIM_CUDA(cudaMemPoolCreate(&pool_, &props));
+  // Keep every byte the pool reserved (the reserved peak is then the pool's high-water mark, as PyTorch's caching
+  // allocator keeps its segments), and let the pool reuse memory only along the IR's own dependencies or once a free
+  // has completed: inserting dependencies of its own would change when ops run.
+  uint64_t keep = UINT64_MAX;
+  FSDPSIM_CUDA(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
+  int no = 0;
+  FSDPSIM_CUDA(cudaMemPoolSetAttribute(pool_, cudaMemPoolReuseAllowInternalDependencies, &no));
+}
+
+void CudaBackend::create_stream_resources(CudaStreamResources& r, bool gemms) {
+  const StreamScratch& z = r.sizes;
+  const CommScratch& cz = r.comm_sizes;
+  const int64_t total = aligned(z.a_bytes) + aligned(z.w_bytes) + aligned(z.c_bytes) + aligned(z.memory_bytes) +
+                        aligned(cz.input_bytes) + aligned(cz.output_bytes);
+  if (total > 0) {
+    FSDPSIM_CUDA(cudaMalloc(reinterpret_cast<void**>(&r.scratch), static_cast<size_t>(total)));
+    char* cursor = r.scratch;
+    r.a = carve(cursor, z.a_bytes);
+    r.w = carve(cursor, z.w_bytes);
+    r.c = carve(cursor, z.c_bytes);
+    r.memory = carve(cursor, z.memory_bytes);
+    r.comm_in = carve(cursor, cz.input_bytes);
+    r.comm_out = carve(cursor, cz.output_bytes);
+    fill_scratch(r.scratch, total, r.stream);
+    overheads_.scratch_bytes += total;
+  }
+  if (z.pinned_host_bytes > 0) {
+    FSDPSIM_CUDA(cudaMallocHost(&r.pinned, static_cast<size_t>(z.pinned_host_bytes)));
+    overheads_.pinned_host_bytes += z.pinned_host_bytes;
+  }
+  if (!gemms) return;
+  const int64_t workspace = cublas_workspace_bytes(setup_.device);
+  FSDPSIM_CUDA(cudaMalloc(&r.blas_workspace, static_cast<size_t>(workspace)));
+  FSDPSIM_CUBLAS(cublasCreate(&r.blas));
+  // cublasSetStream resets the workspace to cuBLAS's default pool, so the stream is set first.
+  FSDPSIM_CUBLAS(cublasSetStream(r.blas, r.stream));
+  FSDPSIM_CUBLAS(cublasSetWorkspace(r.blas, r.blas_workspace, static_cast<size_t>(workspace)));
+  overheads_.cublas_workspace_bytes += workspace;
+}
+
+void CudaBackend::allocate_persistent() {
+  pointers_.assign(schedule_->buffers.size(), nullptr);
+  for (size_t b = 0; b < schedule_->buffers.size(); ++b) {
+    const Buffer& buffer = schedule_->buffers[b];
+    if (buffer.nccl_registered) {
+      pointers_[b] = static_cast<char*>(groups_.registered(static_cast<int32_t>(b)));
+      continue;
+    }
+    if (!buffer.persistent || buffer.size_bytes <= 0) continue;
+    void* p = nullptr;
+    const cudaError_t e =
+        cudaMallocFromPoolAsync(&p, static_cast<size_t>(buffer.size_bytes), pool_, streams_.front().stream);
+    if (e == cudaErrorMemoryAllocation) out_of_memory(static_cast<int32_t>(b), 0);
+    if (e != cudaSuccess) throw_cuda_error(e, "cudaMallocFromPoolAsync(persistent buffer)", __FILE__, __LINE__);
+    pointers_[b] = static_cast<char*>(p);
+  }
+  FSDPSIM_CUDA(cudaStreamSynchronize(streams_.front().stream));
+}
+
+void CudaBackend::note_dropped_bytes() {
+  for (size_t i = 0; i < comm_.ops.size(); ++i) {
+    const CollectivePlan& p = comm_.ops[i];
+    if (p.dropped_bytes <= 0) continue;
+    problem(schedule_->ops[i], std::to_string(p.dropped_bytes) + " byte(s) of its per-rank size are not a whole " +
+                                   std::string(to_string(schedule_->ops[i].dtype)) +
+                                   " element; the call leaves them out (give sizes in whole elements)");
+  }
+}
+
+void CudaBackend::release_all(bool abort) noexcept {
+  if (released_) return;
+  released_ = true;
+  (void)cudaSetDevice(setup_.device);
+  // After a failure nothing waits for the device: a stream may wait for a peer that will never come.
+  if (!abort) (void)cudaDeviceSynchronize();
+  for (size_t b = 0; b < pointers_.size(); ++b) {
+    const bool pooled = pointers_[b] != nullptr && !schedule_->buffers[b].nccl_registered;
+    if (pooled && !streams_.empty()) (void)cudaFreeAsync(pointers_[b], streams_.front().stream);
+    pointers_[b] = nullptr;
+  }
+  groups_.release(abort);
+  for (CudaStreamResources& r : streams_) {
+    if (r.blas != nullptr) (void)cublasDestroy(r.blas);
+    if (r.blas_workspace != nullptr) (void)cudaFree(r.blas_workspace);
+    if (r.scratch != nullptr) (void)cudaFree(r.scratch);
+    if (r.pinned != nullptr) (void)cudaFreeHost(r.pinned);
+    if (r.stream != nullptr) (void)cudaStreamDestroy(r.stream);
+  }
+  streams_.clear();
+  for (cudaEvent_t e : start_events_) (void)cudaEventDestroy(e);
+  for (cudaEvent_t e : end_events_) (void)cudaEventDestroy(e);
+  start_events_.clear();
+  end_events_.clear();
+  if (step_start_ != nullptr) (void)cudaEventDestroy(step_start_);
+  if (wrong_ != nullptr) (void)cudaFree(wrong_);
+  if (pool_ != nullptr) (void)cudaMemPoolDestroy(pool_);
+  step_start_ = nullptr;
+  wrong_ = nullptr;
+  pool_ = nullptr;
+}
+
+}  // namespace fsdpsim

@@ -1,0 +1,139 @@
+#pragma once
+/// The CUDA/NCCL Backend of one rank (internal to exec/cuda; run_cuda() drives one per GPU). It runs the IR exactly as
+/// schedule/ir.h says: a cudaStream_t per IR stream (priority from Stream::priority), two events per op (start and
+/// end, re-used every step; `wait` is cudaStreamWaitEvent on the end event), the IR's buffers from a dedicated
+/// stream-ordered pool (cudaMallocFromPoolAsync / cudaFreeAsync on the op's stream, release threshold UINT64_MAX so
+/// the memory stays reserved; persistent buffers at setup), nccl_registered buffers from ncclMemAlloc held for the
+/// whole run, GEMMs through cuBLAS (gemm_plan.h), collectives through NCCL (collective_plan.h). The pool reuses
+/// memory across streams only along the IR's dependencies (an op's end event is recorded after its releases) or once
+/// a release has completed, never by inserting dependencies of its own. Peaks come from the
+/// pool's UsedMemHigh / ReservedMemHigh, reset at every step; times from cudaEventElapsedTime against a step-start
+/// event every stream waits on.
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "exec/backend.h"
+#include "exec/cuda/collective_plan.h"
+#include "exec/cuda/cuda_runner.h"
+#include "exec/cuda/gemm_plan.h"
+#include "exec/cuda/nccl_groups.h"
+
+namespace fsdpsim {
+
+/// Which rank a backend is and what it may use.
+struct CudaRankSetup {
+  int32_t device = 0;
+  int32_t rank = 0;
+  int32_t world_size = 1;
+  ncclComm_t world = nullptr;  ///< world communicator (the backend splits its groups from it); null when emulating
+  bool emulate = false;        ///< collectives become device copies; no NCCL
+  bool check = false;          ///< fill and verify every collective (#wrong)
+  const std::atomic<bool>* abort = nullptr;  ///< set when another rank failed: waiting stops with an error
+};
+
+/// The device resources of one IR stream.
+struct CudaStreamResources {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;  ///< only on streams that run GEMMs
+  void* blas_workspace = nullptr;
+  char* scratch = nullptr;  ///< one cudaMalloc holding the regions below
+  char* a = nullptr;
+  char* w = nullptr;
+  char* c = nullptr;
+  char* memory = nullptr;
+  char* comm_in = nullptr;
+  char* comm_out = nullptr;
+  void* pinned = nullptr;  ///< cudaMallocHost
+  StreamScratch sizes;
+  CommScratch comm_sizes;
+};
+
+/// One rank's CUDA backend.
+class CudaBackend final : public Backend {
+ public:
+  /// Touches no device until setup().
+  explicit CudaBackend(const CudaRankSetup& setup);
+  /// Releases everything still held (aborting the communicators when release() was not called).
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  /// Plans the GEMMs and collectives, splits the group communicators, creates streams, events, the pool, scratch and
+  /// cuBLAS handles, allocates registered and persistent buffers.
+  void setup(const Schedule& schedule) override;
+  /// Zeroes the #wrong counters, resets the pool's high-water marks, records the step-start event.
+  void begin_step(int32_t step) override;
+  /// cudaStreamWaitEvent on the end event of `op`.
+  void wait(int32_t stream, int32_t op) override;
+  /// Records the op's start event on its stream.
+  void mark_start(const Op& op) override;
+  /// cudaMallocFromPoolAsync on `stream` (nothing for persistent and registered buffers).
+  void allocate(int32_t buffer, int32_t stream) override;
+  /// Enqueues the op's GEMMs, memory-bound work, host copies or collective.
+  void run(const Op& op) override;
+  /// Records the op's end event on its stream.
+  void mark_end(const Op& op) override;
+  /// cudaFreeAsync on `stream` (nothing for persistent and registered buffers), then re-records the releasing op's
+  /// end event after it, so the ops that wait for that op may reuse the memory.
+  void release(int32_t buffer, int32_t stream) override;
+  /// Waits for every stream, then reads op times, pool peaks and #wrong counts.
+  StepMeasurement end_step() override;
+  /// Problems found so far (wrong collective results, buffers used while not allocated, partial elements).
+  [[nodiscard]] std::vector<std::string> problems() const override { return problems_; }
+
+  /// What this rank used beyond the IR's buffers.
+  [[nodiscard]] CudaOverheads overheads() const { return overheads_; }
+  /// Frees every device resource; `abort` after a failure (communicators aborted instead of destroyed, which would
+  /// wait for the other ranks). Idempotent, never throws.
+  void release_all(bool abort) noexcept;
+
+ private:
+  // setup (cuda_backend.cpp)
+  void create_streams_and_events();
+  void create_pool();
+  void create_stream_resources(CudaStreamResources& r, bool gemms);
+  void allocate_persistent();
+  void note_dropped_bytes();
+  // steps (cuda_backend_step.cpp)
+  void wait_for_streams();
+  void read_times(StepMeasurement& m) const;
+  void read_wrong_counts(int32_t step);
+  [[noreturn]] void out_of_memory(int32_t buffer, int32_t stream) const;
+  // work (cuda_backend_ops.cpp)
+  void run_gemms(const Op& op);
+  void run_memory_bound(int32_t stream, int64_t bytes_touched);
+  void run_host_copy(const Op& op, int64_t bytes, bool to_host);
+  void run_collective(const Op& op);
+  void nccl_collective(const Op& op, const CollectivePlan& p, const void* in, void* out, cudaStream_t s);
+  void emulate_collective(const Op& op, const CollectivePlan& p, const char* in, char* out, cudaStream_t s);
+  void check_input(const Op& op, const CollectivePlan& p, void* in, cudaStream_t s);
+  void check_output(const Op& op, const CollectivePlan& p, const void* out, cudaStream_t s);
+  char* live_pointer(int32_t buffer, const Op& op, const char* use);
+  void problem(const Op& op, const std::string& what);
+
+  CudaRankSetup setup_;
+  const Schedule* schedule_ = nullptr;
+  ComputePlan compute_;
+  CommPlan comm_;
+  NcclGroups groups_;
+  std::vector<CudaStreamResources> streams_;
+  std::vector<cudaEvent_t> start_events_, end_events_;
+  cudaEvent_t step_start_ = nullptr;
+  cudaMemPool_t pool_ = nullptr;
+  std::vector<char*> pointers_;          // by buffer: live device memory or null
+  unsigned long long* wrong_ = nullptr;  // by op: #wrong of the current step (--check)
+  int32_t current_op_ = -1;
+  int32_t step_ = 0;
+  std::vector<std::string> problems_;
+  CudaOverheads overheads_;
+  bool released_ = false;
+};
+
+}  // namespace fsdpsim

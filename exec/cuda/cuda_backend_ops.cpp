@@ -1,0 +1,265 @@
+// CudaBackend: the work of each op — cuBLAS GEMMs, memory-bound copies, host copies, and NCCL collectives (or their
+// device-copy stand-ins when emulating), with the #wrong check around collectives.
+//
+// FP8 compute ops run as BF16 GEMMs of the same shapes (the executor does not quantize); their measured time is
+// therefore that of BF16 tensor cores. measure_gpus() measures FP8 GEMMs with cuBLASLt for calibration.
+#include <algorithm>
+
+#include "exec/cuda/check_kernels.h"
+#include "exec/cuda/cuda_backend.h"
+#include "exec/cuda/cuda_check.h"
+
+namespace fsdpsim {
+namespace {
+
+check_kernels::ElemType elem_type(DType t) {
+  switch (t) {
+    case DType::fp32:
+      return check_kernels::ElemType::fp32;
+    case DType::bf16:
+      return check_kernels::ElemType::bf16;
+    case DType::fp16:
+      return check_kernels::ElemType::fp16;
+    case DType::fp8:
+      return check_kernels::ElemType::fp8_e4m3;
+  }
+  return check_kernels::ElemType::bf16;
+}
+
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::fp32:
+      return ncclFloat32;
+    case DType::bf16:
+      return ncclBfloat16;
+    case DType::fp16:
+      return ncclFloat16;
+    case DType::fp8:
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0)
+      return ncclFloat8e4m3;  // FP8 types (and their reductions, on sm_90+) arrived in NCCL 2.24
+#else
+      return ncclUint8;
+#endif
+  }
+  return ncclBfloat16;
+}
+
+// The reduction of one call: NCCL's built-in sum or avg, or a pre-multiplied sum by 1/n created for this call and
+// destroyed when the call has returned (the NCCL API allows that once the last call using it has returned).
+class Reduction {
+ public:
+  Reduction(ReduceOp op, DType dtype, int32_t ranks, ncclComm_t comm) : comm_(comm) {
+    if (op == ReduceOp::avg) op_ = ncclAvg;
+    if (op != ReduceOp::premul_sum) return;
+    alignas(8) unsigned char scalar[8] = {};
+    check_kernels::encode_scalar(1.0f / static_cast<float>(ranks), elem_type(dtype), scalar);
+    FSDPSIM_NCCL(ncclRedOpCreatePreMulSum(&op_, scalar, nccl_type(dtype), ncclScalarHostImmediate, comm));
+    custom_ = true;
+  }
+  ~Reduction() {
+    if (custom_) (void)ncclRedOpDestroy(op_, comm_);
+  }
+  Reduction(const Reduction&) = delete;
+  Reduction& operator=(const Reduction&) = delete;
+  [[nodiscard]] ncclRedOp_t op() const { return op_; }
+
+ private:
+  ncclRedOp_t op_ = ncclSum;
+  ncclComm_t comm_ = nullptr;
+  bool custom_ = false;
+};
+
+void copy_async(void* dst, const void* src, int64_t bytes, cudaMemcpyKind kind, cudaStream_t s) {
+  if (bytes <= 0 || dst == src) return;
+  FSDPSIM_CUDA(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), kind, s));
+}
+
+}  // namespace
+
+void CudaBackend::run(const Op& op) {
+  switch (op.kind) {
+    case OpKind::compute:
+      run_gemms(op);
+      run_memory_bound(op.stream, op.bytes_touched);
+      return;
+    case OpKind::optimizer:
+      run_memory_bound(op.stream, op.bytes_touched);
+      return;
+    case OpKind::copy:
+      run_memory_bound(op.stream, op.bytes_touched);
+      run_host_copy(op, op.send_bytes, true);
+      run_host_copy(op, op.recv_bytes, false);
+      return;
+    case OpKind::sync:
+      return;
+    case OpKind::all_gather:
+    case OpKind::reduce_scatter:
+    case OpKind::all_reduce:
+    case OpKind::all_to_all:
+      run_collective(op);
+      return;
+  }
+}
+
+void CudaBackend::run_gemms(const Op& op) {
+  CudaStreamResources& r = streams_[static_cast<size_t>(op.stream)];
+  const float alpha = 1.0f, beta = 0.0f;
+  for (const GemmLaunch& l : compute_.launches[static_cast<size_t>(op.id)]) {
+    const char* w = l.w.buffer < 0 ? r.w : live_pointer(l.w.buffer, op, "reads weights from");
+    char* c = l.c.buffer < 0 ? r.c : live_pointer(l.c.buffer, op, "writes gradients to");
+    if (w == nullptr || c == nullptr) continue;
+    w += l.w.offset_bytes;
+    c += l.c.offset_bytes;
+    // Row-major C[m×n] = A[m×k]·Wᵀ is column-major Cᵀ[n×m] = W·Aᵀ: cuBLAS's A is W stored k×n (op T, lda = k), its
+    // B is A stored k×m (op N, ldb = k), its C is n×m (ldc = n) — the "TN" layout cuBLAS runs best (and the one its
+    // FP8 kernels require).
+    FSDPSIM_CUBLAS(cublasGemmStridedBatchedEx(
+        r.blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(l.n), static_cast<int>(l.m), static_cast<int>(l.k), &alpha,
+        w, CUDA_R_16BF, static_cast<int>(l.k), l.w.batch_stride, r.a + l.a.offset_bytes, CUDA_R_16BF,
+        static_cast<int>(l.k), l.a.batch_stride, &beta, c, CUDA_R_16BF, static_cast<int>(l.n), l.c.batch_stride,
+        static_cast<int>(l.batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+}
+
+void CudaBackend::run_memory_bound(int32_t stream, int64_t bytes_touched) {
+  CudaStreamResources& r = streams_[static_cast<size_t>(stream)];
+  const int64_t half = r.sizes.memory_bytes / 2;
+  if (bytes_touched <= 0 || half <= 0) return;
+  // A device copy reads and writes every byte it moves: bytes_touched/2 copied touch bytes_touched of HBM.
+  for (int64_t left = bytes_touched / 2; left > 0;) {
+    const int64_t n = std::min(left, half);
+    copy_async(r.memory + half, r.memory, n, cudaMemcpyDeviceToDevice, r.stream);
+    left -= n;
+  }
+}
+
+void CudaBackend::run_host_copy(const Op& op, int64_t bytes, bool to_host) {
+  if (bytes <= 0) return;
+  CudaStreamResources& r = streams_[static_cast<size_t>(op.stream)];
+  // The device side is the op's own buffer when it is live and large enough, else the stream's memory region.
+  char* device = r.memory;
+  int64_t device_bytes = r.sizes.memory_bytes;
+  for (const int32_t b : to_host ? op.reads : op.writes) {
+    char* p = pointers_[static_cast<size_t>(b)];
+    if (p != nullptr && schedule_->buffers[static_cast<size_t>(b)].size_bytes >= bytes) {
+      device = p;
+      device_bytes = bytes;
+      break;
+    }
+  }
+  const int64_t chunk = std::min(device_bytes, r.sizes.pinned_host_bytes);
+  if (chunk <= 0 || device == nullptr || r.pinned == nullptr) return;
+  for (int64_t done = 0; done < bytes; done += chunk) {
+    const int64_t n = std::min(chunk, bytes - done);
+    char* at = device + (device_bytes >= bytes ? done : 0);
+    if (to_host) {
+      copy_async(r.pinned, at, n, cudaMemcpyDeviceToHost, r.stream);
+    } else {
+      copy_async(at, r.pinned, n, cudaMemcpyHostToDevice, r.stream);
+    }
+  }
+}
+
+void CudaBackend::run_collective(const Op& op) {
+  const CollectivePlan& p = comm_.ops[static_cast<size_t>(op.id)];
+  if (p.count <= 0) return;
+  CudaStreamResources& r = streams_[static_cast<size_t>(op.stream)];
+  char* in = p.input_buffer < 0 ? r.comm_in : live_pointer(p.input_buffer, op, "reads");
+  char* out = p.output_buffer < 0 ? r.comm_out : live_pointer(p.output_buffer, op, "writes");
+  if (in == nullptr || out == nullptr) return;
+  // One buffer for both: NCCL's in-place forms, sendbuff = recvbuff + rank·count (AG), recvbuff = sendbuff +
+  // rank·count (RS); an all-reduce runs in place on the same pointer (the plan never gives an all-to-all one buffer).
+  const int64_t slot = static_cast<int64_t>(groups_.membership(op.group).rank) * p.count * p.elem_bytes;
+  if (p.input_buffer >= 0 && p.input_buffer == p.output_buffer) {
+    if (op.kind == OpKind::all_gather) in = out + slot;
+    if (op.kind == OpKind::reduce_scatter) out = in + slot;
+  }
+  if (setup_.check) check_input(op, p, in, r.stream);
+  if (setup_.emulate) {
+    emulate_collective(op, p, in, out, r.stream);
+  } else {
+    nccl_collective(op, p, in, out, r.stream);
+  }
+  if (setup_.check) check_output(op, p, out, r.stream);
+}
+
+void CudaBackend::nccl_collective(const Op& op, const CollectivePlan& p, const void* in, void* out, cudaStream_t s) {
+  ncclComm_t comm = groups_.comm(op.group);
+  const ncclDataType_t type = nccl_type(op.dtype);
+  const size_t count = static_cast<size_t>(p.count);
+  const int32_t n = groups_.membership(op.group).size;
+  switch (op.kind) {
+    case OpKind::all_gather:
+      FSDPSIM_NCCL(ncclAllGather(in, out, count, type, comm, s));
+      return;
+    case OpKind::reduce_scatter: {
+      const Reduction red(op.reduce_op, op.dtype, n, comm);
+      FSDPSIM_NCCL(ncclReduceScatter(in, out, count, type, red.op(), comm, s));
+      return;
+    }
+    case OpKind::all_reduce: {
+      const Reduction red(op.reduce_op, op.dtype, n, comm);
+      FSDPSIM_NCCL(ncclAllReduce(in, out, count, type, red.op(), comm, s));
+      return;
+    }
+    default:
+      break;
+  }
+  // All-to-all as grouped point-to-point calls (block j of the input to peer j, block j of the output from peer j);
+  // the group is always closed, even when a call inside it failed.
+  const int64_t block = p.count * p.elem_bytes;
+  FSDPSIM_NCCL(ncclGroupStart());
+  ncclResult_t first = ncclSuccess;
+  for (int32_t peer = 0; peer < n && first == ncclSuccess; ++peer) {
+    first = ncclSend(static_cast<const char*>(in) + peer * block, count, type, peer, comm, s);
+    if (first == ncclSuccess) first = ncclRecv(static_cast<char*>(out) + peer * block, count, type, peer, comm, s);
+  }
+  const ncclResult_t end = ncclGroupEnd();
+  if (first != ncclSuccess) throw_nccl_error(first, "ncclSend/ncclRecv (all-to-all)", __FILE__, __LINE__);
+  if (end != ncclSuccess) throw_nccl_error(end, "ncclGroupEnd (all-to-all)", __FILE__, __LINE__);
+}
+
+void CudaBackend::emulate_collective(const Op& op, const CollectivePlan& p, const char* in, char* out, cudaStream_t s) {
+  // Rank 0 alone: each collective becomes one device copy of this rank's own bytes (its slot of an all-gather, its
+  // block of a reduce-scatter, the whole buffer otherwise). The memory plan is exact; times are not a collective's.
+  const int64_t block = p.count * p.elem_bytes;
+  const int64_t slot = static_cast<int64_t>(groups_.membership(op.group).rank) * block;
+  switch (op.kind) {
+    case OpKind::all_gather:
+      copy_async(out + slot, in, block, cudaMemcpyDeviceToDevice, s);
+      return;
+    case OpKind::reduce_scatter:
+      copy_async(out, in + slot, block, cudaMemcpyDeviceToDevice, s);
+      return;
+    default:
+      copy_async(out, in, p.output_bytes, cudaMemcpyDeviceToDevice, s);
+      return;
+  }
+}
+
+void CudaBackend::check_input(const Op& op, const CollectivePlan& p, void* in, cudaStream_t s) {
+  const GroupMembership& g = groups_.membership(op.group);
+  const bool reduces = op.kind == OpKind::reduce_scatter || op.kind == OpKind::all_reduce;
+  const int64_t count = p.input_bytes / p.elem_bytes;
+  check_kernels::fill(in, count, elem_type(op.dtype),
+                      reduces ? check_kernels::Pattern::reduce : check_kernels::Pattern::gather, g.rank, g.size, s);
+  FSDPSIM_CUDA(cudaGetLastError());
+}
+
+void CudaBackend::check_output(const Op& op, const CollectivePlan& p, const void* out, cudaStream_t s) {
+  const GroupMembership& g = groups_.membership(op.group);
+  check_kernels::VerifySpec spec;
+  spec.collective = op.kind == OpKind::all_gather       ? check_kernels::Collective::all_gather
+                    : op.kind == OpKind::reduce_scatter ? check_kernels::Collective::reduce_scatter
+                    : op.kind == OpKind::all_reduce     ? check_kernels::Collective::all_reduce
+                                                        : check_kernels::Collective::all_to_all;
+  spec.type = elem_type(op.dtype);
+  spec.rank = g.rank;
+  spec.ranks = g.size;
+  spec.count = p.count;
+  spec.average = op.reduce_op == ReduceOp::avg || op.reduce_op == ReduceOp::premul_sum;
+  check_kernels::verify(out, spec, wrong_ + op.id, s);
+  FSDPSIM_CUDA(cudaGetLastError());
+}
+
+}  // namespace fsdpsim

@@ -1,0 +1,234 @@
+// run_cuda: option checks, device discovery, and the single-process launcher — ncclCommInitAll over the GPUs and one
+// host thread per GPU running the interpreter on that GPU's backend (or rank 0 alone when emulating a larger world).
+#include <exception>
+#include <set>
+#include <thread>
+
+#include "exec/cuda/cuda_backend.h"
+#include "exec/cuda/cuda_check.h"
+#include "exec/cuda/cuda_launch.h"
+#include "exec/interpreter.h"
+
+namespace fsdpsim {
+namespace {
+
+[[noreturn]] void bad_option(const std::string& key, const std::string& problem, const std::string& fix) {
+  throw ConfigError(SourceLocation{"<exec --backend cuda>", 0, 0}, key, problem, fix);
+}
+
+void check_devices(const Schedule& s, const CudaOptions& o) {
+  std::set<int32_t> seen;
+  for (const int32_t d : o.devices) {
+    if (d < 0)
+      bad_option("--devices", "device index " + std::to_string(d) + " is negative", "list CUDA device indices from 0");
+    if (!seen.insert(d).second && !o.mpi) {
+      bad_option("--devices", "lists GPU " + std::to_string(d) + " twice", "list each GPU once");
+    }
+  }
+  const auto world = static_cast<size_t>(s.info.world_size);
+  if (o.emulate_world > 0 && o.devices.size() > 1) {
+    bad_option("--devices", "lists " + std::to_string(o.devices.size()) + " GPUs but --emulate-world runs on one",
+               "list one device");
+  }
+  if (!o.mpi && o.emulate_world == 0 && !o.devices.empty() && o.devices.size() != world) {
+    bad_option("--devices",
+               "lists " + std::to_string(o.devices.size()) + " GPUs but the schedule needs " + std::to_string(world) +
+                   " (one per rank)",
+               "list " + std::to_string(world) + " devices, use --emulate-world " + std::to_string(world) +
+                   " to check the memory plan on one GPU, or --mpi across nodes");
+  }
+}
+
+// The GPUs of this process, one per rank: the listed ones, else the first world-size visible ones.
+std::vector<int32_t> pick_devices(const Schedule& s, const CudaOptions& o, int32_t ranks) {
+  int count = 0;
+  FSDPSIM_CUDA(cudaGetDeviceCount(&count));
+  std::vector<int32_t> devices = o.devices;
+  if (devices.empty()) {
+    if (count < ranks) {
+      bad_option("--devices",
+                 "the schedule needs " + std::to_string(s.info.world_size) + " GPUs but " + std::to_string(count) +
+                     " are visible",
+                 "use --emulate-world " + std::to_string(s.info.world_size) +
+                     " to check its memory plan on one GPU, or --mpi to run one process per GPU across nodes");
+    }
+    for (int32_t d = 0; d < ranks; ++d) devices.push_back(d);
+  }
+  devices.resize(static_cast<size_t>(ranks));
+  for (const int32_t d : devices) {
+    if (d >= count) {
+      bad_option("--devices", "GPU " + std::to_string(d) + " does not exist (" + std::to_string(count) + " visible)",
+                 "list indices below " + std::to_string(count));
+    }
+  }
+  return devices;
+}
+
+// A failure on one rank makes the others stop (their errors are consequences): the first rank to fail is the cause.
+void rethrow_root_cause(const std::vector<std::exception_ptr>& errors, const std::vector<char>& root) {
+  for (size_t r = 0; r < errors.size(); ++r) {
+    if (errors[r] && root[r] != 0) std::rethrow_exception(errors[r]);
+  }
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+ExecResult collect(const std::vector<RankOutcome>& outcomes, const std::vector<int32_t>& devices,
+                   const std::string& mode, CudaOverheads& overheads) {
+  ExecResult result;
+  result.run = outcomes.front().run;
+  for (size_t r = 0; r < outcomes.size(); ++r) {
+    for (const auto& p : outcomes[r].problems) result.problems.push_back("rank " + std::to_string(r) + ": " + p);
+  }
+  result.device = describe_devices(devices, mode);
+  overheads = outcomes.front().overheads;
+  return result;
+}
+
+ExecResult run_threads(const Schedule& s, const CudaOptions& o, CudaOverheads& overheads) {
+  const int32_t world = s.info.world_size;
+  const std::vector<int32_t> devices = pick_devices(s, o, world);
+  std::vector<ncclComm_t> comms(static_cast<size_t>(world), nullptr);
+  FSDPSIM_NCCL(ncclCommInitAll(comms.data(), world, devices.data()));
+  std::atomic<bool> abort{false};
+  std::vector<RankOutcome> outcomes(static_cast<size_t>(world));
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
+  std::vector<char> root(static_cast<size_t>(world), 0);
+  std::vector<std::thread> threads;
+  for (int32_t r = 0; r < world; ++r) {
+    const auto i = static_cast<size_t>(r);
+    threads.emplace_back([&, r, i] {
+      bool first = false;
+      try {
+        outcomes[i] = run_rank(s, o, devices[i], r, world, comms[i], abort, &first);
+      } catch (...) {
+        root[i] = first ? 1 : 0;
+        errors[i] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  rethrow_root_cause(errors, root);
+  return collect(outcomes, devices, "", overheads);
+}
+
+ExecResult run_emulated(const Schedule& s, const CudaOptions& o, CudaOverheads& overheads) {
+  const std::vector<int32_t> devices{o.devices.empty() ? 0 : o.devices.front()};
+  int count = 0;
+  FSDPSIM_CUDA(cudaGetDeviceCount(&count));
+  if (devices.front() >= count) {
+    bad_option("--devices",
+               "GPU " + std::to_string(devices.front()) + " does not exist (" + std::to_string(count) + " visible)",
+               "list an index below " + std::to_string(count));
+  }
+  std::atomic<bool> abort{false};
+  const std::vector<RankOutcome> outcomes{
+      run_rank(s, o, devices.front(), 0, s.info.world_size, nullptr, abort, nullptr)};
+  return collect(outcomes, devices, "emulating rank 0 of " + std::to_string(s.info.world_size) + " GPUs", overheads);
+}
+
+}  // namespace
+
+bool cuda_device_available(std::string* why) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  (void)cudaGetLastError();  // leave no error behind for the next CUDA call of this thread
+  std::string reason;
+  if (e != cudaSuccess) {
+    reason = std::string("cudaGetDeviceCount failed with ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) +
+             "): no usable NVIDIA driver or GPU on this machine";
+  } else if (count < 1) {
+    reason = "no CUDA device is visible (check CUDA_VISIBLE_DEVICES)";
+  }
+  if (why != nullptr) *why = reason;
+  return reason.empty();
+}
+
+void check_cuda_options(const Schedule& s, const CudaOptions& o) {
+  const std::string world = std::to_string(s.info.world_size);
+  if (o.steps < 1) bad_option("--steps", "is " + std::to_string(o.steps), "run at least one step");
+  if (s.info.world_size < 1) bad_option("world_size", "the schedule's world size is " + world, "rebuild the schedule");
+  if (o.emulate_world < 0) {
+    bad_option("--emulate-world", "is negative", "use 0 to run every rank, or " + world + " to emulate rank 0");
+  }
+  if (o.emulate_world > 0 && o.emulate_world != s.info.world_size) {
+    bad_option(
+        "--emulate-world",
+        "is " + std::to_string(o.emulate_world) + " but the schedule was built for " + world + " GPUs",
+        "use --emulate-world " + world + ", or rebuild the schedule for " + std::to_string(o.emulate_world) + " GPUs");
+  }
+  if (o.emulate_world > 0 && o.check) {
+    bad_option("--check", "needs real collectives, but with --emulate-world they are copies of one rank's bytes",
+               "drop --check or --emulate-world");
+  }
+  if (o.emulate_world > 0 && o.mpi) bad_option("--mpi", "and --emulate-world exclude each other", "drop one of them");
+#if !FSDPSIM_HAVE_MPI
+  if (o.mpi) {
+    bad_option("--mpi", "this fsdpsim was built without MPI",
+               "install libopenmpi-dev and reconfigure with -DFSDPSIM_MPI=ON, or drop --mpi");
+  }
+#endif
+  check_devices(s, o);
+  for (const Group& g : s.groups) (void)group_membership(g, 0, s.info.world_size);
+}
+
+std::string describe_devices(const std::vector<int32_t>& devices, const std::string& mode) {
+  cudaDeviceProp prop{};
+  FSDPSIM_CUDA(cudaGetDeviceProperties(&prop, devices.front()));
+  std::string text = prop.name;
+  if (devices.size() > 1) text += " x" + std::to_string(devices.size());
+  int version = 0;
+  FSDPSIM_NCCL(ncclGetVersion(&version));
+  // NCCL_VERSION_CODE for 2.9 and later: major·10000 + minor·100 + patch (nccl.h, NCCL_VERSION).
+  text += " (NCCL " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." +
+          std::to_string(version % 100);
+  if (!mode.empty()) text += ", " + mode;
+  return text + ")";
+}
+
+RankOutcome run_rank(const Schedule& schedule, const CudaOptions& options, int32_t device, int32_t rank,
+                     int32_t world_size, ncclComm_t world, std::atomic<bool>& abort, bool* root_cause) {
+  CudaRankSetup setup;
+  setup.device = device;
+  setup.rank = rank;
+  setup.world_size = world_size;
+  setup.world = world;
+  setup.emulate = options.emulate_world > 0;
+  setup.check = options.check;
+  setup.abort = &abort;
+  CudaBackend backend(setup);  // its constructor touches no device
+  RankOutcome out;
+  try {
+    FSDPSIM_CUDA(cudaSetDevice(device));
+    out.run = interpret(schedule, backend, ExecOptions{options.steps});
+    out.problems = backend.problems();
+    out.overheads = backend.overheads();
+    backend.release_all(false);
+  } catch (...) {
+    // Raise the flag before aborting the communicators: the other ranks' errors that follow are consequences.
+    const bool first = !abort.exchange(true);
+    if (root_cause != nullptr) *root_cause = first;
+    backend.release_all(true);
+    if (world != nullptr) (void)ncclCommAbort(world);
+    throw;
+  }
+  if (world != nullptr) FSDPSIM_NCCL(ncclCommDestroy(world));
+  return out;
+}
+
+ExecResult run_cuda(const Schedule& schedule, const CudaOptions& options) {
+  CudaOverheads ignored;
+  return run_cuda(schedule, options, ignored);
+}
+
+ExecResult run_cuda(const Schedule& schedule, const CudaOptions& options, CudaOverheads& overheads) {
+  check_cuda_options(schedule, options);
+  if (options.mpi) return run_cuda_mpi(schedule, options, overheads);
+  std::string why;
+  if (!cuda_device_available(&why)) throw CudaError("cannot run the schedule on GPUs: " + why, false);
+  if (options.emulate_world > 0) return run_emulated(schedule, options, overheads);
+  return run_threads(schedule, options, overheads);
+}
+
+}  // namespace fsdpsim

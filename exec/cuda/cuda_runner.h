@@ -1,0 +1,91 @@
+#pragma once
+/// The CUDA/NCCL backend (DESIGN.md §5): one cudaStream_t per IR stream and cudaEvent_t per op for dependencies and
+/// timing; compute ops as cuBLAS GEMMs with the unit's real shapes reading the gathered weights and writing the
+/// unsharded gradients; collectives as NCCL calls on one communicator per IR group (ncclCommSplit); buffers from a
+/// stream-ordered pool (or ncclMemAlloc + window registration for nccl_ub buffers) so the peak allocated and reserved
+/// memory are read from the device. Compiled only when FSDPSIM_HAVE_CUDA; this header includes no CUDA header.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "exec/backend.h"
+#include "schedule/dtype.h"
+#include "schedule/ir.h"
+#include "sim/calibration.h"  // GemmSample, CollectiveSample, GpuMeasurements: one definition, shared with calibrate
+
+namespace fsdpsim {
+
+/// How the CUDA backend runs a schedule.
+struct CudaOptions {
+  int32_t steps = 2;
+  int32_t emulate_world = 0;     ///< > 0: run rank 0 of an N-GPU job on one GPU (its buffers and shapes; collectives
+                                 ///< replaced by device copies of the same bytes), to check a large job's memory plan
+  bool check = false;            ///< verify every collective's result as nccl-tests does (#wrong)
+  std::vector<int32_t> devices;  ///< local GPUs to drive from this process; empty = all visible
+  bool mpi = false;              ///< one process per GPU under mpirun/srun (rank 0's NCCL id broadcast over MPI)
+};
+
+/// A failed CUDA, cuBLAS or NCCL call (the message names the call, file:line and the library's error string), a
+/// device fault, or an allocation that did not fit (the message names the op, the buffer and the memory in use).
+class CudaError : public Error {
+ public:
+  /// `out_of_memory` marks an allocation failure.
+  CudaError(const std::string& message, bool out_of_memory);
+  /// True for an allocation that did not fit on the device.
+  [[nodiscard]] bool out_of_memory() const { return out_of_memory_; }
+
+ private:
+  bool out_of_memory_ = false;
+};
+
+/// Device memory (and pinned host memory) the executor uses beyond the IR's buffers, per rank: executor overhead,
+/// not part of the measured peaks.
+struct CudaOverheads {
+  int64_t scratch_bytes = 0;           ///< per-stream GEMM operands, memory-bound work and collective fallbacks
+  int64_t cublas_workspace_bytes = 0;  ///< cublasSetWorkspace, one per stream that runs GEMMs
+  int64_t pinned_host_bytes = 0;       ///< host side of offload copies
+  int64_t check_bytes = 0;             ///< #wrong counters (--check)
+};
+
+/// True when a CUDA device can be used; otherwise `why` says what is missing (no driver, no device, ...).
+bool cuda_device_available(std::string* why);
+
+/// Runs `schedule` on the GPUs; rank 0's steps come back in the simulator's shape. Option errors (ConfigError) are
+/// raised before any device is touched.
+ExecResult run_cuda(const Schedule& schedule, const CudaOptions& options);
+
+/// Like run_cuda(), and reports rank 0's executor overheads in `overheads`.
+ExecResult run_cuda(const Schedule& schedule, const CudaOptions& options, CudaOverheads& overheads);
+
+/// Measures GEMM throughput over shapes, HBM copy bandwidth, and collective bus bandwidth over sizes (when more
+/// than one GPU is visible).
+GpuMeasurements measure_gpus(const std::vector<int32_t>& devices);
+
+/// NCCL all-gather, reduce-scatter and all-reduce on several local GPUs driven from one thread (grouped calls, as
+/// nccl-tests' single-thread mode), timed with CUDA events; for calibration and the collectives benchmark.
+class CollectiveTimer {
+ public:
+  /// Creates one communicator per device (ncclCommInitAll); empty `devices` = all visible.
+  explicit CollectiveTimer(std::vector<int32_t> devices);
+  /// Destroys the communicators and frees the buffers.
+  ~CollectiveTimer();
+  CollectiveTimer(const CollectiveTimer&) = delete;
+  CollectiveTimer& operator=(const CollectiveTimer&) = delete;
+
+  /// Runs `warmup` untimed then `iterations` timed calls of `kind` (bf16) at `size_bytes` as nccl-tests prints it
+  /// (AG: whole output, RS: whole input, AR: the buffer), then checks the last result (#wrong in `wrong`).
+  CollectiveSample time(OpKind kind, int64_t size_bytes, int32_t warmup, int32_t iterations);
+  /// Number of GPUs (ranks).
+  [[nodiscard]] int32_t ranks() const;
+  /// Bytes one GPU can still allocate (the smallest over the devices), to keep a sweep within memory.
+  [[nodiscard]] int64_t free_bytes() const;
+
+ private:
+  struct Impl;  // communicators, streams, events, buffers: exec/cuda/collective_timer.cpp
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fsdpsim

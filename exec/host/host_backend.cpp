@@ -1,0 +1,264 @@
+#include "exec/host/host_backend.h"
+
+#include <algorithm>
+#include <exception>
+#include <limits>
+
+#include "common/error.h"
+
+namespace fsdpsim {
+namespace {
+
+// How often a blocked worker looks at the world's abort flag (an abort elsewhere does not signal our condition).
+constexpr auto kAbortPoll = std::chrono::milliseconds(10);
+
+// The allocator model's capacity when none is given: larger than any schedule, so the host never reports OOM.
+constexpr int64_t kUnlimitedBytes = std::numeric_limits<int64_t>::max() / 4;
+
+}  // namespace
+
+HostBackend::HostBackend(const Schedule& schedule, const HostPlan& plan, const HostOptions& options, HostWorld& world,
+                         int32_t rank)
+    : schedule_(schedule), plan_(plan), options_(options), world_(world), rank_(rank), log_(rank) {}
+
+HostBackend::~HostBackend() {
+  for (auto& w : workers_) {
+    {
+      const std::lock_guard lock(w->mutex);
+      w->queue.push_back(Command{});  // stop, after whatever is still queued
+    }
+    w->cv.notify_one();
+  }
+  for (auto& w : workers_) {
+    if (w->thread.joinable()) w->thread.join();
+  }
+}
+
+void HostBackend::setup(const Schedule& schedule) {
+  FSDPSIM_CHECK(schedule.ops.size() == schedule_.ops.size(), "the backend runs the schedule it was made for");
+  const int64_t capacity = options_.allocator_capacity_bytes > 0 ? options_.allocator_capacity_bytes : kUnlimitedBytes;
+  memory_ = std::make_unique<RankMemory>(schedule_, plan_, rank_, AllocatorConfig{capacity, false, 0}, log_);
+  // Like the simulator: persistent buffers first, on the compute stream (sim/engine.cpp, Engine::run).
+  memory_->setup_persistent(std::max(0, schedule_.stream_index("compute")));
+  done_steps_.assign(schedule_.ops.size(), 0);
+  start_turn_.assign(schedule_.ops.size(), -1);
+  end_turn_.assign(schedule_.ops.size(), -1);
+  for (size_t i = 0; i < options_.memory_order.size(); ++i) {
+    const MemoryEvent& e = options_.memory_order[i];
+    (e.end ? end_turn_ : start_turn_)[static_cast<size_t>(e.op)] = static_cast<int32_t>(i);
+  }
+  start_ns_.assign(schedule_.ops.size(), -1);
+  end_ns_.assign(schedule_.ops.size(), -1);
+  // Every worker exists before any thread starts: the threads index workers_, which must not grow under them.
+  for (size_t st = 0; st < schedule_.streams.size(); ++st) workers_.push_back(std::make_unique<Worker>());
+  for (size_t st = 0; st < workers_.size(); ++st) {
+    workers_[st]->thread = std::thread([this, st] { worker_loop(static_cast<int32_t>(st)); });
+  }
+}
+
+void HostBackend::begin_step(int32_t step) {
+  const std::lock_guard lock(state_mutex_);  // every stream is idle: end_step() drained them
+  step_ = step;
+  turn_ = 0;
+  memory_->begin_step(step);
+  step_start_ = std::chrono::steady_clock::now();
+}
+
+void HostBackend::wait(int32_t stream, int32_t op) {
+  enqueue(stream, Command{CommandKind::wait, op});
+}
+
+void HostBackend::mark_start(const Op& op) {
+  Worker& w = *workers_[static_cast<size_t>(op.stream)];
+  w.op = op.id;
+  w.memory = 0;
+  enqueue(op.stream, Command{CommandKind::start, op.id});
+}
+
+void HostBackend::allocate(int32_t buffer, int32_t stream) {
+  Worker& w = *workers_[static_cast<size_t>(stream)];
+  const size_t count = schedule_.ops[static_cast<size_t>(w.op)].allocs.size();
+  const size_t index = w.memory++;
+  enqueue(stream, Command{CommandKind::allocate, w.op, buffer, index == 0, index + 1 == count});
+}
+
+void HostBackend::run(const Op& op) {
+  enqueue(op.stream, Command{CommandKind::work, op.id});
+}
+
+void HostBackend::mark_end(const Op& op) {
+  Worker& w = *workers_[static_cast<size_t>(op.stream)];
+  w.op = op.id;
+  w.memory = 0;
+  enqueue(op.stream, Command{CommandKind::end, op.id});
+}
+
+void HostBackend::release(int32_t buffer, int32_t stream) {
+  Worker& w = *workers_[static_cast<size_t>(stream)];
+  const size_t count = schedule_.ops[static_cast<size_t>(w.op)].frees.size();
+  const size_t index = w.memory++;
+  enqueue(stream, Command{CommandKind::release, w.op, buffer, index == 0, index + 1 == count});
+}
+
+StepMeasurement HostBackend::end_step() {
+  {
+    std::unique_lock lock(state_mutex_);
+    state_cv_.wait(lock, [&] { return in_flight_ == 0; });  // every wait inside is bounded by the timeout
+  }
+  StepMeasurement m;
+  m.start_ns = start_ns_;
+  m.end_ns = end_ns_;
+  for (const TimeNs end : end_ns_) m.step_ns = std::max(m.step_ns, end);
+  const HostMemoryPeak peak = memory_->peak();
+  m.peak_allocated_bytes = peak.allocated_bytes;
+  m.peak_reserved_bytes = peak.allocated_bytes;  // no caching allocator holds memory on the host
+  m.peak_op = peak.op;
+  m.peak_breakdown = peak.breakdown;
+  memory_->end_step();
+  return m;
+}
+
+std::vector<std::string> HostBackend::problems() const {
+  return log_.list();
+}
+
+void HostBackend::add_problem(const std::string& message) {
+  log_.add(message);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+void HostBackend::enqueue(int32_t stream, Command command) {
+  {
+    const std::lock_guard lock(state_mutex_);
+    ++in_flight_;
+  }
+  Worker& w = *workers_[static_cast<size_t>(stream)];
+  {
+    const std::lock_guard lock(w.mutex);
+    w.queue.push_back(command);
+  }
+  w.cv.notify_one();
+}
+
+void HostBackend::worker_loop(int32_t stream) {
+  Worker& w = *workers_[static_cast<size_t>(stream)];
+  for (;;) {
+    Command c;
+    {
+      std::unique_lock lock(w.mutex);
+      w.cv.wait(lock, [&] { return !w.queue.empty(); });
+      c = w.queue.front();
+      w.queue.pop_front();
+    }
+    if (c.kind == CommandKind::stop) return;
+    try {
+      execute(stream, c);
+    } catch (const std::exception& e) {
+      fail("internal error in op " + std::to_string(c.op) + ": " + e.what());
+    }
+    const std::lock_guard lock(state_mutex_);
+    if (--in_flight_ == 0) state_cv_.notify_all();
+  }
+}
+
+void HostBackend::execute(int32_t stream, const Command& c) {
+  const Op& op = schedule_.ops[static_cast<size_t>(c.op)];
+  switch (c.kind) {
+    case CommandKind::wait:
+      await_op(stream, c.op);
+      return;
+    case CommandKind::start:
+      start_ns_[static_cast<size_t>(c.op)] = now_ns();
+      return;
+    case CommandKind::allocate:
+      if (c.first) take_turn(stream, op, false);
+      memory_->allocate(c.buffer, op, stream);
+      if (c.last && start_turn_[static_cast<size_t>(c.op)] >= 0) pass_turn();
+      return;
+    case CommandKind::work:
+      if (!world_.aborted()) do_work(op);
+      return;
+    case CommandKind::end: {
+      end_ns_[static_cast<size_t>(c.op)] = now_ns();
+      const std::lock_guard lock(state_mutex_);
+      done_steps_[static_cast<size_t>(c.op)] = step_ + 1;
+      state_cv_.notify_all();
+      return;
+    }
+    case CommandKind::release:
+      if (c.first) take_turn(stream, op, true);
+      memory_->release(c.buffer, op);
+      if (c.last && end_turn_[static_cast<size_t>(c.op)] >= 0) pass_turn();
+      return;
+    case CommandKind::stop:
+      return;
+  }
+}
+
+void HostBackend::do_work(const Op& op) {
+  RankContext ctx{schedule_, plan_, options_, world_, *memory_, log_, host_, rank_};
+  if (is_collective(op.kind)) {
+    run_collective_op(op, step_, ctx);
+  } else if (op.kind == OpKind::copy && (op.send_bytes > 0 || op.recv_bytes > 0)) {
+    run_host_copy(op, step_, ctx);
+  } else if (op.kind != OpKind::sync) {
+    checksum_.fetch_xor(run_compute_op(op, step_, ctx), std::memory_order_relaxed);
+  }
+}
+
+void HostBackend::await_op(int32_t stream, int32_t op) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(options_.timeout_ns);
+  std::unique_lock lock(state_mutex_);
+  while (done_steps_[static_cast<size_t>(op)] <= step_) {
+    if (world_.aborted()) return;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      const Op& o = schedule_.ops[static_cast<size_t>(op)];
+      lock.unlock();
+      fail("stream '" + schedule_.streams[static_cast<size_t>(stream)].name + "' waited " +
+           format_time_ns(options_.timeout_ns) + " for op " + std::to_string(op) + " '" + o.name +
+           "' to finish, and it did not");
+      return;
+    }
+    state_cv_.wait_for(lock, kAbortPoll);
+  }
+}
+
+void HostBackend::take_turn(int32_t stream, const Op& op, bool end) {
+  const int32_t position = (end ? end_turn_ : start_turn_)[static_cast<size_t>(op.id)];
+  if (position < 0) return;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(options_.timeout_ns);
+  std::unique_lock lock(state_mutex_);
+  while (turn_ != static_cast<size_t>(position)) {
+    if (world_.aborted()) return;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      const MemoryEvent& pending = options_.memory_order[turn_];
+      const Op& blocker = schedule_.ops[static_cast<size_t>(pending.op)];
+      lock.unlock();
+      fail("stream '" + schedule_.streams[static_cast<size_t>(stream)].name + "' waited " +
+           format_time_ns(options_.timeout_ns) + " for its turn in the memory order to " +
+           (end ? "release the buffers of op " : "allocate the buffers of op ") + std::to_string(op.id) + " '" +
+           op.name + "' (event " + std::to_string(position) + "), but event " + std::to_string(turn_) + " (the " +
+           (pending.end ? "end" : "start") + " of op " + std::to_string(blocker.id) + " '" + blocker.name +
+           "') never happened: the memory order contradicts the schedule's dependencies");
+      return;
+    }
+    state_cv_.wait_for(lock, kAbortPoll);
+  }
+}
+
+void HostBackend::pass_turn() {
+  const std::lock_guard lock(state_mutex_);
+  ++turn_;
+  state_cv_.notify_all();
+}
+
+TimeNs HostBackend::now_ns() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - step_start_).count();
+}
+
+void HostBackend::fail(const std::string& message) {
+  log_.add(message);
+  world_.abort();
+}
+
+}  // namespace fsdpsim

@@ -1,0 +1,103 @@
+#pragma once
+/// One host rank as a Backend: a worker thread per IR stream consumes that stream's FIFO of commands (wait for an
+/// op, start mark, allocate, work, end mark, release), so streams really run concurrently and an op waits only for
+/// what the IR says. With a memory order, a worker about to perform an op's allocations or releases first waits for
+/// its turn (every earlier event of the order done). Every wait is bounded by the run's timeout.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "exec/backend.h"
+#include "exec/host/host_memory.h"
+#include "exec/host/host_ops.h"
+#include "exec/host/host_plan.h"
+#include "exec/host/host_runner.h"
+#include "exec/host/host_world.h"
+
+namespace fsdpsim {
+
+/// One rank of a host run.
+class HostBackend final : public Backend {
+ public:
+  /// `schedule`, `plan`, `options` and `world` must outlive the backend.
+  HostBackend(const Schedule& schedule, const HostPlan& plan, const HostOptions& options, HostWorld& world,
+              int32_t rank);
+  ~HostBackend() override;
+  HostBackend(const HostBackend&) = delete;
+  HostBackend& operator=(const HostBackend&) = delete;
+
+  void setup(const Schedule& schedule) override;
+  void begin_step(int32_t step) override;
+  void wait(int32_t stream, int32_t op) override;
+  void mark_start(const Op& op) override;
+  void allocate(int32_t buffer, int32_t stream) override;
+  void run(const Op& op) override;
+  void mark_end(const Op& op) override;
+  void release(int32_t buffer, int32_t stream) override;
+  StepMeasurement end_step() override;
+  [[nodiscard]] std::vector<std::string> problems() const override;
+
+  /// Records a problem found outside the backend (the runner's exceptions), under this rank's name.
+  void add_problem(const std::string& message);
+
+ private:
+  enum class CommandKind : uint8_t { wait, start, allocate, work, end, release, stop };
+  struct Command {
+    CommandKind kind = CommandKind::stop;
+    int32_t op = -1;
+    int32_t buffer = -1;
+    bool first = false;  // the op's first allocation (or release): take the memory-order turn
+    bool last = false;   // its last one: pass the turn on
+  };
+  struct Worker {
+    std::thread thread;
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::deque<Command> queue;
+    int32_t op = -1;    // enqueue side: the op whose allocations or releases are being enqueued
+    size_t memory = 0;  // enqueue side: how many of them were enqueued
+  };
+
+  void enqueue(int32_t stream, Command command);
+  void worker_loop(int32_t stream);
+  void execute(int32_t stream, const Command& c);
+  void do_work(const Op& op);
+  void await_op(int32_t stream, int32_t op);
+  void take_turn(int32_t stream, const Op& op, bool end);
+  void pass_turn();
+  [[nodiscard]] TimeNs now_ns() const;
+  void fail(const std::string& message);
+
+  const Schedule& schedule_;
+  const HostPlan& plan_;
+  const HostOptions& options_;
+  HostWorld& world_;
+  int32_t rank_;
+  ProblemLog log_;
+  HostStore host_;
+  std::unique_ptr<RankMemory> memory_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+
+  // Shared by the workers, under state_mutex_: op completion, the memory-order turn, and the commands in flight.
+  mutable std::mutex state_mutex_;
+  std::condition_variable state_cv_;
+  std::vector<int32_t> done_steps_;             // per op: 1 + the last step in which it finished
+  size_t turn_ = 0;                             // the next event of options_.memory_order
+  std::vector<int32_t> start_turn_, end_turn_;  // per op: its events' positions in the order, or -1
+  int64_t in_flight_ = 0;
+
+  int32_t step_ = 0;
+  std::chrono::steady_clock::time_point step_start_;
+  std::vector<TimeNs> start_ns_, end_ns_;  // per op; each written by its stream's worker only
+  std::atomic<uint64_t> checksum_{0};      // folded compute checksums (keeps the reads from being optimized away)
+};
+
+}  // namespace fsdpsim

@@ -1,0 +1,134 @@
+#pragma once
+/// One rank's buffers in host memory: real words for every live buffer, poison on allocation and release, tagged
+/// data, a record of who wrote each region last (and the checksum of what it wrote), and the memory accounting
+/// the simulator does (the same caching-allocator model driven by the same allocation calls, so the allocated
+/// bytes — which count a whole block where PyTorch does not split it — are the simulator's).
+///
+/// Thread safety: every stream worker of the rank calls in concurrently. Metadata sit behind one mutex; the words
+/// are accessed through relaxed atomics, so a missing dependency is a detectable logical race, never undefined
+/// behaviour. Released memory stays poisoned in quarantine until end_step(): a late reader reads poison.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "exec/host/host_plan.h"
+#include "schedule/ir.h"
+#include "sim/caching_allocator.h"
+#include "sim/memory_tracker.h"
+
+namespace fsdpsim {
+
+/// Where problems found on one rank go (bounded; thread-safe).
+class ProblemLog {
+ public:
+  /// `rank` prefixes every message ("rank 3: ...").
+  explicit ProblemLog(int32_t rank, size_t limit = 64) : rank_(rank), limit_(limit) {}
+  /// Records one problem; past the limit only counts it.
+  void add(const std::string& message);
+  /// The problems, plus one line counting those past the limit.
+  [[nodiscard]] std::vector<std::string> list() const;
+  [[nodiscard]] size_t count() const;
+
+ private:
+  int32_t rank_;
+  size_t limit_;
+  mutable std::mutex mutex_;
+  std::vector<std::string> messages_;
+  size_t dropped_ = 0;
+};
+
+/// The memory peak of a step, as StepMeasurement reports it.
+struct HostMemoryPeak {
+  int64_t allocated_bytes = 0;
+  int32_t op = -1;
+  CategoryBytes breakdown{};
+};
+
+/// One rank's memory.
+class RankMemory {
+ public:
+  /// `allocator` drives the byte accounting; `compute_stream` is where persistent buffers are allocated.
+  RankMemory(const Schedule& schedule, const HostPlan& plan, int32_t rank, AllocatorConfig allocator,
+             ProblemLog& problems);
+  ~RankMemory();
+  RankMemory(const RankMemory&) = delete;
+  RankMemory& operator=(const RankMemory&) = delete;
+
+  /// Allocates every persistent buffer on `stream` and fills it with valid data (the model's state).
+  void setup_persistent(int32_t stream);
+  /// Starts a step: the peak restarts from what is live now.
+  void begin_step(int32_t step);
+  /// Frees the memory released during the step (no reader can still run).
+  void end_step();
+  /// Allocates `buffer` for `op` on `stream`: fresh poisoned words, a new generation, and the accounting.
+  void allocate(int32_t buffer, const Op& op, int32_t stream);
+  /// Releases `buffer` after `op`: poisons it and keeps it in quarantine.
+  void release(int32_t buffer, const Op& op);
+
+  /// Reads regions [first, first + count) of `buffer` for `reader`, checks every word (poison, tag) and each region
+  /// against its writer's checksum, and appends the values (low 20 bits) to `values`. False when a problem was
+  /// reported.
+  bool read(int32_t buffer, int32_t first, int32_t count, const Op& reader, std::vector<uint32_t>& values);
+  /// Writes `values` into regions [first, first + count) of `buffer` for `writer` (tagged with the buffer's current
+  /// allocation) and records each region's checksum. `values` must cover the regions exactly.
+  void write(int32_t buffer, int32_t first, int32_t count, const Op& writer, std::span<const uint32_t> values);
+  /// Writes each of `regions` of `buffer` with the pattern of (rank, writer, step, buffer, region).
+  void write_pattern(int32_t buffer, const std::vector<int32_t>& regions, const Op& writer, int32_t step);
+  /// Words of regions [first, first + count) of `buffer`.
+  [[nodiscard]] int64_t region_words(int32_t buffer, int32_t first, int32_t count) const;
+
+  /// The peak of the current step.
+  [[nodiscard]] HostMemoryPeak peak() const;
+  /// Allocated bytes now (the allocator model's).
+  [[nodiscard]] int64_t allocated_bytes() const;
+  /// Live buffer bytes now, each rounded as the allocator rounds a request (what a Σ over live buffers gives).
+  [[nodiscard]] int64_t live_rounded_bytes() const;
+
+  /// Overwrites word `index` of `buffer`'s live memory (tests: simulate corruption).
+  void corrupt_word_for_test(int32_t buffer, int64_t index, uint32_t word);
+
+ private:
+  struct Storage;
+  struct RegionRecord {
+    int32_t generation = -1;
+    int32_t writer = -1;  // op id; -1 for setup
+    uint64_t checksum = 0;
+  };
+  struct BufferState {
+    std::shared_ptr<Storage> storage;
+    int32_t generation = 0;
+    bool live = false;
+    BlockHandle block = -1;
+    std::vector<RegionRecord> records;
+  };
+  struct RegionRead;
+
+  std::shared_ptr<Storage> new_storage(int32_t buffer);
+  void account_allocate(int32_t buffer, int32_t op, int32_t stream);
+  void account_release(int32_t buffer);
+  [[nodiscard]] int64_t allocated_bytes_locked() const;
+  bool check_region(const RegionRead& r, const Op& reader, std::span<const uint32_t> words);
+  [[nodiscard]] std::string who(const Op& op) const;
+  [[nodiscard]] std::string what(int32_t buffer) const;
+  [[nodiscard]] std::string writer_name(int32_t writer) const;
+
+  const Schedule& schedule_;
+  const HostPlan& plan_;
+  int32_t rank_;
+  ProblemLog& problems_;
+  mutable std::mutex mutex_;
+  std::vector<BufferState> buffers_;
+  std::vector<std::shared_ptr<Storage>> quarantine_;
+  CachingAllocator allocator_;
+  CategoryBytes live_{};
+  int64_t unbacked_bytes_ = 0;  // rounded bytes the allocator model could not place (counted, as MemoryTracker does)
+  bool oom_ = false;            // the allocator model failed once; it is not asked again
+  HostMemoryPeak peak_;
+};
+
+}  // namespace fsdpsim

@@ -1,0 +1,160 @@
+// predicted_memory_order: the order in which the simulator performed the memory events of one predicted step,
+// rebuilt from the step's op timings by replaying the engine's own processing loop (sim/engine.cpp) with every op's
+// duration fixed to its predicted one.
+//
+// What the replay copies from the engine, and why each matters for the order:
+//  - at the step's start every stream is put on a stack of streams to look at, in index order, and the stack is
+//    worked from its top (Engine::run_step + advance): the highest stream index is looked at first;
+//  - starting an op allocates its buffers; an op whose predicted end equals its start is instant (a sync op, or an
+//    op that costs nothing): the engine finishes it inside start(), so its frees come before any other start of the
+//    same cascade, and the streams it unblocks are pushed on top of the stack (Engine::start/finish);
+//  - finishing an op releases its buffers, then pushes its own stream and the streams of the dependents whose last
+//    dependency it was (in the order of their op ids), and only then are those looked at (Engine::finish, advance);
+//  - ops that take time finish from the event queue in (time, insertion) order; the replay inserts them when they
+//    start, which is the engine's order for ops that finish at the same time unless a re-rating re-inserted one of
+//    them later (a tie of two timed ends at the same nanosecond, which the tests check does not change the peak).
+#include <queue>
+#include <string>
+#include <tuple>
+
+#include "common/error.h"
+#include "exec/host/host_runner.h"
+
+namespace fsdpsim {
+namespace {
+
+class MemoryOrderReplay {
+ public:
+  MemoryOrderReplay(const Schedule& s, const StepRun& step) : s_(s), step_(step) {
+    if (step.ops.size() != s.ops.size()) {
+      throw ScheduleError(
+          "cannot derive the memory order of a predicted step",
+          {"the step has timings for " + std::to_string(step.ops.size()) + " ops but the schedule has " +
+           std::to_string(s.ops.size()) + " (simulate this schedule and pass one of its steps)"});
+    }
+    stream_ops_.resize(s.streams.size());
+    dependents_.resize(s.ops.size());
+    for (const Op& op : s.ops) {
+      stream_ops_[static_cast<size_t>(op.stream)].push_back(op.id);
+      for (const int32_t d : op.deps) dependents_[static_cast<size_t>(d)].push_back(op.id);
+      pending_.push_back(static_cast<int32_t>(op.deps.size()));
+    }
+    head_.assign(s.streams.size(), 0);
+    active_.assign(s.streams.size(), false);
+  }
+
+  std::vector<MemoryEvent> run() {
+    for (size_t st = 0; st < stream_ops_.size(); ++st) to_check_.push_back(st);
+    advance(step_.start_ns);
+    while (!queue_.empty()) {
+      const auto [time_ns, sequence, op] = queue_.top();
+      queue_.pop();
+      finish(op);
+      advance(time_ns);
+    }
+    for (size_t st = 0; st < stream_ops_.size(); ++st) {
+      if (head_[st] < stream_ops_[st].size()) {
+        const Op& stuck = s_.ops[static_cast<size_t>(stream_ops_[st][head_[st]])];
+        throw ScheduleError("cannot derive the memory order of a predicted step",
+                            {"op " + std::to_string(stuck.id) + " '" + stuck.name +
+                             "' never starts in the replay (the step's timings do not belong to this schedule)"});
+      }
+    }
+    return std::move(events_);
+  }
+
+ private:
+  void advance(TimeNs now) {
+    while (!to_check_.empty()) {
+      const size_t st = to_check_.back();
+      to_check_.pop_back();
+      if (active_[st] || head_[st] >= stream_ops_[st].size()) continue;
+      const int32_t op = stream_ops_[st][head_[st]];
+      if (pending_[static_cast<size_t>(op)] > 0) continue;
+      start(op, now);
+    }
+  }
+
+  void start(int32_t op_id, TimeNs now) {
+    const Op& op = s_.ops[static_cast<size_t>(op_id)];
+    const OpTiming& t = step_.ops[static_cast<size_t>(op_id)];
+    if (t.start_ns != now || t.end_ns < t.start_ns) {
+      throw ScheduleError("cannot derive the memory order of a predicted step",
+                          {"op " + std::to_string(op_id) + " '" + op.name + "' can start at " + std::to_string(now) +
+                           " ns in the replay but the step says " + std::to_string(t.start_ns) +
+                           " ns (the step's timings do not belong to this schedule)"});
+    }
+    if (!op.allocs.empty()) events_.push_back(MemoryEvent{op_id, false});
+    if (t.end_ns == t.start_ns) {
+      finish(op_id);  // instant: the engine finishes it inside start()
+      return;
+    }
+    active_[static_cast<size_t>(op.stream)] = true;
+    queue_.emplace(t.end_ns, sequence_++, op_id);
+  }
+
+  void finish(int32_t op_id) {
+    const Op& op = s_.ops[static_cast<size_t>(op_id)];
+    if (!op.frees.empty()) events_.push_back(MemoryEvent{op_id, true});
+    const auto st = static_cast<size_t>(op.stream);
+    active_[st] = false;
+    ++head_[st];
+    to_check_.push_back(st);
+    for (const int32_t d : dependents_[static_cast<size_t>(op_id)]) {
+      if (--pending_[static_cast<size_t>(d)] == 0)
+        to_check_.push_back(static_cast<size_t>(s_.ops[static_cast<size_t>(d)].stream));
+    }
+  }
+
+  using Entry = std::tuple<TimeNs, uint64_t, int32_t>;  // (end time, insertion sequence, op)
+  const Schedule& s_;
+  const StepRun& step_;
+  std::vector<std::vector<int32_t>> stream_ops_;
+  std::vector<std::vector<int32_t>> dependents_;
+  std::vector<int32_t> pending_;
+  std::vector<size_t> head_;
+  std::vector<bool> active_;
+  std::vector<size_t> to_check_;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue_;
+  uint64_t sequence_ = 0;
+  std::vector<MemoryEvent> events_;
+};
+
+}  // namespace
+
+std::vector<MemoryEvent> predicted_memory_order(const Schedule& schedule, const StepRun& predicted_step) {
+  return MemoryOrderReplay(schedule, predicted_step).run();
+}
+
+std::vector<std::string> memory_order_problems(const Schedule& schedule, const std::vector<MemoryEvent>& order) {
+  std::vector<std::string> problems;
+  std::vector<int32_t> seen(schedule.ops.size() * 2, 0);  // per (op, end)
+  for (size_t i = 0; i < order.size(); ++i) {
+    const MemoryEvent& e = order[i];
+    const std::string where = "memory_order[" + std::to_string(i) + "]";
+    if (e.op < 0 || e.op >= static_cast<int32_t>(schedule.ops.size())) {
+      problems.push_back(where + " names op " + std::to_string(e.op) + ", which the schedule does not have (ids 0-" +
+                         std::to_string(static_cast<int64_t>(schedule.ops.size()) - 1) + ")");
+      continue;
+    }
+    const Op& op = schedule.ops[static_cast<size_t>(e.op)];
+    if ((e.end ? op.frees : op.allocs).empty()) {
+      problems.push_back(where + " is the " + (e.end ? "end" : "start") + " of op " + std::to_string(op.id) + " '" +
+                         op.name + "', which " + (e.end ? "frees" : "allocates") + " nothing");
+    }
+    if (++seen[static_cast<size_t>(e.op) * 2 + (e.end ? 1 : 0)] == 2) {
+      problems.push_back(where + " lists the " + std::string(e.end ? "end" : "start") + " of op " +
+                         std::to_string(op.id) + " '" + op.name + "' a second time");
+    }
+  }
+  for (const Op& op : schedule.ops) {
+    for (const bool end : {false, true}) {
+      if ((end ? op.frees : op.allocs).empty() || seen[static_cast<size_t>(op.id) * 2 + (end ? 1 : 0)] > 0) continue;
+      problems.push_back("the memory order lacks the " + std::string(end ? "end" : "start") + " of op " +
+                         std::to_string(op.id) + " '" + op.name + "' (use predicted_memory_order)");
+    }
+  }
+  return problems;
+}
+
+}  // namespace fsdpsim

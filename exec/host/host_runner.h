@@ -1,0 +1,58 @@
+#pragma once
+/// The host backend: threads as ranks, one worker thread per IR stream per rank, shared-memory all-gather /
+/// reduce-scatter / all-reduce / all-to-all on real data, and small real compute that reads its inputs and writes its
+/// outputs. It poisons buffers when they are allocated and released, so an op that runs before its dependencies
+/// (or after a buffer's release) reads poison and the run fails naming the op and the buffer. It counts allocated
+/// bytes exactly as the simulator does (the same caching-allocator model, fed the IR sizes in the order the rank
+/// performs its allocations), so its measured peak can be compared with the predicted one. It runs in CI, where
+/// there is no GPU.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/units.h"
+#include "exec/backend.h"
+#include "schedule/ir.h"
+#include "sim/engine.h"
+
+namespace fsdpsim {
+
+/// One memory event of an op: its allocations (at its start) or its releases (at its end).
+struct MemoryEvent {
+  int32_t op = -1;
+  bool end = false;
+  bool operator==(const MemoryEvent&) const = default;
+};
+
+/// The order in which the simulator performed the memory events of a predicted step: every op that allocates (its
+/// start) or frees (its end), replayed from the step's timings with the engine's own processing rules (an op's end
+/// and frees before the starts it unblocks, instant ops finished inside their start, streams looked at in the
+/// engine's stack order; see host_memory_order.cpp). Throws ScheduleError when the timings are not of `schedule`.
+std::vector<MemoryEvent> predicted_memory_order(const Schedule& schedule, const StepRun& predicted_step);
+
+/// What makes `order` unusable as HostOptions::memory_order for `schedule` (an event of an op that has no
+/// allocations or no frees, an event listed twice or missing, an op id out of range); empty when it is usable.
+std::vector<std::string> memory_order_problems(const Schedule& schedule, const std::vector<MemoryEvent>& order);
+
+/// How the host backend runs a schedule.
+struct HostOptions {
+  int32_t steps = 2;
+  int32_t ranks = 0;           ///< threads as ranks; 0 = the schedule's world size (at most 64 without `emulate`)
+  bool emulate = false;        ///< run rank 0 alone; collectives produce the right bytes locally (large worlds)
+  int64_t bytes_scale = 1024;  ///< each buffer holds ceil(size / bytes_scale) real bytes; accounting uses IR sizes
+  /// When not empty, every rank performs the memory events in this order (the predicted one), so the measured peak
+  /// is comparable exactly with the prediction; otherwise streams run freely, limited only by the dependencies.
+  std::vector<MemoryEvent> memory_order;
+  TimeNs collective_delay_ns = 0;  ///< each collective sleeps this long first (makes a missing dependency visible)
+  /// Every blocking wait (a collective's rendezvous, a dependency, a turn in memory_order) gives up after this long,
+  /// reports what it waited for, and stops the run.
+  TimeNs timeout_ns = 30'000'000'000;
+  /// Capacity of the caching-allocator model that counts the allocated bytes; 0: unlimited (no host-side OOM).
+  int64_t allocator_capacity_bytes = 0;
+};
+
+/// Runs `schedule` on the host; rank 0's steps come back in the simulator's shape, with every problem any rank saw.
+ExecResult run_host(const Schedule& schedule, const HostOptions& options);
+
+}  // namespace fsdpsim

@@ -1,0 +1,36 @@
+#pragma once
+/// One self-contained HTML file (inline SVG and a little inline script, no network) that people look at: the step's
+/// timeline per stream, the memory timeline stacked by category with the capacity line and the peak marked, the
+/// breakdown at the peak, the OOM advice, and for sweeps a chart of memory against throughput with the Pareto front.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "plan/advice.h"
+#include "plan/sweep.h"
+#include "schedule/ir.h"
+#include "sim/engine.h"
+#include "sim/report.h"
+
+namespace fsdpsim {
+
+/// The report of one run (simulated or measured): `run` must hold the steps and the memory timeline; `advice` may be
+/// empty.
+std::string html_run_report(const Schedule& schedule, const SimRun& run, const Report& report,
+                            const std::vector<AdviceItem>& advice);
+
+/// The report of a sweep: the ranked table and memory against throughput with the Pareto front.
+std::string html_sweep_report(const std::vector<SweepResult>& results, const std::vector<size_t>& order,
+                              const std::string& title);
+
+/// Indices of the valid results on the Pareto front of needed memory (less is better) and tokens/s per GPU (more is
+/// better): those that no other valid result dominates (needs no more memory, gives no fewer tokens/s, and is strictly
+/// better in one). Ordered by needed memory, then index; results equal in both are all kept.
+std::vector<size_t> pareto_front(const std::vector<SweepResult>& results);
+
+/// `text` safe inside HTML text and quoted attribute values: & < > " ' become entities.
+std::string html_escape(std::string_view text);
+
+}  // namespace fsdpsim

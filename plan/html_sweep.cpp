@@ -1,0 +1,246 @@
+// The sweep report: the ranked table, and needed memory against throughput with the Pareto front.
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "common/text.h"
+#include "common/units.h"
+#include "plan/html_charts.h"
+#include "plan/html_report.h"
+#include "plan/html_svg.h"
+
+namespace fsdpsim {
+namespace html {
+namespace {
+
+constexpr double kTopPx = 14;
+constexpr double kPlotHeightPx = 380;
+constexpr double kAxisHeightPx = 44;
+constexpr const char* kFitsColour = "#59a14f";
+constexpr const char* kOomColour = "#e15759";
+constexpr const char* kFrontColour = "#000000";
+constexpr const char* kGpuMemoryColour = "#777777";
+constexpr size_t kTableRows = 50;
+
+struct Frame {
+  double xmax_bytes = 1;
+  double ymax = 1;  // tokens/s per GPU
+  [[nodiscard]] double x(double bytes) const { return kMarginLeftPx + bytes / xmax_bytes * kPlotWidthPx; }
+  [[nodiscard]] double y(double tps) const { return kTopPx + kPlotHeightPx * (1.0 - tps / ymax); }
+};
+
+Frame scatter_frame(const std::vector<SweepResult>& results) {
+  double x = 0, y = 0;
+  for (const SweepResult& r : results) {
+    if (!r.valid) continue;
+    x = std::max({x, static_cast<double>(r.needed_bytes), static_cast<double>(r.gpu_memory_bytes)});
+    y = std::max(y, r.tokens_per_s_per_gpu);
+  }
+  return Frame{x > 0 ? x * 1.08 : 1.0, y > 0 ? y * 1.1 : 1.0};
+}
+
+std::string axes(const Frame& f) {
+  const double bottom = kTopPx + kPlotHeightPx;
+  const double unit = f.xmax_bytes >= 2.0 * kGiB ? kGiB : f.xmax_bytes >= 2.0 * kMiB ? kMiB : kKiB;
+  const char* unit_name = unit == kGiB ? " GiB" : unit == kMiB ? " MiB" : " KiB";
+  std::string out = "<line x1=\"" + px(kMarginLeftPx) + "\" y1=\"" + px(bottom) + "\" x2=\"" +
+                    px(kMarginLeftPx + kPlotWidthPx) + "\" y2=\"" + px(bottom) + "\" stroke=\"#333\"/>\n<line x1=\"" +
+                    px(kMarginLeftPx) + "\" y1=\"" + px(kTopPx) + "\" x2=\"" + px(kMarginLeftPx) + "\" y2=\"" +
+                    px(bottom) + "\" stroke=\"#333\"/>\n";
+  const std::vector<double> xt = nice_ticks(f.xmax_bytes / unit, 10);
+  const int xdec = xt.size() > 1 && xt[1] < 1 ? 1 : 0;
+  for (const double v : xt) {
+    const std::string x = px(f.x(v * unit));
+    out += "<line x1=\"" + x + "\" y1=\"" + px(kTopPx) + "\" x2=\"" + x + "\" y2=\"" + px(bottom + 4) +
+           "\" stroke=\"#0001\"/>\n<text x=\"" + x + "\" y=\"" + px(bottom + 16) + "\" text-anchor=\"middle\">" +
+           fixed(v, xdec) + unit_name + "</text>\n";
+  }
+  for (const double v : nice_ticks(f.ymax, 6)) {
+    const std::string y = px(f.y(v));
+    out += "<line x1=\"" + px(kMarginLeftPx - 4) + "\" y1=\"" + y + "\" x2=\"" + px(kMarginLeftPx + kPlotWidthPx) +
+           "\" y2=\"" + y + "\" stroke=\"#0001\"/>\n<text x=\"" + px(kMarginLeftPx - 6) + "\" y=\"" + y +
+           "\" dy=\"4\" text-anchor=\"end\">" + grouped(v) + "</text>\n";
+  }
+  out += "<text x=\"" + px(kMarginLeftPx + kPlotWidthPx / 2) + "\" y=\"" + px(bottom + 36) +
+         "\" text-anchor=\"middle\">needed memory per GPU (peak reserved + overheads)</text>\n<text x=\"14\" y=\"" +
+         px(kTopPx + kPlotHeightPx / 2) + "\" text-anchor=\"middle\" transform=\"rotate(-90 14 " +
+         px(kTopPx + kPlotHeightPx / 2) + ")\">tokens/s per GPU</text>\n";
+  return out;
+}
+
+std::string gpu_memory_lines(const std::vector<SweepResult>& results, const Frame& f) {
+  std::set<int64_t> sizes;  // ordered: the same bytes every run
+  for (const SweepResult& r : results) {
+    if (r.valid && r.gpu_memory_bytes > 0) sizes.insert(r.gpu_memory_bytes);
+  }
+  std::string out;
+  for (const int64_t bytes : sizes) {
+    const std::string x = px(f.x(static_cast<double>(bytes)));
+    out += "<line data-gpu-memory=\"" + std::to_string(bytes) + "\" x1=\"" + x + "\" y1=\"" + px(kTopPx) +
+           "\" x2=\"" + x + "\" y2=\"" + px(kTopPx + kPlotHeightPx) + "\" stroke=\"" + kGpuMemoryColour +
+           "\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/>\n<text x=\"" + x + "\" y=\"" + px(kTopPx + 10) +
+           "\" dx=\"-4\" text-anchor=\"end\" fill=\"" + kGpuMemoryColour + "\">GPU memory " + format_bytes(bytes) +
+           "</text>\n";
+  }
+  return out;
+}
+
+std::string point_title(const std::vector<SweepResult>& results, size_t i) {
+  const SweepResult& r = results[i];
+  return html_escape("#" + std::to_string(i) + " " + join(r.assignments, " ") + "\nneeds " +
+                     format_bytes(r.needed_bytes) + (r.fits ? " (fits)" : " (OOM)") + "\n" +
+                     grouped(r.tokens_per_s_per_gpu) + " tokens/s per GPU, step " + seconds(r.step_time_s));
+}
+
+std::string points(const std::vector<SweepResult>& results, const std::vector<size_t>& front, const Frame& f) {
+  std::vector<bool> on_front(results.size(), false);
+  for (const size_t i : front) on_front[i] = true;
+  std::string out;
+  for (const bool front_pass : {false, true}) {  // the front's points last, on top
+    for (size_t i = 0; i < results.size(); ++i) {
+      const SweepResult& r = results[i];
+      if (!r.valid || on_front[i] != front_pass) continue;
+      out += "<circle data-point=\"1\" data-index=\"" + std::to_string(i) + "\" data-fits=\"" + (r.fits ? "1" : "0") +
+             "\" data-pareto=\"" + (front_pass ? "1" : "0") + "\" cx=\"" +
+             px(f.x(static_cast<double>(r.needed_bytes))) + "\" cy=\"" + px(f.y(r.tokens_per_s_per_gpu)) + "\" r=\"" +
+             (front_pass ? "6" : "4") + "\" fill=\"" + (r.fits ? kFitsColour : kOomColour) + "\" stroke=\"" +
+             (front_pass ? kFrontColour : "#fff") + "\" stroke-width=\"" + (front_pass ? "2" : "0.5") + "\"><title>" +
+             point_title(results, i) + "</title></circle>\n";
+    }
+  }
+  return out;
+}
+
+std::string front_line(const std::vector<SweepResult>& results, const std::vector<size_t>& front, const Frame& f) {
+  if (front.empty()) return "";
+  std::string pts;
+  for (const size_t i : front) {
+    pts += px(f.x(static_cast<double>(results[i].needed_bytes))) + "," + px(f.y(results[i].tokens_per_s_per_gpu)) + " ";
+  }
+  pts.pop_back();
+  return "<polyline data-pareto-line=\"1\" fill=\"none\" stroke=\"" + std::string(kFrontColour) +
+         "\" stroke-width=\"1.5\" points=\"" + pts + "\"><title>Pareto front: no other point needs less memory and "
+         "gives more tokens/s</title></polyline>\n";
+}
+
+std::string front_table(const std::vector<SweepResult>& results, const std::vector<size_t>& front) {
+  std::string out = "<table id=\"pareto\"><thead><tr><th>#</th><th>configuration</th><th>fits</th>"
+                    "<th>needed memory</th><th>tokens/s per GPU</th><th>step time</th></tr></thead><tbody>\n";
+  for (const size_t i : front) {
+    const SweepResult& r = results[i];
+    out += "<tr class=\"" + std::string(r.fits ? "fits" : "oom") + "\"><td class=\"num\">" + std::to_string(i) +
+           "</td><td>" + html_escape(join(r.assignments, " ")) + "</td><td>" + (r.fits ? "yes" : "OOM") +
+           "</td><td class=\"num\">" + format_bytes(r.needed_bytes) + "</td><td class=\"num\">" +
+           grouped(r.tokens_per_s_per_gpu) + "</td><td class=\"num\">" + seconds(r.step_time_s) + "</td></tr>\n";
+  }
+  return out + "</tbody></table>\n";
+}
+
+std::string ranked_row(const SweepResult& r, size_t rank, size_t index) {
+  const std::string cls = !r.valid ? "invalid" : r.fits ? "fits" : "oom";
+  std::string out = "<tr class=\"" + cls + "\" data-index=\"" + std::to_string(index) + "\"><td class=\"num\">" +
+                    std::to_string(rank) + "</td><td class=\"num\">" + std::to_string(index) + "</td><td>" +
+                    html_escape(join(r.assignments, " ")) + "</td>";
+  if (!r.valid) return out + "<td colspan=\"11\">invalid: " + html_escape(r.invalid_reason) + "</td></tr>\n";
+  const auto num = [](const std::string& v) { return "<td class=\"num\">" + v + "</td>"; };
+  return out + "<td>" + (r.fits ? "yes" : "OOM") + "</td>" + num(std::to_string(r.gpus)) +
+         num(std::to_string(r.micro_batches)) + num(seconds(r.step_time_s)) + num(grouped(r.tokens_per_s_per_gpu)) +
+         num(fixed(r.tflops_per_gpu, 1)) + num(percent(r.mfu)) + num(seconds(r.exposed_comm_s)) +
+         num(format_bytes(r.needed_bytes)) + num(format_bytes(r.gpu_memory_bytes)) +
+         num(fixed(r.gpu_seconds_per_million_tokens, 1)) + "</tr>\n";
+}
+
+std::string ranked_table(const std::vector<SweepResult>& results, const std::vector<size_t>& order) {
+  const size_t rows = std::min(order.size(), kTableRows);
+  std::string out = "<p class=\"note\">The first " + std::to_string(rows) + " of " + std::to_string(order.size()) +
+                    " ranked points (fitting first).</p>\n<table id=\"ranked\"><thead><tr><th>rank</th><th>#</th>"
+                    "<th>configuration</th><th>fits</th><th>GPUs</th><th>micro-batches</th><th>step time</th>"
+                    "<th>tokens/s per GPU</th><th>TFLOP/s per GPU</th><th>MFU</th><th>exposed comm</th>"
+                    "<th>needed memory</th><th>GPU memory</th><th>GPU·s per M tokens</th></tr></thead><tbody>\n";
+  for (size_t k = 0; k < rows; ++k) {
+    FSDPSIM_CHECK(order[k] < results.size(), "sweep order names a result that does not exist");
+    out += ranked_row(results[order[k]], k + 1, order[k]);
+  }
+  return out + "</tbody></table>\n";
+}
+
+}  // namespace
+
+std::string scatter_chart(const std::vector<SweepResult>& results, const std::vector<size_t>& front) {
+  const Frame f = scatter_frame(results);
+  const double width = kMarginLeftPx + kPlotWidthPx + kMarginRightPx;
+  const double height = kTopPx + kPlotHeightPx + kAxisHeightPx;
+  std::string out = "<div id=\"scatter\">\n" + legend({{kFitsColour, "fits"},
+                                                       {kOomColour, "does not fit (OOM)"},
+                                                       {kFrontColour, "Pareto front (outlined points)"},
+                                                       {kGpuMemoryColour, "GPU memory"}});
+  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + px(width) + "\" height=\"" + px(height) +
+         "\" viewBox=\"0 0 " + px(width) + " " + px(height) + "\" role=\"img\" aria-label=\"memory against throughput\">\n";
+  out += axes(f) + gpu_memory_lines(results, f) + front_line(results, front, f) + points(results, front, f);
+  return out + "</svg>\n" + front_table(results, front) + "</div>\n";
+}
+
+}  // namespace html
+
+std::vector<size_t> pareto_front(const std::vector<SweepResult>& results) {
+  std::vector<size_t> valid;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].valid) valid.push_back(i);
+  }
+  std::sort(valid.begin(), valid.end(), [&](size_t a, size_t b) {
+    const SweepResult& ra = results[a];
+    const SweepResult& rb = results[b];
+    if (ra.needed_bytes != rb.needed_bytes) return ra.needed_bytes < rb.needed_bytes;
+    if (ra.tokens_per_s_per_gpu != rb.tokens_per_s_per_gpu) return ra.tokens_per_s_per_gpu > rb.tokens_per_s_per_gpu;
+    return a < b;
+  });
+  // Walking up in memory, a point is on the front when it is the fastest at its memory and faster than every point
+  // that needs less; points equal to it are kept with it.
+  std::vector<size_t> front;
+  double best = -std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < valid.size();) {
+    size_t j = i;
+    const double fastest = results[valid[i]].tokens_per_s_per_gpu;
+    while (j < valid.size() && results[valid[j]].needed_bytes == results[valid[i]].needed_bytes) ++j;
+    if (fastest > best) {
+      for (size_t k = i; k < j && results[valid[k]].tokens_per_s_per_gpu == fastest; ++k) front.push_back(valid[k]);
+      best = fastest;
+    }
+    i = j;
+  }
+  return front;
+}
+
+std::string html_sweep_report(const std::vector<SweepResult>& results, const std::vector<size_t>& order,
+                              const std::string& title) {
+  size_t valid = 0, fitting = 0;
+  for (const SweepResult& r : results) {
+    valid += r.valid ? 1 : 0;
+    fitting += r.valid && r.fits ? 1 : 0;
+  }
+  const std::vector<size_t> front = pareto_front(results);
+  std::string out = html::page_begin(title);
+  out += "<p class=\"sub\">" + std::to_string(results.size()) + " points: " + std::to_string(valid) + " valid, " +
+         std::to_string(fitting) + " fit, " + std::to_string(valid - fitting) + " do not fit, " +
+         std::to_string(results.size() - valid) + " invalid; " + std::to_string(front.size()) +
+         " on the Pareto front of memory and throughput.</p>\n";
+  out += "<h2>Ranking</h2>\n" + html::ranked_table(results, order);
+  out += "<h2>Memory against throughput</h2>\n<p class=\"note\">Every valid point; a point is on the Pareto front "
+         "when no other point needs less memory and gives more tokens/s per GPU.</p>\n" +
+         html::scatter_chart(results, front);
+  // The front's line has an area only when it joins two different points.
+  const bool line_drawn = front.size() >= 2 && (results[front.front()].needed_bytes != results[front.back()].needed_bytes ||
+                                                results[front.front()].tokens_per_s_per_gpu !=
+                                                    results[front.back()].tokens_per_s_per_gpu);
+  out += html::page_end({{"points", "#scatter [data-point]", valid > 0},
+                         {"fitting", "#scatter [data-point][data-fits='1']", false},
+                         {"oom", "#scatter [data-point][data-fits='0']", false},
+                         {"pareto", "#scatter [data-point][data-pareto='1']", valid > 0},
+                         {"pareto-line", "#scatter [data-pareto-line]", line_drawn},
+                         {"gpu-memory-lines", "#scatter [data-gpu-memory]", valid > 0},
+                         {"table-rows", "#ranked tbody tr", !order.empty(), false}},
+                        true);
+  return out;
+}
+
+}  // namespace fsdpsim

@@ -1,0 +1,154 @@
+#include "plan/sweep.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "common/error.h"
+#include "common/text.h"
+#include "schedule/builder.h"
+#include "schedule/parallel_layout.h"
+#include "sim/engine.h"
+#include "sim/report.h"
+
+namespace fsdpsim {
+namespace {
+
+std::vector<std::string> config_key_names() {
+  std::vector<std::string> names;
+  for (const auto& k : config_keys()) names.push_back(k.name);
+  return names;
+}
+
+// The assignments of grid point `index` (mixed radix over the axes, the last axis fastest).
+std::vector<std::string> point_assignments(const std::vector<GridAxis>& axes, int64_t index) {
+  std::vector<std::string> out(axes.size());
+  for (size_t a = axes.size(); a-- > 0;) {
+    const auto n = static_cast<int64_t>(axes[a].values.size());
+    out[a] = axes[a].key + "=" + axes[a].values[static_cast<size_t>(index % n)];
+    index /= n;
+  }
+  return out;
+}
+
+}  // namespace
+
+GridAxis parse_grid_axis(const std::string& text) {
+  const SourceLocation where{"<--grid " + text + ">", 0, 0};
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    throw ConfigError(where, "", "expected key=value1,value2,...", "write e.g. --grid micro_batch_size=1,2,4");
+  }
+  GridAxis axis;
+  axis.key = trim_copy(text.substr(0, eq));
+  const std::vector<std::string> names = config_key_names();
+  if (std::find(names.begin(), names.end(), axis.key) == names.end()) {
+    throw ConfigError(where, axis.key, "unknown configuration key" + did_you_mean(axis.key, names),
+                      "run 'fsdpsim presets --keys' for the keys");
+  }
+  for (const std::string& v : split(text.substr(eq + 1), ',')) {
+    const std::string value = trim_copy(v);
+    if (value.empty()) throw ConfigError(where, axis.key, "an empty value in the list", "write values separated by commas");
+    FsdpConfig probe;  // reject a bad value now, not after thousands of simulations
+    apply_override(probe, axis.key + "=" + value, "--grid");
+    axis.values.push_back(value);
+  }
+  return axis;
+}
+
+int64_t sweep_size(const SweepSpec& spec) {
+  int64_t n = 1;
+  for (const auto& a : spec.axes) n *= static_cast<int64_t>(a.values.size());
+  return n;
+}
+
+SweepResult evaluate_config(const ModelSpec& model, const Topology& topology, FsdpConfig config, double margin,
+                            int32_t steps) {
+  SweepResult r;
+  Schedule schedule;
+  try {
+    const ParallelLayout layout = resolve_layout(model, config, topology.gpus_per_node);
+    schedule = build_schedule(model, config, layout);
+  } catch (const ConfigError& e) {
+    r.invalid_reason = e.problem().empty() ? e.what() : e.key() + ": " + e.problem();
+    return r;
+  }
+  r.valid = true;
+  SimOptions options;
+  options.steps = steps;
+  options.record_timeline = false;
+  Topology steady = topology;
+  if (steps == 1) steady.gpu.cuda_malloc_ns = 0;  // one step standing for the steady state
+  const SimRun run = run_schedule(schedule, steady, options);
+  const Report report = make_report(schedule, topology, run, ReportDetail::summary);
+  r.gpus = schedule.info.world_size;
+  r.micro_batches = schedule.info.micro_batches;
+  r.step_time_s = report.step_time_s;
+  r.tokens_per_s_per_gpu = report.tokens_per_s_per_gpu;
+  r.tflops_per_gpu = report.tflops_per_gpu;
+  r.mfu = report.mfu;
+  r.exposed_comm_s = report.exposed_comm_s;
+  r.peak_allocated_bytes = report.peak_allocated_bytes;
+  r.needed_bytes = report.peak_reserved_bytes + report.overheads.total();
+  r.gpu_memory_bytes = report.gpu_memory_bytes;
+  r.fits = !report.oom && static_cast<double>(r.needed_bytes) <= (1.0 - margin) * static_cast<double>(r.gpu_memory_bytes);
+  if (schedule.info.global_tokens_per_step > 0) {
+    r.gpu_seconds_per_million_tokens =
+        r.gpus * r.step_time_s / static_cast<double>(schedule.info.global_tokens_per_step) * 1e6;
+  }
+  return r;
+}
+
+std::vector<SweepResult> run_sweep(const SweepSpec& spec, const SweepProgress& progress) {
+  const int64_t total = sweep_size(spec);
+  std::vector<SweepResult> results(static_cast<size_t>(total));
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> done{0};
+  std::mutex progress_mutex;
+  const auto worker = [&] {
+    for (int64_t i = next++; i < total; i = next++) {
+      FsdpConfig config = spec.base;
+      const std::vector<std::string> assignments = point_assignments(spec.axes, i);
+      for (const auto& a : assignments) apply_override(config, a, "--grid");
+      SweepResult r = evaluate_config(spec.model, spec.topology, config, spec.memory_margin, spec.steps);
+      r.assignments = assignments;
+      results[static_cast<size_t>(i)] = std::move(r);
+      const int64_t d = ++done;
+      if (progress) {
+        const std::lock_guard<std::mutex> lock(progress_mutex);
+        progress(d, total);
+      }
+    }
+  };
+  const int32_t threads = spec.threads > 0 ? spec.threads : std::max(1, static_cast<int32_t>(std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int32_t t = 1; t < std::min<int64_t>(threads, total); ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  return results;
+}
+
+std::vector<size_t> rank_results(const std::vector<SweepResult>& results, RankBy by) {
+  std::vector<size_t> order(results.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto group = [&](size_t i) { return !results[i].valid ? 2 : results[i].fits ? 0 : 1; };
+  const auto key = [&](size_t i) {
+    const SweepResult& r = results[i];
+    if (group(i) == 1) return static_cast<double>(r.needed_bytes);
+    switch (by) {
+      case RankBy::throughput: return -r.tokens_per_s_per_gpu;
+      case RankBy::cost: return r.gpu_seconds_per_million_tokens;
+      case RankBy::memory: return static_cast<double>(r.needed_bytes);
+    }
+    return 0.0;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (group(a) != group(b)) return group(a) < group(b);
+    if (group(a) == 2) return a < b;
+    return key(a) < key(b);
+  });
+  return order;
+}
+
+}  // namespace fsdpsim

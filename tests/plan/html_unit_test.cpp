@@ -1,0 +1,251 @@
+// The HTML reports without a browser: escaping, the Pareto front, the merging of sub-pixel timeline bars, the
+// per-pixel memory downsampling, self-containment (nothing fetched) and byte-identical output.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+#include "plan/html_report.h"
+#include "plan/html_svg.h"
+
+namespace fsdpsim {
+namespace {
+
+size_t occurrences(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++n;
+  return n;
+}
+
+Op make_op(int32_t id, int32_t stream, OpKind kind, const std::string& name) {
+  Op op;
+  op.id = id;
+  op.stream = stream;
+  op.kind = kind;
+  op.name = name;
+  return op;
+}
+
+// A hand-made step on three streams, 5,000 ns long:
+//   compute: 5,000 ops of 1 ns back to back (ids 0..4999);
+//   ag:      two ops of 2,500 ns (ids 5000, 5001);
+//   rs:      three ops of 1 ns at 0, 100 and 200 ns (ids 5002..5004).
+struct Case {
+  Schedule schedule;
+  SimRun run;
+  Report report;
+};
+
+Case merging_case(const std::string& compute_name = "compute") {
+  Case c;
+  Schedule& s = c.schedule;
+  s.streams = {Stream{compute_name}, Stream{"ag"}, Stream{"rs"}};
+  StepRun step;
+  step.start_ns = 0;
+  step.end_ns = 5000;
+  const auto add = [&](int32_t stream, OpKind kind, TimeNs start, TimeNs end) {
+    const auto id = static_cast<int32_t>(s.ops.size());
+    s.ops.push_back(make_op(id, stream, kind, "op" + std::to_string(id)));
+    step.ops.push_back(OpTiming{start, end});
+  };
+  for (TimeNs t = 0; t < 5000; ++t) add(0, OpKind::compute, t, t + 1);
+  add(1, OpKind::all_gather, 0, 2500);
+  add(1, OpKind::all_gather, 2500, 5000);
+  for (const TimeNs t : {0, 100, 200}) add(2, OpKind::reduce_scatter, t, t + 1);
+  c.run.steps = {step};
+  // Memory: 4 GiB of param_shard throughout, 2 GiB of activations from 1,000 to 3,000 ns.
+  MemorySample a, b, d;
+  a.time_ns = 0;
+  a.bytes[static_cast<size_t>(BufferCategory::param_shard)] = 4 * kGiB;
+  a.reserved_bytes = 4 * kGiB;
+  b = a;
+  b.time_ns = 1000;
+  b.bytes[static_cast<size_t>(BufferCategory::activation)] = 2 * kGiB;
+  b.reserved_bytes = 6 * kGiB;
+  d = b;
+  d.time_ns = 3000;
+  d.bytes[static_cast<size_t>(BufferCategory::activation)] = 0;
+  c.run.timeline = {a, b, d};
+  Report& r = c.report;
+  r.model = "tiny";
+  r.topology = "hand-made";
+  r.gpu_memory_bytes = 80 * kGiB;
+  r.peak_allocated_bytes = 6 * kGiB;
+  r.peak_reserved_bytes = 6 * kGiB;
+  r.peak_time_s = 1e-6;
+  r.peak_op = "op1000";
+  r.memory_breakdown = {{"param_shard", 4 * kGiB}, {"activation", 2 * kGiB}, {"nccl", 0}};
+  return c;
+}
+
+TEST(HtmlEscape, ReplacesEveryCharacterThatEndsTextOrAnAttribute) {
+  EXPECT_EQ(html_escape("<a href=\"x\">Tom & Jerry's</a>"),
+            "&lt;a href=&quot;x&quot;&gt;Tom &amp; Jerry&#39;s&lt;/a&gt;");
+  EXPECT_EQ(html_escape("plain text 1.5 GiB"), "plain text 1.5 GiB");
+  EXPECT_EQ(html_escape(""), "");
+}
+
+TEST(HtmlEscape, InputTextNeverReachesThePageUnescaped) {
+  Case c = merging_case("</script><script>alert(1)</script>");
+  c.schedule.ops[0].name = "<img src=x onerror=alert(2)>";
+  c.report.model = "m\"odel & <b>";
+  c.report.oom = true;
+  c.report.oom_reason = "needs 90 GiB > 80 GiB";
+  const std::string html = html_run_report(c.schedule, c.run, c.report, {});
+  EXPECT_EQ(occurrences(html, "<script"), 1u);  // only the self-check
+  EXPECT_EQ(occurrences(html, "<img"), 0u);
+  EXPECT_NE(html.find("&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(html.find("m&quot;odel &amp; &lt;b&gt;"), std::string::npos);
+  EXPECT_NE(html.find("Out of memory: needs 90 GiB &gt; 80 GiB"), std::string::npos);
+}
+
+TEST(HtmlTimeline, MergesSubPixelOpsPerLaneAndKeepsWideOnes) {
+  // The plot is 1,000 px wide for 5,000 ns: 0.2 px per ns.
+  //   compute: 5,000 ops of 0.2 px, each starting where the last ended (gap 0 < 1 px) → one bar merging 5,000 ops;
+  //   ag:      2 ops of 2,500 × 0.2 = 500 px → 2 bars;
+  //   rs:      3 ops of 0.2 px at x = 0, 20, 40 px, 19.8 px apart (≥ 1 px) → 3 bars, none merged.
+  // 1 + 2 + 3 = 6 bars.
+  const Case c = merging_case();
+  const std::string html = html_run_report(c.schedule, c.run, c.report, {});
+  EXPECT_EQ(occurrences(html, "<rect data-bar="), 6u);
+  EXPECT_EQ(occurrences(html, "data-merged="), 1u);
+  EXPECT_NE(html.find("<rect data-bar=\"compute\" data-merged=\"5000\""), std::string::npos);
+  EXPECT_EQ(occurrences(html, "<rect data-bar=\"all_gather\""), 2u);
+  EXPECT_EQ(occurrences(html, "<rect data-bar=\"reduce_scatter\""), 3u);
+  // The first all-gather: x = 120 (left margin) + 0, width 500 px.
+  EXPECT_NE(html.find("<rect data-bar=\"all_gather\" x=\"120.0\" y=\"32.0\" width=\"500.0\""), std::string::npos);
+}
+
+TEST(HtmlTimeline, AMergedBarIsAsOpaqueAsTheStreamWasBusy) {
+  // A fourth stream with 200 ops of 1 ns every 2 ns from 0: each 0.2 px wide, 0.2 px apart (< 1 px) → one merged
+  // bar from 0 to 399 ns, busy 200 ns of 399: opacity 200 / 399 = 0.501 → "0.50".
+  Case c = merging_case();
+  c.schedule.streams.push_back(Stream{"sparse"});
+  for (TimeNs t = 0; t < 400; t += 2) {
+    const auto id = static_cast<int32_t>(c.schedule.ops.size());
+    c.schedule.ops.push_back(make_op(id, 3, OpKind::copy, "copy" + std::to_string(id)));
+    c.run.steps[0].ops.push_back(OpTiming{t, t + 1});
+  }
+  const std::string html = html_run_report(c.schedule, c.run, c.report, {});
+  EXPECT_NE(html.find("<rect data-bar=\"copy\" data-merged=\"200\" fill-opacity=\"0.50\""), std::string::npos);
+  // The compute lane was busy throughout: no opacity.
+  EXPECT_NE(html.find("<rect data-bar=\"compute\" data-merged=\"5000\" x="), std::string::npos);
+}
+
+TEST(HtmlMemory, OneAreaPerLiveCategoryAndThePeakMarked) {
+  // param_shard and activation hold bytes at some time; nccl is in the breakdown but 0 → no segment.
+  const Case c = merging_case();
+  const std::string html = html_run_report(c.schedule, c.run, c.report, {});
+  EXPECT_EQ(occurrences(html, "<polygon data-area="), 2u);
+  EXPECT_EQ(occurrences(html, "data-area=\"param_shard\""), 1u);
+  EXPECT_EQ(occurrences(html, "data-area=\"activation\""), 1u);
+  EXPECT_EQ(occurrences(html, "<circle data-peak=\"1\""), 1u);
+  EXPECT_EQ(occurrences(html, "<rect data-segment="), 2u);
+  // Capacity: 80 GiB − 0 overheads; the y axis reaches 80 GiB × 1.08 = 86.4 GiB over 300 px from y = 26, so the
+  // line is at 26 + 300 × (1 − 80 / 86.4) = 26 + 22.2 = 48.2.
+  EXPECT_NE(html.find("<line data-capacity=\"1\" x1=\"120.0\" y1=\"48.2\""), std::string::npos);
+  EXPECT_NE(html.find("usable 80.0 GiB = GPU 80.0 GiB − overheads 0 B"), std::string::npos);
+}
+
+TEST(HtmlMemory, ManySamplesPerPixelKeepTheHighestAndStayBounded) {
+  // 100,000 samples 1 ns apart over a 100,000 ns step: activations toggle 0 / 1 GiB every sample on top of 1 GiB of
+  // param_shard. Each of the 1,000 pixel columns covers 100 samples and shows its fullest (2 GiB), so the activation
+  // band is [1, 2] GiB everywhere: one polygon of 4 points. y(b) = 26 + 300 × (1 − b / 86.4 GiB):
+  //   y(2 GiB) = 26 + 293.06 = 319.1, y(1 GiB) = 26 + 296.53 = 322.5.
+  Case c = merging_case();
+  c.run.steps[0].end_ns = 100000;
+  c.run.timeline.clear();
+  for (TimeNs t = 0; t < 100000; ++t) {
+    MemorySample s;
+    s.time_ns = t;
+    s.bytes[static_cast<size_t>(BufferCategory::param_shard)] = kGiB;
+    s.bytes[static_cast<size_t>(BufferCategory::activation)] = t % 2 == 1 ? kGiB : 0;
+    s.reserved_bytes = 2 * kGiB;
+    c.run.timeline.push_back(s);
+  }
+  const std::string html = html_run_report(c.schedule, c.run, c.report, {});
+  EXPECT_NE(html.find("data-area=\"activation\" fill=\"#b07aa1\" fill-opacity=\"0.9\" "
+                      "points=\"120.0,319.1 1120.0,319.1 1120.0,322.5 120.0,322.5\""),
+            std::string::npos);
+  EXPECT_LT(html.size(), 200'000u);  // the 100,000 samples do not reach the page
+}
+
+TEST(HtmlPage, SelfContainedAndDeterministic) {
+  const Case c = merging_case();
+  const std::string html = html_run_report(c.schedule, c.run, c.report, {});
+  EXPECT_EQ(html, html_run_report(c.schedule, c.run, c.report, {}));
+  for (const char* fetch : {"https://", "src=", "href=", "url(", "@import", "<link", "<img", "<iframe", "@font-face"}) {
+    EXPECT_EQ(html.find(fetch), std::string::npos) << fetch;
+  }
+  // "http://" only as the SVG namespace name, which is never fetched.
+  EXPECT_EQ(occurrences(html, "http://"), occurrences(html, "xmlns=\"http://www.w3.org/2000/svg\""));
+  EXPECT_NE(html.find("<pre id=\"fsdpsim-selfcheck\">"), std::string::npos);
+}
+
+SweepResult pt(int64_t needed_gib, double tokens_per_s, bool valid = true) {
+  SweepResult r;
+  r.valid = valid;
+  r.needed_bytes = needed_gib * kGiB;
+  r.tokens_per_s_per_gpu = tokens_per_s;
+  r.gpu_memory_bytes = 80 * kGiB;
+  r.fits = needed_gib <= 80;
+  return r;
+}
+
+TEST(ParetoFront, KeepsExactlyTheUndominatedValidPoints) {
+  // (needed GiB, tokens/s):
+  //   0 (10, 100)  front: only 7 needs less, and it gives 50
+  //   1 (20, 150)  front: the points needing ≤ 20 (7, 0, 2) give at most 100
+  //   2 (15,  90)  dominated by 0 (10 GiB, 100)
+  //   3 (30, 150)  dominated by 1 (same 150 with 20 GiB)
+  //   4 (40, 300)  front: the fastest
+  //   5 (20, 150)  equal to 1: kept with it
+  //   6 invalid    ignored although it would dominate everything
+  //   7 ( 5,  50)  front: the least memory
+  // By needed memory, then index: 7 (5), 0 (10), 1 (20), 5 (20), 4 (40).
+  const std::vector<SweepResult> results = {pt(10, 100), pt(20, 150), pt(15, 90), pt(30, 150),
+                                            pt(40, 300), pt(20, 150), pt(1, 1000, false), pt(5, 50)};
+  EXPECT_EQ(pareto_front(results), (std::vector<size_t>{7, 0, 1, 5, 4}));
+}
+
+TEST(ParetoFront, EmptyWithoutValidPointsAndSingleOtherwise) {
+  EXPECT_TRUE(pareto_front({}).empty());
+  EXPECT_TRUE(pareto_front({pt(10, 100, false)}).empty());
+  EXPECT_EQ(pareto_front({pt(10, 100)}), (std::vector<size_t>{0}));
+  // Same memory, less throughput: only the faster one.
+  EXPECT_EQ(pareto_front({pt(10, 90), pt(10, 100)}), (std::vector<size_t>{1}));
+}
+
+TEST(HtmlSweep, MarksTheFrontAndEscapesItsInputs) {
+  std::vector<SweepResult> results = {pt(10, 100), pt(15, 90), pt(20, 150), pt(1, 1, false)};
+  results[0].assignments = {"tp=<2>"};
+  results[3].invalid_reason = "heads & \"tp\"";
+  // Front: 0 (10, 100) and 2 (20, 150); 1 (15, 90) is dominated by 0.
+  const std::string html = html_sweep_report(results, {2, 0, 1, 3}, "a <b> sweep");
+  EXPECT_EQ(occurrences(html, "data-pareto=\"1\""), 2u);
+  EXPECT_NE(html.find("data-index=\"0\" data-fits=\"1\" data-pareto=\"1\""), std::string::npos);
+  EXPECT_NE(html.find("data-index=\"2\" data-fits=\"1\" data-pareto=\"1\""), std::string::npos);
+  EXPECT_EQ(occurrences(html, "<circle data-point="), 3u);  // the invalid point is not drawn
+  EXPECT_NE(html.find("<title>a &lt;b&gt; sweep</title>"), std::string::npos);
+  EXPECT_NE(html.find("tp=&lt;2&gt;"), std::string::npos);
+  EXPECT_NE(html.find("invalid: heads &amp; &quot;tp&quot;"), std::string::npos);
+  EXPECT_EQ(html, html_sweep_report(results, {2, 0, 1, 3}, "a <b> sweep"));
+}
+
+TEST(HtmlFormat, TicksAndNumbers) {
+  // 1000 / 10 = 100 → step 100: 0, 100, ..., 1000 (11 ticks).
+  EXPECT_EQ(html::nice_ticks(1000, 10).size(), 11u);
+  // 7.3e9 / 10 = 7.3e8 → 7.3 rounds up to 10 → step 1e9: 0 .. 7e9 (8 ticks).
+  const std::vector<double> t = html::nice_ticks(7.3e9, 10);
+  ASSERT_EQ(t.size(), 8u);
+  EXPECT_EQ(t[1], 1e9);
+  EXPECT_EQ(html::time_tick_label(2e9, 1e9), "2 s");
+  EXPECT_EQ(html::time_tick_label(250e6, 50e6), "250 ms");
+  EXPECT_EQ(html::grouped(1234567.4), "1,234,567");
+  EXPECT_EQ(html::grouped(999), "999");
+  EXPECT_EQ(html::fixed(-0.04, 1), "0.0");
+  EXPECT_EQ(html::percent(0.4126), "41.3 %");
+}
+
+}  // namespace
+}  // namespace fsdpsim

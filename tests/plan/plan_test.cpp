@@ -1,0 +1,141 @@
+// Sweeps, fits and OOM advice over the simulator.
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "plan/advice.h"
+#include "plan/fit.h"
+#include "plan/sweep.h"
+
+namespace fsdpsim {
+namespace {
+
+template <typename F>
+std::string error_of(F&& body) {
+  try {
+    body();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+SweepSpec llama8b_spec() {
+  SweepSpec spec;
+  spec.model = model_preset("llama3-8b");
+  spec.topology = topology_preset("dgx-h100-ndr");
+  return spec;
+}
+
+TEST(Sweep, GridAxisParsing) {
+  const GridAxis a = parse_grid_axis("micro_batch_size=1, 2,4");
+  EXPECT_EQ(a.key, "micro_batch_size");
+  EXPECT_EQ(a.values, (std::vector<std::string>{"1", "2", "4"}));
+  EXPECT_NE(error_of([] { parse_grid_axis("micro_batch_sise=1,2"); }).find("did you mean 'micro_batch_size'"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_grid_axis("tp=1,two"); }).find("expected a whole number, got 'two'"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_grid_axis("tp"); }).find("expected key=value1,value2"), std::string::npos);
+}
+
+TEST(Sweep, EveryCombinationInGridOrderAndDeterministic) {
+  SweepSpec spec = llama8b_spec();
+  spec.axes = {parse_grid_axis("nodes=1,2"), parse_grid_axis("recompute_granularity=none,full,selective")};
+  ASSERT_EQ(sweep_size(spec), 6);  // 2 × 3
+  spec.threads = 1;
+  const auto one = run_sweep(spec);
+  spec.threads = 2;
+  const auto two = run_sweep(spec);
+  ASSERT_EQ(one.size(), 6u);
+  // The last axis varies fastest: point 1 is nodes=1 with full recompute, point 3 nodes=2 with none.
+  EXPECT_EQ(one[1].assignments, (std::vector<std::string>{"nodes=1", "recompute_granularity=full"}));
+  EXPECT_EQ(one[3].assignments, (std::vector<std::string>{"nodes=2", "recompute_granularity=none"}));
+  EXPECT_EQ(one[3].gpus, 16);
+  // Same results whatever the thread count.
+  EXPECT_EQ(sweep_json(one, rank_results(one, RankBy::throughput)), sweep_json(two, rank_results(two, RankBy::throughput)));
+  // Full recompute runs the forward twice: slower than none on the same GPUs.
+  EXPECT_GT(one[1].step_time_s, one[0].step_time_s);
+}
+
+TEST(Sweep, InvalidPointsCarryTheirReason) {
+  SweepSpec spec = llama8b_spec();
+  spec.axes = {parse_grid_axis("tp=1,3")};  // 32 heads are not divisible by 3
+  const auto results = run_sweep(spec);
+  EXPECT_TRUE(results[0].valid);
+  EXPECT_FALSE(results[1].valid);
+  EXPECT_NE(results[1].invalid_reason.find("tp"), std::string::npos);
+}
+
+TEST(Sweep, RankingPutsFittingFirstThenByTheCriterion) {
+  std::vector<SweepResult> r(4);
+  r[0].valid = true;  // fits, slow, cheap on memory
+  r[0].fits = true;
+  r[0].tokens_per_s_per_gpu = 100;
+  r[0].needed_bytes = 10;
+  r[0].gpu_seconds_per_million_tokens = 5;
+  r[1].valid = true;  // does not fit
+  r[1].needed_bytes = 90;
+  r[2].valid = false;  // cannot be built
+  r[3].valid = true;  // fits, fast, needs more memory, costs more
+  r[3].fits = true;
+  r[3].tokens_per_s_per_gpu = 200;
+  r[3].needed_bytes = 50;
+  r[3].gpu_seconds_per_million_tokens = 7;
+  EXPECT_EQ(rank_results(r, RankBy::throughput), (std::vector<size_t>{3, 0, 1, 2}));
+  EXPECT_EQ(rank_results(r, RankBy::cost), (std::vector<size_t>{0, 3, 1, 2}));
+  EXPECT_EQ(rank_results(r, RankBy::memory), (std::vector<size_t>{0, 3, 1, 2}));
+}
+
+TEST(Fit, SmallestGpuCountFitsAndOneNodeFewerDoesNot) {
+  // Llama-3-70B at sequence 8192 with full recompute: find the fewest 8-GPU nodes with a 10% margin. Whatever the
+  // answer, it must fit and one node fewer must not (the search's contract).
+  FsdpConfig base;
+  apply_override(base, "seq_length=8192");
+  apply_override(base, "recompute_granularity=full");
+  const ModelSpec model = model_preset("llama3-70b");
+  const Topology topology = topology_preset("dgx-h100-ndr");
+  const FitAnswer a = fit(model, topology, base, FitTarget::gpus, 0.10, 64);
+  ASSERT_TRUE(a.found) << a.explanation;
+  EXPECT_TRUE(a.result.fits);
+  const int32_t nodes = a.result.gpus / 8;
+  ASSERT_GT(nodes, 1);  // 16 B × 70.55e9 / 8 = 141 GB: one node cannot hold the sharded state
+  FsdpConfig fewer = base;
+  apply_override(fewer, "nodes=" + std::to_string(nodes - 1));
+  EXPECT_FALSE(evaluate_config(model, topology, fewer, 0.10, 2).fits);
+}
+
+TEST(Fit, LargestMicroBatchFitsAndOneMoreDoesNot) {
+  const ModelSpec model = model_preset("llama3-8b");
+  const Topology topology = topology_preset("dgx-h100-ndr");
+  const FitAnswer a = fit(model, topology, FsdpConfig{}, FitTarget::micro_batch_size, 0.05);
+  ASSERT_TRUE(a.found) << a.explanation;
+  const int64_t mbs = std::stoll(a.assignment.substr(a.assignment.find('=') + 1));
+  FsdpConfig more;
+  apply_override(more, "micro_batch_size=" + std::to_string(mbs + 1));
+  EXPECT_FALSE(evaluate_config(model, topology, more, 0.05, 2).fits);
+}
+
+TEST(Advice, ListsChangesThatFitFirstFastestFirst) {
+  // Llama-3-70B on 8 nodes at sequence 8192 without recompute needs ~190 GiB of activations: OOM. Full recompute
+  // keeps one layer input per layer and fits.
+  FsdpConfig c;
+  apply_override(c, "nodes=8");
+  apply_override(c, "seq_length=8192");
+  const ModelSpec model = model_preset("llama3-70b");
+  const Topology topology = topology_preset("dgx-h100-ndr");
+  ASSERT_FALSE(evaluate_config(model, topology, c, 0.05, 2).fits);
+  const auto advice = oom_advice(model, topology, c, 0.05);
+  ASSERT_FALSE(advice.empty());
+  EXPECT_TRUE(advice.front().result.fits);
+  bool full_recompute_fits = false;
+  for (const auto& item : advice) full_recompute_fits |= item.change == "recompute_granularity=full" && item.result.fits;
+  EXPECT_TRUE(full_recompute_fits);
+  for (size_t i = 1; i < advice.size(); ++i) {
+    if (advice[i].result.fits) {
+      EXPECT_LE(advice[i - 1].result.step_time_s, advice[i].result.step_time_s);
+    }
+    if (!advice[i - 1].result.fits) {
+      EXPECT_FALSE(advice[i].result.fits);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fsdpsim
