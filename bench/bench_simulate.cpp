@@ -19,8 +19,7 @@ struct Job {
   const char* extra;  // model-specific settings
 };
 
-constexpr Job kJobs[] = {
-    {"llama3-8b", ""}, {"llama3-70b", ""}, {"llama3-405b", "tp=8"}, {"deepseek-v3", "ep=64"}};
+constexpr Job kJobs[] = {{"llama3-8b", ""}, {"llama3-70b", ""}, {"llama3-405b", "tp=8"}, {"deepseek-v3", "ep=64"}};
 
 void BM_SimulateStep(benchmark::State& state) {
   const Job& job = kJobs[state.range(0)];
@@ -50,8 +49,8 @@ void BM_SimulateStep(benchmark::State& state) {
     benchmark::DoNotOptimize(run.steps.back().end_ns);
   }
   // Two steps per iteration: step_ms is the wall time of one simulated step.
-  state.SetLabel(std::string(job.model) + " " + std::to_string(gpus) + " GPUs " + std::to_string(micro_batches) + " mb, " +
-                 std::to_string(schedule.ops.size()) + " ops");
+  state.SetLabel(std::string(job.model) + " " + std::to_string(gpus) + " GPUs " + std::to_string(micro_batches) +
+                 " mb, " + std::to_string(schedule.ops.size()) + " ops");
   state.counters["step_ms"] = seconds * 1e3 / (2.0 * static_cast<double>(state.iterations()));
   state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
 }
@@ -59,8 +58,8 @@ void BM_SimulateStep(benchmark::State& state) {
 void Jobs(benchmark::internal::Benchmark* b) {
   for (int64_t job = 0; job < 4; ++job) {
     for (const int64_t gpus : {8, 64, 512, 4096, 16384}) {
-      if (job == 2 && gpus < 64) continue;   // 405B: tp 8 needs whole data-parallel groups
-      if (job == 3 && gpus < 64) continue;   // DeepSeek-V3: ep 64
+      if (job == 2 && gpus < 64) continue;  // 405B: tp 8 needs whole data-parallel groups
+      if (job == 3 && gpus < 64) continue;  // DeepSeek-V3: ep 64
       for (const int64_t mb : {1, 4, 16}) b->Args({job, gpus, mb});
     }
   }

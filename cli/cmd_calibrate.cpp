@@ -71,8 +71,10 @@ GpuMeasurements measure(bool gpu) {
 
 void register_calibrate(CLI::App& app) {
   auto options = std::make_shared<CalibrateOptions>();
-  CLI::App* cmd = app.add_subcommand("calibrate", "measure GEMM and collective rates (or import nccl-tests logs) into a GPU profile");
-  cmd->add_option("--topology,-t", options->topology, "the topology the measurements are compared against")->capture_default_str();
+  CLI::App* cmd = app.add_subcommand(
+      "calibrate", "measure GEMM and collective rates (or import nccl-tests logs) into a GPU profile");
+  cmd->add_option("--topology,-t", options->topology, "the topology the measurements are compared against")
+      ->capture_default_str();
   cmd->add_option("--profile", options->profile, "GPU profile to start from (default: the topology's)");
   cmd->add_option("--import-nccl-tests", options->imports,
                   "nccl-tests output to import: FILE or all_gather=FILE / reduce_scatter=FILE / all_reduce=FILE");
@@ -80,18 +82,20 @@ void register_calibrate(CLI::App& app) {
   cmd->add_option("-o,--output", options->output, "write the calibrated profile YAML here")->required();
   cmd->callback([options] {
     if (!options->gpu && options->imports.empty()) {
-      throw ConfigError("nothing to calibrate from: give --gpu to measure the GPUs present, or --import-nccl-tests FILE");
+      throw ConfigError(
+          "nothing to calibrate from: give --gpu to measure the GPUs present, or --import-nccl-tests FILE");
     }
     const Topology topology = load_topology(options->topology);
     const GpuProfile base = options->profile.empty() ? topology.gpu : load_gpu_profile(options->profile);
     GpuMeasurements m = measure(options->gpu);
     for (const auto& spec : options->imports) import_log(spec, m);
-    const std::string label = "fsdpsim calibrate, " + (m.device.empty() ? std::string("nccl-tests logs") : m.device) +
-                              ", " + today();
+    const std::string label =
+        "fsdpsim calibrate, " + (m.device.empty() ? std::string("nccl-tests logs") : m.device) + ", " + today();
     CalibrationSummary summary;
     const GpuProfile calibrated = calibrate_profile(base, topology, m, label, &summary);
-    write_text_file(options->output, "# Calibrated by `fsdpsim calibrate` from " + base.name + "; use with simulate --profile.\n" +
-                                         gpu_profile_to_yaml(calibrated),
+    write_text_file(options->output,
+                    "# Calibrated by `fsdpsim calibrate` from " + base.name + "; use with simulate --profile.\n" +
+                        gpu_profile_to_yaml(calibrated),
                     "-o");
     std::cout << "calibrated " << base.name << " (" << label << "):\n";
     for (const auto& line : summary.lines) std::cout << "  " << line << "\n";

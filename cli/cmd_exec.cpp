@@ -113,16 +113,21 @@ void register_exec(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--json", o->json, "write the measured report as JSON (compare with 'fsdpsim validate')");
   cmd->add_option("--trace", o->trace, "write a Chrome-trace JSON of the measured run");
-  cmd->add_option("--steps", o->steps, "steps to run; the last is the steady state")->check(CLI::Range(1, 100))->capture_default_str();
+  cmd->add_option("--steps", o->steps, "steps to run; the last is the steady state")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   cmd->add_option("--ranks", o->ranks, "host: threads as ranks (default: the schedule's world size)");
   cmd->add_flag("--emulate", o->emulate, "host: run rank 0 alone, collectives emulated locally");
-  cmd->add_option("--bytes-scale", o->bytes_scale, "host: each buffer holds size/N real bytes")->check(CLI::Range(1, 1 << 30))
+  cmd->add_option("--bytes-scale", o->bytes_scale, "host: each buffer holds size/N real bytes")
+      ->check(CLI::Range(1, 1 << 30))
       ->capture_default_str();
-  cmd->add_option("--order", o->order, "host: 'predicted' performs allocations in the simulator's order (exact peak "
-                                       "comparison), 'free' lets streams race")
+  cmd->add_option("--order", o->order,
+                  "host: 'predicted' performs allocations in the simulator's order (exact peak "
+                  "comparison), 'free' lets streams race")
       ->check(CLI::IsMember({"predicted", "free"}))
       ->capture_default_str();
-  cmd->add_option("--emulate-world", o->emulate_world, "cuda: run rank 0 of an N-GPU job on one GPU (memory plan check)");
+  cmd->add_option("--emulate-world", o->emulate_world,
+                  "cuda: run rank 0 of an N-GPU job on one GPU (memory plan check)");
   cmd->add_flag("--check", o->check, "cuda: verify every collective's result (nccl-tests #wrong)");
   cmd->add_option("--devices", o->devices, "cuda: local GPU indices to use (default: all visible)")->delimiter(',');
   cmd->add_flag("--mpi", o->mpi, "cuda: one process per GPU under mpirun/srun");

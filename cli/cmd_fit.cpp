@@ -21,7 +21,8 @@ struct FitOptions {
 
 void register_fit(CLI::App& app) {
   auto o = std::make_shared<FitOptions>();
-  CLI::App* cmd = app.add_subcommand("fit", "find the fewest GPUs, the largest micro-batch or the longest sequence that fits");
+  CLI::App* cmd =
+      app.add_subcommand("fit", "find the fewest GPUs, the largest micro-batch or the longest sequence that fits");
   add_job_options(*cmd, o->job);
   cmd->add_option("--find", o->find, "gpus, micro_batch_size or seq_length")->capture_default_str();
   cmd->add_option("--margin", o->margin, "memory margin kept free (fraction of the GPU's memory)")

@@ -22,9 +22,12 @@ void print_presets() {
   for (const auto& name : model_preset_names()) {
     const ModelSpec m = model_preset(name);
     const ParameterCount p = count_parameters(m);
-    std::snprintf(line, sizeof line, "  %-16s %8.2fB parameters, %3d layers, hidden %6lld%s\n", name.c_str(),
-                  static_cast<double>(p.total) / 1e9, m.num_layers, static_cast<long long>(m.hidden_size),
-                  m.is_moe() ? (", MoE " + std::to_string(m.moe.num_experts) + " experts top-" + std::to_string(m.moe.top_k)).c_str() : "");
+    std::snprintf(
+        line, sizeof line, "  %-16s %8.2fB parameters, %3d layers, hidden %6lld%s\n", name.c_str(),
+        static_cast<double>(p.total) / 1e9, m.num_layers, static_cast<long long>(m.hidden_size),
+        m.is_moe()
+            ? (", MoE " + std::to_string(m.moe.num_experts) + " experts top-" + std::to_string(m.moe.top_k)).c_str()
+            : "");
     std::cout << line;
   }
   std::cout << "\ntopologies:\n";

@@ -33,8 +33,8 @@ void register_schedule(CLI::App& app) {
     validate_or_throw(schedule, "the built schedule");
     if (!options->output.empty()) write_text_file(options->output, schedule_to_yaml(schedule), "-o");
     std::cout << schedule_summary(schedule);
-    std::cout << "topology: " << job.topology.name << " (" << job.layout.world_size << " GPUs = "
-              << job.config.nodes << " nodes × " << job.topology.gpus_per_node << ")";
+    std::cout << "topology: " << job.topology.name << " (" << job.layout.world_size << " GPUs = " << job.config.nodes
+              << " nodes × " << job.topology.gpus_per_node << ")";
     if (!options->output.empty()) std::cout << "; IR written to " << options->output;
     std::cout << "\n";
   });

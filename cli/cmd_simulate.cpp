@@ -34,7 +34,8 @@ void register_simulate(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("simulate", "predict step time and the memory timeline of one rank");
   add_job_options(*cmd, options->job);
   cmd->add_option("--schedule", options->schedule_file, "simulate this schedule IR file instead of building one");
-  cmd->add_option("--profile", options->profile, "GPU hardware profile (preset or YAML, e.g. from 'fsdpsim calibrate')");
+  cmd->add_option("--profile", options->profile,
+                  "GPU hardware profile (preset or YAML, e.g. from 'fsdpsim calibrate')");
   cmd->add_option("--json", options->json, "write the report as JSON to this file");
   cmd->add_option("--trace", options->trace, "write a Chrome-trace JSON (open in Perfetto) to this file");
   cmd->add_option("--steps", options->steps, "steps to simulate; the last is the steady state")
@@ -66,7 +67,8 @@ void register_simulate(CLI::App& app) {
     }
     if (!options->json.empty()) write_text_file(options->json, report_json(report), "--json");
     if (!options->trace.empty()) write_text_file(options->trace, chrome_trace(schedule, run), "--trace");
-    if (!options->html.empty()) write_text_file(options->html, html_run_report(schedule, run, report, advice), "--html");
+    if (!options->html.empty())
+      write_text_file(options->html, html_run_report(schedule, run, report, advice), "--html");
   });
 }
 

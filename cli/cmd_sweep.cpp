@@ -34,7 +34,8 @@ void register_sweep(CLI::App& app) {
   auto o = std::make_shared<SweepOptions>();
   CLI::App* cmd = app.add_subcommand("sweep", "simulate every combination of configuration values and rank them");
   add_job_options(*cmd, o->job);
-  cmd->add_option("--grid,-g", o->grid, "key=v1,v2,... to sweep (repeatable; every combination is simulated)")->required();
+  cmd->add_option("--grid,-g", o->grid, "key=v1,v2,... to sweep (repeatable; every combination is simulated)")
+      ->required();
   cmd->add_option("--rank-by", o->rank_by, "throughput (tokens/s per GPU), cost (GPU-seconds per token) or memory")
       ->check(CLI::IsMember({"throughput", "cost", "memory"}))
       ->capture_default_str();
@@ -56,7 +57,8 @@ void register_sweep(CLI::App& app) {
     spec.memory_margin = o->margin;
     spec.threads = o->threads;
     const int64_t total = sweep_size(spec);
-    if (total > 1'000'000) throw ConfigError("the grid has " + std::to_string(total) + " points; at most 1,000,000 are allowed");
+    if (total > 1'000'000)
+      throw ConfigError("the grid has " + std::to_string(total) + " points; at most 1,000,000 are allowed");
     ProgressBar bar("sweep");
     const std::vector<SweepResult> results = run_sweep(spec, [&bar](int64_t done, int64_t n) { bar.update(done, n); });
     bar.finish();
@@ -66,13 +68,15 @@ void register_sweep(CLI::App& app) {
       valid += r.valid;
       fits += r.fits;
     }
-    std::cout << "sweep of " << total << " configurations of " << spec.model.name << " on " << spec.topology.name << ": "
-              << valid << " can be built, " << fits << " fit (ranked by " << o->rank_by << ")\n\n";
+    std::cout << "sweep of " << total << " configurations of " << spec.model.name << " on " << spec.topology.name
+              << ": " << valid << " can be built, " << fits << " fit (ranked by " << o->rank_by << ")\n\n";
     std::cout << sweep_table(results, order, o->top);
     if (!o->csv.empty()) write_text_file(o->csv, sweep_csv(results, order), "--csv");
     if (!o->json.empty()) write_text_file(o->json, sweep_json(results, order), "--json");
     if (!o->html.empty()) {
-      write_text_file(o->html, html_sweep_report(results, order, "sweep of " + spec.model.name + " on " + spec.topology.name), "--html");
+      write_text_file(o->html,
+                      html_sweep_report(results, order, "sweep of " + spec.model.name + " on " + spec.topology.name),
+                      "--html");
     }
   });
 }

@@ -18,8 +18,9 @@ void check_world(const Schedule& s, const Topology& t, const JobOptions& options
   const int32_t gpn = t.gpus_per_node;
   if (s.info.world_size % gpn != 0) {
     throw ConfigError(SourceLocation{options.schedule_file_hint, 0, 0}, "info.world_size",
-                      "the schedule is for " + std::to_string(s.info.world_size) + " GPUs, which is not a whole number of " +
-                          t.name + " nodes (" + std::to_string(gpn) + " GPUs each)",
+                      "the schedule is for " + std::to_string(s.info.world_size) +
+                          " GPUs, which is not a whole number of " + t.name + " nodes (" + std::to_string(gpn) +
+                          " GPUs each)",
                       "build the schedule for this topology, or pick a topology whose node size divides it");
   }
 }
@@ -27,8 +28,9 @@ void check_world(const Schedule& s, const Topology& t, const JobOptions& options
 }  // namespace
 
 void add_job_options(CLI::App& command, JobOptions& options) {
-  command.add_option("--model,-m", options.model, "model: a preset (see 'fsdpsim presets'), a model YAML file, or a "
-                                                 "Hugging Face config.json");
+  command.add_option("--model,-m", options.model,
+                     "model: a preset (see 'fsdpsim presets'), a model YAML file, or a "
+                     "Hugging Face config.json");
   command.add_option("--topology,-t", options.topology, "topology: a preset or a topology YAML file")
       ->capture_default_str();
   command.add_option("--config,-c", options.config, "parallel/FSDP configuration YAML file");
@@ -45,8 +47,9 @@ JobInputs load_job_inputs(const JobOptions& options) {
   if (!options.megatron_args.empty()) apply_megatron_args(options.megatron_args, config, model);
   for (const auto& assignment : options.sets) apply_override(config, assignment);
   if (!model) {
-    throw ConfigError("no model: give --model PRESET|FILE, or --megatron-args with --num-layers, --hidden-size, "
-                      "--num-attention-heads and --vocab-size");
+    throw ConfigError(
+        "no model: give --model PRESET|FILE, or --megatron-args with --num-layers, --hidden-size, "
+        "--num-attention-heads and --vocab-size");
   }
   return JobInputs{std::move(*model), load_topology(options.topology), std::move(config)};
 }

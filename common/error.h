@@ -65,7 +65,7 @@ class InternalError : public Error {
 }  // namespace fsdpsim
 
 /// Always-on invariant check: throws InternalError naming the condition and file:line. Not for input validation.
-#define FSDPSIM_CHECK(cond, msg)                                   \
-  do {                                                             \
+#define FSDPSIM_CHECK(cond, msg)                                          \
+  do {                                                                    \
     if (!(cond)) ::fsdpsim::fail_check(#cond, __FILE__, __LINE__, (msg)); \
   } while (false)

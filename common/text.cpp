@@ -72,7 +72,8 @@ std::string trim_copy(std::string_view text) {
   while (begin < end && (text[begin] == ' ' || text[begin] == '\t' || text[begin] == '\n' || text[begin] == '\r')) {
     ++begin;
   }
-  while (end > begin && (text[end - 1] == ' ' || text[end - 1] == '\t' || text[end - 1] == '\n' || text[end - 1] == '\r')) {
+  while (end > begin &&
+         (text[end - 1] == ' ' || text[end - 1] == '\t' || text[end - 1] == '\n' || text[end - 1] == '\r')) {
     --end;
   }
   return std::string(text.substr(begin, end - begin));

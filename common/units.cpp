@@ -1,7 +1,7 @@
 #include "common/units.h"
 
-#include <array>
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -71,35 +71,35 @@ std::optional<double> scale(std::string_view text, const std::array<Scaled, N>& 
 }
 
 constexpr std::array<Scaled, 10> kSizeUnits{{{"B", 1.0},
-                                              {"KB", 1e3},
-                                              {"MB", 1e6},
-                                              {"GB", 1e9},
-                                              {"TB", 1e12},
-                                              {"KiB", 1024.0},
-                                              {"MiB", 1024.0 * 1024},
-                                              {"GiB", 1024.0 * 1024 * 1024},
-                                              {"TiB", 1024.0 * 1024 * 1024 * 1024},
-                                              {"kB", 1e3}}};
+                                             {"KB", 1e3},
+                                             {"MB", 1e6},
+                                             {"GB", 1e9},
+                                             {"TB", 1e12},
+                                             {"KiB", 1024.0},
+                                             {"MiB", 1024.0 * 1024},
+                                             {"GiB", 1024.0 * 1024 * 1024},
+                                             {"TiB", 1024.0 * 1024 * 1024 * 1024},
+                                             {"kB", 1e3}}};
 
 constexpr std::array<Scaled, 5> kTimeUnits{{{"ns", 1.0}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"µs", 1e3}}};
 
 constexpr std::array<Scaled, 17> kBandwidthUnits{{{"B/s", 1.0},
-                                                   {"KB/s", 1e3},
-                                                   {"MB/s", 1e6},
-                                                   {"GB/s", 1e9},
-                                                   {"TB/s", 1e12},
-                                                   {"GBps", 1e9},
-                                                   {"KiB/s", 1024.0},
-                                                   {"MiB/s", 1024.0 * 1024},
-                                                   {"GiB/s", 1024.0 * 1024 * 1024},
-                                                   {"b/s", 1.0 / 8},
-                                                   {"Kb/s", 1e3 / 8},
-                                                   {"Mb/s", 1e6 / 8},
-                                                   {"Gb/s", 1e9 / 8},
-                                                   {"Tb/s", 1e12 / 8},
-                                                   {"Gbps", 1e9 / 8},
-                                                   {"Mbps", 1e6 / 8},
-                                                   {"Tbps", 1e12 / 8}}};
+                                                  {"KB/s", 1e3},
+                                                  {"MB/s", 1e6},
+                                                  {"GB/s", 1e9},
+                                                  {"TB/s", 1e12},
+                                                  {"GBps", 1e9},
+                                                  {"KiB/s", 1024.0},
+                                                  {"MiB/s", 1024.0 * 1024},
+                                                  {"GiB/s", 1024.0 * 1024 * 1024},
+                                                  {"b/s", 1.0 / 8},
+                                                  {"Kb/s", 1e3 / 8},
+                                                  {"Mb/s", 1e6 / 8},
+                                                  {"Gb/s", 1e9 / 8},
+                                                  {"Tb/s", 1e12 / 8},
+                                                  {"Gbps", 1e9 / 8},
+                                                  {"Mbps", 1e6 / 8},
+                                                  {"Tbps", 1e12 / 8}}};
 
 constexpr std::array<Scaled, 10> kFlopsUnits{{{"FLOPS", 1.0},
                                               {"GFLOPS", 1e9},

@@ -12,11 +12,16 @@ namespace {
 
 std::string node_type_name(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Null: return "nothing (null)";
-    case YAML::NodeType::Scalar: return "a scalar";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Map: return "a mapping";
-    case YAML::NodeType::Undefined: return "nothing";
+    case YAML::NodeType::Null:
+      return "nothing (null)";
+    case YAML::NodeType::Scalar:
+      return "a scalar";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Undefined:
+      return "nothing";
   }
   return "something else";
 }
@@ -56,7 +61,9 @@ std::string read_text_file(const std::string& path) {
   return text.str();
 }
 
-YamlDocument load_yaml_file(const std::string& path) { return load_yaml_text(read_text_file(path), path); }
+YamlDocument load_yaml_file(const std::string& path) {
+  return load_yaml_text(read_text_file(path), path);
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 YamlValue::YamlValue(YAML::Node node, std::string source, std::string key_path)
@@ -71,7 +78,9 @@ std::string YamlValue::scalar(const std::string& expected) const {
   return node_.Scalar();
 }
 
-std::string YamlValue::as_string() const { return scalar("a string"); }
+std::string YamlValue::as_string() const {
+  return scalar("a string");
+}
 
 bool YamlValue::as_bool() const {
   const std::string text = scalar("true or false");
@@ -131,7 +140,8 @@ int64_t YamlValue::as_bytes(int64_t min_bytes) const {
   std::string why;
   const auto value = parse_bytes(text, &why);
   if (!value) fail(why, "write a size such as \"80GiB\" or \"4096\"");
-  if (*value < min_bytes) fail("size " + text + " is too small", "it must be at least " + std::to_string(min_bytes) + " bytes");
+  if (*value < min_bytes)
+    fail("size " + text + " is too small", "it must be at least " + std::to_string(min_bytes) + " bytes");
   return *value;
 }
 
@@ -171,7 +181,9 @@ YamlMap::YamlMap(YAML::Node node, std::string source, std::string path)
   }
 }
 
-std::string YamlMap::key_path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+std::string YamlMap::key_path(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
 
 bool YamlMap::has(const std::string& key) const {
   if (std::find(known_.begin(), known_.end(), key) == known_.end()) known_.push_back(key);
@@ -192,9 +204,13 @@ YAML::Node YamlMap::raw(const std::string& key) {
   return YAML::Node();
 }
 
-YamlValue YamlMap::get(const std::string& key) { return YamlValue(raw(key), source_, key_path(key)); }
+YamlValue YamlMap::get(const std::string& key) {
+  return YamlValue(raw(key), source_, key_path(key));
+}
 
-YamlMap YamlMap::map(const std::string& key) { return YamlMap(raw(key), source_, key_path(key)); }
+YamlMap YamlMap::map(const std::string& key) {
+  return YamlMap(raw(key), source_, key_path(key));
+}
 
 std::vector<YamlValue> YamlMap::list(const std::string& key) {
   const YAML::Node node = raw(key);
@@ -213,7 +229,9 @@ std::string YamlMap::string_or(const std::string& key, const std::string& fallba
   return has(key) ? get(key).as_string() : fallback;
 }
 
-bool YamlMap::bool_or(const std::string& key, bool fallback) { return has(key) ? get(key).as_bool() : fallback; }
+bool YamlMap::bool_or(const std::string& key, bool fallback) {
+  return has(key) ? get(key).as_bool() : fallback;
+}
 
 int64_t YamlMap::int_or(const std::string& key, int64_t fallback, int64_t min, int64_t max) {
   return has(key) ? get(key).as_int(min, max) : fallback;

@@ -16,9 +16,9 @@ namespace fsdpsim {
 
 /// What one step measured on one rank.
 struct StepMeasurement {
-  std::vector<TimeNs> start_ns;  ///< per op, from the start of the step
-  std::vector<TimeNs> end_ns;    ///< per op, from the start of the step
-  TimeNs step_ns = 0;            ///< from the step's start to the last op's end
+  std::vector<TimeNs> start_ns;      ///< per op, from the start of the step
+  std::vector<TimeNs> end_ns;        ///< per op, from the start of the step
+  TimeNs step_ns = 0;                ///< from the step's start to the last op's end
   int64_t peak_allocated_bytes = 0;  ///< live buffer bytes at their highest (allocator-rounded, as PyTorch reports)
   int64_t peak_reserved_bytes = 0;   ///< device memory held by the allocator at its highest
   int32_t peak_op = -1;              ///< the op whose allocation reached the allocated peak

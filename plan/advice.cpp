@@ -29,7 +29,8 @@ std::vector<Change> candidate_changes(const Topology& topology, const FsdpConfig
     out.push_back({{"recompute_granularity=selective"}, "recompute the attention core in backward"});
   }
   if (c.recompute_granularity != Recompute::full) {
-    Change full{{"recompute_granularity=full"}, "recompute whole layers in backward: keep only each layer's input, ~1/3 more compute"};
+    Change full{{"recompute_granularity=full"},
+                "recompute whole layers in backward: keep only each layer's input, ~1/3 more compute"};
     if (c.cpu_offloading_activations) full.assignments.push_back("cpu_offloading_activations=false");  // exclusive
     out.push_back(full);
   }
@@ -79,17 +80,17 @@ std::string advice_text(const std::vector<AdviceItem>& advice, size_t limit) {
   std::ostringstream out;
   out << "\nwhat would make it fit (each change alone, simulated; best first)\n";
   char line[512];
-  std::snprintf(line, sizeof line, "  %-4s %-36s %10s %10s %12s  %s\n", "fits", "change", "memory", "step", "tokens/s/GPU",
-                "why");
+  std::snprintf(line, sizeof line, "  %-4s %-36s %10s %10s %12s  %s\n", "fits", "change", "memory", "step",
+                "tokens/s/GPU", "why");
   out << line;
   size_t shown = 0;
   for (const auto& item : advice) {
     if (shown++ == limit) break;
     std::string change;
     for (const auto& a : item.assignments) change += (change.empty() ? "--set " : " --set ") + a;
-    std::snprintf(line, sizeof line, "  %-4s %-36s %10s %9.3fs %12.0f  %s\n", item.result.fits ? "yes" : "no", change.c_str(),
-                  format_bytes(item.result.needed_bytes).c_str(), item.result.step_time_s, item.result.tokens_per_s_per_gpu,
-                  item.explanation.c_str());
+    std::snprintf(line, sizeof line, "  %-4s %-36s %10s %9.3fs %12.0f  %s\n", item.result.fits ? "yes" : "no",
+                  change.c_str(), format_bytes(item.result.needed_bytes).c_str(), item.result.step_time_s,
+                  item.result.tokens_per_s_per_gpu, item.explanation.c_str());
     out << line;
   }
   if (advice.empty()) out << "  (no single change could be simulated)\n";

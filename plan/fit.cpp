@@ -51,7 +51,10 @@ void smallest_fitting(Search& s, const std::string& key, const std::vector<int64
   while (lo < hi) {
     const size_t mid = lo + (hi - lo) / 2;
     const SweepResult& r = s.evaluate(key, candidates[mid]);
-    if (r.valid && r.fits) hi = mid; else lo = mid + 1;
+    if (r.valid && r.fits)
+      hi = mid;
+    else
+      lo = mid + 1;
   }
   s.answer.found = true;
   s.answer.assignment = key + "=" + std::to_string(candidates[hi]);
@@ -79,7 +82,10 @@ void largest_fitting(Search& s, const std::string& key, const std::vector<int64_
   while (hi - lo > 1) {
     const size_t mid = lo + (hi - lo) / 2;
     const SweepResult& r = s.evaluate(key, candidates[mid]);
-    if (r.valid && r.fits) lo = mid; else hi = mid;
+    if (r.valid && r.fits)
+      lo = mid;
+    else
+      hi = mid;
   }
   s.answer.found = true;
   s.answer.assignment = key + "=" + std::to_string(candidates[lo]);
@@ -115,8 +121,8 @@ FitTarget parse_fit_target(const std::string& text) {
                     "use gpus, micro_batch_size or seq_length");
 }
 
-FitAnswer fit(const ModelSpec& model, const Topology& topology, const FsdpConfig& base, FitTarget target,
-              double margin, int32_t max_nodes) {
+FitAnswer fit(const ModelSpec& model, const Topology& topology, const FsdpConfig& base, FitTarget target, double margin,
+              int32_t max_nodes) {
   FitAnswer answer;
   answer.target = target;
   Search s{model, topology, base, margin, answer};
@@ -139,9 +145,10 @@ FitAnswer fit(const ModelSpec& model, const Topology& topology, const FsdpConfig
       if (r.valid && (best == nullptr || r.needed_bytes < best->needed_bytes)) best = &r;
     }
     if (best != nullptr) answer.result = *best;
-    answer.explanation = answer.tried.empty() || best == nullptr
-                             ? "no configuration in the search range could be built (see the reasons above)"
-                             : "nothing in the search range fits; the closest needs " + format_bytes(best->needed_bytes);
+    answer.explanation =
+        answer.tried.empty() || best == nullptr
+            ? "no configuration in the search range could be built (see the reasons above)"
+            : "nothing in the search range fits; the closest needs " + format_bytes(best->needed_bytes);
   }
   return answer;
 }
@@ -161,9 +168,9 @@ std::string fit_text(const FitAnswer& a, const ModelSpec& model, const Topology&
     if (!r.valid) {
       std::snprintf(line, sizeof line, "  %-22s cannot be built: %s\n", assignment.c_str(), r.invalid_reason.c_str());
     } else {
-      std::snprintf(line, sizeof line, "  %-22s %-4s needs %10s of %10s, step %.3f s, %.0f tokens/s/GPU\n", assignment.c_str(),
-                    r.fits ? "fits" : "OOM", format_bytes(r.needed_bytes).c_str(), format_bytes(r.gpu_memory_bytes).c_str(),
-                    r.step_time_s, r.tokens_per_s_per_gpu);
+      std::snprintf(line, sizeof line, "  %-22s %-4s needs %10s of %10s, step %.3f s, %.0f tokens/s/GPU\n",
+                    assignment.c_str(), r.fits ? "fits" : "OOM", format_bytes(r.needed_bytes).c_str(),
+                    format_bytes(r.gpu_memory_bytes).c_str(), r.step_time_s, r.tokens_per_s_per_gpu);
     }
     out << line;
   }

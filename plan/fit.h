@@ -21,10 +21,10 @@ enum class FitTarget : uint8_t { gpus, micro_batch_size, seq_length };
 struct FitAnswer {
   FitTarget target = FitTarget::gpus;
   bool found = false;
-  std::string assignment;             ///< "nodes=16", "micro_batch_size=4", "seq_length=16384"
-  SweepResult result;                 ///< the fitting configuration (or the closest one tried when none fits)
+  std::string assignment;  ///< "nodes=16", "micro_batch_size=4", "seq_length=16384"
+  SweepResult result;      ///< the fitting configuration (or the closest one tried when none fits)
   std::vector<std::pair<std::string, SweepResult>> tried;  ///< every evaluation, in search order
-  std::string explanation;            ///< why nothing fits, when nothing does
+  std::string explanation;                                 ///< why nothing fits, when nothing does
 };
 
 /// Searches from `base`. Limits: up to `max_nodes` nodes, micro-batches up to 1024, sequences up to 1M tokens.

@@ -10,7 +10,7 @@
 namespace fsdpsim::html {
 namespace {
 
-constexpr double kTopPx = 26;        // room for the step labels
+constexpr double kTopPx = 26;  // room for the step labels
 constexpr double kPlotHeightPx = 300;
 constexpr double kAxisHeightPx = 30;
 constexpr const char* kCapacityColour = "#c62828";
@@ -174,14 +174,14 @@ std::string capacity_and_peak(const SimRun& run, const Report& report, const Fra
   const double t_ns = static_cast<double>(run.steps.back().start_ns) + report.peak_time_s * 1e9;
   const double x = f.x(t_ns), y = f.y(static_cast<double>(report.peak_allocated_bytes));
   const bool right_half = x > kMarginLeftPx + kPlotWidthPx * 0.6;
-  const std::string label = html_escape("peak " + format_bytes(report.peak_allocated_bytes) + " at " +
-                                        seconds(report.peak_time_s) + " into the steady step" +
-                                        (report.peak_op.empty() ? "" : ", " + report.peak_op));
+  const std::string label =
+      html_escape("peak " + format_bytes(report.peak_allocated_bytes) + " at " + seconds(report.peak_time_s) +
+                  " into the steady step" + (report.peak_op.empty() ? "" : ", " + report.peak_op));
   out += "<line x1=\"" + px(x) + "\" y1=\"" + px(y) + "\" x2=\"" + px(x) + "\" y2=\"" + px(kTopPx + kPlotHeightPx) +
          "\" stroke=\"#000\" stroke-dasharray=\"1 2\"/>\n<circle data-peak=\"1\" cx=\"" + px(x) + "\" cy=\"" + px(y) +
-         "\" r=\"4.5\" fill=\"#fff\" stroke=\"#000\" stroke-width=\"2\"><title>" + label + "</title></circle>\n<text x=\"" +
-         px(x) + "\" y=\"" + px(y) + "\" dx=\"" + (right_half ? "-8" : "8") + "\" dy=\"-6\" text-anchor=\"" +
-         (right_half ? "end" : "start") +
+         "\" r=\"4.5\" fill=\"#fff\" stroke=\"#000\" stroke-width=\"2\"><title>" + label +
+         "</title></circle>\n<text x=\"" + px(x) + "\" y=\"" + px(y) + "\" dx=\"" + (right_half ? "-8" : "8") +
+         "\" dy=\"-6\" text-anchor=\"" + (right_half ? "end" : "start") +
          "\" font-weight=\"600\" paint-order=\"stroke\" stroke=\"#fff\" stroke-width=\"3\">" + label + "</text>\n";
   return out;
 }
@@ -205,8 +205,8 @@ std::vector<std::pair<std::string, int64_t>> breakdown_items(const Report& repor
 Frame memory_frame(const SimRun& run, const Report& report) {
   Frame f;
   f.t0_ns = std::min(run.steps.front().start_ns, run.timeline.front().time_ns);
-  f.span_ns = static_cast<double>(std::max<TimeNs>(1, std::max(run.steps.back().end_ns, run.timeline.back().time_ns) -
-                                                          f.t0_ns));
+  f.span_ns = static_cast<double>(
+      std::max<TimeNs>(1, std::max(run.steps.back().end_ns, run.timeline.back().time_ns) - f.t0_ns));
   int64_t top = std::max({report.peak_allocated_bytes, report.peak_reserved_bytes,
                           report.gpu_memory_bytes - report.overheads.total(), int64_t{1}});
   for (const MemorySample& s : run.timeline) top = std::max({top, total_bytes(s), s.reserved_bytes});

@@ -22,8 +22,8 @@ std::string job_table(const Report& r) {
   };
   return "<table id=\"job\"><tbody>\n" + row("model", r.model) + row("implementation", r.implementation) +
          row("sharding strategy", r.strategy) + row("topology", r.topology + " (" + r.gpu + ")") +
-         row("GPUs", std::to_string(r.world_size) + " on " + std::to_string(r.nodes) + " node" +
-                         (r.nodes == 1 ? "" : "s")) +
+         row("GPUs",
+             std::to_string(r.world_size) + " on " + std::to_string(r.nodes) + " node" + (r.nodes == 1 ? "" : "s")) +
          row("micro-batches per step", std::to_string(r.micro_batches)) + row("source", r.source) +
          "</tbody></table>\n";
 }
@@ -36,9 +36,9 @@ std::string key_numbers(const Report& r) {
   out += card("tokens/s per GPU", html::grouped(r.tokens_per_s_per_gpu));
   out += card("TFLOP/s per GPU", html::fixed(r.tflops_per_gpu, 1));
   out += card("MFU", html::percent(r.mfu));
-  out += card("exposed communication", html::seconds(r.exposed_comm_s) + " (" +
-                                           html::percent(r.step_time_s > 0 ? r.exposed_comm_s / r.step_time_s : 0) +
-                                           ")");
+  out +=
+      card("exposed communication", html::seconds(r.exposed_comm_s) + " (" +
+                                        html::percent(r.step_time_s > 0 ? r.exposed_comm_s / r.step_time_s : 0) + ")");
   out += card("peak allocated", format_bytes(r.peak_allocated_bytes));
   out += card("peak reserved", format_bytes(r.peak_reserved_bytes));
   out += card("needed (reserved + overheads)", format_bytes(needed));
@@ -50,9 +50,10 @@ std::string key_numbers(const Report& r) {
 }
 
 std::string advice_table(const std::vector<AdviceItem>& advice) {
-  std::string out = "<table id=\"advice\"><thead><tr><th>#</th><th>change</th><th>fits?</th><th>needed memory</th>"
-                    "<th>peak allocated</th><th>step time</th><th>tokens/s per GPU</th><th>why</th></tr></thead>"
-                    "<tbody>\n";
+  std::string out =
+      "<table id=\"advice\"><thead><tr><th>#</th><th>change</th><th>fits?</th><th>needed memory</th>"
+      "<th>peak allocated</th><th>step time</th><th>tokens/s per GPU</th><th>why</th></tr></thead>"
+      "<tbody>\n";
   for (size_t i = 0; i < advice.size(); ++i) {
     const AdviceItem& a = advice[i];
     const SweepResult& r = a.result;
@@ -66,8 +67,8 @@ std::string advice_table(const std::vector<AdviceItem>& advice) {
              "</td><td class=\"num\">" + format_bytes(r.peak_allocated_bytes) + "</td><td class=\"num\">" +
              html::seconds(r.step_time_s) + "</td><td class=\"num\">" + html::grouped(r.tokens_per_s_per_gpu) + "</td>";
     }
-    out += "<td>" + html_escape(a.explanation) + (a.assignments.empty() ? "" : "<br><code>--set " +
-                                                     html_escape(join(a.assignments, " --set ")) + "</code>") +
+    out += "<td>" + html_escape(a.explanation) +
+           (a.assignments.empty() ? "" : "<br><code>--set " + html_escape(join(a.assignments, " --set ")) + "</code>") +
            "</td></tr>\n";
   }
   return out + "</tbody></table>\n";
@@ -80,17 +81,19 @@ std::string html_run_report(const Schedule& schedule, const SimRun& run, const R
   FSDPSIM_CHECK(!run.steps.empty(), "html_run_report needs a run with at least one step");
   FSDPSIM_CHECK(run.steps.back().ops.size() == schedule.ops.size(), "the run's op timings do not match the schedule");
   std::string out = html::page_begin("fsdpsim: " + report.model + " on " + report.topology);
-  out += "<p class=\"sub\">" + html_escape(report.implementation + ", " + report.strategy + ", " +
-                                           std::to_string(report.world_size) + " × " + report.gpu + ", " +
-                                           std::to_string(report.micro_batches) + (report.micro_batches == 1 ? " micro-batch" : " micro-batches") +
-                                           " per step") +
+  out += "<p class=\"sub\">" +
+         html_escape(report.implementation + ", " + report.strategy + ", " + std::to_string(report.world_size) + " × " +
+                     report.gpu + ", " + std::to_string(report.micro_batches) +
+                     (report.micro_batches == 1 ? " micro-batch" : " micro-batches") + " per step") +
          "</p>\n";
   out += job_table(report) + key_numbers(report);
   out += "<h2>Timeline of the steady step</h2>\n" + html::timeline_chart(schedule, run.steps.back());
   out += "<h2>Memory over time</h2>\n" + html::memory_chart(run, report);
-  out += "<h2>Memory at the peak</h2>\n<p class=\"note\">Live bytes per category when the steady step's allocated "
-         "memory peaked";
-  out += report.peak_op.empty() ? "" : " (in " + html_escape(report.peak_op) + ", " + html_escape(report.peak_phase) + ")";
+  out +=
+      "<h2>Memory at the peak</h2>\n<p class=\"note\">Live bytes per category when the steady step's allocated "
+      "memory peaked";
+  out +=
+      report.peak_op.empty() ? "" : " (in " + html_escape(report.peak_op) + ", " + html_escape(report.peak_phase) + ")";
   out += ", plus the fixed overheads outside the caching allocator.</p>\n" + html::breakdown_chart(report);
   std::vector<html::SelfCheck> checks = {{"timeline-lanes", "#timeline [data-lane]", !schedule.streams.empty()},
                                          {"timeline-bars", "#timeline [data-bar]", !schedule.ops.empty()},
@@ -99,8 +102,10 @@ std::string html_run_report(const Schedule& schedule, const SimRun& run, const R
                                          {"capacity-line", "#memory [data-capacity]", true},
                                          {"breakdown-segments", "#breakdown [data-segment]", true}};
   if (!advice.empty()) {
-    out += "<h2>What would make it fit</h2>\n<p class=\"note\">Single changes to this configuration, each simulated; "
-           "those that fit first.</p>\n" + advice_table(advice);
+    out +=
+        "<h2>What would make it fit</h2>\n<p class=\"note\">Single changes to this configuration, each simulated; "
+        "those that fit first.</p>\n" +
+        advice_table(advice);
     checks.push_back({"advice-rows", "#advice tbody tr", true, false});
   }
   return out + html::page_end(checks, false);

@@ -13,12 +13,23 @@ std::string html_escape(std::string_view text) {
   out.reserve(text.size());
   for (const char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -103,7 +114,9 @@ std::string fixed(double value, int decimals) {
   return s;
 }
 
-std::string px(double value) { return fixed(value, 1); }
+std::string px(double value) {
+  return fixed(value, 1);
+}
 
 std::string grouped(double value) {
   std::string digits = fixed(std::fabs(value), 0);
@@ -115,30 +128,42 @@ std::string grouped(double value) {
   return (value < 0 && out != "0" ? "-" : "") + out;
 }
 
-std::string percent(double ratio) { return fixed(ratio * 100.0, 1) + " %"; }
+std::string percent(double ratio) {
+  return fixed(ratio * 100.0, 1) + " %";
+}
 
-std::string seconds(double value_s) { return format_time_ns(std::llround(value_s * 1e9)); }
+std::string seconds(double value_s) {
+  return format_time_ns(std::llround(value_s * 1e9));
+}
 
 std::string_view op_kind_colour(OpKind kind) {
   switch (kind) {
-    case OpKind::compute: return "#4e79a7";
-    case OpKind::all_gather: return "#59a14f";
-    case OpKind::reduce_scatter: return "#e15759";
-    case OpKind::all_reduce: return "#f28e2b";
-    case OpKind::all_to_all: return "#b07aa1";
-    case OpKind::copy: return "#9c755f";
-    case OpKind::optimizer: return "#edc948";
-    case OpKind::sync: return "#bab0ac";
+    case OpKind::compute:
+      return "#4e79a7";
+    case OpKind::all_gather:
+      return "#59a14f";
+    case OpKind::reduce_scatter:
+      return "#e15759";
+    case OpKind::all_reduce:
+      return "#f28e2b";
+    case OpKind::all_to_all:
+      return "#b07aa1";
+    case OpKind::copy:
+      return "#9c755f";
+    case OpKind::optimizer:
+      return "#edc948";
+    case OpKind::sync:
+      return "#bab0ac";
   }
   return "#bab0ac";
 }
 
 std::string_view category_colour(std::string_view name) {
   static constexpr std::pair<std::string_view, std::string_view> kColours[] = {
-      {"param_shard", "#4e79a7"},      {"main_weight", "#a0cbe8"},    {"optimizer_state", "#f28e2b"},
-      {"grad_shard", "#ffbe7d"},       {"unsharded_grad", "#e15759"}, {"gathered_param", "#59a14f"},
-      {"activation", "#b07aa1"},       {"workspace", "#9c755f"},      {"comm_staging", "#76b7b2"},
-      {"cuda_context", "#79706e"},     {"cublas_workspace", "#a9a19e"}, {"nccl", "#d4ccc9"},
+      {"param_shard", "#4e79a7"},  {"main_weight", "#a0cbe8"},      {"optimizer_state", "#f28e2b"},
+      {"grad_shard", "#ffbe7d"},   {"unsharded_grad", "#e15759"},   {"gathered_param", "#59a14f"},
+      {"activation", "#b07aa1"},   {"workspace", "#9c755f"},        {"comm_staging", "#76b7b2"},
+      {"cuda_context", "#79706e"}, {"cublas_workspace", "#a9a19e"}, {"nccl", "#d4ccc9"},
   };
   for (const auto& [key, colour] : kColours) {
     if (key == name) return colour;
@@ -194,8 +219,9 @@ std::string page_begin(const std::string& title) {
 }
 
 std::string page_end(const std::vector<SelfCheck>& checks, bool list_pareto) {
-  std::string out = "<pre id=\"fsdpsim-selfcheck\">self-check did not run</pre>\n<script>\n(function () {\n"
-                    "  var checks = [\n";
+  std::string out =
+      "<pre id=\"fsdpsim-selfcheck\">self-check did not run</pre>\n<script>\n(function () {\n"
+      "  var checks = [\n";
   for (const SelfCheck& c : checks) {
     out += "    [" + js_quote(c.name) + ", " + js_quote(c.selector) + ", " + (c.required ? "1" : "0") + ", " +
            (c.svg ? "1" : "0") + "],\n";

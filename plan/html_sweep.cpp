@@ -76,8 +76,8 @@ std::string gpu_memory_lines(const std::vector<SweepResult>& results, const Fram
   std::string out;
   for (const int64_t bytes : sizes) {
     const std::string x = px(f.x(static_cast<double>(bytes)));
-    out += "<line data-gpu-memory=\"" + std::to_string(bytes) + "\" x1=\"" + x + "\" y1=\"" + px(kTopPx) +
-           "\" x2=\"" + x + "\" y2=\"" + px(kTopPx + kPlotHeightPx) + "\" stroke=\"" + kGpuMemoryColour +
+    out += "<line data-gpu-memory=\"" + std::to_string(bytes) + "\" x1=\"" + x + "\" y1=\"" + px(kTopPx) + "\" x2=\"" +
+           x + "\" y2=\"" + px(kTopPx + kPlotHeightPx) + "\" stroke=\"" + kGpuMemoryColour +
            "\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/>\n<text x=\"" + x + "\" y=\"" + px(kTopPx + 10) +
            "\" dx=\"-4\" text-anchor=\"end\" fill=\"" + kGpuMemoryColour + "\">GPU memory " + format_bytes(bytes) +
            "</text>\n";
@@ -119,13 +119,15 @@ std::string front_line(const std::vector<SweepResult>& results, const std::vecto
   }
   pts.pop_back();
   return "<polyline data-pareto-line=\"1\" fill=\"none\" stroke=\"" + std::string(kFrontColour) +
-         "\" stroke-width=\"1.5\" points=\"" + pts + "\"><title>Pareto front: no other point needs less memory and "
+         "\" stroke-width=\"1.5\" points=\"" + pts +
+         "\"><title>Pareto front: no other point needs less memory and "
          "gives more tokens/s</title></polyline>\n";
 }
 
 std::string front_table(const std::vector<SweepResult>& results, const std::vector<size_t>& front) {
-  std::string out = "<table id=\"pareto\"><thead><tr><th>#</th><th>configuration</th><th>fits</th>"
-                    "<th>needed memory</th><th>tokens/s per GPU</th><th>step time</th></tr></thead><tbody>\n";
+  std::string out =
+      "<table id=\"pareto\"><thead><tr><th>#</th><th>configuration</th><th>fits</th>"
+      "<th>needed memory</th><th>tokens/s per GPU</th><th>step time</th></tr></thead><tbody>\n";
   for (const size_t i : front) {
     const SweepResult& r = results[i];
     out += "<tr class=\"" + std::string(r.fits ? "fits" : "oom") + "\"><td class=\"num\">" + std::to_string(i) +
@@ -175,7 +177,8 @@ std::string scatter_chart(const std::vector<SweepResult>& results, const std::ve
                                                        {kFrontColour, "Pareto front (outlined points)"},
                                                        {kGpuMemoryColour, "GPU memory"}});
   out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + px(width) + "\" height=\"" + px(height) +
-         "\" viewBox=\"0 0 " + px(width) + " " + px(height) + "\" role=\"img\" aria-label=\"memory against throughput\">\n";
+         "\" viewBox=\"0 0 " + px(width) + " " + px(height) +
+         "\" role=\"img\" aria-label=\"memory against throughput\">\n";
   out += axes(f) + gpu_memory_lines(results, f) + front_line(results, front, f) + points(results, front, f);
   return out + "</svg>\n" + front_table(results, front) + "</div>\n";
 }
@@ -225,13 +228,14 @@ std::string html_sweep_report(const std::vector<SweepResult>& results, const std
          std::to_string(results.size() - valid) + " invalid; " + std::to_string(front.size()) +
          " on the Pareto front of memory and throughput.</p>\n";
   out += "<h2>Ranking</h2>\n" + html::ranked_table(results, order);
-  out += "<h2>Memory against throughput</h2>\n<p class=\"note\">Every valid point; a point is on the Pareto front "
-         "when no other point needs less memory and gives more tokens/s per GPU.</p>\n" +
-         html::scatter_chart(results, front);
+  out +=
+      "<h2>Memory against throughput</h2>\n<p class=\"note\">Every valid point; a point is on the Pareto front "
+      "when no other point needs less memory and gives more tokens/s per GPU.</p>\n" +
+      html::scatter_chart(results, front);
   // The front's line has an area only when it joins two different points.
-  const bool line_drawn = front.size() >= 2 && (results[front.front()].needed_bytes != results[front.back()].needed_bytes ||
-                                                results[front.front()].tokens_per_s_per_gpu !=
-                                                    results[front.back()].tokens_per_s_per_gpu);
+  const bool line_drawn =
+      front.size() >= 2 && (results[front.front()].needed_bytes != results[front.back()].needed_bytes ||
+                            results[front.front()].tokens_per_s_per_gpu != results[front.back()].tokens_per_s_per_gpu);
   out += html::page_end({{"points", "#scatter [data-point]", valid > 0},
                          {"fitting", "#scatter [data-point][data-fits='1']", false},
                          {"oom", "#scatter [data-point][data-fits='0']", false},

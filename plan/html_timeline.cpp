@@ -72,7 +72,8 @@ void flush(Lane& lane, Pending& p) {
     const std::string title = html_escape(
         std::to_string(p.count) + " ops merged (each under a pixel): " + s.ops[static_cast<size_t>(p.first)].name +
         " … " + s.ops[static_cast<size_t>(p.last)].name + "\nbusy " + format_time_ns(p.busy_ns) + " of " +
-        format_time_ns(last.end_ns - first.start_ns) + ", from " + format_time_ns(first.start_ns - lane.step->start_ns));
+        format_time_ns(last.end_ns - first.start_ns) + ", from " +
+        format_time_ns(first.start_ns - lane.step->start_ns));
     // A merged bar is as opaque as the stream was busy within it, so sparse sub-pixel traffic does not look solid.
     const TimeNs span_ns = std::max<TimeNs>(1, last.end_ns - first.start_ns);
     const double busy = static_cast<double>(p.busy_ns) / static_cast<double>(span_ns);
@@ -133,8 +134,13 @@ std::string timeline_chart(const Schedule& schedule, const StepRun& step) {
   std::string lanes_svg, bars_svg;  // backgrounds and labels under the grid, bars over it
   int64_t bars = 0, merged = 0;
   for (size_t i = 0; i < lanes; ++i) {
-    Lane lane{&schedule, &step, kTopPx + static_cast<double>(i) * (kLaneHeightPx + kLaneGapPx),
-              kPlotWidthPx / static_cast<double>(span_ns), "", 0, 0};
+    Lane lane{&schedule,
+              &step,
+              kTopPx + static_cast<double>(i) * (kLaneHeightPx + kLaneGapPx),
+              kPlotWidthPx / static_cast<double>(span_ns),
+              "",
+              0,
+              0};
     lanes_svg += "<rect data-lane=\"" + html_escape(schedule.streams[i].name) + "\" x=\"" + px(kMarginLeftPx) +
                  "\" y=\"" + px(lane.y) + "\" width=\"" + px(kPlotWidthPx) + "\" height=\"" + px(kLaneHeightPx) +
                  "\" fill=\"#f6f6f6\"/>\n<text x=\"" + px(kMarginLeftPx - 6) + "\" y=\"" +
@@ -145,10 +151,11 @@ std::string timeline_chart(const Schedule& schedule, const StepRun& step) {
     bars += lane.bars;
     merged += lane.merged_bars;
   }
-  std::string out = "<div id=\"timeline\">\n<p class=\"note\">The steady (last simulated) step: " +
-                    format_time_ns(span_ns) + ", " + std::to_string(schedule.ops.size()) + " ops on " +
-                    std::to_string(lanes) + " streams; " + std::to_string(bars) + " bars, " + std::to_string(merged) +
-                    " of them merging consecutive ops narrower than a pixel. Hover a bar for its op.</p>\n";
+  std::string out =
+      "<div id=\"timeline\">\n<p class=\"note\">The steady (last simulated) step: " + format_time_ns(span_ns) + ", " +
+      std::to_string(schedule.ops.size()) + " ops on " + std::to_string(lanes) + " streams; " + std::to_string(bars) +
+      " bars, " + std::to_string(merged) +
+      " of them merging consecutive ops narrower than a pixel. Hover a bar for its op.</p>\n";
   out += kinds_legend(schedule, step);
   out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + px(width) + "\" height=\"" + px(height) +
          "\" viewBox=\"0 0 " + px(width) + " " + px(height) + "\" role=\"img\" aria-label=\"timeline per stream\">\n";

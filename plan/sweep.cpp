@@ -49,7 +49,8 @@ GridAxis parse_grid_axis(const std::string& text) {
   }
   for (const std::string& v : split(text.substr(eq + 1), ',')) {
     const std::string value = trim_copy(v);
-    if (value.empty()) throw ConfigError(where, axis.key, "an empty value in the list", "write values separated by commas");
+    if (value.empty())
+      throw ConfigError(where, axis.key, "an empty value in the list", "write values separated by commas");
     FsdpConfig probe;  // reject a bad value now, not after thousands of simulations
     apply_override(probe, axis.key + "=" + value, "--grid");
     axis.values.push_back(value);
@@ -92,7 +93,8 @@ SweepResult evaluate_config(const ModelSpec& model, const Topology& topology, Fs
   r.peak_allocated_bytes = report.peak_allocated_bytes;
   r.needed_bytes = report.peak_reserved_bytes + report.overheads.total();
   r.gpu_memory_bytes = report.gpu_memory_bytes;
-  r.fits = !report.oom && static_cast<double>(r.needed_bytes) <= (1.0 - margin) * static_cast<double>(r.gpu_memory_bytes);
+  r.fits =
+      !report.oom && static_cast<double>(r.needed_bytes) <= (1.0 - margin) * static_cast<double>(r.gpu_memory_bytes);
   if (schedule.info.global_tokens_per_step > 0) {
     r.gpu_seconds_per_million_tokens =
         r.gpus * r.step_time_s / static_cast<double>(schedule.info.global_tokens_per_step) * 1e6;
@@ -121,7 +123,8 @@ std::vector<SweepResult> run_sweep(const SweepSpec& spec, const SweepProgress& p
       }
     }
   };
-  const int32_t threads = spec.threads > 0 ? spec.threads : std::max(1, static_cast<int32_t>(std::thread::hardware_concurrency()));
+  const int32_t threads =
+      spec.threads > 0 ? spec.threads : std::max(1, static_cast<int32_t>(std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;
   for (int32_t t = 1; t < std::min<int64_t>(threads, total); ++t) pool.emplace_back(worker);
   worker();
@@ -137,9 +140,12 @@ std::vector<size_t> rank_results(const std::vector<SweepResult>& results, RankBy
     const SweepResult& r = results[i];
     if (group(i) == 1) return static_cast<double>(r.needed_bytes);
     switch (by) {
-      case RankBy::throughput: return -r.tokens_per_s_per_gpu;
-      case RankBy::cost: return r.gpu_seconds_per_million_tokens;
-      case RankBy::memory: return static_cast<double>(r.needed_bytes);
+      case RankBy::throughput:
+        return -r.tokens_per_s_per_gpu;
+      case RankBy::cost:
+        return r.gpu_seconds_per_million_tokens;
+      case RankBy::memory:
+        return static_cast<double>(r.needed_bytes);
     }
     return 0.0;
   };

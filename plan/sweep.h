@@ -36,7 +36,7 @@ struct SweepResult {
   double mfu = 0;
   double exposed_comm_s = 0;
   int64_t peak_allocated_bytes = 0;
-  int64_t needed_bytes = 0;              ///< peak reserved + overheads
+  int64_t needed_bytes = 0;  ///< peak reserved + overheads
   int64_t gpu_memory_bytes = 0;
   double gpu_seconds_per_million_tokens = 0;  ///< cost: GPUs × step time / tokens per step × 1e6
 };
@@ -48,10 +48,10 @@ enum class RankBy : uint8_t { throughput, cost, memory };
 struct SweepSpec {
   ModelSpec model;
   Topology topology;
-  FsdpConfig base;               ///< the configuration every point starts from
+  FsdpConfig base;  ///< the configuration every point starts from
   std::vector<GridAxis> axes;
-  double memory_margin = 0.0;    ///< a point fits when needed ≤ (1 − margin) × GPU memory
-  int32_t threads = 0;           ///< 0: all cores
+  double memory_margin = 0.0;  ///< a point fits when needed ≤ (1 − margin) × GPU memory
+  int32_t threads = 0;         ///< 0: all cores
   /// Steps to simulate per point. 1 (the default for sweeps) simulates the steady state directly: the allocator's
   /// first-step cudaMalloc costs are left out, which is the only thing that makes a first step differ.
   int32_t steps = 1;

@@ -32,12 +32,13 @@ std::string sweep_table(const std::vector<SweepResult>& results, const std::vect
     const SweepResult& r = results[i];
     const std::string config = join(r.assignments, " ");
     if (!r.valid) {
-      std::snprintf(line, sizeof line, "%5zu  %-4s %6s %10s %12s %6s %10s %10s %9s  %s — %s\n", shown, "n/a", "", "", "", "",
-                    "", "", "", config.c_str(), r.invalid_reason.c_str());
+      std::snprintf(line, sizeof line, "%5zu  %-4s %6s %10s %12s %6s %10s %10s %9s  %s — %s\n", shown, "n/a", "", "",
+                    "", "", "", "", "", config.c_str(), r.invalid_reason.c_str());
     } else {
-      std::snprintf(line, sizeof line, "%5zu  %-4s %6d %9.3fs %12.0f %5.1f%% %10s %10s %9.0f  %s\n", shown, r.fits ? "yes" : "OOM",
-                    r.gpus, r.step_time_s, r.tokens_per_s_per_gpu, 100 * r.mfu, format_bytes(r.needed_bytes).c_str(),
-                    format_bytes(r.gpu_memory_bytes).c_str(), r.gpu_seconds_per_million_tokens, config.c_str());
+      std::snprintf(line, sizeof line, "%5zu  %-4s %6d %9.3fs %12.0f %5.1f%% %10s %10s %9.0f  %s\n", shown,
+                    r.fits ? "yes" : "OOM", r.gpus, r.step_time_s, r.tokens_per_s_per_gpu, 100 * r.mfu,
+                    format_bytes(r.needed_bytes).c_str(), format_bytes(r.gpu_memory_bytes).c_str(),
+                    r.gpu_seconds_per_million_tokens, config.c_str());
     }
     out << line;
   }
@@ -48,13 +49,14 @@ std::string sweep_table(const std::vector<SweepResult>& results, const std::vect
 std::string sweep_csv(const std::vector<SweepResult>& results, const std::vector<size_t>& order) {
   std::ostringstream out;
   out << "rank,configuration,valid,fits,gpus,micro_batches,step_time_s,tokens_per_s_per_gpu,tflops_per_gpu,mfu,"
-         "exposed_comm_s,peak_allocated_bytes,needed_bytes,gpu_memory_bytes,gpu_seconds_per_million_tokens,invalid_reason\n";
+         "exposed_comm_s,peak_allocated_bytes,needed_bytes,gpu_memory_bytes,gpu_seconds_per_million_tokens,invalid_"
+         "reason\n";
   size_t rank = 0;
   for (const size_t i : order) {
     const SweepResult& r = results[i];
     char numbers[512];
-    std::snprintf(numbers, sizeof numbers, "%d,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%lld,%lld,%lld,%.9g", r.gpus, r.micro_batches,
-                  r.step_time_s, r.tokens_per_s_per_gpu, r.tflops_per_gpu, r.mfu, r.exposed_comm_s,
+    std::snprintf(numbers, sizeof numbers, "%d,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%lld,%lld,%lld,%.9g", r.gpus,
+                  r.micro_batches, r.step_time_s, r.tokens_per_s_per_gpu, r.tflops_per_gpu, r.mfu, r.exposed_comm_s,
                   static_cast<long long>(r.peak_allocated_bytes), static_cast<long long>(r.needed_bytes),
                   static_cast<long long>(r.gpu_memory_bytes), r.gpu_seconds_per_million_tokens);
     out << ++rank << "," << csv_field(join(r.assignments, " ")) << "," << (r.valid ? "true" : "false") << ","

@@ -12,7 +12,9 @@
 namespace fsdpsim {
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 // One shard group's slice of an FSDP2 group (dense over dp_shard, experts over edp).
 struct Part {
@@ -71,9 +73,9 @@ class Fsdp2Builder {
   int32_t copy_in_stream_ = -1, ag_stream_ = -1, rs_stream_ = -1, ar_stream_ = -1;
   int32_t shard_params_ = -1, shard_grads_ = -1, optimizer_state_ = -1;
   int64_t shard_elems_ = 0;
-  int32_t last_copy_out_ = -1;     // copy-in waits on the previous copy-out (all_gather_state)
-  int32_t pending_flat_free_ = -1; // forward: the previous group's flat output, freed at the next copy-out
-  int32_t rs_in_flight_op_ = -1;   // the last reduce-scatter's final op
+  int32_t last_copy_out_ = -1;      // copy-in waits on the previous copy-out (all_gather_state)
+  int32_t pending_flat_free_ = -1;  // forward: the previous group's flat output, freed at the next copy-out
+  int32_t rs_in_flight_op_ = -1;    // the last reduce-scatter's final op
   int32_t rs_in_flight_input_ = -1;
 };
 
@@ -161,7 +163,8 @@ void Fsdp2Builder::copy_out(int32_t g, Phase phase, int32_t mb, bool free_flat_n
   for (Part& part : pg.parts) {
     const std::string name = pg.name + (part.expert ? ".experts" : "");
     const int64_t bytes = part.padded_elems * weight_bytes();
-    part.unsharded = ctx_.w.buffer(op_name("params" + phase_name, name, mb), BufferCategory::gathered_param, bytes, false);
+    part.unsharded =
+        ctx_.w.buffer(op_name("params" + phase_name, name, mb), BufferCategory::gathered_param, bytes, false);
     Op op = make_memory_op(OpKind::copy, op_name("ag_copy_out" + phase_name, name, mb), phase, ctx_.compute, 2 * bytes);
     op.unit = pg.units.front();
     op.micro_batch = mb;
@@ -197,7 +200,8 @@ void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
     }
     emit_unit_collectives(ctx_, u, Phase::fwd, mb);
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-    Op fwd = make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, cost.fwd_gemms, cost.fwd_bytes_touched);
+    Op fwd =
+        make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, cost.fwd_gemms, cost.fwd_bytes_touched);
     fwd.unit = u;
     fwd.micro_batch = mb;
     ParamGroup& pg = groups_[static_cast<size_t>(g)];
@@ -247,7 +251,8 @@ void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
     acts.reload(u - 1, ctx_.w.tail(ctx_.compute));
     emit_unit_collectives(ctx_, u, Phase::bwd, mb);
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-    Op bwd = make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, cost.bwd_gemms, cost.bwd_bytes_touched);
+    Op bwd =
+        make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, cost.bwd_gemms, cost.bwd_bytes_touched);
     bwd.unit = u;
     bwd.micro_batch = mb;
     ParamGroup& pg = groups_[static_cast<size_t>(g)];
@@ -280,12 +285,14 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
   for (const Part& part : pg.parts) elems += part.padded_elems;
   // The compute stream waits on the previous reduce-scatter and drops its input (one RS input in flight).
   if (rs_in_flight_op_ >= 0) {
-    Op sync = make_sync(op_name("rs_wait", pg.name, mb), Phase::bwd, ctx_.compute, {rs_in_flight_op_}, {rs_in_flight_input_});
+    Op sync =
+        make_sync(op_name("rs_wait", pg.name, mb), Phase::bwd, ctx_.compute, {rs_in_flight_op_}, {rs_in_flight_input_});
     sync.micro_batch = mb;
     ctx_.w.add(std::move(sync));
   }
   // chunk_cat the gradients into the RS input (cast to the reduce dtype) on the compute stream.
-  const int32_t input = ctx_.w.buffer(op_name("rs_in", pg.name, mb), BufferCategory::unsharded_grad, elems * reduce_bytes(), false);
+  const int32_t input =
+      ctx_.w.buffer(op_name("rs_in", pg.name, mb), BufferCategory::unsharded_grad, elems * reduce_bytes(), false);
   Op copy = make_memory_op(OpKind::copy, op_name("rs_copy_in", pg.name, mb), Phase::bwd, ctx_.compute,
                            elems * (weight_bytes() + reduce_bytes()));
   copy.unit = pg.units.front();
@@ -303,7 +310,8 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
     const int32_t output = ctx_.w.buffer(op_name("rs_out", name, mb), BufferCategory::comm_staging, out_bytes, false);
     // FSDP2 reduces with ncclAvg for FP32/BF16 (which rules out NVLS, PAT and symmetric kernels).
     Op rs = make_collective(OpKind::reduce_scatter, op_name("rs", name, mb), Phase::bwd, rs_stream_,
-                            ctx_.group(part.expert ? "edp" : "dp_shard"), part.shard, out_bytes, grad_comm_dtype(ctx_.config),
+                            ctx_.group(part.expert ? "edp" : "dp_shard"), part.shard, out_bytes,
+                            grad_comm_dtype(ctx_.config),
                             ctx_.config.calculate_per_token_loss ? ReduceOp::sum : ReduceOp::avg);
     rs.unit = pg.units.front();
     rs.micro_batch = mb;
@@ -339,7 +347,8 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
 }
 
 void Fsdp2Builder::optimizer_step() {
-  Op sync = make_sync("grad_sync", Phase::optim, ctx_.compute, ctx_.w.tails({rs_stream_, ar_stream_, ctx_.offload}), {});
+  Op sync =
+      make_sync("grad_sync", Phase::optim, ctx_.compute, ctx_.w.tails({rs_stream_, ar_stream_, ctx_.offload}), {});
   ctx_.w.add(std::move(sync));
   // Adam over the sharded parameters in their original dtype; the next unshard's copy-in casts them.
   const int64_t moments = dtype_bytes(ctx_.config.exp_avg_dtype) + dtype_bytes(ctx_.config.exp_avg_sq_dtype);

@@ -34,7 +34,9 @@ int64_t MegatronBuilder::grad_bytes(const BucketGroup& g) const {
   return g.padded_elems * dtype_bytes(grad_comm_dtype(ctx_.config));
 }
 
-int32_t MegatronBuilder::shard_group(const BucketGroup& g) { return ctx_.group(g.expert ? "edp" : "dp_shard"); }
+int32_t MegatronBuilder::shard_group(const BucketGroup& g) {
+  return ctx_.group(g.expert ? "edp" : "dp_shard");
+}
 
 bool MegatronBuilder::uses_pool(int32_t group) const {
   const BucketGroup& g = plan_.groups[static_cast<size_t>(group)];
@@ -87,10 +89,12 @@ void MegatronBuilder::add_persistent_buffers() {
   if (zero3()) {
     param_shard_ = mark(ctx_.w.buffer("param_shard", BufferCategory::param_shard, shard_bytes[0], true));
     if (shard_bytes[1] > 0) {
-      param_shard_expert_ = mark(ctx_.w.buffer("param_shard.experts", BufferCategory::param_shard, shard_bytes[1], true));
+      param_shard_expert_ =
+          mark(ctx_.w.buffer("param_shard.experts", BufferCategory::param_shard, shard_bytes[1], true));
     }
     // §1.3: non-unit buckets are gathered once per step and stay unsharded (PRESERVED).
-    ag_[0].buffer = mark(ctx_.w.buffer("params.non_unit", BufferCategory::gathered_param, plan_.groups[0].gathered_bytes, true));
+    ag_[0].buffer =
+        mark(ctx_.w.buffer("params.non_unit", BufferCategory::gathered_param, plan_.groups[0].gathered_bytes, true));
   } else {
     for (size_t g = 0; g < plan_.groups.size(); ++g) {
       ag_[g].buffer = mark(ctx_.w.buffer("params." + plan_.groups[g].name, BufferCategory::gathered_param,
@@ -103,17 +107,18 @@ void MegatronBuilder::add_persistent_buffers() {
                          ? full_elems
                          : (shard_elems[0] + shard_elems[1]) / outer_shards;
   if (main_param_bytes(c) > 0) {
-    main_weights_ = mark(ctx_.w.buffer("main_weights", BufferCategory::main_weight,
-                                       main_param_bytes(c) * optimizer_elems_, true));
+    main_weights_ =
+        mark(ctx_.w.buffer("main_weights", BufferCategory::main_weight, main_param_bytes(c) * optimizer_elems_, true));
   }
   const int64_t adam_bytes = dtype_bytes(c.exp_avg_dtype) + dtype_bytes(c.exp_avg_sq_dtype);
-  optimizer_state_ = ctx_.w.buffer("optimizer_state", BufferCategory::optimizer_state, adam_bytes * optimizer_elems_, true);
+  optimizer_state_ =
+      ctx_.w.buffer("optimizer_state", BufferCategory::optimizer_state, adam_bytes * optimizer_elems_, true);
   const int64_t grad_elem_bytes = dtype_bytes(main_grad_dtype(c));
   if (shards_grads()) {
     grad_shard_ = mark(ctx_.w.buffer("grad_shard", BufferCategory::grad_shard, grad_elem_bytes * shard_elems[0], true));
     if (shard_elems[1] > 0) {
-      grad_shard_expert_ = mark(ctx_.w.buffer("grad_shard.experts", BufferCategory::grad_shard,
-                                              grad_elem_bytes * shard_elems[1], true));
+      grad_shard_expert_ =
+          mark(ctx_.w.buffer("grad_shard.experts", BufferCategory::grad_shard, grad_elem_bytes * shard_elems[1], true));
     }
   } else {
     for (size_t g = 0; g < plan_.groups.size(); ++g) {
@@ -148,10 +153,11 @@ void MegatronBuilder::add_double_buffer_pools() {
   for (int32_t slot = 0; slot < 2; ++slot) {
     const std::string suffix = ".slot" + std::to_string(slot);
     if (zero3()) {
-      param_pool_.push_back(ctx_.w.buffer("pool.params" + suffix, BufferCategory::comm_staging, modal_unit_bytes_, true));
+      param_pool_.push_back(
+          ctx_.w.buffer("pool.params" + suffix, BufferCategory::comm_staging, modal_unit_bytes_, true));
     }
-    grad_pool_.push_back(ctx_.w.buffer("pool.grads" + suffix, BufferCategory::comm_staging,
-                                       grad_bytes_of[modal_unit_bytes_], true));
+    grad_pool_.push_back(
+        ctx_.w.buffer("pool.grads" + suffix, BufferCategory::comm_staging, grad_bytes_of[modal_unit_bytes_], true));
     if (ctx_.config.nccl_ub) {
       if (zero3()) ctx_.w.mark_registered(param_pool_.back());
       ctx_.w.mark_registered(grad_pool_.back());
@@ -169,7 +175,9 @@ std::vector<int32_t> MegatronBuilder::prefetch_list(const std::vector<int32_t>& 
   // listed, and never prefetches non-unit buckets.
   std::vector<int32_t> list = requested;
   std::set<int32_t> units;
-  for (const int32_t g : requested) units.insert(plan_.groups[static_cast<size_t>(g)].non_unit ? -1 : plan_.groups[static_cast<size_t>(g)].units.front());
+  for (const int32_t g : requested)
+    units.insert(plan_.groups[static_cast<size_t>(g)].non_unit ? -1
+                                                               : plan_.groups[static_cast<size_t>(g)].units.front());
   int64_t prefetched = 0;
   const auto count = static_cast<int32_t>(plan_.groups.size());
   int32_t next = forward ? *std::max_element(requested.begin(), requested.end()) + 1
@@ -250,9 +258,9 @@ void MegatronBuilder::issue_all_gather(int32_t group, Phase phase, int32_t mb) {
     op.writes = {source};
     deps = {ctx_.w.add(std::move(op))};
   }
-  Op op = make_collective(OpKind::all_gather, op_name(what, g.name, mb), phase, ag_stream_, shard_group(g), g.shard_size,
-                          g.shard_bytes(), ctx_.config.param_dtype == DType::fp8 && !g.non_unit ? DType::fp8 : DType::bf16,
-                          ReduceOp::none);
+  Op op = make_collective(
+      OpKind::all_gather, op_name(what, g.name, mb), phase, ag_stream_, shard_group(g), g.shard_size, g.shard_bytes(),
+      ctx_.config.param_dtype == DType::fp8 && !g.non_unit ? DType::fp8 : DType::bf16, ReduceOp::none);
   op.unit = unit;
   op.micro_batch = mb;
   op.deps = deps;
@@ -314,7 +322,8 @@ void MegatronBuilder::forward(int32_t mb, Activations& acts) {
     // Pre-forward hook (every unit and every non-unit module with parameters): gather + forward prefetch.
     gather(groups, ctx_.config.overlap_param_gather, true, Phase::fwd, mb);
     emit_unit_collectives(ctx_, u, Phase::fwd, mb);
-    Op fwd = make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, cost.fwd_gemms, cost.fwd_bytes_touched);
+    Op fwd =
+        make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, cost.fwd_gemms, cost.fwd_bytes_touched);
     fwd.unit = u;
     fwd.micro_batch = mb;
     fwd.deps = wait_for(groups);

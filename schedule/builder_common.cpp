@@ -124,8 +124,8 @@ void Activations::on_forward(Op& fwd, int32_t unit) {
     fwd.writes.push_back(b);
   }
   if (cost.fwd_workspace_bytes > 0) {
-    const int32_t ws = ctx_.w.buffer(op_name("ws.fwd", cost.name, mb_), BufferCategory::workspace,
-                                     cost.fwd_workspace_bytes, false);
+    const int32_t ws =
+        ctx_.w.buffer(op_name("ws.fwd", cost.name, mb_), BufferCategory::workspace, cost.fwd_workspace_bytes, false);
     fwd.allocs.push_back(ws);
     fwd.frees.push_back(ws);
   }
@@ -152,8 +152,7 @@ void Activations::reload(int32_t unit, int32_t after_op) {
   if (slot.offload_op < 0) return;
   const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
   const int64_t bytes = ctx_.w.buffer_at(slot.saved).size_bytes;
-  const int32_t back =
-      ctx_.w.buffer(op_name("act.reload", cost.name, mb_), BufferCategory::activation, bytes, false);
+  const int32_t back = ctx_.w.buffer(op_name("act.reload", cost.name, mb_), BufferCategory::activation, bytes, false);
   Op op = make_memory_op(OpKind::copy, op_name("offload_h2d", cost.name, mb_), Phase::bwd, ctx_.offload, 0);
   op.unit = unit;
   op.micro_batch = mb_;
@@ -188,8 +187,8 @@ void Activations::on_backward(Op& bwd, int32_t unit) {
   }
   const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
   if (cost.bwd_workspace_bytes > 0) {
-    const int32_t ws = ctx_.w.buffer(op_name("ws.bwd", cost.name, mb_), BufferCategory::workspace,
-                                     cost.bwd_workspace_bytes, false);
+    const int32_t ws =
+        ctx_.w.buffer(op_name("ws.bwd", cost.name, mb_), BufferCategory::workspace, cost.bwd_workspace_bytes, false);
     bwd.allocs.push_back(ws);
     bwd.frees.push_back(ws);
   }

@@ -4,10 +4,14 @@ namespace fsdpsim {
 
 std::string_view to_string(DType t) {
   switch (t) {
-    case DType::fp32: return "fp32";
-    case DType::bf16: return "bf16";
-    case DType::fp16: return "fp16";
-    case DType::fp8: return "fp8";
+    case DType::fp32:
+      return "fp32";
+    case DType::bf16:
+      return "bf16";
+    case DType::fp16:
+      return "fp16";
+    case DType::fp8:
+      return "fp8";
   }
   return "?";
 }

@@ -14,10 +14,14 @@ enum class DType : uint8_t { fp32, bf16, fp16, fp8 };
 /// Bytes per element.
 constexpr int64_t dtype_bytes(DType t) {
   switch (t) {
-    case DType::fp32: return 4;
-    case DType::bf16: return 2;
-    case DType::fp16: return 2;
-    case DType::fp8: return 1;
+    case DType::fp32:
+      return 4;
+    case DType::bf16:
+      return 2;
+    case DType::fp16:
+      return 2;
+    case DType::fp8:
+      return 1;
   }
   return 0;
 }

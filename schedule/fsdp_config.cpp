@@ -38,20 +38,21 @@ struct EnumNames {
   }
 };
 
-const EnumNames<Implementation> kImplementations{{{Implementation::megatron_fsdp, "megatron_fsdp"},
-                                                  {Implementation::fsdp2, "fsdp2"}}};
+const EnumNames<Implementation> kImplementations{
+    {{Implementation::megatron_fsdp, "megatron_fsdp"}, {Implementation::fsdp2, "fsdp2"}}};
 const EnumNames<ShardingStrategy> kStrategies{{{ShardingStrategy::no_shard, "no_shard"},
                                                {ShardingStrategy::optim, "optim"},
                                                {ShardingStrategy::optim_grads, "optim_grads"},
                                                {ShardingStrategy::optim_grads_params, "optim_grads_params"}}};
-const EnumNames<OuterStrategy> kOuterStrategies{{{OuterStrategy::no_shard, "no_shard"}, {OuterStrategy::optim, "optim"}}};
+const EnumNames<OuterStrategy> kOuterStrategies{
+    {{OuterStrategy::no_shard, "no_shard"}, {OuterStrategy::optim, "optim"}}};
 const EnumNames<BudgetRule> kBudgetRules{{{BudgetRule::floor, "floor"}, {BudgetRule::cap, "cap"}}};
-const EnumNames<RecomputeMethod> kRecomputeMethods{{{RecomputeMethod::uniform, "uniform"},
-                                                    {RecomputeMethod::block, "block"}}};
-const EnumNames<Recompute> kRecompute{{{Recompute::none, "none"},
-                                       {Recompute::selective, "selective"},
-                                       {Recompute::full, "full"}}};
-const EnumNames<DType> kDtypes{{{DType::fp32, "fp32"}, {DType::bf16, "bf16"}, {DType::fp16, "fp16"}, {DType::fp8, "fp8"}}};
+const EnumNames<RecomputeMethod> kRecomputeMethods{
+    {{RecomputeMethod::uniform, "uniform"}, {RecomputeMethod::block, "block"}}};
+const EnumNames<Recompute> kRecompute{
+    {{Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}}};
+const EnumNames<DType> kDtypes{
+    {{DType::fp32, "fp32"}, {DType::bf16, "bf16"}, {DType::fp16, "fp16"}, {DType::fp8, "fp8"}}};
 
 template <typename T>
 KeyDef int_key(const std::string& name, T FsdpConfig::*field, int64_t min, int64_t max, const std::string& help) {
@@ -107,7 +108,8 @@ const std::vector<KeyDef>& key_table() {
       count_key("seq_length", &FsdpConfig::seq_length, "tokens per sequence"),
       enum_key("param_dtype", &FsdpConfig::param_dtype, kDtypes,
                "compute weight dtype: bf16, or fp8 for FP8 parameters (fp8_param_gather)"),
-      bool_key("fp8_compute", &FsdpConfig::fp8_compute, "FP8 GEMMs (Megatron --fp8-format); implied by param_dtype fp8"),
+      bool_key("fp8_compute", &FsdpConfig::fp8_compute,
+               "FP8 GEMMs (Megatron --fp8-format); implied by param_dtype fp8"),
       text_choice_key("main_params_dtype", &FsdpConfig::main_params_dtype, {"fp32", "auto"},
                       "master weights: fp32, or auto for none (the compute shard is optimized)"),
       text_choice_key("main_grads_dtype", &FsdpConfig::main_grads_dtype, {"auto", "fp32", "bf16"},
@@ -236,11 +238,19 @@ std::string config_to_yaml(const FsdpConfig& config) {
   return out.str();
 }
 
-std::string_view to_string(Implementation v) { return kImplementations.name(v); }
-std::string_view to_string(ShardingStrategy v) { return kStrategies.name(v); }
-std::string_view to_string(OuterStrategy v) { return kOuterStrategies.name(v); }
+std::string_view to_string(Implementation v) {
+  return kImplementations.name(v);
+}
+std::string_view to_string(ShardingStrategy v) {
+  return kStrategies.name(v);
+}
+std::string_view to_string(OuterStrategy v) {
+  return kOuterStrategies.name(v);
+}
 
-int64_t main_param_bytes(const FsdpConfig& config) { return config.main_params_dtype == "fp32" ? 4 : 0; }
+int64_t main_param_bytes(const FsdpConfig& config) {
+  return config.main_params_dtype == "fp32" ? 4 : 0;
+}
 
 DType main_grad_dtype(const FsdpConfig& config) {
   if (config.main_grads_dtype == "fp32") return DType::fp32;

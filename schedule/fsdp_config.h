@@ -44,13 +44,13 @@ struct FsdpConfig {
   int64_t micro_batch_size = 1;
   int64_t global_batch_size = 0;  ///< 0: one micro-batch per data-parallel rank
   int64_t seq_length = 4096;
-  DType param_dtype = DType::bf16;              ///< compute weights (fp8: FP8 parameters, fp8_param_gather)
-  bool fp8_compute = false;                     ///< FP8 GEMMs (Megatron's --fp8-format); implied by param fp8
-  std::string main_params_dtype = "fp32";       ///< fp32 | auto (no separate main weights)
-  std::string main_grads_dtype = "auto";        ///< auto (parameter dtype; bf16 for fp8 params) | fp32 | bf16
-  std::string grad_comm_dtype = "auto";         ///< auto (the main-grads dtype) | fp32 | bf16
-  DType exp_avg_dtype = DType::fp32;            ///< Adam first moment
-  DType exp_avg_sq_dtype = DType::fp32;         ///< Adam second moment
+  DType param_dtype = DType::bf16;         ///< compute weights (fp8: FP8 parameters, fp8_param_gather)
+  bool fp8_compute = false;                ///< FP8 GEMMs (Megatron's --fp8-format); implied by param fp8
+  std::string main_params_dtype = "fp32";  ///< fp32 | auto (no separate main weights)
+  std::string main_grads_dtype = "auto";   ///< auto (parameter dtype; bf16 for fp8 params) | fp32 | bf16
+  std::string grad_comm_dtype = "auto";    ///< auto (the main-grads dtype) | fp32 | bf16
+  DType exp_avg_dtype = DType::fp32;       ///< Adam first moment
+  DType exp_avg_sq_dtype = DType::fp32;    ///< Adam second moment
   bool fsdp_double_buffer = false;
   bool nccl_ub = false;
   bool overlap_param_gather = true;
@@ -80,7 +80,7 @@ struct FsdpConfig {
 /// One declared configuration key.
 struct ConfigKeyInfo {
   std::string name;
-  std::string type;     ///< "int", "bool", "count", one of "a|b|c"
+  std::string type;  ///< "int", "bool", "count", one of "a|b|c"
   std::string help;
 };
 

@@ -98,11 +98,16 @@ int64_t Schedule::persistent_bytes() const {
 
 int64_t collective_size_bytes(const Op& op) {
   switch (op.kind) {
-    case OpKind::all_gather: return op.recv_bytes;
-    case OpKind::reduce_scatter: return op.send_bytes;
-    case OpKind::all_reduce: return op.send_bytes;
-    case OpKind::all_to_all: return op.send_bytes;
-    default: return 0;
+    case OpKind::all_gather:
+      return op.recv_bytes;
+    case OpKind::reduce_scatter:
+      return op.send_bytes;
+    case OpKind::all_reduce:
+      return op.send_bytes;
+    case OpKind::all_to_all:
+      return op.send_bytes;
+    default:
+      return 0;
   }
 }
 
@@ -111,14 +116,30 @@ bool is_collective(OpKind kind) {
          kind == OpKind::all_to_all;
 }
 
-std::string_view to_string(OpKind v) { return name_of(kOpKinds, v); }
-std::string_view to_string(Phase v) { return name_of(kPhases, v); }
-std::string_view to_string(BufferCategory v) { return name_of(kCategories, v); }
-std::string_view to_string(ReduceOp v) { return name_of(kReduceOps, v); }
-std::optional<OpKind> parse_op_kind(std::string_view text) { return parse_name(kOpKinds, text); }
-std::optional<Phase> parse_phase(std::string_view text) { return parse_name(kPhases, text); }
-std::optional<BufferCategory> parse_buffer_category(std::string_view text) { return parse_name(kCategories, text); }
-std::optional<ReduceOp> parse_reduce_op(std::string_view text) { return parse_name(kReduceOps, text); }
+std::string_view to_string(OpKind v) {
+  return name_of(kOpKinds, v);
+}
+std::string_view to_string(Phase v) {
+  return name_of(kPhases, v);
+}
+std::string_view to_string(BufferCategory v) {
+  return name_of(kCategories, v);
+}
+std::string_view to_string(ReduceOp v) {
+  return name_of(kReduceOps, v);
+}
+std::optional<OpKind> parse_op_kind(std::string_view text) {
+  return parse_name(kOpKinds, text);
+}
+std::optional<Phase> parse_phase(std::string_view text) {
+  return parse_name(kPhases, text);
+}
+std::optional<BufferCategory> parse_buffer_category(std::string_view text) {
+  return parse_name(kCategories, text);
+}
+std::optional<ReduceOp> parse_reduce_op(std::string_view text) {
+  return parse_name(kReduceOps, text);
+}
 
 const std::vector<OpKind>& all_op_kinds() {
   static const std::vector<OpKind> values = values_of(kOpKinds);

@@ -75,7 +75,7 @@ struct Buffer {
   std::string name;
   BufferCategory category = BufferCategory::workspace;
   int64_t size_bytes = 0;
-  bool persistent = false;  ///< exists for the whole step; otherwise allocated and freed by ops
+  bool persistent = false;       ///< exists for the whole step; otherwise allocated and freed by ops
   bool nccl_registered = false;  ///< registered with NCCL (nccl_ub): enables SM-light NVLS/SHARP kernels
   bool operator==(const Buffer&) const = default;
 };
@@ -83,7 +83,7 @@ struct Buffer {
 /// One GEMM (or a batch of equal GEMMs) a compute op runs: FLOPs = 2·m·n·k·batch. The executor runs exactly these
 /// shapes with cuBLAS; the simulator derives its efficiency from them.
 struct Gemm {
-  std::string name;     ///< "qkv", "attn_scores", "mlp_down.dgrad", ...
+  std::string name;  ///< "qkv", "attn_scores", "mlp_down.dgrad", ...
   int64_t m = 0;
   int64_t n = 0;
   int64_t k = 0;

@@ -30,8 +30,8 @@ void emit_info(YAML::Emitter& out, const ScheduleInfo& info) {
 }
 
 void emit_gemm(YAML::Emitter& out, const Gemm& g) {
-  out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << g.name << YAML::Key << "m"
-      << YAML::Value << g.m << YAML::Key << "n" << YAML::Value << g.n << YAML::Key << "k" << YAML::Value << g.k;
+  out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << g.name << YAML::Key << "m" << YAML::Value
+      << g.m << YAML::Key << "n" << YAML::Value << g.n << YAML::Key << "k" << YAML::Value << g.k;
   if (g.batch != 1) out << YAML::Key << "batch" << YAML::Value << g.batch;
   if (g.attention) out << YAML::Key << "attention" << YAML::Value << true;
   out << YAML::EndMap;
@@ -46,11 +46,13 @@ void emit_op(YAML::Emitter& out, const Schedule& s, const Op& op) {
   if (op.unit >= 0) out << YAML::Key << "unit" << YAML::Value << op.unit;
   if (op.micro_batch >= 0) out << YAML::Key << "micro_batch" << YAML::Value << op.micro_batch;
   const bool stream_ok = op.stream >= 0 && op.stream < static_cast<int32_t>(s.streams.size());
-  out << YAML::Key << "stream" << YAML::Value << (stream_ok ? s.streams[static_cast<size_t>(op.stream)].name : std::string("?"));
+  out << YAML::Key << "stream" << YAML::Value
+      << (stream_ok ? s.streams[static_cast<size_t>(op.stream)].name : std::string("?"));
   if (op.group >= 0 && op.group < static_cast<int32_t>(s.groups.size())) {
     out << YAML::Key << "group" << YAML::Value << s.groups[static_cast<size_t>(op.group)].name;
   }
-  if (op.reduce_op != ReduceOp::none) out << YAML::Key << "reduce_op" << YAML::Value << std::string(to_string(op.reduce_op));
+  if (op.reduce_op != ReduceOp::none)
+    out << YAML::Key << "reduce_op" << YAML::Value << std::string(to_string(op.reduce_op));
   if (op.dtype != DType::bf16) out << YAML::Key << "dtype" << YAML::Value << std::string(to_string(op.dtype));
   if (op.send_bytes != 0) out << YAML::Key << "send_bytes" << YAML::Value << op.send_bytes;
   if (op.recv_bytes != 0) out << YAML::Key << "recv_bytes" << YAML::Value << op.recv_bytes;
@@ -78,12 +80,15 @@ E parse_enum(const YamlValue& v, std::optional<E> (*parse)(std::string_view), co
   v.fail("unknown value '" + text + "'" + did_you_mean(text, names), "valid: " + join(names));
 }
 
-std::optional<DType> parse_dtype_opt(std::string_view t) { return parse_dtype(t); }
+std::optional<DType> parse_dtype_opt(std::string_view t) {
+  return parse_dtype(t);
+}
 
 std::vector<int32_t> read_ids(YamlMap& map, const std::string& key) {
   std::vector<int32_t> out;
   if (!map.has(key)) return out;
-  for (const auto& v : map.list(key)) out.push_back(static_cast<int32_t>(v.as_int(0, std::numeric_limits<int32_t>::max())));
+  for (const auto& v : map.list(key))
+    out.push_back(static_cast<int32_t>(v.as_int(0, std::numeric_limits<int32_t>::max())));
   return out;
 }
 
@@ -105,7 +110,8 @@ ScheduleInfo read_info(YamlMap map) {
   info.micro_batches = static_cast<int32_t>(map.get("micro_batches").as_int(1, 100000));
   info.global_tokens_per_step = map.get("global_tokens_per_step").as_int(0);
   info.model_flops_per_gpu = map.get("model_flops_per_gpu").as_int(0);
-  info.compute_dtype = parse_enum<DType>(map.get("compute_dtype"), parse_dtype_opt, {DType::fp32, DType::bf16, DType::fp16, DType::fp8});
+  info.compute_dtype =
+      parse_enum<DType>(map.get("compute_dtype"), parse_dtype_opt, {DType::fp32, DType::bf16, DType::fp16, DType::fp8});
   info.prefetch_depth = static_cast<int32_t>(map.int_or("prefetch_depth", 0, 0, 1 << 20));
   map.finish();
   return info;
@@ -133,9 +139,11 @@ Op read_op(YamlMap map, const std::vector<std::string>& streams, const std::vect
   op.micro_batch = static_cast<int32_t>(map.int_or("micro_batch", -1, -1, std::numeric_limits<int32_t>::max()));
   op.stream = index_by_name(map.get("stream"), streams, "stream");
   if (map.has("group")) op.group = index_by_name(map.get("group"), groups, "group");
-  if (map.has("reduce_op")) op.reduce_op = parse_enum<ReduceOp>(map.get("reduce_op"), parse_reduce_op, all_reduce_ops());
+  if (map.has("reduce_op"))
+    op.reduce_op = parse_enum<ReduceOp>(map.get("reduce_op"), parse_reduce_op, all_reduce_ops());
   if (map.has("dtype")) {
-    op.dtype = parse_enum<DType>(map.get("dtype"), parse_dtype_opt, {DType::fp32, DType::bf16, DType::fp16, DType::fp8});
+    op.dtype =
+        parse_enum<DType>(map.get("dtype"), parse_dtype_opt, {DType::fp32, DType::bf16, DType::fp16, DType::fp8});
   }
   op.send_bytes = map.int_or("send_bytes", 0, 0);
   op.recv_bytes = map.int_or("recv_bytes", 0, 0);
@@ -144,7 +152,8 @@ Op read_op(YamlMap map, const std::vector<std::string>& streams, const std::vect
     const YAML::Node list = map.raw("gemms");
     if (!list.IsSequence()) map.fail("'gemms' must be a list", "write gemms: [{name: x, m: 1, n: 1, k: 1}]");
     for (size_t i = 0; i < list.size(); ++i) {
-      op.gemms.push_back(read_gemm(YamlMap(list[i], map.source(), map.key_path("gemms") + "[" + std::to_string(i) + "]")));
+      op.gemms.push_back(
+          read_gemm(YamlMap(list[i], map.source(), map.key_path("gemms") + "[" + std::to_string(i) + "]")));
     }
   }
   op.allocs = read_ids(map, "allocs");
@@ -253,6 +262,8 @@ Schedule schedule_from_yaml(const std::string& text, const std::string& source) 
   return s;
 }
 
-Schedule load_schedule(const std::string& path) { return schedule_from_yaml(read_text_file(path), path); }
+Schedule load_schedule(const std::string& path) {
+  return schedule_from_yaml(read_text_file(path), path);
+}
 
 }  // namespace fsdpsim

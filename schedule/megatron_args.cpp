@@ -17,28 +17,103 @@ const SourceLocation kWhere{"<megatron-args>", 0, 0};
 // Flags that do not shape the step's schedule (optimizer hyper-parameters, data, logging, checkpointing).
 const std::set<std::string>& ignored_flags() {
   static const std::set<std::string> flags{
-      "--lr", "--min-lr", "--lr-decay-style", "--lr-warmup-iters", "--lr-warmup-fraction", "--lr-decay-iters",
-      "--lr-warmup-samples", "--lr-decay-samples", "--train-iters", "--train-samples", "--weight-decay",
-      "--clip-grad", "--adam-beta1", "--adam-beta2", "--adam-eps", "--init-method-std", "--log-interval",
-      "--save", "--load", "--save-interval", "--eval-iters", "--eval-interval", "--data-path", "--split",
-      "--tokenizer-type", "--tokenizer-model", "--vocab-file", "--merge-file", "--seed", "--distributed-backend",
-      "--attention-dropout", "--hidden-dropout", "--use-mcore-models", "--transformer-impl",
-      "--no-gradient-accumulation-fusion", "--use-distributed-optimizer", "--ckpt-format", "--use-megatron-fsdp",
-      "--fsdp-manual-registration", "--use-precision-aware-optimizer", "--sequence-parallel", "--use-flash-attn",
-      "--attention-backend", "--bf16", "--log-throughput", "--tensorboard-dir", "--wandb-project",
-      "--wandb-exp-name", "--dataloader-type", "--num-workers", "--no-masked-softmax-fusion",
-      "--no-bias-gelu-fusion", "--no-bias-swiglu-fusion", "--no-rope-fusion", "--rotary-base",
-      "--rotary-percent", "--use-rotary-position-embeddings", "--manual-gc", "--manual-gc-interval",
-      "--exit-duration-in-mins", "--mock-data", "--no-load-optim", "--no-load-rng", "--no-save-optim",
-      "--no-save-rng", "--dist-ckpt-strictness", "--auto-detect-ckpt-format", "--moe-router-load-balancing-type",
-      "--moe-aux-loss-coeff", "--moe-grouped-gemm", "--moe-token-dispatcher-type", "--moe-router-score-function",
-      "--moe-router-enable-expert-bias", "--moe-router-bias-update-rate", "--moe-router-dtype",
-      "--moe-permute-fusion", "--moe-router-pre-softmax", "--moe-z-loss-coeff", "--cross-entropy-loss-fusion",
-      "--overlap-param-gather-with-optimizer-step", "--fp8-recipe", "--fp8-amax-history-len",
-      "--fp8-amax-compute-algo", "--dump-param-to-param-group-map", "--norm-epsilon", "--make-vocab-size-divisible-by",
-      "--group-query-attention", "--multi-latent-attention", "--use-torch-fsdp2", "--fsdp-double-buffer",
-      "--use-nccl-ub", "--overlap-grad-reduce", "--overlap-param-gather", "--calculate-per-token-loss",
-      "--init-model-with-meta-device", "--grad-reduce-in-bf16", "--cpu-offloading",
+      "--lr",
+      "--min-lr",
+      "--lr-decay-style",
+      "--lr-warmup-iters",
+      "--lr-warmup-fraction",
+      "--lr-decay-iters",
+      "--lr-warmup-samples",
+      "--lr-decay-samples",
+      "--train-iters",
+      "--train-samples",
+      "--weight-decay",
+      "--clip-grad",
+      "--adam-beta1",
+      "--adam-beta2",
+      "--adam-eps",
+      "--init-method-std",
+      "--log-interval",
+      "--save",
+      "--load",
+      "--save-interval",
+      "--eval-iters",
+      "--eval-interval",
+      "--data-path",
+      "--split",
+      "--tokenizer-type",
+      "--tokenizer-model",
+      "--vocab-file",
+      "--merge-file",
+      "--seed",
+      "--distributed-backend",
+      "--attention-dropout",
+      "--hidden-dropout",
+      "--use-mcore-models",
+      "--transformer-impl",
+      "--no-gradient-accumulation-fusion",
+      "--use-distributed-optimizer",
+      "--ckpt-format",
+      "--use-megatron-fsdp",
+      "--fsdp-manual-registration",
+      "--use-precision-aware-optimizer",
+      "--sequence-parallel",
+      "--use-flash-attn",
+      "--attention-backend",
+      "--bf16",
+      "--log-throughput",
+      "--tensorboard-dir",
+      "--wandb-project",
+      "--wandb-exp-name",
+      "--dataloader-type",
+      "--num-workers",
+      "--no-masked-softmax-fusion",
+      "--no-bias-gelu-fusion",
+      "--no-bias-swiglu-fusion",
+      "--no-rope-fusion",
+      "--rotary-base",
+      "--rotary-percent",
+      "--use-rotary-position-embeddings",
+      "--manual-gc",
+      "--manual-gc-interval",
+      "--exit-duration-in-mins",
+      "--mock-data",
+      "--no-load-optim",
+      "--no-load-rng",
+      "--no-save-optim",
+      "--no-save-rng",
+      "--dist-ckpt-strictness",
+      "--auto-detect-ckpt-format",
+      "--moe-router-load-balancing-type",
+      "--moe-aux-loss-coeff",
+      "--moe-grouped-gemm",
+      "--moe-token-dispatcher-type",
+      "--moe-router-score-function",
+      "--moe-router-enable-expert-bias",
+      "--moe-router-bias-update-rate",
+      "--moe-router-dtype",
+      "--moe-permute-fusion",
+      "--moe-router-pre-softmax",
+      "--moe-z-loss-coeff",
+      "--cross-entropy-loss-fusion",
+      "--overlap-param-gather-with-optimizer-step",
+      "--fp8-recipe",
+      "--fp8-amax-history-len",
+      "--fp8-amax-compute-algo",
+      "--dump-param-to-param-group-map",
+      "--norm-epsilon",
+      "--make-vocab-size-divisible-by",
+      "--group-query-attention",
+      "--multi-latent-attention",
+      "--use-torch-fsdp2",
+      "--fsdp-double-buffer",
+      "--use-nccl-ub",
+      "--overlap-grad-reduce",
+      "--overlap-param-gather",
+      "--calculate-per-token-loss",
+      "--init-model-with-meta-device",
+      "--grad-reduce-in-bf16",
+      "--cpu-offloading",
   };
   return flags;
 }
@@ -46,18 +121,53 @@ const std::set<std::string>& ignored_flags() {
 // Flags that take no value.
 const std::set<std::string>& switch_flags() {
   static const std::set<std::string> flags{
-      "--use-megatron-fsdp", "--use-torch-fsdp2", "--no-gradient-accumulation-fusion", "--use-distributed-optimizer",
-      "--calculate-per-token-loss", "--init-model-with-meta-device", "--grad-reduce-in-bf16", "--fsdp-double-buffer",
-      "--use-nccl-ub", "--fsdp-manual-registration", "--overlap-grad-reduce", "--overlap-param-gather", "--bf16",
-      "--swiglu", "--untie-embeddings-and-output-weights", "--disable-bias-linear", "--add-qkv-bias",
-      "--qk-layernorm", "--group-query-attention", "--multi-latent-attention", "--sequence-parallel",
-      "--use-flash-attn", "--use-precision-aware-optimizer", "--cpu-offloading", "--cpu-offloading-activations",
-      "--fp8-param-gather", "--use-mcore-models", "--log-throughput", "--mock-data", "--no-load-optim",
-      "--no-load-rng", "--no-save-optim", "--no-save-rng", "--auto-detect-ckpt-format", "--moe-grouped-gemm",
-      "--moe-router-enable-expert-bias", "--moe-permute-fusion", "--moe-router-pre-softmax",
-      "--cross-entropy-loss-fusion", "--overlap-param-gather-with-optimizer-step", "--manual-gc",
-      "--no-masked-softmax-fusion", "--no-bias-gelu-fusion", "--no-bias-swiglu-fusion", "--no-rope-fusion",
-      "--use-rotary-position-embeddings", "--average-in-collective",
+      "--use-megatron-fsdp",
+      "--use-torch-fsdp2",
+      "--no-gradient-accumulation-fusion",
+      "--use-distributed-optimizer",
+      "--calculate-per-token-loss",
+      "--init-model-with-meta-device",
+      "--grad-reduce-in-bf16",
+      "--fsdp-double-buffer",
+      "--use-nccl-ub",
+      "--fsdp-manual-registration",
+      "--overlap-grad-reduce",
+      "--overlap-param-gather",
+      "--bf16",
+      "--swiglu",
+      "--untie-embeddings-and-output-weights",
+      "--disable-bias-linear",
+      "--add-qkv-bias",
+      "--qk-layernorm",
+      "--group-query-attention",
+      "--multi-latent-attention",
+      "--sequence-parallel",
+      "--use-flash-attn",
+      "--use-precision-aware-optimizer",
+      "--cpu-offloading",
+      "--cpu-offloading-activations",
+      "--fp8-param-gather",
+      "--use-mcore-models",
+      "--log-throughput",
+      "--mock-data",
+      "--no-load-optim",
+      "--no-load-rng",
+      "--no-save-optim",
+      "--no-save-rng",
+      "--auto-detect-ckpt-format",
+      "--moe-grouped-gemm",
+      "--moe-router-enable-expert-bias",
+      "--moe-permute-fusion",
+      "--moe-router-pre-softmax",
+      "--cross-entropy-loss-fusion",
+      "--overlap-param-gather-with-optimizer-step",
+      "--manual-gc",
+      "--no-masked-softmax-fusion",
+      "--no-bias-gelu-fusion",
+      "--no-bias-swiglu-fusion",
+      "--no-rope-fusion",
+      "--use-rotary-position-embeddings",
+      "--average-in-collective",
   };
   return flags;
 }
@@ -111,51 +221,76 @@ using ModelRule = std::function<void(ModelSpec&, const ParsedFlag&)>;
 
 const std::map<std::string, ConfigRule>& config_rules() {
   static const std::map<std::string, ConfigRule> rules{
-      {"--use-megatron-fsdp", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "implementation", "megatron_fsdp", f.name); }},
+      {"--use-megatron-fsdp",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "implementation", "megatron_fsdp", f.name); }},
       {"--use-torch-fsdp2", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "implementation", "fsdp2", f.name); }},
-      {"--data-parallel-sharding-strategy", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "data_parallel_sharding_strategy", f.value, f.name); }},
-      {"--outer-dp-sharding-strategy", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "outer_dp_sharding_strategy", f.value, f.name); }},
-      {"--num-distributed-optimizer-instances", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "num_distributed_optimizer_instances", f.value, f.name); }},
+      {"--data-parallel-sharding-strategy",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "data_parallel_sharding_strategy", f.value, f.name); }},
+      {"--outer-dp-sharding-strategy",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "outer_dp_sharding_strategy", f.value, f.name); }},
+      {"--num-distributed-optimizer-instances",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "num_distributed_optimizer_instances", f.value, f.name); }},
       {"--tensor-model-parallel-size", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "tp", f.value, f.name); }},
       {"--context-parallel-size", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "cp", f.value, f.name); }},
       {"--expert-model-parallel-size", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "ep", f.value, f.name); }},
       {"--expert-tensor-parallel-size", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "etp", f.value, f.name); }},
-      {"--micro-batch-size", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "micro_batch_size", f.value, f.name); }},
-      {"--global-batch-size", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "global_batch_size", f.value, f.name); }},
+      {"--micro-batch-size",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "micro_batch_size", f.value, f.name); }},
+      {"--global-batch-size",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "global_batch_size", f.value, f.name); }},
       {"--seq-length", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "seq_length", f.value, f.name); }},
-      {"--calculate-per-token-loss", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "calculate_per_token_loss", "true", f.name); }},
-      {"--average-in-collective", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "average_in_collective", "true", f.name); }},
-      {"--init-model-with-meta-device", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "init_model_with_meta_device", "true", f.name); }},
-      {"--fsdp-double-buffer", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "fsdp_double_buffer", "true", f.name); }},
+      {"--calculate-per-token-loss",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "calculate_per_token_loss", "true", f.name); }},
+      {"--average-in-collective",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "average_in_collective", "true", f.name); }},
+      {"--init-model-with-meta-device",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "init_model_with_meta_device", "true", f.name); }},
+      {"--fsdp-double-buffer",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "fsdp_double_buffer", "true", f.name); }},
       {"--use-nccl-ub", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "nccl_ub", "true", f.name); }},
-      {"--overlap-grad-reduce", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "overlap_grad_reduce", "true", f.name); }},
-      {"--overlap-param-gather", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "overlap_param_gather", "true", f.name); }},
-      {"--grad-reduce-in-bf16", [](FsdpConfig& c, const ParsedFlag& f) {
+      {"--overlap-grad-reduce",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "overlap_grad_reduce", "true", f.name); }},
+      {"--overlap-param-gather",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "overlap_param_gather", "true", f.name); }},
+      {"--grad-reduce-in-bf16",
+       [](FsdpConfig& c, const ParsedFlag& f) {
          set_key(c, "main_grads_dtype", "bf16", f.name);
          set_key(c, "grad_comm_dtype", "bf16", f.name);
        }},
-      {"--megatron-fsdp-main-params-dtype", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "main_params_dtype", f.value, f.name); }},
-      {"--megatron-fsdp-main-grads-dtype", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "main_grads_dtype", f.value, f.name); }},
-      {"--megatron-fsdp-grad-comm-dtype", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "grad_comm_dtype", f.value, f.name); }},
+      {"--megatron-fsdp-main-params-dtype",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "main_params_dtype", f.value, f.name); }},
+      {"--megatron-fsdp-main-grads-dtype",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "main_grads_dtype", f.value, f.name); }},
+      {"--megatron-fsdp-grad-comm-dtype",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "grad_comm_dtype", f.value, f.name); }},
       {"--exp-avg-dtype", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "exp_avg_dtype", f.value, f.name); }},
-      {"--exp-avg-sq-dtype", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "exp_avg_sq_dtype", f.value, f.name); }},
-      {"--suggested-communication-unit-size", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "suggested_communication_unit_size", f.value, f.name); }},
-      {"--recompute-granularity", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "recompute_granularity", f.value, f.name); }},
-      {"--recompute-method", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "recompute_method", f.value, f.name); }},
-      {"--recompute-num-layers", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "recompute_num_layers", f.value, f.name); }},
-      {"--cpu-offloading-activations", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "cpu_offloading_activations", "true", f.name); }},
-      {"--cpu-offloading-num-layers", [](FsdpConfig& c, const ParsedFlag& f) {
+      {"--exp-avg-sq-dtype",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "exp_avg_sq_dtype", f.value, f.name); }},
+      {"--suggested-communication-unit-size",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "suggested_communication_unit_size", f.value, f.name); }},
+      {"--recompute-granularity",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "recompute_granularity", f.value, f.name); }},
+      {"--recompute-method",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "recompute_method", f.value, f.name); }},
+      {"--recompute-num-layers",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "recompute_num_layers", f.value, f.name); }},
+      {"--cpu-offloading-activations",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "cpu_offloading_activations", "true", f.name); }},
+      {"--cpu-offloading-num-layers",
+       [](FsdpConfig& c, const ParsedFlag& f) {
          set_key(c, "cpu_offloading_activations", "true", f.name);
          set_key(c, "cpu_offloading_num_layers", f.value, f.name);
        }},
-      {"--fp8-format", [](FsdpConfig& c, const ParsedFlag& f) {
+      {"--fp8-format",
+       [](FsdpConfig& c, const ParsedFlag& f) {
          if (f.value != "hybrid" && f.value != "e4m3") {
            throw ConfigError(kWhere, f.name, "unknown FP8 format '" + f.value + "'", "use hybrid or e4m3");
          }
          set_key(c, "fp8_compute", "true", f.name);
        }},
       {"--fp8-param-gather", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "param_dtype", "fp8", f.name); }},
-      {"--pipeline-model-parallel-size", [](FsdpConfig&, const ParsedFlag& f) {
+      {"--pipeline-model-parallel-size",
+       [](FsdpConfig&, const ParsedFlag& f) {
          if (f.value != "1") {
            throw ConfigError(kWhere, f.name, "pipeline parallelism is not modelled by fsdpsim",
                              "use --pipeline-model-parallel-size 1 (FSDP with TP/CP/EP)");
@@ -170,34 +305,51 @@ const std::map<std::string, ModelRule>& model_rules() {
       {"--num-layers", [](ModelSpec& m, const ParsedFlag& f) { m.num_layers = static_cast<int32_t>(int_value(f, 1)); }},
       {"--hidden-size", [](ModelSpec& m, const ParsedFlag& f) { m.hidden_size = int_value(f, 1); }},
       {"--ffn-hidden-size", [](ModelSpec& m, const ParsedFlag& f) { m.ffn_hidden_size = int_value(f, 1); }},
-      {"--num-attention-heads", [](ModelSpec& m, const ParsedFlag& f) { m.num_attention_heads = static_cast<int32_t>(int_value(f, 1)); }},
-      {"--num-query-groups", [](ModelSpec& m, const ParsedFlag& f) { m.num_kv_heads = static_cast<int32_t>(int_value(f, 1)); }},
+      {"--num-attention-heads",
+       [](ModelSpec& m, const ParsedFlag& f) { m.num_attention_heads = static_cast<int32_t>(int_value(f, 1)); }},
+      {"--num-query-groups",
+       [](ModelSpec& m, const ParsedFlag& f) { m.num_kv_heads = static_cast<int32_t>(int_value(f, 1)); }},
       {"--kv-channels", [](ModelSpec& m, const ParsedFlag& f) { m.head_dim = int_value(f, 1); }},
       {"--vocab-size", [](ModelSpec& m, const ParsedFlag& f) { m.vocab_size = int_value(f, 1); }},
-      {"--max-position-embeddings", [](ModelSpec& m, const ParsedFlag& f) { m.max_position_embeddings = int_value(f, 1); }},
+      {"--max-position-embeddings",
+       [](ModelSpec& m, const ParsedFlag& f) { m.max_position_embeddings = int_value(f, 1); }},
       {"--swiglu", [](ModelSpec& m, const ParsedFlag&) { m.gated_mlp = true; }},
       {"--untie-embeddings-and-output-weights", [](ModelSpec& m, const ParsedFlag&) { m.tied_embeddings = false; }},
       {"--disable-bias-linear", [](ModelSpec& m, const ParsedFlag&) { m.linear_bias = false; }},
       {"--add-qkv-bias", [](ModelSpec& m, const ParsedFlag&) { m.qkv_bias = true; }},
       {"--qk-layernorm", [](ModelSpec& m, const ParsedFlag&) { m.qk_norm = true; }},
-      {"--normalization", [](ModelSpec& m, const ParsedFlag& f) {
-         if (f.value == "RMSNorm") m.norm = NormKind::rmsnorm;
-         else if (f.value == "LayerNorm") m.norm = NormKind::layernorm;
-         else throw ConfigError(kWhere, f.name, "unknown normalization '" + f.value + "'", "use RMSNorm or LayerNorm");
+      {"--normalization",
+       [](ModelSpec& m, const ParsedFlag& f) {
+         if (f.value == "RMSNorm")
+           m.norm = NormKind::rmsnorm;
+         else if (f.value == "LayerNorm")
+           m.norm = NormKind::layernorm;
+         else
+           throw ConfigError(kWhere, f.name, "unknown normalization '" + f.value + "'", "use RMSNorm or LayerNorm");
        }},
-      {"--position-embedding-type", [](ModelSpec& m, const ParsedFlag& f) {
-         if (f.value == "rope") m.position_embedding = PositionEmbedding::rope;
-         else if (f.value == "learned_absolute") m.position_embedding = PositionEmbedding::learned;
-         else throw ConfigError(kWhere, f.name, "unknown position embedding '" + f.value + "'", "use rope or learned_absolute");
+      {"--position-embedding-type",
+       [](ModelSpec& m, const ParsedFlag& f) {
+         if (f.value == "rope")
+           m.position_embedding = PositionEmbedding::rope;
+         else if (f.value == "learned_absolute")
+           m.position_embedding = PositionEmbedding::learned;
+         else
+           throw ConfigError(kWhere, f.name, "unknown position embedding '" + f.value + "'",
+                             "use rope or learned_absolute");
        }},
-      {"--num-experts", [](ModelSpec& m, const ParsedFlag& f) { m.moe.num_experts = static_cast<int32_t>(int_value(f, 1)); }},
-      {"--moe-router-topk", [](ModelSpec& m, const ParsedFlag& f) { m.moe.top_k = static_cast<int32_t>(int_value(f, 1)); }},
-      {"--moe-ffn-hidden-size", [](ModelSpec& m, const ParsedFlag& f) { m.moe.expert_ffn_hidden_size = int_value(f, 1); }},
-      {"--moe-shared-expert-intermediate-size", [](ModelSpec& m, const ParsedFlag& f) {
+      {"--num-experts",
+       [](ModelSpec& m, const ParsedFlag& f) { m.moe.num_experts = static_cast<int32_t>(int_value(f, 1)); }},
+      {"--moe-router-topk",
+       [](ModelSpec& m, const ParsedFlag& f) { m.moe.top_k = static_cast<int32_t>(int_value(f, 1)); }},
+      {"--moe-ffn-hidden-size",
+       [](ModelSpec& m, const ParsedFlag& f) { m.moe.expert_ffn_hidden_size = int_value(f, 1); }},
+      {"--moe-shared-expert-intermediate-size",
+       [](ModelSpec& m, const ParsedFlag& f) {
          m.moe.num_shared_experts = 1;
          m.moe.shared_expert_ffn_hidden_size = int_value(f, 1);
        }},
-      {"--moe-layer-freq", [](ModelSpec& m, const ParsedFlag& f) { m.moe.layer_freq = static_cast<int32_t>(int_value(f, 1)); }},
+      {"--moe-layer-freq",
+       [](ModelSpec& m, const ParsedFlag& f) { m.moe.layer_freq = static_cast<int32_t>(int_value(f, 1)); }},
       {"--q-lora-rank", [](ModelSpec& m, const ParsedFlag& f) { m.mla.q_lora_rank = int_value(f, 0); }},
       {"--kv-lora-rank", [](ModelSpec& m, const ParsedFlag& f) { m.mla.kv_lora_rank = int_value(f, 1); }},
       {"--qk-head-dim", [](ModelSpec& m, const ParsedFlag& f) { m.mla.qk_nope_head_dim = int_value(f, 1); }},
@@ -242,8 +394,10 @@ std::vector<std::string> split_command_line(const std::string& text) {
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (quote != 0) {
-      if (c == quote) quote = 0;
-      else current += c;
+      if (c == quote)
+        quote = 0;
+      else
+        current += c;
       continue;
     }
     if (c == '\\' && i + 1 < text.size() && (text[i + 1] == '\n' || text[i + 1] == '\r')) {
@@ -297,10 +451,12 @@ void apply_megatron_args(const std::string& args, FsdpConfig& config, std::optio
   for (const auto& f : flags) {
     const bool known = config_rules().count(f.name) || model_rules().count(f.name) || ignored_flags().count(f.name);
     if (!known) {
-      throw ConfigError(kWhere, f.name, "unknown or unmodelled Megatron-LM flag" + did_you_mean(f.name, known_megatron_flags()),
+      throw ConfigError(kWhere, f.name,
+                        "unknown or unmodelled Megatron-LM flag" + did_you_mean(f.name, known_megatron_flags()),
                         "remove it if it does not change the parallel layout, or check its spelling");
     }
-    if (switch_flags().count(f.name) == 0 && f.value.empty() && (config_rules().count(f.name) || model_rules().count(f.name))) {
+    if (switch_flags().count(f.name) == 0 && f.value.empty() &&
+        (config_rules().count(f.name) || model_rules().count(f.name))) {
       throw ConfigError(kWhere, f.name, "this flag needs a value", "write " + f.name + " VALUE");
     }
     if (const auto it = config_rules().find(f.name); it != config_rules().end()) it->second(config, f);

@@ -114,8 +114,9 @@ void MegatronBuilder::grad_buckets_for(int32_t u, Op& bwd, int32_t mb) {
       // main_grad_getter allocates the unsharded bucket at the first gradient of the group; the non-unit group's
       // output-layer part is allocated early in backward and its embedding part at the end (§1.4).
       const int64_t elems = bg.non_unit ? ctx_.units[static_cast<size_t>(u)].dense_params : bg.padded_elems;
-      buffer = ctx_.w.buffer(op_name("grads", bg.non_unit ? bg.name + "." + ctx_.units[static_cast<size_t>(u)].name : bg.name, mb),
-                             BufferCategory::unsharded_grad, elems * comm_bytes, false);
+      buffer = ctx_.w.buffer(
+          op_name("grads", bg.non_unit ? bg.name + "." + ctx_.units[static_cast<size_t>(u)].name : bg.name, mb),
+          BufferCategory::unsharded_grad, elems * comm_bytes, false);
       bwd.allocs.push_back(buffer);
     }
     bwd.writes.push_back(buffer);
@@ -139,8 +140,8 @@ void MegatronBuilder::pop_reduce_queue(int64_t capacity_elems, int32_t mb) {
     rs_queue_.pop_front();
   }
   if (deps.empty()) return;
-  Op sync = make_sync(op_name(capacity_elems == 0 ? "rs_join" : "rs_queue_pop", "", mb), Phase::bwd, ctx_.compute,
-                      deps, frees);
+  Op sync = make_sync(op_name(capacity_elems == 0 ? "rs_join" : "rs_queue_pop", "", mb), Phase::bwd, ctx_.compute, deps,
+                      frees);
   sync.micro_batch = mb;
   ctx_.w.add(std::move(sync));
 }
@@ -171,9 +172,9 @@ void MegatronBuilder::reduce_group(int32_t group, int32_t mb) {
   }
   const bool all_reduce = c.data_parallel_sharding_strategy == ShardingStrategy::no_shard;
   const int32_t grads_out = g.expert ? grad_shard_expert_ : grad_shard_;
-  Op op = make_collective(all_reduce ? OpKind::all_reduce : OpKind::reduce_scatter, op_name(all_reduce ? "ar" : "rs", g.name, mb),
-                          Phase::bwd, rs_stream_, shard_group(g), g.shard_size,
-                          all_reduce ? grad_bytes(g) : grad_bytes(g) / g.shard_size, comm, reduce_op);
+  Op op = make_collective(all_reduce ? OpKind::all_reduce : OpKind::reduce_scatter,
+                          op_name(all_reduce ? "ar" : "rs", g.name, mb), Phase::bwd, rs_stream_, shard_group(g),
+                          g.shard_size, all_reduce ? grad_bytes(g) : grad_bytes(g) / g.shard_size, comm, reduce_op);
   op.unit = unit;
   op.micro_batch = mb;
   op.deps = deps;
@@ -196,10 +197,10 @@ void MegatronBuilder::reduce_group(int32_t group, int32_t mb) {
     // (HFSDP) the accumulated shard, on the outer stream that waits on the RS stream.
     const int32_t outer = ctx_.group(g.expert ? "edp_outer" : "dp_outer");
     const int64_t shard_grad_bytes = g.shard_elems() * dtype_bytes(main_grad_dtype(c));
-    Op o = make_collective(hfsdp() ? OpKind::reduce_scatter : OpKind::all_reduce, op_name(hfsdp() ? "outer_rs" : "outer_ar", g.name, mb),
-                           Phase::bwd, outer_rs_stream_, outer, ctx_.layout.outer,
-                           hfsdp() ? shard_grad_bytes / ctx_.layout.outer : shard_grad_bytes, main_grad_dtype(c),
-                           c.average_in_collective ? ReduceOp::avg : ReduceOp::sum);
+    Op o = make_collective(hfsdp() ? OpKind::reduce_scatter : OpKind::all_reduce,
+                           op_name(hfsdp() ? "outer_rs" : "outer_ar", g.name, mb), Phase::bwd, outer_rs_stream_, outer,
+                           ctx_.layout.outer, hfsdp() ? shard_grad_bytes / ctx_.layout.outer : shard_grad_bytes,
+                           main_grad_dtype(c), c.average_in_collective ? ReduceOp::avg : ReduceOp::sum);
     o.unit = unit;
     o.micro_batch = mb;
     o.deps = {last};
@@ -207,7 +208,8 @@ void MegatronBuilder::reduce_group(int32_t group, int32_t mb) {
     o.writes = o.reads;
     ctx_.w.add(std::move(o));
   }
-  if (!grad_pool_.empty() && !g.non_unit && uses_pool(group)) grad_pool_last_reader_[static_cast<size_t>(unit % 2)] = last;
+  if (!grad_pool_.empty() && !g.non_unit && uses_pool(group))
+    grad_pool_last_reader_[static_cast<size_t>(unit % 2)] = last;
   if (shards_grads()) {
     rs_queue_.push_back(QueuedReduce{last, grad_buffers_[static_cast<size_t>(group)], g.padded_elems});
     grad_buffers_[static_cast<size_t>(group)].clear();
@@ -230,7 +232,8 @@ void MegatronBuilder::finalize() {
   if (main_elem > 0 && grad_elem != main_elem) {
     // update_main_grads(): each grad shard becomes a new copy in the main-param dtype, alive through the step (§3.1).
     optimizer_grads = ctx_.w.buffer("optimizer_grads", BufferCategory::grad_shard, main_elem * elems, false);
-    Op cast = make_memory_op(OpKind::copy, "update_main_grads", Phase::optim, ctx_.compute, elems * (grad_elem + main_elem));
+    Op cast =
+        make_memory_op(OpKind::copy, "update_main_grads", Phase::optim, ctx_.compute, elems * (grad_elem + main_elem));
     cast.reads = grads;
     cast.allocs = {optimizer_grads};
     cast.writes = {optimizer_grads};
@@ -243,7 +246,10 @@ void MegatronBuilder::finalize() {
                            elems * (2 * weight_elem + 2 * moments + (optimizer_grads >= 0 ? main_elem : grad_elem)));
   adam.reads = {optimizer_state_};
   if (main_weights_ >= 0) adam.reads.push_back(main_weights_);
-  if (optimizer_grads >= 0) adam.reads.push_back(optimizer_grads); else adam.reads.insert(adam.reads.end(), grads.begin(), grads.end());
+  if (optimizer_grads >= 0)
+    adam.reads.push_back(optimizer_grads);
+  else
+    adam.reads.insert(adam.reads.end(), grads.begin(), grads.end());
   adam.writes = {optimizer_state_};
   if (main_weights_ >= 0) adam.writes.push_back(main_weights_);
   if (optimizer_grads >= 0) adam.frees = {optimizer_grads};

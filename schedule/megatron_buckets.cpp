@@ -7,7 +7,9 @@
 namespace fsdpsim {
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 // §2.2: bucket_size = ceil(data / (N × chunk_size_factor)) × N × chunk_size_factor; no padding for no_shard.
 // The chunk factor is approximated by the unit's largest row (the LCM of its row sizes is at most a small multiple
@@ -77,10 +79,9 @@ BucketPlan plan_megatron_buckets(const std::vector<UnitCost>& units, const FsdpC
   // §2.1: non-unit parameters with equal attributes share the first group: [embedding, final norm, output layer].
   const UnitCost& embedding = units.front();
   const UnitCost& output = units.back();
-  plan.groups.push_back(make_group("non_unit", {0, static_cast<int32_t>(units.size() - 1)}, false,
-                                   embedding.dense_params + output.dense_params, 0,
-                                   std::max(embedding.dense_row_elems, output.dense_row_elems), layout.dense_shard,
-                                   sharded));
+  plan.groups.push_back(make_group(
+      "non_unit", {0, static_cast<int32_t>(units.size() - 1)}, false, embedding.dense_params + output.dense_params, 0,
+      std::max(embedding.dense_row_elems, output.dense_row_elems), layout.dense_shard, sharded));
   plan.groups.back().non_unit = true;
   plan.unit_groups.front().push_back(0);
   plan.unit_groups.back().push_back(0);

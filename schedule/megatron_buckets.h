@@ -16,14 +16,14 @@ namespace fsdpsim {
 
 /// Every bucket of one (unit, dense|expert) pair: one coalesced all-gather / reduce-scatter.
 struct BucketGroup {
-  std::string name;           ///< "layer.3", "layer.3.experts", "non_unit"
-  std::vector<int32_t> units; ///< unit indices covered (two for the non-unit group: embedding and output)
+  std::string name;            ///< "layer.3", "layer.3.experts", "non_unit"
+  std::vector<int32_t> units;  ///< unit indices covered (two for the non-unit group: embedding and output)
   bool expert = false;
   bool non_unit = false;
-  int32_t shard_size = 1;     ///< ranks sharing the bucket (dense shard group or expert shard group)
-  int64_t elems = 0;          ///< parameters, unpadded
-  int64_t padded_elems = 0;   ///< Σ buckets padded to a multiple of shard_size × chunk factor
-  int64_t gathered_bytes = 0; ///< the unsharded bucket in the compute dtypes (fp8 linear weights, bf16 the rest)
+  int32_t shard_size = 1;      ///< ranks sharing the bucket (dense shard group or expert shard group)
+  int64_t elems = 0;           ///< parameters, unpadded
+  int64_t padded_elems = 0;    ///< Σ buckets padded to a multiple of shard_size × chunk factor
+  int64_t gathered_bytes = 0;  ///< the unsharded bucket in the compute dtypes (fp8 linear weights, bf16 the rest)
   [[nodiscard]] int64_t shard_elems() const { return padded_elems / shard_size; }
   [[nodiscard]] int64_t shard_bytes() const { return gathered_bytes / shard_size; }
 };

@@ -25,8 +25,8 @@ struct AgState {
 
 /// A gradient bucket whose reduce-scatter has been issued and not yet joined by the compute stream.
 struct QueuedReduce {
-  int32_t last_op = -1;            ///< the last op of its reduction on the reduce-scatter stream
-  std::vector<int32_t> buffers;    ///< unsharded gradient buffers to free when it is joined
+  int32_t last_op = -1;          ///< the last op of its reduction on the reduce-scatter stream
+  std::vector<int32_t> buffers;  ///< unsharded gradient buffers to free when it is joined
   int64_t elems = 0;
 };
 
@@ -79,11 +79,11 @@ class MegatronBuilder {
   int32_t param_shard_ = -1, param_shard_expert_ = -1;  ///< compute-weight shards (ZeRO-3)
   int32_t grad_shard_ = -1, grad_shard_expert_ = -1;    ///< sharded main grads (ZeRO-2/3)
   int32_t main_weights_ = -1, optimizer_state_ = -1;
-  int64_t optimizer_elems_ = 0;                         ///< elements the optimizer updates on this rank
-  std::vector<int32_t> full_grads_;                     ///< ZeRO-0/1: per group persistent full gradient buffers
-  std::vector<int32_t> param_pool_, grad_pool_;         ///< fsdp_double_buffer slots
-  std::vector<int32_t> grad_pool_last_reader_;          ///< per grad slot: the last reduction op that read it
-  int64_t modal_unit_bytes_ = -1;                       ///< gathered bytes of the units that use the pool
+  int64_t optimizer_elems_ = 0;                  ///< elements the optimizer updates on this rank
+  std::vector<int32_t> full_grads_;              ///< ZeRO-0/1: per group persistent full gradient buffers
+  std::vector<int32_t> param_pool_, grad_pool_;  ///< fsdp_double_buffer slots
+  std::vector<int32_t> grad_pool_last_reader_;   ///< per grad slot: the last reduction op that read it
+  int64_t modal_unit_bytes_ = -1;                ///< gathered bytes of the units that use the pool
 };
 
 }  // namespace fsdpsim

@@ -15,20 +15,20 @@ enum class PositionEmbedding : uint8_t { rope, learned };
 
 /// Mixture-of-experts layers. num_experts == 0 means a dense model.
 struct MoeSpec {
-  int32_t num_experts = 0;              ///< routed experts per MoE layer
-  int32_t top_k = 0;                    ///< experts per token
-  int64_t expert_ffn_hidden_size = 0;   ///< FFN width of one routed expert
-  int32_t num_shared_experts = 0;       ///< always-on experts (DeepSeek)
+  int32_t num_experts = 0;                    ///< routed experts per MoE layer
+  int32_t top_k = 0;                          ///< experts per token
+  int64_t expert_ffn_hidden_size = 0;         ///< FFN width of one routed expert
+  int32_t num_shared_experts = 0;             ///< always-on experts (DeepSeek)
   int64_t shared_expert_ffn_hidden_size = 0;  ///< FFN width of one shared expert (0: same as a routed expert)
-  int32_t first_dense_layers = 0;       ///< leading layers with a dense MLP (DeepSeek's first_k_dense_replace)
-  int32_t layer_freq = 1;               ///< after those, layers whose index is a multiple of this are MoE (DeepSeek)
-  std::vector<int32_t> layers;          ///< explicit MoE layer indices; overrides the two fields above when set
+  int32_t first_dense_layers = 0;             ///< leading layers with a dense MLP (DeepSeek's first_k_dense_replace)
+  int32_t layer_freq = 1;       ///< after those, layers whose index is a multiple of this are MoE (DeepSeek)
+  std::vector<int32_t> layers;  ///< explicit MoE layer indices; overrides the two fields above when set
   bool operator==(const MoeSpec&) const = default;
 };
 
 /// DeepSeek's multi-head latent attention. Disabled when kv_lora_rank == 0.
 struct MlaSpec {
-  int64_t q_lora_rank = 0;   ///< 0: queries are projected directly from the hidden state
+  int64_t q_lora_rank = 0;  ///< 0: queries are projected directly from the hidden state
   int64_t kv_lora_rank = 0;
   int64_t qk_nope_head_dim = 0;
   int64_t qk_rope_head_dim = 0;
@@ -42,17 +42,17 @@ struct ModelSpec {
   std::string name;
   int32_t num_layers = 0;
   int64_t hidden_size = 0;
-  int64_t ffn_hidden_size = 0;     ///< dense MLP width
+  int64_t ffn_hidden_size = 0;  ///< dense MLP width
   int32_t num_attention_heads = 0;
-  int32_t num_kv_heads = 0;        ///< GQA query groups (= heads for MHA)
-  int64_t head_dim = 0;            ///< hidden_size / heads unless given
+  int32_t num_kv_heads = 0;  ///< GQA query groups (= heads for MHA)
+  int64_t head_dim = 0;      ///< hidden_size / heads unless given
   int64_t vocab_size = 0;
   bool tied_embeddings = false;
-  bool gated_mlp = true;           ///< SwiGLU (gate, up, down) vs a plain two-matrix MLP (GeLU)
+  bool gated_mlp = true;  ///< SwiGLU (gate, up, down) vs a plain two-matrix MLP (GeLU)
   NormKind norm = NormKind::rmsnorm;
-  bool linear_bias = false;        ///< biases on every linear layer (GPT-3)
-  bool qkv_bias = false;           ///< biases on Q, K, V only (Qwen2)
-  bool qk_norm = false;            ///< RMSNorm on queries and keys per head (Qwen3)
+  bool linear_bias = false;  ///< biases on every linear layer (GPT-3)
+  bool qkv_bias = false;     ///< biases on Q, K, V only (Qwen2)
+  bool qk_norm = false;      ///< RMSNorm on queries and keys per head (Qwen3)
   PositionEmbedding position_embedding = PositionEmbedding::rope;
   int64_t max_position_embeddings = 0;  ///< for learned position embeddings
   MoeSpec moe;
@@ -67,10 +67,10 @@ struct ModelSpec {
 /// Parameter counts of the whole model (no parallelism), for checks against published figures.
 struct ParameterCount {
   int64_t total = 0;
-  int64_t embedding = 0;   ///< input embedding (+ learned positions)
-  int64_t output = 0;      ///< final norm + output projection (0 for the projection when tied)
-  int64_t dense_layers = 0;   ///< every non-expert parameter of the decoder layers
-  int64_t expert_layers = 0;  ///< routed experts' parameters (shared experts count as dense)
+  int64_t embedding = 0;         ///< input embedding (+ learned positions)
+  int64_t output = 0;            ///< final norm + output projection (0 for the projection when tied)
+  int64_t dense_layers = 0;      ///< every non-expert parameter of the decoder layers
+  int64_t expert_layers = 0;     ///< routed experts' parameters (shared experts count as dense)
   int64_t active_per_token = 0;  ///< parameters touched by one token (top-k experts)
 };
 

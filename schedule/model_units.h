@@ -30,7 +30,7 @@ struct RankShape {
   int64_t seq_length = 4096;
   DType compute_dtype = DType::bf16;     ///< GEMM input dtype (fp8 with FP8 training)
   DType activation_dtype = DType::bf16;  ///< dtype of saved activations
-  bool flash_attention = true;  ///< fused attention: no s×s score matrix is stored
+  bool flash_attention = true;           ///< fused attention: no s×s score matrix is stored
 };
 
 /// Where a unit sits in the model.
@@ -38,9 +38,9 @@ enum class UnitKind : uint8_t { embedding, decoder_layer, output };
 
 /// A collective inside a unit (TP sequence-parallel all-gather/reduce-scatter, CP KV exchange, EP all-to-all).
 struct UnitCollective {
-  std::string name;    ///< "tp_ag_attn", "ep_dispatch", ...
+  std::string name;  ///< "tp_ag_attn", "ep_dispatch", ...
   OpKind kind = OpKind::all_gather;
-  std::string group;   ///< "tp", "cp", "ep"
+  std::string group;       ///< "tp", "cp", "ep"
   int64_t send_bytes = 0;  ///< per rank, as in Op
   int64_t recv_bytes = 0;
 };
@@ -55,7 +55,7 @@ struct UnitCollective {
 struct UnitCost {
   std::string name;  ///< "embedding", "layer.0", ..., "output"
   UnitKind kind = UnitKind::decoder_layer;
-  int32_t layer = -1;      ///< decoder layer index, -1 for embedding/output
+  int32_t layer = -1;  ///< decoder layer index, -1 for embedding/output
   bool moe = false;
   int64_t dense_params = 0;   ///< this rank's parameters before FSDP sharding (after TP); norms counted fully
   int64_t expert_params = 0;  ///< this rank's routed-expert parameters (after EP and ETP)
@@ -69,8 +69,8 @@ struct UnitCost {
 
   // Per micro-batch, per rank.
   std::vector<Gemm> fwd_gemms;
-  std::vector<Gemm> bwd_gemms;          ///< data-gradient and weight-gradient GEMMs (+ flash-attention recompute)
-  int64_t fwd_bytes_touched = 0;        ///< memory-bound work: norms, activations, residuals, rotary, softmax
+  std::vector<Gemm> bwd_gemms;    ///< data-gradient and weight-gradient GEMMs (+ flash-attention recompute)
+  int64_t fwd_bytes_touched = 0;  ///< memory-bound work: norms, activations, residuals, rotary, softmax
   int64_t bwd_bytes_touched = 0;
   std::vector<UnitCollective> fwd_collectives;
   std::vector<UnitCollective> bwd_collectives;

@@ -89,7 +89,8 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
   check_combinations(model, config);
   if (config.micro_batch_size < 1) reject(config, "micro_batch_size", "must be at least 1", "set micro_batch_size: 1");
   if (config.seq_length > (int64_t{1} << 24)) {
-    reject(config, "seq_length", "a sequence of " + std::to_string(config.seq_length) + " tokens is beyond what fsdpsim models",
+    reject(config, "seq_length",
+           "a sequence of " + std::to_string(config.seq_length) + " tokens is beyond what fsdpsim models",
            "use at most 16,777,216 tokens");
   }
   if (config.seq_length < 1) reject(config, "seq_length", "must be at least 1", "set seq_length, e.g. 4096");
@@ -115,7 +116,8 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
   l.dp = static_cast<int32_t>(world / tp_cp);
   const int64_t ep_etp = int64_t{l.ep} * l.etp;
   if (world % ep_etp != 0) {
-    reject(config, "ep", "world size " + std::to_string(world) + " is not divisible by ep·etp = " + std::to_string(ep_etp),
+    reject(config, "ep",
+           "world size " + std::to_string(world) + " is not divisible by ep·etp = " + std::to_string(ep_etp),
            "choose ep·etp among: " + divisors_of(world, 1024));
   }
   if (l.ep > 1 && !model.is_moe()) {
@@ -127,7 +129,8 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
   if (dp_cp % l.outer != 0 || (model.is_moe() && l.expert_dp % l.outer != 0)) {
     reject(config, "num_distributed_optimizer_instances",
            std::to_string(l.outer) + " outer replicas do not divide the data-parallel group of " +
-               std::to_string(dp_cp) + (model.is_moe() ? " (expert data-parallel " + std::to_string(l.expert_dp) + ")" : ""),
+               std::to_string(dp_cp) +
+               (model.is_moe() ? " (expert data-parallel " + std::to_string(l.expert_dp) + ")" : ""),
            "choose among: " + divisors_of(dp_cp, 1024));
   }
   l.dense_shard = dp_cp / l.outer;
@@ -136,19 +139,27 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
   l.global_batch_size = config.global_batch_size == 0 ? per_step : config.global_batch_size;
   if (l.global_batch_size % per_step != 0) {
     reject(config, "global_batch_size",
-           "global_batch_size=" + std::to_string(l.global_batch_size) + " is not a multiple of micro_batch_size × dp = " +
-               std::to_string(config.micro_batch_size) + " × " + std::to_string(l.dp),
+           "global_batch_size=" + std::to_string(l.global_batch_size) +
+               " is not a multiple of micro_batch_size × dp = " + std::to_string(config.micro_batch_size) + " × " +
+               std::to_string(l.dp),
            "use a multiple of " + std::to_string(per_step));
   }
   const int64_t micro_batches = l.global_batch_size / per_step;
   if (micro_batches > 100000) {
-    reject(config, "global_batch_size", std::to_string(micro_batches) + " micro-batches per step is beyond what fsdpsim models",
+    reject(config, "global_batch_size",
+           std::to_string(micro_batches) + " micro-batches per step is beyond what fsdpsim models",
            "use at most 100,000 micro-batches per step (raise micro_batch_size or lower global_batch_size)");
   }
   l.micro_batches = static_cast<int32_t>(micro_batches);
-  l.shape = RankShape{l.tp, l.cp, l.ep, l.etp, config.micro_batch_size, config.seq_length,
+  l.shape = RankShape{l.tp,
+                      l.cp,
+                      l.ep,
+                      l.etp,
+                      config.micro_batch_size,
+                      config.seq_length,
                       (config.fp8_compute || config.param_dtype == DType::fp8) ? DType::fp8 : DType::bf16,
-                      DType::bf16, config.flash_attention};
+                      DType::bf16,
+                      config.flash_attention};
   // The model must divide by this shape (heads by tp, experts by ep, ...): report it at the key's own origin.
   try {
     check_rank_shape(model, l.shape);

@@ -12,7 +12,7 @@ namespace fsdpsim {
 
 /// Group sizes of one job (Megatron's tp-cp-ep-dp rank order, no pipeline parallelism).
 struct ParallelLayout {
-  int32_t world_size = 1;     ///< nodes × gpus_per_node
+  int32_t world_size = 1;  ///< nodes × gpus_per_node
   int32_t gpus_per_node = 1;
   int32_t tp = 1;
   int32_t cp = 1;
@@ -25,7 +25,7 @@ struct ParallelLayout {
   int32_t expert_shard = 1;   ///< expert FSDP shard group: expert_dp / outer
   int32_t micro_batches = 1;  ///< gradient-accumulation steps per optimizer step
   int64_t global_batch_size = 1;
-  RankShape shape;            ///< what one rank computes per micro-batch
+  RankShape shape;  ///< what one rank computes per micro-batch
 };
 
 /// Resolves and checks the layout; also applies the overrides Megatron-FSDP forces (nccl_ub turns on the double

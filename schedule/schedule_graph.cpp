@@ -86,8 +86,8 @@ std::vector<int32_t> find_cycle(const Schedule& s) {
   CycleFinder finder;
   finder.parent = &parent;
   finder.cycle = &cycle;
-  boost::depth_first_search(g, boost::visitor(finder).color_map(
-                                   boost::make_iterator_property_map(colors.begin(), boost::get(boost::vertex_index, g))));
+  boost::depth_first_search(g, boost::visitor(finder).color_map(boost::make_iterator_property_map(
+                                   colors.begin(), boost::get(boost::vertex_index, g))));
   return cycle;
 }
 

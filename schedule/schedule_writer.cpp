@@ -6,7 +6,9 @@
 
 namespace fsdpsim {
 
-ScheduleWriter::ScheduleWriter(ScheduleInfo info) { schedule_.info = std::move(info); }
+ScheduleWriter::ScheduleWriter(ScheduleInfo info) {
+  schedule_.info = std::move(info);
+}
 
 int32_t ScheduleWriter::group(const std::string& name, int32_t size, int32_t stride) {
   const int32_t existing = schedule_.group_index(name);
@@ -26,8 +28,7 @@ int32_t ScheduleWriter::stream(const std::string& name, int32_t priority) {
   return static_cast<int32_t>(schedule_.streams.size() - 1);
 }
 
-int32_t ScheduleWriter::buffer(const std::string& name, BufferCategory category, int64_t size_bytes,
-                               bool persistent) {
+int32_t ScheduleWriter::buffer(const std::string& name, BufferCategory category, int64_t size_bytes, bool persistent) {
   FSDPSIM_CHECK(size_bytes >= 0, "negative buffer size for " + name);
   const auto id = static_cast<int32_t>(schedule_.buffers.size());
   schedule_.buffers.push_back(Buffer{id, name, category, size_bytes, persistent});
@@ -52,7 +53,9 @@ int32_t ScheduleWriter::add(Op op) {
   return id;
 }
 
-int32_t ScheduleWriter::tail(int32_t stream) const { return tails_.at(static_cast<size_t>(stream)); }
+int32_t ScheduleWriter::tail(int32_t stream) const {
+  return tails_.at(static_cast<size_t>(stream));
+}
 
 std::vector<int32_t> ScheduleWriter::tails(std::initializer_list<int32_t> streams) const {
   std::vector<int32_t> out;
@@ -62,9 +65,13 @@ std::vector<int32_t> ScheduleWriter::tails(std::initializer_list<int32_t> stream
   return out;
 }
 
-Op& ScheduleWriter::op(int32_t id) { return schedule_.ops.at(static_cast<size_t>(id)); }
+Op& ScheduleWriter::op(int32_t id) {
+  return schedule_.ops.at(static_cast<size_t>(id));
+}
 
-Schedule ScheduleWriter::finish() { return std::move(schedule_); }
+Schedule ScheduleWriter::finish() {
+  return std::move(schedule_);
+}
 
 Op make_collective(OpKind kind, std::string name, Phase phase, int32_t stream, int32_t group, int32_t group_size,
                    int64_t payload_bytes, DType dtype, ReduceOp reduce_op) {

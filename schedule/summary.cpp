@@ -59,7 +59,8 @@ std::string schedule_summary(const Schedule& s) {
   }
   out << "\npersistent memory per rank:\n";
   for (const auto& [category, bytes] : stats.persistent_bytes) {
-    std::snprintf(line, sizeof line, "  %-16s %12s\n", std::string(to_string(category)).c_str(), format_bytes(bytes).c_str());
+    std::snprintf(line, sizeof line, "  %-16s %12s\n", std::string(to_string(category)).c_str(),
+                  format_bytes(bytes).c_str());
     out << line;
   }
   std::snprintf(line, sizeof line, "  %-16s %12s\n", "total", format_bytes(stats.persistent_total_bytes).c_str());

@@ -25,10 +25,10 @@ struct ScheduleStats {
   int32_t layers = 0;
   int64_t ops = 0;
   int64_t buffers = 0;
-  std::vector<CollectiveCount> collectives;               ///< sorted by stream order of first appearance
-  std::map<BufferCategory, int64_t> persistent_bytes;     ///< persistent memory per category
+  std::vector<CollectiveCount> collectives;            ///< sorted by stream order of first appearance
+  std::map<BufferCategory, int64_t> persistent_bytes;  ///< persistent memory per category
   int64_t persistent_total_bytes = 0;
-  int64_t step_send_bytes = 0;                            ///< per rank, all collectives of the step
+  int64_t step_send_bytes = 0;  ///< per rank, all collectives of the step
 };
 
 /// Counts what the schedule does.

@@ -55,7 +55,8 @@ class Checker {
     }
   }
 
-  void check_id_list(const Op& op, const std::vector<int32_t>& ids, const char* field, int32_t limit, const char* what) {
+  void check_id_list(const Op& op, const std::vector<int32_t>& ids, const char* field, int32_t limit,
+                     const char* what) {
     for (const int32_t id : ids) {
       if (id < 0 || id >= limit) {
         report("references", "op " + std::to_string(op.id) + " '" + op.name + "' " + field + " names " + what + " " +
@@ -69,12 +70,15 @@ class Checker {
     const auto buffers = static_cast<int32_t>(s_.buffers.size());
     for (const Op& op : s_.ops) {
       const std::string who = "op " + std::to_string(op.id) + " '" + op.name + "'";
-      if (op.stream < 0 || op.stream >= static_cast<int32_t>(s_.streams.size())) report("references", who + " is on no known stream");
-      if (op.unit < -1 || op.unit >= static_cast<int32_t>(s_.units.size())) report("references", who + " names unit " + std::to_string(op.unit) + ", which does not exist");
+      if (op.stream < 0 || op.stream >= static_cast<int32_t>(s_.streams.size()))
+        report("references", who + " is on no known stream");
+      if (op.unit < -1 || op.unit >= static_cast<int32_t>(s_.units.size()))
+        report("references", who + " names unit " + std::to_string(op.unit) + ", which does not exist");
       if (is_collective(op.kind) && (op.group < 0 || op.group >= static_cast<int32_t>(s_.groups.size()))) {
         report("references", who + " is a collective without a valid group");
       }
-      if (!is_collective(op.kind) && op.group != -1) report("references", who + " is not a collective but names a group");
+      if (!is_collective(op.kind) && op.group != -1)
+        report("references", who + " is not a collective but names a group");
       check_id_list(op, op.allocs, "allocs", buffers, "buffer");
       check_id_list(op, op.frees, "frees", buffers, "buffer");
       check_id_list(op, op.reads, "reads", buffers, "buffer");
@@ -83,7 +87,8 @@ class Checker {
       for (const int32_t d : op.deps) {
         if (d == op.id) report("references", who + " depends on itself");
       }
-      if (op.send_bytes < 0 || op.recv_bytes < 0 || op.bytes_touched < 0) report("sizes", who + " has a negative byte count");
+      if (op.send_bytes < 0 || op.recv_bytes < 0 || op.bytes_touched < 0)
+        report("sizes", who + " has a negative byte count");
     }
   }
 
@@ -97,8 +102,9 @@ class Checker {
       if (op.kind == OpKind::all_reduce) ok = op.send_bytes == op.recv_bytes;
       if (!ok) {
         report("collective-bytes", describe_op(op.id) + ": " + std::string(to_string(op.kind)) + " over a group of " +
-                                       std::to_string(n) + " sends " + std::to_string(op.send_bytes) + " B and receives " +
-                                       std::to_string(op.recv_bytes) + " B per rank, which do not match");
+                                       std::to_string(n) + " sends " + std::to_string(op.send_bytes) +
+                                       " B and receives " + std::to_string(op.recv_bytes) +
+                                       " B per rank, which do not match");
       }
     }
   }
@@ -192,7 +198,9 @@ class Checker {
 
 }  // namespace
 
-std::vector<std::string> validate(const Schedule& schedule) { return Checker(schedule).run(); }
+std::vector<std::string> validate(const Schedule& schedule) {
+  return Checker(schedule).run();
+}
 
 void validate_or_throw(const Schedule& schedule, const std::string& context) {
   std::vector<std::string> problems = validate(schedule);

@@ -21,11 +21,13 @@ std::vector<std::string> words_of(const std::string& line) {
 }
 
 std::optional<OpKind> kind_from_text(const std::string& text) {
-  if (text.find("all_gather") != std::string::npos || text.find("allgather") != std::string::npos) return OpKind::all_gather;
+  if (text.find("all_gather") != std::string::npos || text.find("allgather") != std::string::npos)
+    return OpKind::all_gather;
   if (text.find("reduce_scatter") != std::string::npos || text.find("reducescatter") != std::string::npos) {
     return OpKind::reduce_scatter;
   }
-  if (text.find("all_reduce") != std::string::npos || text.find("allreduce") != std::string::npos) return OpKind::all_reduce;
+  if (text.find("all_reduce") != std::string::npos || text.find("allreduce") != std::string::npos)
+    return OpKind::all_reduce;
   return std::nullopt;
 }
 
@@ -80,7 +82,8 @@ std::vector<CollectiveSample> parse_nccl_tests_log(const std::string& text, cons
     CollectiveSample s;
     if (!parse_row(w, s)) {
       if (line[0] == '#' || w[0].rfind("#", 0) == 0) continue;
-      throw ConfigError(SourceLocation{source, line_number, 1}, "", "not an nccl-tests result row: '" + trim_copy(line) + "'",
+      throw ConfigError(SourceLocation{source, line_number, 1}, "",
+                        "not an nccl-tests result row: '" + trim_copy(line) + "'",
                         "give the unmodified output of all_gather_perf, reduce_scatter_perf or all_reduce_perf");
     }
     rows.push_back(s);
@@ -120,13 +123,14 @@ GpuProfile calibrate_profile(const GpuProfile& base, const Topology& topology, c
   }
   if (best_bf16 > 0) {
     p.gemm_max_efficiency = std::min(1.0, best_bf16 / p.dense_bf16_flops_per_s);
-    std::snprintf(line, sizeof line, "gemm_max_efficiency %.3f (best BF16 GEMM %.1f TFLOP/s of %.0f)", p.gemm_max_efficiency,
-                  best_bf16 / 1e12, p.dense_bf16_flops_per_s / 1e12);
+    std::snprintf(line, sizeof line, "gemm_max_efficiency %.3f (best BF16 GEMM %.1f TFLOP/s of %.0f)",
+                  p.gemm_max_efficiency, best_bf16 / 1e12, p.dense_bf16_flops_per_s / 1e12);
     say(line);
   }
   if (best_fp8 > 0 && p.dense_fp8_flops_per_s > 0) {
     p.fp8_gemm_max_efficiency = std::min(1.0, best_fp8 / p.dense_fp8_flops_per_s);
-    std::snprintf(line, sizeof line, "fp8_gemm_max_efficiency %.3f (best FP8 GEMM %.1f TFLOP/s)", p.fp8_gemm_max_efficiency, best_fp8 / 1e12);
+    std::snprintf(line, sizeof line, "fp8_gemm_max_efficiency %.3f (best FP8 GEMM %.1f TFLOP/s)",
+                  p.fp8_gemm_max_efficiency, best_fp8 / 1e12);
     say(line);
   }
   if (m.copy_bw_bytes_per_s > 0) {
@@ -151,15 +155,17 @@ GpuProfile calibrate_profile(const GpuProfile& base, const Topology& topology, c
     request.dtype = s->dtype;
     // nccl-tests ran `ranks` GPUs spread evenly over `nodes` hosts: place them so on this topology.
     const int32_t per_node = std::max(1, s->ranks / std::max(1, s->nodes));
-    const int32_t stride = per_node < t.gpus_per_node && t.gpus_per_node % per_node == 0 ? t.gpus_per_node / per_node : 1;
+    const int32_t stride =
+        per_node < t.gpus_per_node && t.gpus_per_node % per_node == 0 ? t.gpus_per_node / per_node : 1;
     request.placement = place_group(t, std::max(s->nodes, 1) * t.gpus_per_node, s->ranks, stride);
     const double predicted = predicted_busbw_bytes_per_s(request, t);
     if (predicted <= 0) continue;
     const double scale = s->busbw_bytes_per_s / predicted;
-    (kind == OpKind::all_gather ? p.busbw_scale_all_gather
+    (kind == OpKind::all_gather       ? p.busbw_scale_all_gather
      : kind == OpKind::reduce_scatter ? p.busbw_scale_reduce_scatter
                                       : p.busbw_scale_all_reduce) = scale;
-    std::snprintf(line, sizeof line, "busbw_scale_%s %.3f (%d ranks on %d node%s, %s: measured %.1f GB/s, model %.1f GB/s)",
+    std::snprintf(line, sizeof line,
+                  "busbw_scale_%s %.3f (%d ranks on %d node%s, %s: measured %.1f GB/s, model %.1f GB/s)",
                   std::string(to_string(kind)).c_str(), scale, s->ranks, s->nodes, s->nodes == 1 ? "" : "s",
                   format_bytes(s->size_bytes).c_str(), s->busbw_bytes_per_s / 1e9, predicted / 1e9);
     say(line);

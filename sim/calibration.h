@@ -30,12 +30,12 @@ struct CollectiveSample {
   DType dtype = DType::fp32;
   double time_s = 0;
   double busbw_bytes_per_s = 0;
-  int64_t wrong = 0;       ///< nccl-tests' #wrong
+  int64_t wrong = 0;  ///< nccl-tests' #wrong
 };
 
 /// What the GPUs present measured (`fsdpsim calibrate`).
 struct GpuMeasurements {
-  std::string device;      ///< cudaGetDeviceProperties name
+  std::string device;  ///< cudaGetDeviceProperties name
   int32_t sm_count = 0;
   int64_t memory_bytes = 0;
   std::vector<GemmSample> gemms;

@@ -159,8 +159,9 @@ CollectiveCost collective_cost(const CollectiveRequest& request, const Topology&
                                                                 : 1.0;
   if (scale != 1.0 && cost.bus_bw_bytes_per_s > 0) {
     cost.bus_bw_bytes_per_s *= scale;
-    cost.time_ns = cost.latency_ns +
-                   static_cast<TimeNs>(std::llround(static_cast<double>(cost.bus_bytes) / cost.bus_bw_bytes_per_s * 1e9));
+    cost.time_ns =
+        cost.latency_ns +
+        static_cast<TimeNs>(std::llround(static_cast<double>(cost.bus_bytes) / cost.bus_bw_bytes_per_s * 1e9));
   }
   return cost;
 }
@@ -183,9 +184,9 @@ double network_capacity_bytes_per_s(const Topology& topology) {
 }
 
 const std::vector<NcclAlgo>& all_nccl_algos() {
-  static const std::vector<NcclAlgo> algos{NcclAlgo::ring,           NcclAlgo::tree,          NcclAlgo::nvls,
-                                           NcclAlgo::nvls_tree,      NcclAlgo::collnet_direct, NcclAlgo::collnet_chain,
-                                           NcclAlgo::pat,            NcclAlgo::p2p};
+  static const std::vector<NcclAlgo> algos{
+      NcclAlgo::ring,           NcclAlgo::tree,          NcclAlgo::nvls, NcclAlgo::nvls_tree,
+      NcclAlgo::collnet_direct, NcclAlgo::collnet_chain, NcclAlgo::pat,  NcclAlgo::p2p};
   return algos;
 }
 
@@ -196,23 +197,34 @@ const std::vector<NcclProto>& all_nccl_protos() {
 
 std::string_view to_string(NcclAlgo a) {
   switch (a) {
-    case NcclAlgo::ring: return "ring";
-    case NcclAlgo::tree: return "tree";
-    case NcclAlgo::nvls: return "nvls";
-    case NcclAlgo::nvls_tree: return "nvls_tree";
-    case NcclAlgo::collnet_direct: return "collnet_direct";
-    case NcclAlgo::collnet_chain: return "collnet_chain";
-    case NcclAlgo::pat: return "pat";
-    case NcclAlgo::p2p: return "p2p";
+    case NcclAlgo::ring:
+      return "ring";
+    case NcclAlgo::tree:
+      return "tree";
+    case NcclAlgo::nvls:
+      return "nvls";
+    case NcclAlgo::nvls_tree:
+      return "nvls_tree";
+    case NcclAlgo::collnet_direct:
+      return "collnet_direct";
+    case NcclAlgo::collnet_chain:
+      return "collnet_chain";
+    case NcclAlgo::pat:
+      return "pat";
+    case NcclAlgo::p2p:
+      return "p2p";
   }
   return "?";
 }
 
 std::string_view to_string(NcclProto p) {
   switch (p) {
-    case NcclProto::ll: return "ll";
-    case NcclProto::ll128: return "ll128";
-    case NcclProto::simple: return "simple";
+    case NcclProto::ll:
+      return "ll";
+    case NcclProto::ll128:
+      return "ll128";
+    case NcclProto::simple:
+      return "simple";
   }
   return "?";
 }

@@ -27,8 +27,8 @@ struct CollectiveRequest {
   int64_t size_bytes = 0;            ///< the size nccl-tests prints: whole gathered/scattered buffer, or the buffer
   DType dtype = DType::bf16;
   ReduceOp reduce_op = ReduceOp::sum;
-  GroupPlacement placement;          ///< members per NVLink domain, domains, members per node, nodes
-  bool registered = false;           ///< user buffers registered with NCCL (Megatron-FSDP's nccl_ub)
+  GroupPlacement placement;  ///< members per NVLink domain, domains, members per node, nodes
+  bool registered = false;   ///< user buffers registered with NCCL (Megatron-FSDP's nccl_ub)
   /// NCCL_ALGO / NCCL_PROTO forced to one value (a measurement that set them, or a what-if); nullopt: NCCL chooses.
   /// A forced algorithm or protocol NCCL cannot run for this call is a ConfigError.
   std::optional<NcclAlgo> algo;
@@ -39,11 +39,11 @@ struct CollectiveRequest {
 struct CollectiveCost {
   NcclAlgo algo = NcclAlgo::ring;
   NcclProto proto = NcclProto::simple;
-  TimeNs latency_ns = 0;            ///< α: the size-independent part
-  double bus_bw_bytes_per_s = 0;    ///< busbw of the transfer when it runs alone (nccl-tests convention)
-  int64_t bus_bytes = 0;            ///< bytes the transfer moves in busbw terms: S·(n−1)/n (AG/RS), 2S·(n−1)/n (AR)
-  TimeNs time_ns = 0;               ///< latency_ns + bus_bytes / bus_bw_bytes_per_s, alone
-  int32_t sms = 0;                  ///< SMs (CTAs) the kernel occupies while it runs
+  TimeNs latency_ns = 0;          ///< α: the size-independent part
+  double bus_bw_bytes_per_s = 0;  ///< busbw of the transfer when it runs alone (nccl-tests convention)
+  int64_t bus_bytes = 0;          ///< bytes the transfer moves in busbw terms: S·(n−1)/n (AG/RS), 2S·(n−1)/n (AR)
+  TimeNs time_ns = 0;             ///< latency_ns + bus_bytes / bus_bw_bytes_per_s, alone
+  int32_t sms = 0;                ///< SMs (CTAs) the kernel occupies while it runs
   /// Wire bytes per bus byte on this GPU's NVLink port (per direction) and on its share of the node's NICs, for
   /// sharing links between concurrent collectives. 0 where the resource is not used.
   double nvlink_load = 0;

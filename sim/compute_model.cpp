@@ -8,7 +8,9 @@
 namespace fsdpsim {
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 // The profile's maximum efficiency is the best-shape measurement (MAMF, ml-engineering: reached at large k such as
 // 8192); the k-loop factor k/(k + k_half) is normalised so that k = 8192 gives 1.

@@ -42,8 +42,9 @@ class Engine {
         o_(o),
         costs_(std::move(costs)),
         links_(),
-        memory_(s, AllocatorConfig{o.allocator_capacity_bytes > 0 ? o.allocator_capacity_bytes : t.gpu.hbm_bytes,
-                                   o.expandable_segments, 0},
+        memory_(s,
+                AllocatorConfig{o.allocator_capacity_bytes > 0 ? o.allocator_capacity_bytes : t.gpu.hbm_bytes,
+                                o.expandable_segments, 0},
                 o.record_timeline) {
     FSDPSIM_CHECK(costs_.size() == s.ops.size(), "one cost per op");
     for (const double cap : link_caps) links_.push_back(FlowLink{cap});
@@ -174,7 +175,8 @@ class Engine {
         fresh_.push_back(static_cast<size_t>(op.stream));
         return;
       case CostModel::compute:
-        a = Activity{op_id, true, false, false, static_cast<double>(cost.compute_ns + malloc_ns), 0, now, a.version + 1};
+        a = Activity{op_id, true, false,        false, static_cast<double>(cost.compute_ns + malloc_ns),
+                     0,     now,  a.version + 1};
         fresh_.push_back(static_cast<size_t>(op.stream));
         return;
       case CostModel::transfer: {
@@ -263,7 +265,8 @@ class Engine {
       const int32_t op = stream_ops_[st][head_[st]];
       throw ScheduleError("the simulation cannot finish the step",
                           {"stream '" + s_.streams[st].name + "' is stuck at op " + std::to_string(op) + " '" +
-                           s_.ops[static_cast<size_t>(op)].name + "', whose dependencies never finish (run "
+                           s_.ops[static_cast<size_t>(op)].name +
+                           "', whose dependencies never finish (run "
                            "'fsdpsim schedule' validation on it)"});
     }
   }
@@ -287,9 +290,9 @@ class Engine {
   std::vector<Flow> flows_;
   std::vector<double> rates_;
   std::vector<int32_t> flow_of_stream_;
-  std::vector<size_t> fresh_;      // streams whose compute op started since the last re-rating
-  std::vector<size_t> to_check_;   // streams whose head may be able to start
-  bool comm_changed_ = true;       // the set of running communication changed since the last re-rating
+  std::vector<size_t> fresh_;     // streams whose compute op started since the last re-rating
+  std::vector<size_t> to_check_;  // streams whose head may be able to start
+  bool comm_changed_ = true;      // the set of running communication changed since the last re-rating
   double compute_speed_ = 1.0;
   int32_t compute_stream_ = 0;
   int32_t step_ = 0;

@@ -18,9 +18,9 @@ namespace fsdpsim {
 
 /// How to run.
 struct SimOptions {
-  int32_t steps = 2;                 ///< the first step and the steady state (the last)
-  bool expandable_segments = false;  ///< PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
-  bool record_timeline = true;       ///< keep the memory timeline (reports, traces)
+  int32_t steps = 2;                     ///< the first step and the steady state (the last)
+  bool expandable_segments = false;      ///< PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+  bool record_timeline = true;           ///< keep the memory timeline (reports, traces)
   int64_t allocator_capacity_bytes = 0;  ///< what the allocator may reserve; 0: the GPU's memory
 };
 
@@ -47,7 +47,7 @@ struct SimRun {
   std::vector<MemorySample> timeline;  ///< across all steps
   std::optional<OomEvent> oom;
   AllocatorStats allocator;
-  uint64_t events = 0;                 ///< events processed (engine speed)
+  uint64_t events = 0;  ///< events processed (engine speed)
 };
 
 /// Runs `schedule` on `topology` (its world size must equal the schedule's; the caller checks and explains).

@@ -13,7 +13,9 @@ MemoryTracker::MemoryTracker(const Schedule& schedule, AllocatorConfig config, b
       unbacked_(schedule.buffers.size(), 0),
       record_timeline_(record_timeline) {}
 
-int64_t MemoryTracker::allocated_bytes() const { return allocator_.stats().allocated_bytes + unbacked_total_; }
+int64_t MemoryTracker::allocated_bytes() const {
+  return allocator_.stats().allocated_bytes + unbacked_total_;
+}
 
 int64_t MemoryTracker::reserved_bytes() const {
   // After an allocation failure the bytes counted outside the allocator would first reuse its cached free blocks:

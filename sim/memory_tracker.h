@@ -32,8 +32,8 @@ struct MemoryPeak {
   int64_t bytes = 0;
   TimeNs time_ns = 0;
   int32_t step = 0;
-  int32_t op = -1;              ///< the op whose allocation reached the peak
-  CategoryBytes breakdown{};    ///< live bytes per category at that moment
+  int32_t op = -1;            ///< the op whose allocation reached the peak
+  CategoryBytes breakdown{};  ///< live bytes per category at that moment
 };
 
 /// An allocation that did not fit.
@@ -73,8 +73,8 @@ class MemoryTracker {
   void sample(TimeNs time_ns);
   const Schedule& schedule_;
   CachingAllocator allocator_;
-  std::vector<BlockHandle> blocks_;      // per buffer; -1 when not live
-  std::vector<int64_t> unbacked_;        // per buffer: bytes counted without a block (after an OOM)
+  std::vector<BlockHandle> blocks_;  // per buffer; -1 when not live
+  std::vector<int64_t> unbacked_;    // per buffer: bytes counted without a block (after an OOM)
   CategoryBytes live_{};
   int64_t unbacked_total_ = 0;
   MemoryPeak peak_allocated_, peak_reserved_;

@@ -68,7 +68,8 @@ GroupShape group_shape(const Topology& topology, const SystemGraph& system, cons
   // spreads over the NICs next to its members (collectives.md §7); MNNVL caps them at max_nics_between_domains.
   const double nics_per_gpu = static_cast<double>(topology.nics_per_node) / topology.gpus_per_node;
   double nics = placement.ranks_per_domain * nics_per_gpu;
-  if (topology.max_nics_between_domains > 0) nics = std::min(nics, static_cast<double>(topology.max_nics_between_domains));
+  if (topology.max_nics_between_domains > 0)
+    nics = std::min(nics, static_cast<double>(topology.max_nics_between_domains));
   s.nics_used = nics;
   s.nic_shares = nics / nics_per_gpu;
   s.domain_net_gbps = s.nic_shares * system.gpu_net_gbps;

@@ -23,13 +23,13 @@ struct SystemGraph {
 
 /// Where one group sits, in the terms NCCL's tuning uses.
 struct GroupShape {
-  int32_t ranks = 1;           ///< n
-  int32_t domains = 1;         ///< NCCL "nodes" (NVLink domains)
+  int32_t ranks = 1;             ///< n
+  int32_t domains = 1;           ///< NCCL "nodes" (NVLink domains)
   int32_t ranks_per_domain = 1;  ///< ppn (NCCL's local ranks)
-  int32_t ranks_per_node = 1;  ///< members sharing one physical node's NICs
-  double nic_shares = 0;       ///< per-GPU NIC shares the group's traffic between domains spreads over, per domain
-  double nics_used = 0;        ///< NICs per domain the group drives between domains (NVLS / CollNet heads)
-  double domain_net_gbps = 0;  ///< nic_shares × gpu_net_gbps: the group's network bandwidth out of one domain
+  int32_t ranks_per_node = 1;    ///< members sharing one physical node's NICs
+  double nic_shares = 0;         ///< per-GPU NIC shares the group's traffic between domains spreads over, per domain
+  double nics_used = 0;          ///< NICs per domain the group drives between domains (NVLS / CollNet heads)
+  double domain_net_gbps = 0;    ///< nic_shares × gpu_net_gbps: the group's network bandwidth out of one domain
 };
 
 /// One call as the candidates see it.
@@ -46,12 +46,12 @@ struct Candidate {
   NcclAlgo algo = NcclAlgo::ring;
   NcclProto proto = NcclProto::simple;
   double latency_us = 0;
-  double bus_bw_gbps = 0;        ///< busbw the transfer reaches alone (time = latency + bus_bytes / bus_bw)
+  double bus_bw_gbps = 0;  ///< busbw the transfer reaches alone (time = latency + bus_bytes / bus_bw)
   double time_us = 0;
-  double selection_factor = 1;   ///< NCCL's ranking penalty (fp8 rings: 1024); the reported time excludes it
+  double selection_factor = 1;  ///< NCCL's ranking penalty (fp8 rings: 1024); the reported time excludes it
   int32_t sms = 0;
-  double nvlink_load = 0;        ///< wire bytes per bus byte on this GPU's NVLink port (one direction)
-  double network_load = 0;       ///< wire bytes per bus byte on this GPU's NIC share (one direction)
+  double nvlink_load = 0;   ///< wire bytes per bus byte on this GPU's NVLink port (one direction)
+  double network_load = 0;  ///< wire bytes per bus byte on this GPU's NIC share (one direction)
 };
 
 /// The graph values of `topology` (NVLink figure, ring channels, NIC rates).

@@ -18,7 +18,9 @@ constexpr int32_t kNvlsHeads = 8;
 // NVLS all-gather / reduce-scatter are skipped above NCCL_MAX_NVLS_ARITY local ranks (collectives.md §2.5).
 constexpr int32_t kMaxNvlsArity = 32;
 
-int log2_floor(int32_t x) { return x <= 1 ? 0 : std::bit_width(static_cast<uint32_t>(x)) - 1; }
+int log2_floor(int32_t x) {
+  return x <= 1 ? 0 : std::bit_width(static_cast<uint32_t>(x)) - 1;
+}
 
 bool nvls_allowed(const Call& call) {
   const Topology& t = *call.topology;
@@ -42,8 +44,8 @@ double nvls_all_reduce_gbps(const Call& call, double* nvlink_load) {
   return call.system.nvls_wire_gbps * 2 * (h - 1) / (h + 1);
 }
 
-// Network load per bus byte of an all-reduce that sends each domain's reduced data across once (S per domain): in-network
-// reduction (NVLS+SHARP, CollNet) or a two-node tree; `egress` = 2 for a double binary tree of >= 3 domains.
+// Network load per bus byte of an all-reduce that sends each domain's reduced data across once (S per domain):
+// in-network reduction (NVLS+SHARP, CollNet) or a two-node tree; `egress` = 2 for a double binary tree of >= 3 domains.
 double reduced_network_load(const Call& call, double egress) {
   const double n = call.group.ranks;
   return egress * n / (2 * (n - 1)) / call.group.nic_shares;

@@ -12,17 +12,24 @@
 namespace fsdpsim::nccl {
 namespace {
 
-bool is_all_reduce(const Call& call) { return call.request.kind == OpKind::all_reduce; }
+bool is_all_reduce(const Call& call) {
+  return call.request.kind == OpKind::all_reduce;
+}
 
-int log2_floor(int32_t x) { return x <= 1 ? 0 : std::bit_width(static_cast<uint32_t>(x)) - 1; }
+int log2_floor(int32_t x) {
+  return x <= 1 ? 0 : std::bit_width(static_cast<uint32_t>(x)) - 1;
+}
 
 // Wire bytes per payload byte of a protocol: LL sends a 4-byte flag with every 4 data bytes, LL128 uses 120 of every
 // 128 bytes (the 0.5 and 120/128 of NCCL's LL/LL128 bandwidth refinements; collectives.md §2.4).
 double protocol_overhead(NcclProto proto) {
   switch (proto) {
-    case NcclProto::ll: return 2.0;
-    case NcclProto::ll128: return 128.0 / 120.0;
-    case NcclProto::simple: return 1.0;
+    case NcclProto::ll:
+      return 2.0;
+    case NcclProto::ll128:
+      return 128.0 / 120.0;
+    case NcclProto::simple:
+      return 1.0;
   }
   return 1.0;
 }
@@ -56,9 +63,9 @@ double ring_latency_us(const Call& call, NcclProto proto) {
   return base_latency_us(NcclAlgo::ring)[proto_index(proto)] + (steps - inter_steps) * intra + inter_steps * inter;
 }
 
-// Scale degradation of ring all-gather / reduce-scatter across many nodes, which NCCL's model lacks: nccl #1229 measured
-// ring RS busbw 360/345/320/300/280/260 GB/s on 4/8/16/32/64/128 H100 nodes, i.e. 1.0 at 4 nodes, 0.83 at 32, 0.72 at
-// 128; collectives.md §8 recommends × 0.85 at 32 nodes … × 0.72 at 128. Linear in log2(nodes) between the knots
+// Scale degradation of ring all-gather / reduce-scatter across many nodes, which NCCL's model lacks: nccl #1229
+// measured ring RS busbw 360/345/320/300/280/260 GB/s on 4/8/16/32/64/128 H100 nodes, i.e. 1.0 at 4 nodes, 0.83 at 32,
+// 0.72 at 128; collectives.md §8 recommends × 0.85 at 32 nodes … × 0.72 at 128. Linear in log2(nodes) between the knots
 // (4, 1.0), (32, 0.85), (128, 0.72); 1.0 up to 4 nodes (no loss measured there); held at 0.72 beyond 128 (no data).
 double ring_scale_factor(int32_t domains) {
   if (domains <= 4) return 1.0;
@@ -72,12 +79,14 @@ double ring_protocol_gbps(const Call& call, NcclProto proto) {
   const double bus = ring_graph_gbps(call);
   const ArchTables& tables = arch_tables(call.topology->gpu.arch);
   switch (proto) {
-    case NcclProto::ll: return std::min(ll_cap_gbps(call), 0.5 * bus);
+    case NcclProto::ll:
+      return std::min(ll_cap_gbps(call), 0.5 * bus);
     case NcclProto::ll128: {
       const double factor = call.group.ranks_per_domain < 2 ? 0.7 : 0.92;
       return std::min(bus * factor, call.system.ring_channels * tables.ring_ll128_per_channel_gbps);
     }
-    case NcclProto::simple: return bus;
+    case NcclProto::simple:
+      return bus;
   }
   return bus;
 }
@@ -143,7 +152,8 @@ void add_tree(const Call& call, std::vector<Candidate>& out) {
     double bw = 0;
     if (proto == NcclProto::ll) bw = std::min(base / 3.8, ll_cap_gbps(call));
     if (proto == NcclProto::ll128) {
-      bw = std::min(base * (g.domains <= 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels * tables.tree_ll128_per_channel_gbps[row]);
+      bw = std::min(base * (g.domains <= 1 ? 7.0 / 9.0 : 120.0 / 128.0),
+                    channels * tables.tree_ll128_per_channel_gbps[row]);
     }
     if (proto == NcclProto::simple) bw = std::min(0.92 * base, channels * tables.tree_per_channel_gbps[row]);
     bw *= tree_correction_factor(proto, call.request.size_bytes);
@@ -175,8 +185,8 @@ void add_p2p(const Call& call, std::vector<Candidate>& out) {
   const double hop = across ? inter_latency_us(call, NcclAlgo::p2p, NcclProto::simple)
                             : nvlink_hop_latency_us(NcclAlgo::p2p)[proto_index(NcclProto::simple)];
   c.latency_us = base_latency_us(NcclAlgo::p2p)[proto_index(NcclProto::simple)] + hop;
-  c.bus_bw_gbps = across ? std::min(call.system.ring_gbps, g.domain_net_gbps / g.ranks_per_domain)
-                         : call.system.ring_gbps;
+  c.bus_bw_gbps =
+      across ? std::min(call.system.ring_gbps, g.domain_net_gbps / g.ranks_per_domain) : call.system.ring_gbps;
   c.sms = ring_sms(call);
   if (!across) {
     c.nvlink_load = 1.0;

@@ -22,8 +22,8 @@ ArchTables make_ampere() {
   // 300 GB/s), so NCCL sees 20/25 = 0.8 of the datasheet rate: 12 × 20 = 240 (collectives.md §2.3).
   t.nccl_link_fraction = 20.0 / 25.0;
   t.search_speeds = kGenericSpeeds;
-  t.ll_max_single_node_gbps = 87.7;       // llMaxBws Ampere, one node (collectives.md §2.4)
-  t.ring_ll128_per_channel_gbps = 20.0;   // perChMaxRingLL128Bws Ampere
+  t.ll_max_single_node_gbps = 87.7;      // llMaxBws Ampere, one node (collectives.md §2.4)
+  t.ring_ll128_per_channel_gbps = 20.0;  // perChMaxRingLL128Bws Ampere
   t.tree_ll128_per_channel_gbps = {20.0, 20.0, 20.0};
   t.tree_per_channel_gbps = {24.0, 23.6, 17.8};
   t.nvls_tree_per_channel_gbps = {0, 0, 0};  // no NVLS before SM90 (collectives.md §2.5)
@@ -37,12 +37,12 @@ ArchTables make_hopper() {
   // direction): 18 × 20.6 = 370.8 (collectives.md §2.3).
   t.nccl_link_fraction = 20.6 / 25.0;
   t.search_speeds = kSm90Speeds;
-  t.ll_max_single_node_gbps = 141.0;      // llMaxBws Hopper, one node, 2.23+ (collectives.md §2.4)
-  t.ring_ll128_per_channel_gbps = 36.7;   // perChMaxRingLL128Bws Hopper
+  t.ll_max_single_node_gbps = 141.0;     // llMaxBws Hopper, one node, 2.23+ (collectives.md §2.4)
+  t.ring_ll128_per_channel_gbps = 36.7;  // perChMaxRingLL128Bws Hopper
   t.tree_ll128_per_channel_gbps = {36.7, 36.7, 29.0};
   t.tree_per_channel_gbps = {38.7, 41.4, 36.0};
   t.nvls_tree_per_channel_gbps = {0, 57.7, 45.5};  // perChMaxNVLSTreeBws Hopper (2.28)
-  t.nvls_efficiency = 0.85;               // nvlsEff Hopper (2.28; collectives.md §2.4)
+  t.nvls_efficiency = 0.85;                        // nvlsEff Hopper (2.28; collectives.md §2.4)
   return t;
 }
 
@@ -52,12 +52,12 @@ ArchTables make_blackwell() {
   // direction): 18 × 40.1 = 721.8 (collectives.md §2.3).
   t.nccl_link_fraction = 40.1 / 50.0;
   t.search_speeds = kSm100Speeds;
-  t.ll_max_single_node_gbps = 282.0;      // llMaxBws Blackwell, one node
-  t.ring_ll128_per_channel_gbps = 73.4;   // perChMaxRingLL128Bws Blackwell in 2.27-2.28.9 (collectives.md §2.4)
+  t.ll_max_single_node_gbps = 282.0;     // llMaxBws Blackwell, one node
+  t.ring_ll128_per_channel_gbps = 73.4;  // perChMaxRingLL128Bws Blackwell in 2.27-2.28.9 (collectives.md §2.4)
   t.tree_ll128_per_channel_gbps = {55.6, 31.67, 20.0};
   t.tree_per_channel_gbps = {70.0, 42.8, 24.0};
   t.nvls_tree_per_channel_gbps = {0, 96.0, 43.8};  // perChMaxNVLSTreeBws Blackwell, 2.28.9 (>= 3 nodes: 43.8)
-  t.nvls_efficiency = 0.74;               // nvlsEff Blackwell (2.28)
+  t.nvls_efficiency = 0.74;                        // nvlsEff Blackwell (2.28)
   return t;
 }
 
@@ -74,24 +74,24 @@ constexpr std::array<ProtoTriple, 8> kBaseLatencyUs{{
     {6.6, 14.0, 8.4},  // p2p: as ring
 }};
 constexpr std::array<ProtoTriple, 8> kNvlinkHopUs{{
-    {0.6, 1.9, 3.4},    // ring
-    {0.6, 1.25, 4.0},   // tree (4.0 since 2.23; 28 before)
-    {0, 0, 25.0},       // nvls (23 in 2.19/2.20)
-    {0, 0, 25.0},       // nvls_tree
-    {0, 0, 3.7},        // collnet_direct
-    {0, 0, 2.8},        // collnet_chain
-    {0, 0, 4.0},        // pat
-    {0.6, 1.9, 3.4},    // p2p: as ring
+    {0.6, 1.9, 3.4},   // ring
+    {0.6, 1.25, 4.0},  // tree (4.0 since 2.23; 28 before)
+    {0, 0, 25.0},      // nvls (23 in 2.19/2.20)
+    {0, 0, 25.0},      // nvls_tree
+    {0, 0, 3.7},       // collnet_direct
+    {0, 0, 2.8},       // collnet_chain
+    {0, 0, 4.0},       // pat
+    {0.6, 1.9, 3.4},   // p2p: as ring
 }};
 constexpr std::array<ProtoTriple, 8> kNetHopUs{{
-    {2.7, 4.0, 14.0},   // ring
-    {5.0, 8.5, 14.0},   // tree
-    {0, 0, 18.0},       // nvls
-    {0, 0, 20.9},       // nvls_tree (14 in 2.19-2.28.3, 20.9 from 2.28.9)
-    {0, 0, 31.0},       // collnet_direct
-    {0, 0, 30.0},       // collnet_chain
-    {0, 0, 14.0},       // pat
-    {2.7, 4.0, 14.0},   // p2p: as ring
+    {2.7, 4.0, 14.0},  // ring
+    {5.0, 8.5, 14.0},  // tree
+    {0, 0, 18.0},      // nvls
+    {0, 0, 20.9},      // nvls_tree (14 in 2.19-2.28.3, 20.9 from 2.28.9)
+    {0, 0, 31.0},      // collnet_direct
+    {0, 0, 30.0},      // collnet_chain
+    {0, 0, 14.0},      // pat
+    {2.7, 4.0, 14.0},  // p2p: as ring
 }};
 
 // Tree all-reduce correction per power-of-two size bucket from 64 B (log2(size / 64) = 0) upwards, per protocol
@@ -102,7 +102,9 @@ constexpr std::array<std::array<double, 22>, 3> kTreeCorrection{{
     {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .5, .5, .6, .6, .7, .8, .9},
 }};
 
-std::size_t algo_index(NcclAlgo algo) { return static_cast<std::size_t>(algo); }
+std::size_t algo_index(NcclAlgo algo) {
+  return static_cast<std::size_t>(algo);
+}
 
 }  // namespace
 
@@ -111,9 +113,12 @@ const ArchTables& arch_tables(GpuArch arch) {
   static const ArchTables hopper = make_hopper();
   static const ArchTables blackwell = make_blackwell();
   switch (arch) {
-    case GpuArch::ampere: return ampere;
-    case GpuArch::hopper: return hopper;
-    case GpuArch::blackwell: return blackwell;
+    case GpuArch::ampere:
+      return ampere;
+    case GpuArch::hopper:
+      return hopper;
+    case GpuArch::blackwell:
+      return blackwell;
   }
   FSDPSIM_CHECK(false, "unknown GPU architecture");
   return hopper;
@@ -124,9 +129,15 @@ double ll_max_multi_node_gbps(int32_t domains) {
   return domains == 2 ? 39.0 : 20.4;
 }
 
-const ProtoTriple& base_latency_us(NcclAlgo algo) { return kBaseLatencyUs.at(algo_index(algo)); }
-const ProtoTriple& nvlink_hop_latency_us(NcclAlgo algo) { return kNvlinkHopUs.at(algo_index(algo)); }
-const ProtoTriple& net_hop_latency_us(NcclAlgo algo) { return kNetHopUs.at(algo_index(algo)); }
+const ProtoTriple& base_latency_us(NcclAlgo algo) {
+  return kBaseLatencyUs.at(algo_index(algo));
+}
+const ProtoTriple& nvlink_hop_latency_us(NcclAlgo algo) {
+  return kNvlinkHopUs.at(algo_index(algo));
+}
+const ProtoTriple& net_hop_latency_us(NcclAlgo algo) {
+  return kNetHopUs.at(algo_index(algo));
+}
 
 double net_overhead_us(NcclProto proto) {
   // getNetOverhead: 1.0 us on Intel x86 and ARM (2.0 on AMD), × 3 for Simple (collectives.md §2.2).

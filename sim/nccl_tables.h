@@ -19,21 +19,25 @@ inline constexpr std::array<NcclProto, 3> kProtocols{NcclProto::ll, NcclProto::l
 using ProtoTriple = std::array<double, 3>;
 
 /// Index of a protocol in a ProtoTriple.
-constexpr std::size_t proto_index(NcclProto p) { return static_cast<std::size_t>(p); }
+constexpr std::size_t proto_index(NcclProto p) {
+  return static_cast<std::size_t>(p);
+}
 
 /// Which row of NCCL's 3-column node-count tables applies: 1 node, 2 nodes, 3 or more (NVLink domains).
-constexpr std::size_t node_index(int32_t domains) { return domains <= 1 ? 0 : (domains == 2 ? 1 : 2); }
+constexpr std::size_t node_index(int32_t domains) {
+  return domains <= 1 ? 0 : (domains == 2 ? 1 : 2);
+}
 
 /// Per-architecture constants of the graph search and the bandwidth refinements.
 struct ArchTables {
-  double nccl_link_fraction = 0;          ///< NCCL's per-NVLink bandwidth ÷ the datasheet per-link rate
-  std::span<const double> search_speeds;  ///< intra-node per-channel speeds the graph search tries, GB/s
-  double ll_max_single_node_gbps = 0;     ///< llMaxBws, one node
-  double ring_ll128_per_channel_gbps = 0; ///< perChMaxRingLL128Bws
+  double nccl_link_fraction = 0;                        ///< NCCL's per-NVLink bandwidth ÷ the datasheet per-link rate
+  std::span<const double> search_speeds;                ///< intra-node per-channel speeds the graph search tries, GB/s
+  double ll_max_single_node_gbps = 0;                   ///< llMaxBws, one node
+  double ring_ll128_per_channel_gbps = 0;               ///< perChMaxRingLL128Bws
   std::array<double, 3> tree_ll128_per_channel_gbps{};  ///< perChMaxTreeLL128Bws (1 / 2 / >=3 nodes)
   std::array<double, 3> tree_per_channel_gbps{};        ///< perChMaxTreeBws (1 / 2 / >=3 nodes)
   std::array<double, 3> nvls_tree_per_channel_gbps{};   ///< perChMaxNVLSTreeBws (0 where NVLS does not exist)
-  double nvls_efficiency = 0;             ///< nvlsEff of the 2.28 NVLS bandwidth (0: no NVLS on this arch)
+  double nvls_efficiency = 0;  ///< nvlsEff of the 2.28 NVLS bandwidth (0: no NVLS on this arch)
 };
 
 /// The tables of `arch`.

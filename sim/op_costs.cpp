@@ -42,7 +42,8 @@ OpCost collective_op_cost(const Schedule& s, const Op& op, const Topology& topol
   cost.bytes = static_cast<double>(cost.nccl.bus_bytes);
   cost.cap_bytes_per_s = cost.nccl.bus_bw_bytes_per_s;
   if (cost.nccl.nvlink_load > 0) cost.loads.emplace_back(static_cast<int32_t>(LinkId::nvlink), cost.nccl.nvlink_load);
-  if (cost.nccl.network_load > 0) cost.loads.emplace_back(static_cast<int32_t>(LinkId::network), cost.nccl.network_load);
+  if (cost.nccl.network_load > 0)
+    cost.loads.emplace_back(static_cast<int32_t>(LinkId::network), cost.nccl.network_load);
   return cost;
 }
 

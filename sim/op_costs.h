@@ -30,13 +30,13 @@ struct OpCost {
   CostModel model = CostModel::instant;
   TimeNs compute_ns = 0;
   TimeNs latency_ns = 0;
-  double bytes = 0;                 ///< bus bytes (collectives) or bytes copied (host copies)
+  double bytes = 0;  ///< bus bytes (collectives) or bytes copied (host copies)
   double cap_bytes_per_s = 0;
   std::vector<std::pair<int32_t, double>> loads;  ///< (LinkId, wire bytes per byte)
-  int32_t sms = 0;                  ///< SMs a communication kernel holds while it runs
+  int32_t sms = 0;                                ///< SMs a communication kernel holds while it runs
   bool collective = false;
-  CollectiveCost nccl;              ///< the chosen NCCL algorithm and protocol (collectives)
-  TimeNs standalone_ns = 0;         ///< the op's duration alone
+  CollectiveCost nccl;       ///< the chosen NCCL algorithm and protocol (collectives)
+  TimeNs standalone_ns = 0;  ///< the op's duration alone
 };
 
 /// Capacities of the shared links, indexed by LinkId.

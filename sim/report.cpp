@@ -30,7 +30,8 @@ void add_exposure(const Schedule& s, const StepRun& step, Report& r) {
     if (gap > 0) {
       int32_t blocker = -1;
       for (const int32_t d : op.deps) {
-        if (blocker < 0 || step.ops[static_cast<size_t>(d)].end_ns > step.ops[static_cast<size_t>(blocker)].end_ns) blocker = d;
+        if (blocker < 0 || step.ops[static_cast<size_t>(d)].end_ns > step.ops[static_cast<size_t>(blocker)].end_ns)
+          blocker = d;
       }
       waits.push_back(ComputeWait{op.id, blocker, gap});
       const std::string kind = blocker >= 0 ? kind_label(s, s.ops[static_cast<size_t>(blocker)]) : "start";
@@ -46,12 +47,14 @@ void add_exposure(const Schedule& s, const StepRun& step, Report& r) {
     }
     prev_end = std::max(prev_end, t.end_ns);
   }
-  std::stable_sort(waits.begin(), waits.end(), [](const ComputeWait& a, const ComputeWait& b) { return a.wait_ns > b.wait_ns; });
+  std::stable_sort(waits.begin(), waits.end(),
+                   [](const ComputeWait& a, const ComputeWait& b) { return a.wait_ns > b.wait_ns; });
   if (waits.size() > 8) waits.resize(8);
   r.longest_waits = waits;
   for (const auto& w : waits) {
-    r.longest_wait_lines.push_back(format_time_ns(w.wait_ns) + "  " + s.ops[static_cast<size_t>(w.op)].name + " waited for " +
-                                   (w.blocker >= 0 ? s.ops[static_cast<size_t>(w.blocker)].name : std::string("the step start")));
+    r.longest_wait_lines.push_back(
+        format_time_ns(w.wait_ns) + "  " + s.ops[static_cast<size_t>(w.op)].name + " waited for " +
+        (w.blocker >= 0 ? s.ops[static_cast<size_t>(w.blocker)].name : std::string("the step start")));
   }
 }
 
@@ -123,8 +126,9 @@ void add_memory(const Schedule& s, const Topology& t, const SimRun& run, Report&
   if (run.oom) {
     const OomEvent& e = *run.oom;
     r.oom = true;
-    r.oom_reason = "allocating " + format_bytes(e.request_bytes) + " for " + s.buffers[static_cast<size_t>(e.buffer)].name +
-                   " in " + (e.op >= 0 ? s.ops[static_cast<size_t>(e.op)].name : std::string("setup")) + " (step " +
+    r.oom_reason = "allocating " + format_bytes(e.request_bytes) + " for " +
+                   s.buffers[static_cast<size_t>(e.buffer)].name + " in " +
+                   (e.op >= 0 ? s.ops[static_cast<size_t>(e.op)].name : std::string("setup")) + " (step " +
                    std::to_string(e.step + 1) + ") fails with " + format_bytes(e.reserved_bytes) + " reserved";
   } else if (needed > t.gpu.hbm_bytes) {
     r.oom = true;

@@ -31,9 +31,9 @@ struct CollectiveTotals {
   int32_t ranks = 0;
   int32_t domains = 0;
   int64_t count = 0;
-  int64_t size_bytes = 0;    ///< of the largest call
-  TimeNs busy_ns = 0;        ///< sum of durations in the steady step
-  std::string algorithm;     ///< NCCL algorithm/protocol chosen for the largest call
+  int64_t size_bytes = 0;        ///< of the largest call
+  TimeNs busy_ns = 0;            ///< sum of durations in the steady step
+  std::string algorithm;         ///< NCCL algorithm/protocol chosen for the largest call
   double busbw_bytes_per_s = 0;  ///< standalone busbw of the largest call
 };
 
@@ -70,8 +70,8 @@ struct Report {
   MemoryOverheads overheads;
   bool oom = false;
   std::string oom_reason;
-  double peak_time_s = 0;   ///< from the start of the steady step
-  std::string peak_op;      ///< the op whose allocation reached the peak
+  double peak_time_s = 0;  ///< from the start of the steady step
+  std::string peak_op;     ///< the op whose allocation reached the peak
   std::string peak_phase;
   std::map<std::string, int64_t> memory_breakdown;  ///< bytes per category at the peak, plus the overheads
   std::map<std::string, int64_t> persistent_bytes;  ///< memory that lives the whole step, per category

@@ -37,18 +37,21 @@ std::string percent(double e) {
 void add_row(std::ostringstream& out, const Deviation& d, bool bytes) {
   char line[256];
   if (bytes) {
-    std::snprintf(line, sizeof line, "  %-34s %14s %14s %9s\n", d.what.c_str(), format_bytes(static_cast<int64_t>(d.predicted)).c_str(),
+    std::snprintf(line, sizeof line, "  %-34s %14s %14s %9s\n", d.what.c_str(),
+                  format_bytes(static_cast<int64_t>(d.predicted)).c_str(),
                   format_bytes(static_cast<int64_t>(d.measured)).c_str(), percent(d.relative_error()).c_str());
   } else {
     std::snprintf(line, sizeof line, "  %-34s %14s %14s %9s\n", d.what.c_str(),
                   format_time_ns(static_cast<TimeNs>(std::llround(d.predicted * 1e9))).c_str(),
-                  format_time_ns(static_cast<TimeNs>(std::llround(d.measured * 1e9))).c_str(), percent(d.relative_error()).c_str());
+                  format_time_ns(static_cast<TimeNs>(std::llround(d.measured * 1e9))).c_str(),
+                  percent(d.relative_error()).c_str());
   }
   out << line;
 }
 
 nlohmann::ordered_json to_json(const Deviation& d) {
-  return {{"what", d.what}, {"predicted", d.predicted}, {"measured", d.measured}, {"relative_error", d.relative_error()}};
+  return {
+      {"what", d.what}, {"predicted", d.predicted}, {"measured", d.measured}, {"relative_error", d.relative_error()}};
 }
 
 }  // namespace
@@ -84,12 +87,15 @@ Comparison compare_reports(const Report& p, const Report& m) {
     const double b = eb == m.exposed_comm_by_phase_s.end() ? 0 : eb->second;
     if (a > 0 || b > 0) c.phases.push_back(Deviation{std::string(phase) + " exposed communication", a, b});
   }
-  c.memory.push_back(Deviation{"peak allocated", static_cast<double>(p.peak_allocated_bytes), static_cast<double>(m.peak_allocated_bytes)});
-  c.memory.push_back(Deviation{"peak reserved", static_cast<double>(p.peak_reserved_bytes), static_cast<double>(m.peak_reserved_bytes)});
+  c.memory.push_back(Deviation{"peak allocated", static_cast<double>(p.peak_allocated_bytes),
+                               static_cast<double>(m.peak_allocated_bytes)});
+  c.memory.push_back(Deviation{"peak reserved", static_cast<double>(p.peak_reserved_bytes),
+                               static_cast<double>(m.peak_reserved_bytes)});
   std::map<std::string, Deviation> kinds;
   std::vector<double> abs_errors;
   for (size_t i = 0; i < p.ops.size(); ++i) {
-    const Deviation d{p.ops[i].name, static_cast<double>(p.ops[i].duration_ns) / 1e9, static_cast<double>(m.ops[i].duration_ns) / 1e9};
+    const Deviation d{p.ops[i].name, static_cast<double>(p.ops[i].duration_ns) / 1e9,
+                      static_cast<double>(m.ops[i].duration_ns) / 1e9};
     c.ops.push_back(d);
     Deviation& k = kinds[std::string(to_string(p.ops[i].kind))];
     k.what = std::string(to_string(p.ops[i].kind)) + " (all ops)";
@@ -124,7 +130,8 @@ std::string comparison_text(const Comparison& c, size_t worst_ops) {
   });
   if (worst.size() > worst_ops) worst.resize(worst_ops);
   out << "\nops with the largest absolute error (of " << c.ops.size() << "; median |error| "
-      << percent(c.median_abs_op_error).substr(1) << ")\n" << head;
+      << percent(c.median_abs_op_error).substr(1) << ")\n"
+      << head;
   for (const Deviation* d : worst) add_row(out, *d, false);
   return out.str();
 }

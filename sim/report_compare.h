@@ -30,11 +30,11 @@ struct Deviation {
 struct Comparison {
   std::string predicted_source, measured_source;
   Deviation step;
-  std::vector<Deviation> phases;       ///< busy time per phase on the compute stream, and exposed communication
-  std::vector<Deviation> memory;       ///< peak allocated, peak reserved
-  std::vector<Deviation> ops;          ///< every op's duration, in op order
-  std::vector<Deviation> op_kinds;     ///< total duration per op kind
-  double median_abs_op_error = 0;      ///< over ops that took at least 1 us in the measurement
+  std::vector<Deviation> phases;    ///< busy time per phase on the compute stream, and exposed communication
+  std::vector<Deviation> memory;    ///< peak allocated, peak reserved
+  std::vector<Deviation> ops;       ///< every op's duration, in op order
+  std::vector<Deviation> op_kinds;  ///< total duration per op kind
+  double median_abs_op_error = 0;   ///< over ops that took at least 1 us in the measurement
 };
 
 /// Compares; throws ConfigError when the two reports are not of the same schedule (op names differ).

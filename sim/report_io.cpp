@@ -32,19 +32,22 @@ class Reader {
 
   double number(const Json& object, const std::string& key, const std::string& path = "") const {
     const Json& v = field(object, key, path);
-    if (!v.is_number()) fail(path.empty() ? key : path + "." + key, "expected a number, got " + std::string(v.type_name()), "");
+    if (!v.is_number())
+      fail(path.empty() ? key : path + "." + key, "expected a number, got " + std::string(v.type_name()), "");
     return v.get<double>();
   }
 
   int64_t integer(const Json& object, const std::string& key, const std::string& path = "") const {
     const Json& v = field(object, key, path);
-    if (!v.is_number_integer()) fail(path.empty() ? key : path + "." + key, "expected a whole number, got " + std::string(v.type_name()), "");
+    if (!v.is_number_integer())
+      fail(path.empty() ? key : path + "." + key, "expected a whole number, got " + std::string(v.type_name()), "");
     return v.get<int64_t>();
   }
 
   std::string text(const Json& object, const std::string& key, const std::string& path = "") const {
     const Json& v = field(object, key, path);
-    if (!v.is_string()) fail(path.empty() ? key : path + "." + key, "expected a string, got " + std::string(v.type_name()), "");
+    if (!v.is_string())
+      fail(path.empty() ? key : path + "." + key, "expected a string, got " + std::string(v.type_name()), "");
     return v.get<std::string>();
   }
 
@@ -61,7 +64,9 @@ SourceLocation location_of_byte(const std::string& text, size_t byte, const std:
   return SourceLocation{source, static_cast<int>(line), column};
 }
 
-std::optional<OpKind> kind_named(const std::string& s) { return parse_op_kind(s); }
+std::optional<OpKind> kind_named(const std::string& s) {
+  return parse_op_kind(s);
+}
 
 }  // namespace
 
@@ -108,12 +113,15 @@ Report report_from_json(const std::string& text, const std::string& source) {
     op.stream = r.text(ops[i], "stream", path);
     op.start_ns = r.integer(ops[i], "start_ns", path);
     op.duration_ns = r.integer(ops[i], "duration_ns", path);
-    if (op.duration_ns < 0 || op.start_ns < 0) r.fail(path, "negative time", "times are nanoseconds from the step start");
+    if (op.duration_ns < 0 || op.start_ns < 0)
+      r.fail(path, "negative time", "times are nanoseconds from the step start");
     rep.ops.push_back(std::move(op));
   }
   return rep;
 }
 
-Report load_report(const std::string& path) { return report_from_json(read_text_file(path), path); }
+Report load_report(const std::string& path) {
+  return report_from_json(read_text_file(path), path);
+}
 
 }  // namespace fsdpsim

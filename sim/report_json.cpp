@@ -49,16 +49,25 @@ std::string report_json(const Report& r) {
   for (const auto& line : r.longest_wait_lines) j["longest_waits"].push_back(line);
   j["collectives"] = Json::array();
   for (const auto& c : r.collectives) {
-    j["collectives"].push_back({{"kind", std::string(to_string(c.kind))}, {"group", c.group}, {"ranks", c.ranks},
-                                {"domains", c.domains}, {"count", c.count}, {"max_size_bytes", c.size_bytes},
-                                {"algorithm", c.algorithm}, {"busbw_bytes_per_s", c.busbw_bytes_per_s},
+    j["collectives"].push_back({{"kind", std::string(to_string(c.kind))},
+                                {"group", c.group},
+                                {"ranks", c.ranks},
+                                {"domains", c.domains},
+                                {"count", c.count},
+                                {"max_size_bytes", c.size_bytes},
+                                {"algorithm", c.algorithm},
+                                {"busbw_bytes_per_s", c.busbw_bytes_per_s},
                                 {"busy_s", static_cast<double>(c.busy_ns) / 1e9}});
   }
   j["ops"] = Json::array();
   for (const auto& op : r.ops) {
-    j["ops"].push_back({{"id", op.id}, {"name", op.name}, {"kind", std::string(to_string(op.kind))},
-                        {"phase", std::string(to_string(op.phase))}, {"stream", op.stream},
-                        {"start_ns", op.start_ns}, {"duration_ns", op.duration_ns}});
+    j["ops"].push_back({{"id", op.id},
+                        {"name", op.name},
+                        {"kind", std::string(to_string(op.kind))},
+                        {"phase", std::string(to_string(op.phase))},
+                        {"stream", op.stream},
+                        {"start_ns", op.start_ns},
+                        {"duration_ns", op.duration_ns}});
   }
   j["events"] = r.events;
   return j.dump(2) + "\n";
@@ -66,10 +75,13 @@ std::string report_json(const Report& r) {
 
 std::string chrome_trace(const Schedule& s, const SimRun& run) {
   Json events = Json::array();
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", "rank 0 (" + s.info.model + ")"}}}});
+  events.push_back(
+      {{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", "rank 0 (" + s.info.model + ")"}}}});
   for (size_t st = 0; st < s.streams.size(); ++st) {
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", st}, {"args", {{"name", s.streams[st].name}}}});
-    events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0}, {"tid", st}, {"args", {{"sort_index", st}}}});
+    events.push_back(
+        {{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", st}, {"args", {{"name", s.streams[st].name}}}});
+    events.push_back(
+        {{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0}, {"tid", st}, {"args", {{"sort_index", st}}}});
   }
   for (size_t step = 0; step < run.steps.size(); ++step) {
     const StepRun& sr = run.steps[step];
@@ -85,9 +97,14 @@ std::string chrome_trace(const Schedule& s, const SimRun& run) {
         }
       }
       if (!op.gemms.empty()) args["gflop"] = static_cast<double>(op.gemm_flops()) / 1e9;
-      events.push_back({{"name", op.name}, {"cat", std::string(to_string(op.kind))}, {"ph", "X"}, {"pid", 0},
-                        {"tid", op.stream}, {"ts", static_cast<double>(t.start_ns) / 1e3},
-                        {"dur", static_cast<double>(t.end_ns - t.start_ns) / 1e3}, {"args", args}});
+      events.push_back({{"name", op.name},
+                        {"cat", std::string(to_string(op.kind))},
+                        {"ph", "X"},
+                        {"pid", 0},
+                        {"tid", op.stream},
+                        {"ts", static_cast<double>(t.start_ns) / 1e3},
+                        {"dur", static_cast<double>(t.end_ns - t.start_ns) / 1e3},
+                        {"args", args}});
     }
   }
   for (const MemorySample& m : run.timeline) {
@@ -95,11 +112,18 @@ std::string chrome_trace(const Schedule& s, const SimRun& run) {
     for (const BufferCategory c : all_buffer_categories()) {
       args[std::string(to_string(c))] = static_cast<double>(m.bytes[static_cast<size_t>(c)]) / (1 << 30);
     }
-    events.push_back({{"name", "memory by category (GiB)"}, {"ph", "C"}, {"pid", 0}, {"ts", static_cast<double>(m.time_ns) / 1e3},
+    events.push_back({{"name", "memory by category (GiB)"},
+                      {"ph", "C"},
+                      {"pid", 0},
+                      {"ts", static_cast<double>(m.time_ns) / 1e3},
                       {"args", args}});
-    events.push_back({{"name", "reserved (GiB)"}, {"ph", "C"}, {"pid", 0}, {"ts", static_cast<double>(m.time_ns) / 1e3},
-                      {"args", {{"reserved", static_cast<double>(m.reserved_bytes) / (1 << 30)},
-                                {"allocated", static_cast<double>(m.allocated_bytes) / (1 << 30)}}}});
+    events.push_back({{"name", "reserved (GiB)"},
+                      {"ph", "C"},
+                      {"pid", 0},
+                      {"ts", static_cast<double>(m.time_ns) / 1e3},
+                      {"args",
+                       {{"reserved", static_cast<double>(m.reserved_bytes) / (1 << 30)},
+                        {"allocated", static_cast<double>(m.allocated_bytes) / (1 << 30)}}}});
   }
   Json trace = {{"displayTimeUnit", "ms"}, {"traceEvents", events}};
   return trace.dump() + "\n";

@@ -28,15 +28,15 @@ struct GpuProfile {
   double fp8_gemm_max_efficiency = 0.7;  ///< the same for FP8
   int64_t gemm_tile_m = 128;             ///< CTA tile used for wave quantisation
   int64_t gemm_tile_n = 256;
-  int64_t gemm_k_half = 256;             ///< k at which the k-loop efficiency is half its maximum
-  double attention_efficiency = 0.5;     ///< fused attention (flash/cuDNN) achieved/peak
-  double memory_efficiency = 0.8;        ///< achieved/peak HBM bandwidth for elementwise kernels
-  TimeNs kernel_overhead_ns = 0;         ///< launch and tail per kernel
+  int64_t gemm_k_half = 256;          ///< k at which the k-loop efficiency is half its maximum
+  double attention_efficiency = 0.5;  ///< fused attention (flash/cuDNN) achieved/peak
+  double memory_efficiency = 0.8;     ///< achieved/peak HBM bandwidth for elementwise kernels
+  TimeNs kernel_overhead_ns = 0;      ///< launch and tail per kernel
 
   // Memory overheads outside the PyTorch caching allocator (sim/memory).
-  int64_t cuda_context_bytes = 0;      ///< CUDA context + kernels loaded
-  int64_t cublas_workspace_bytes = 0;  ///< per stream that runs GEMMs
-  int64_t nccl_buffer_bytes = 0;       ///< NCCL_BUFFSIZE: per channel, per peer, per protocol buffer
+  int64_t cuda_context_bytes = 0;               ///< CUDA context + kernels loaded
+  int64_t cublas_workspace_bytes = 0;           ///< per stream that runs GEMMs
+  int64_t nccl_buffer_bytes = 0;                ///< NCCL_BUFFSIZE: per channel, per peer, per protocol buffer
   int64_t allocator_segment_reserve_bytes = 0;  ///< memory the allocator cannot use (fragmentation floor)
 
   // Interference: SMs a communication kernel occupies while it runs (sim/contention).
@@ -63,15 +63,15 @@ struct Topology {
   std::string description;
   GpuProfile gpu;
   int32_t gpus_per_node = 8;
-  int32_t nvlink_domain_gpus = 8;          ///< GPUs in one NVLink domain (72 for GB200 NVL72)
-  double nvlink_bw_bytes_per_s = 0;        ///< per GPU, per direction
-  bool nvls = false;                       ///< NVLink SHARP (NVSwitch multicast/reduction)
+  int32_t nvlink_domain_gpus = 8;    ///< GPUs in one NVLink domain (72 for GB200 NVL72)
+  double nvlink_bw_bytes_per_s = 0;  ///< per GPU, per direction
+  bool nvls = false;                 ///< NVLink SHARP (NVSwitch multicast/reduction)
   int32_t nics_per_node = 8;
-  double nic_bw_bytes_per_s = 0;           ///< per NIC, per direction (line rate)
-  bool ib_sharp = false;                   ///< InfiniBand SHARP (NCCL CollNet) available
-  double host_bw_bytes_per_s = 0;          ///< GPU↔host link per direction (PCIe), for CPU offload
-  TimeNs nic_latency_ns = 0;               ///< extra per-hop network latency (NCCL graph latencyInter)
-  int32_t max_nics_between_domains = 0;    ///< NICs NCCL uses between NVLink domains (MNNVL); 0 = all
+  double nic_bw_bytes_per_s = 0;         ///< per NIC, per direction (line rate)
+  bool ib_sharp = false;                 ///< InfiniBand SHARP (NCCL CollNet) available
+  double host_bw_bytes_per_s = 0;        ///< GPU↔host link per direction (PCIe), for CPU offload
+  TimeNs nic_latency_ns = 0;             ///< extra per-hop network latency (NCCL graph latencyInter)
+  int32_t max_nics_between_domains = 0;  ///< NICs NCCL uses between NVLink domains (MNNVL); 0 = all
 
   /// Field-by-field equality (YAML round trips are exact).
   bool operator==(const Topology&) const = default;

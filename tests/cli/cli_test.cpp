@@ -31,7 +31,9 @@ std::string temp_path(const std::string& name) {
   return std::string(FSDPSIM_BINARY_DIR) + "/tests/cli/" + name;
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 TEST(Cli, ScheduleOfTheDefaultJob) {
   const std::string out = temp_path("l70.schedule.yaml");
@@ -77,13 +79,15 @@ TEST(Cli, ScheduleForAnotherWorldSize) {
   ASSERT_EQ(run("schedule --model llama3-8b --set nodes=2 -o " + file).exit_code, 0);
   Result r = run("simulate --schedule " + file + " --set nodes=4");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(contains(r.output, "'nodes': the schedule in " + file + " is for 16 GPUs but nodes=4 gives 32")) << r.output;
+  EXPECT_TRUE(contains(r.output, "'nodes': the schedule in " + file + " is for 16 GPUs but nodes=4 gives 32"))
+      << r.output;
   // 4 GPUs (one GB200 tray) is not a whole number of 8-GPU DGX nodes.
   const std::string small = temp_path("l8.4gpus.yaml");
   ASSERT_EQ(run("schedule --model llama3-8b --topology gb200-nvl72 -o " + small).exit_code, 0);
   r = run("simulate --schedule " + small + " --topology dgx-h100-ndr");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(contains(r.output, "the schedule is for 4 GPUs, which is not a whole number of dgx-h100-ndr nodes")) << r.output;
+  EXPECT_TRUE(contains(r.output, "the schedule is for 4 GPUs, which is not a whole number of dgx-h100-ndr nodes"))
+      << r.output;
 }
 
 TEST(Cli, BadConfigurationNamesFileLineAndKey) {
@@ -101,10 +105,11 @@ TEST(Cli, BadConfigurationNamesFileLineAndKey) {
 }
 
 TEST(Cli, MegatronArgsJob) {
-  const Result r = run("schedule --topology dgx-h100-ndr --set nodes=8 --megatron-args \"--num-layers 80 --hidden-size 8192 "
-                       "--ffn-hidden-size 28672 --num-attention-heads 64 --group-query-attention --num-query-groups 8 "
-                       "--vocab-size 128256 --swiglu --untie-embeddings-and-output-weights --normalization RMSNorm "
-                       "--disable-bias-linear --position-embedding-type rope --use-megatron-fsdp\"");
+  const Result r =
+      run("schedule --topology dgx-h100-ndr --set nodes=8 --megatron-args \"--num-layers 80 --hidden-size 8192 "
+          "--ffn-hidden-size 28672 --num-attention-heads 64 --group-query-attention --num-query-groups 8 "
+          "--vocab-size 128256 --swiglu --untie-embeddings-and-output-weights --normalization RMSNorm "
+          "--disable-bias-linear --position-embedding-type rope --use-megatron-fsdp\"");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "82 (embedding, 80 decoder layers, output)")) << r.output;
 }

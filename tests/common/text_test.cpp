@@ -24,7 +24,9 @@ TEST(Text, StrictNumbers) {
   EXPECT_FALSE(parse_count("1.5", &v));
 }
 
-TEST(Text, SplitKeepsEmptyFields) { EXPECT_EQ(split("a,,b", ','), (std::vector<std::string>{"a", "", "b"})); }
+TEST(Text, SplitKeepsEmptyFields) {
+  EXPECT_EQ(split("a,,b", ','), (std::vector<std::string>{"a", "", "b"}));
+}
 
 }  // namespace
 }  // namespace fsdpsim

@@ -40,7 +40,9 @@ TEST(Units, BandwidthBitsAndBytes) {
   EXPECT_FALSE(parse_bandwidth_bytes_per_s("450"));
 }
 
-TEST(Units, Flops) { EXPECT_DOUBLE_EQ(*parse_flops_per_s("989TFLOPS"), 989e12); }
+TEST(Units, Flops) {
+  EXPECT_DOUBLE_EQ(*parse_flops_per_s("989TFLOPS"), 989e12);
+}
 
 TEST(Units, Formatting) {
   EXPECT_EQ(format_bytes(80 * kGiB), "80.0 GiB");

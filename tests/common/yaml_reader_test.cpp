@@ -68,8 +68,9 @@ TEST(YamlReader, DuplicateKeyIsAnError) {
 TEST(YamlReader, ChoiceListsValidValues) {
   auto doc = load_yaml_text("strategy: optim_grad\n", "cfg.yaml");
   YamlMap map(doc.root, doc.source, "");
-  const std::string message =
-      error_of([&] { (void)map.get("strategy").as_choice({"no_shard", "optim", "optim_grads", "optim_grads_params"}); });
+  const std::string message = error_of([&] {
+    (void)map.get("strategy").as_choice({"no_shard", "optim", "optim_grads", "optim_grads_params"});
+  });
   EXPECT_NE(message.find("did you mean 'optim_grads'"), std::string::npos) << message;
   EXPECT_NE(message.find("valid: no_shard, optim, optim_grads, optim_grads_params"), std::string::npos) << message;
 }

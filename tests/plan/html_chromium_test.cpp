@@ -81,8 +81,9 @@ BrowserRun open_in_chromium(const std::string& html, const std::string& stem) {
       "timeout -k 5 20 " + quoted(chromium) +
       " --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run"
       " --disable-background-networking --disable-component-update --disable-sync --disable-extensions"
-      " --user-data-dir=" + quoted(profile) + " --enable-logging=stderr --v=0 --dump-dom " +
-      quoted("file://" + fs::absolute(page).string()) + " > " + quoted(dom.string()) + " 2> " + quoted(log.string());
+      " --user-data-dir=" +
+      quoted(profile) + " --enable-logging=stderr --v=0 --dump-dom " + quoted("file://" + fs::absolute(page).string()) +
+      " > " + quoted(dom.string()) + " 2> " + quoted(log.string());
   const int status = std::system(command.c_str());
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   run.dom = read_text(dom);
@@ -138,7 +139,9 @@ TEST(HtmlChromium, RunReportOfLlama8bDrawsEveryChart) {
   const SimRun run = run_schedule(schedule, topology, SimOptions{});
   const Report report = make_report(schedule, topology, run);
   // Two hand-made advice rows: the advice table must show both.
-  AdviceItem a{"recompute_granularity=full", "recompute whole layers", {"recompute_granularity=full"},
+  AdviceItem a{"recompute_granularity=full",
+               "recompute whole layers",
+               {"recompute_granularity=full"},
                point("a", 40, 9000, true)};
   AdviceItem b{"micro_batch_size=2", "<more> tokens & \"memory\"", {"micro_batch_size=2"}, point("b", 90, 9500, false)};
   const BrowserRun browser = open_in_chromium(html_run_report(schedule, run, report, {a, b}), "run_report");
@@ -182,10 +185,9 @@ TEST(HtmlChromium, SweepReportMarksExactlyTheParetoFront) {
   //   6 (100, 2900) OOM   dominated by 5 (95 GiB, 3000)
   //   7 invalid           not drawn
   // Front: 1, 2, 4, 5 (the self-check lists them by index); drawn: 7 valid points, 5 fitting, 2 OOM.
-  std::vector<SweepResult> results = {point("0", 30, 1000, true),  point("1", 50, 2000, true),
-                                      point("2", 60, 2500, true),  point("3", 70, 2400, true),
-                                      point("4", 20, 1200, true),  point("5", 95, 3000, false),
-                                      point("6", 100, 2900, false), SweepResult{}};
+  std::vector<SweepResult> results = {
+      point("0", 30, 1000, true), point("1", 50, 2000, true),  point("2", 60, 2500, true),   point("3", 70, 2400, true),
+      point("4", 20, 1200, true), point("5", 95, 3000, false), point("6", 100, 2900, false), SweepResult{}};
   results[7].assignments = {"case=<invalid>"};
   results[7].invalid_reason = "tp=3 does not divide 32 heads";
   const std::vector<size_t> order = {2, 1, 4, 3, 0, 5, 6, 7};

@@ -203,7 +203,7 @@ TEST(ParetoFront, KeepsExactlyTheUndominatedValidPoints) {
   //   6 invalid    ignored although it would dominate everything
   //   7 ( 5,  50)  front: the least memory
   // By needed memory, then index: 7 (5), 0 (10), 1 (20), 5 (20), 4 (40).
-  const std::vector<SweepResult> results = {pt(10, 100), pt(20, 150), pt(15, 90), pt(30, 150),
+  const std::vector<SweepResult> results = {pt(10, 100), pt(20, 150), pt(15, 90),         pt(30, 150),
                                             pt(40, 300), pt(20, 150), pt(1, 1000, false), pt(5, 50)};
   EXPECT_EQ(pareto_front(results), (std::vector<size_t>{7, 0, 1, 5, 4}));
 }

@@ -30,8 +30,10 @@ TEST(Sweep, GridAxisParsing) {
   const GridAxis a = parse_grid_axis("micro_batch_size=1, 2,4");
   EXPECT_EQ(a.key, "micro_batch_size");
   EXPECT_EQ(a.values, (std::vector<std::string>{"1", "2", "4"}));
-  EXPECT_NE(error_of([] { parse_grid_axis("micro_batch_sise=1,2"); }).find("did you mean 'micro_batch_size'"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_grid_axis("tp=1,two"); }).find("expected a whole number, got 'two'"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_grid_axis("micro_batch_sise=1,2"); }).find("did you mean 'micro_batch_size'"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_grid_axis("tp=1,two"); }).find("expected a whole number, got 'two'"),
+            std::string::npos);
   EXPECT_NE(error_of([] { parse_grid_axis("tp"); }).find("expected key=value1,value2"), std::string::npos);
 }
 
@@ -49,7 +51,8 @@ TEST(Sweep, EveryCombinationInGridOrderAndDeterministic) {
   EXPECT_EQ(one[3].assignments, (std::vector<std::string>{"nodes=2", "recompute_granularity=none"}));
   EXPECT_EQ(one[3].gpus, 16);
   // Same results whatever the thread count.
-  EXPECT_EQ(sweep_json(one, rank_results(one, RankBy::throughput)), sweep_json(two, rank_results(two, RankBy::throughput)));
+  EXPECT_EQ(sweep_json(one, rank_results(one, RankBy::throughput)),
+            sweep_json(two, rank_results(two, RankBy::throughput)));
   // Full recompute runs the forward twice: slower than none on the same GPUs.
   EXPECT_GT(one[1].step_time_s, one[0].step_time_s);
 }
@@ -73,7 +76,7 @@ TEST(Sweep, RankingPutsFittingFirstThenByTheCriterion) {
   r[1].valid = true;  // does not fit
   r[1].needed_bytes = 90;
   r[2].valid = false;  // cannot be built
-  r[3].valid = true;  // fits, fast, needs more memory, costs more
+  r[3].valid = true;   // fits, fast, needs more memory, costs more
   r[3].fits = true;
   r[3].tokens_per_s_per_gpu = 200;
   r[3].needed_bytes = 50;
@@ -125,7 +128,8 @@ TEST(Advice, ListsChangesThatFitFirstFastestFirst) {
   ASSERT_FALSE(advice.empty());
   EXPECT_TRUE(advice.front().result.fits);
   bool full_recompute_fits = false;
-  for (const auto& item : advice) full_recompute_fits |= item.change == "recompute_granularity=full" && item.result.fits;
+  for (const auto& item : advice)
+    full_recompute_fits |= item.change == "recompute_granularity=full" && item.result.fits;
   EXPECT_TRUE(full_recompute_fits);
   for (size_t i = 1; i < advice.size(); ++i) {
     if (advice[i].result.fits) {

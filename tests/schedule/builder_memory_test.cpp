@@ -36,7 +36,7 @@ norm: rmsnorm
 constexpr int64_t kNonUnitPadded = 526'336;
 constexpr int64_t kLayerPadded = 1'056'768;
 constexpr int64_t kTotalPadded = kNonUnitPadded + 2 * kLayerPadded;  // 2,639,872
-constexpr int64_t kShard = kTotalPadded / 8;                          // 329,984 elements per rank
+constexpr int64_t kShard = kTotalPadded / 8;                         // 329,984 elements per rank
 
 int64_t persistent(const std::vector<std::string>& sets, const std::string& category = "") {
   FsdpConfig c;
@@ -86,7 +86,8 @@ TEST(PersistentMemory, Zero3MinusZero1IsTheShardedWeightsAndGrads) {
 TEST(PersistentMemory, HfsdpShardsOptimizerOverInnerTimesOuter) {
   // §5 HFSDP on 2 nodes with 2 outer replicas: inner group N_in = 8 (as on one node, same padding), outer M = 2.
   // Memory = b_w·P/N_in + b_g·P/N_in + (b_m + 8)·P/(N_in·M) = 2·shard + 2·shard + 12·shard/2, plus non-unit.
-  const int64_t got = persistent({"nodes=2", "num_distributed_optimizer_instances=2", "outer_dp_sharding_strategy=optim"});
+  const int64_t got =
+      persistent({"nodes=2", "num_distributed_optimizer_instances=2", "outer_dp_sharding_strategy=optim"});
   EXPECT_EQ(got, 2 * kShard + 2 * kShard + 12 * kShard / 2 + 2 * kNonUnitPadded);
 }
 

@@ -27,8 +27,8 @@ FsdpConfig config_of(const std::vector<std::string>& sets) {
 
 std::vector<BuildCase> build_cases() {
   std::vector<BuildCase> cases;
-  const std::vector<std::pair<std::string, std::vector<std::string>>> models{
-      {"llama3-8b", {}}, {"mixtral-8x7b", {"ep=8"}}};
+  const std::vector<std::pair<std::string, std::vector<std::string>>> models{{"llama3-8b", {}},
+                                                                             {"mixtral-8x7b", {"ep=8"}}};
   for (const auto& [model, model_sets] : models) {
     for (const char* strategy : {"no_shard", "optim", "optim_grads", "optim_grads_params"}) {
       for (const int outer : {1, 2}) {
@@ -54,21 +54,28 @@ std::vector<BuildCase> build_cases() {
     all.insert(all.end(), extra.begin(), extra.end());
     return all;
   };
-  cases.push_back({"hfsdp", "llama3-8b", with({"num_distributed_optimizer_instances=2", "outer_dp_sharding_strategy=optim"})});
-  cases.push_back({"hfsdp_moe", "mixtral-8x7b", with({"ep=8", "num_distributed_optimizer_instances=2", "outer_dp_sharding_strategy=optim"})});
+  cases.push_back(
+      {"hfsdp", "llama3-8b", with({"num_distributed_optimizer_instances=2", "outer_dp_sharding_strategy=optim"})});
+  cases.push_back({"hfsdp_moe", "mixtral-8x7b",
+                   with({"ep=8", "num_distributed_optimizer_instances=2", "outer_dp_sharding_strategy=optim"})});
   cases.push_back({"double_buffer", "llama3-8b", with({"fsdp_double_buffer=true"})});
   cases.push_back({"nccl_ub_moe", "mixtral-8x7b", with({"ep=4", "nccl_ub=true"})});
-  cases.push_back({"zero2_double_buffer", "llama3-8b", with({"data_parallel_sharding_strategy=optim_grads", "fsdp_double_buffer=true"})});
+  cases.push_back({"zero2_double_buffer", "llama3-8b",
+                   with({"data_parallel_sharding_strategy=optim_grads", "fsdp_double_buffer=true"})});
   cases.push_back({"full_recompute", "llama3-8b", with({"recompute_granularity=full"})});
-  cases.push_back({"full_recompute_chunks", "llama3-8b", with({"recompute_granularity=full", "recompute_num_layers=4"})});
-  cases.push_back({"block_recompute", "llama3-8b", with({"recompute_granularity=full", "recompute_method=block", "recompute_num_layers=8"})});
+  cases.push_back(
+      {"full_recompute_chunks", "llama3-8b", with({"recompute_granularity=full", "recompute_num_layers=4"})});
+  cases.push_back({"block_recompute", "llama3-8b",
+                   with({"recompute_granularity=full", "recompute_method=block", "recompute_num_layers=8"})});
   cases.push_back({"selective_tp", "llama3-8b", with({"recompute_granularity=selective", "tp=2"})});
   cases.push_back({"offload", "llama3-8b", with({"cpu_offloading_activations=true"})});
   cases.push_back({"fsdp2_recompute", "llama3-8b", with({"implementation=fsdp2", "recompute_granularity=full"})});
   cases.push_back({"fsdp2_offload", "llama3-8b", with({"implementation=fsdp2", "cpu_offloading_activations=true"})});
   cases.push_back({"fp8_params", "llama3-8b", with({"param_dtype=fp8"})});
   cases.push_back({"cp_fp32_grads", "llama3-8b", with({"cp=2", "seq_length=8192", "main_grads_dtype=fp32"})});
-  cases.push_back({"no_overlap_zero1", "llama3-8b", with({"data_parallel_sharding_strategy=optim", "overlap_param_gather=false", "overlap_grad_reduce=false"})});
+  cases.push_back(
+      {"no_overlap_zero1", "llama3-8b",
+       with({"data_parallel_sharding_strategy=optim", "overlap_param_gather=false", "overlap_grad_reduce=false"})});
   cases.push_back({"deepseek_ep", "deepseek-v3", {"nodes=4", "ep=32", "global_batch_size=64"}});
   return cases;
 }
@@ -135,10 +142,14 @@ TEST(MegatronBuilder, DefaultBudgetPrefetchesThreeLlama8bLayers) {
 
 TEST(MegatronBuilder, CapRuleAndDoubleBufferGiveDepthOne) {
   // PR #7134: X = min(1e9, 2U) = 2U → S_AG = U → one unit ahead. The double buffer caps the depth at 1 (§1.3).
-  EXPECT_EQ(build_schedule(model_preset("llama3-8b"), config_of({"communication_budget_rule=cap"}), 8).info.prefetch_depth, 1);
-  EXPECT_EQ(build_schedule(model_preset("llama3-8b"), config_of({"fsdp_double_buffer=true"}), 8).info.prefetch_depth, 1);
+  EXPECT_EQ(
+      build_schedule(model_preset("llama3-8b"), config_of({"communication_budget_rule=cap"}), 8).info.prefetch_depth,
+      1);
+  EXPECT_EQ(build_schedule(model_preset("llama3-8b"), config_of({"fsdp_double_buffer=true"}), 8).info.prefetch_depth,
+            1);
   // A budget of 1 element gives S_AG = 1 // 2 = 0: "a small suggested_communication_unit_size disables prefetch".
-  const Schedule none = build_schedule(model_preset("llama3-8b"), config_of({"suggested_communication_unit_size=1"}), 8);
+  const Schedule none =
+      build_schedule(model_preset("llama3-8b"), config_of({"suggested_communication_unit_size=1"}), 8);
   EXPECT_EQ(none.info.prefetch_depth, 0);
   // Without prefetch, each layer's forward all-gather is issued at its own pre-forward, after the previous forward.
   EXPECT_LT(first_op_named(none, "fwd.layer.0.mb0"), first_op_named(none, "ag.layer.1.mb0"));
@@ -169,17 +180,20 @@ TEST(MegatronBuilder, CollectivesPerStrategy) {
   };
   const ModelSpec m = model_preset("llama3-8b");
   const Schedule z3 = build_schedule(m, config_of({"global_batch_size=16"}), 8);
-  const Schedule z2 = build_schedule(m, config_of({"global_batch_size=16", "data_parallel_sharding_strategy=optim_grads"}), 8);
-  const Schedule z1 = build_schedule(m, config_of({"global_batch_size=16", "data_parallel_sharding_strategy=optim"}), 8);
-  const Schedule z0 = build_schedule(m, config_of({"global_batch_size=16", "data_parallel_sharding_strategy=no_shard"}), 8);
+  const Schedule z2 =
+      build_schedule(m, config_of({"global_batch_size=16", "data_parallel_sharding_strategy=optim_grads"}), 8);
+  const Schedule z1 =
+      build_schedule(m, config_of({"global_batch_size=16", "data_parallel_sharding_strategy=optim"}), 8);
+  const Schedule z0 =
+      build_schedule(m, config_of({"global_batch_size=16", "data_parallel_sharding_strategy=no_shard"}), 8);
   // ZeRO-3: non-unit once + 32 × 2 (fwd, bwd) × 2 micro-batches + the output layer's 3 wasted prefetches per
   // micro-batch (layers 0-2, recycled at the first backward gather) = 1 + 128 + 6.
   EXPECT_EQ(count(z3, OpKind::all_gather), 1 + 128 + 6);
   EXPECT_EQ(count(z3, OpKind::reduce_scatter), (32 + 1) * 2);  // every bucket group, every micro-batch
-  EXPECT_EQ(count(z2, OpKind::all_gather), 33);                 // once per step
+  EXPECT_EQ(count(z2, OpKind::all_gather), 33);                // once per step
   EXPECT_EQ(count(z2, OpKind::reduce_scatter), 33 * 2);
   EXPECT_EQ(count(z1, OpKind::all_gather), 33);
-  EXPECT_EQ(count(z1, OpKind::reduce_scatter), 33);             // last micro-batch only
+  EXPECT_EQ(count(z1, OpKind::reduce_scatter), 33);  // last micro-batch only
   EXPECT_EQ(count(z0, OpKind::all_gather), 0);
   EXPECT_EQ(count(z0, OpKind::all_reduce), 33);
 }
@@ -222,11 +236,13 @@ TEST(MegatronBuilder, FullRecomputeRegathersEachLayer) {
 }
 
 TEST(Fsdp2Builder, CopyInAllGatherCopyOutAndRootKeptForBackward) {
-  const Schedule s = build_schedule(model_preset("llama3-8b"), config_of({"implementation=fsdp2", "global_batch_size=16"}), 8);
+  const Schedule s =
+      build_schedule(model_preset("llama3-8b"), config_of({"implementation=fsdp2", "global_batch_size=16"}), 8);
   ASSERT_GE(s.stream_index("ag_copy_in"), 0);
   EXPECT_EQ(s.streams[static_cast<size_t>(s.stream_index("ag"))].priority, -1);
   // Per micro-batch: the root is gathered once (kept through backward); each layer in forward and in backward.
-  const auto ag = ops_of(s, OpKind::all_gather, Phase::fwd, 0).size() + ops_of(s, OpKind::all_gather, Phase::bwd, 0).size();
+  const auto ag =
+      ops_of(s, OpKind::all_gather, Phase::fwd, 0).size() + ops_of(s, OpKind::all_gather, Phase::bwd, 0).size();
   EXPECT_EQ(ag, 1u + 2u * 32u);
   // One reduce-scatter per group per micro-batch, reducing with ncclAvg.
   const auto rs = ops_of(s, OpKind::reduce_scatter, Phase::bwd, 1);
@@ -234,15 +250,18 @@ TEST(Fsdp2Builder, CopyInAllGatherCopyOutAndRootKeptForBackward) {
   EXPECT_EQ(rs.front()->reduce_op, ReduceOp::avg);
   // Every all-gather is preceded by its copy-in and followed by a copy-out on the compute stream.
   const auto copies = ops_of(s, OpKind::copy, Phase::fwd, 0);
-  const auto copy_outs = std::count_if(copies.begin(), copies.end(), [](const Op* op) { return op->name.rfind("ag_copy_out", 0) == 0; });
+  const auto copy_outs =
+      std::count_if(copies.begin(), copies.end(), [](const Op* op) { return op->name.rfind("ag_copy_out", 0) == 0; });
   EXPECT_EQ(copy_outs, 33);
 }
 
 TEST(Builders, ActivationOffloadCopiesEachOffloadedLayer) {
   // Default: every decoder layer but the last is offloaded: 31 device→host and 31 host→device copies per micro-batch.
   const Schedule s = build_schedule(model_preset("llama3-8b"), config_of({"cpu_offloading_activations=true"}), 8);
-  const auto d2h = std::count_if(s.ops.begin(), s.ops.end(), [](const Op& op) { return op.kind == OpKind::copy && op.send_bytes > 0; });
-  const auto h2d = std::count_if(s.ops.begin(), s.ops.end(), [](const Op& op) { return op.kind == OpKind::copy && op.recv_bytes > 0; });
+  const auto d2h = std::count_if(s.ops.begin(), s.ops.end(),
+                                 [](const Op& op) { return op.kind == OpKind::copy && op.send_bytes > 0; });
+  const auto h2d = std::count_if(s.ops.begin(), s.ops.end(),
+                                 [](const Op& op) { return op.kind == OpKind::copy && op.recv_bytes > 0; });
   EXPECT_EQ(d2h, 31);
   EXPECT_EQ(h2d, 31);
 }

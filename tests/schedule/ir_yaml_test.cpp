@@ -49,7 +49,8 @@ TEST(IrYaml, UnknownKeyAndWrongType) {
   std::string text = schedule_to_yaml(testing::tiny_schedule());
   std::string misspelled = text;
   misspelled.replace(misspelled.find("send_bytes"), 10, "send_bites");
-  EXPECT_NE(error_of(misspelled).find("'ops[0].send_bites': unknown key (did you mean 'send_bytes'?)"), std::string::npos)
+  EXPECT_NE(error_of(misspelled).find("'ops[0].send_bites': unknown key (did you mean 'send_bytes'?)"),
+            std::string::npos)
       << error_of(misspelled);
   std::string wrong = text;
   wrong.replace(wrong.find("send_bytes: 100"), 15, "send_bytes: lots");

@@ -78,18 +78,23 @@ std::string error_of(F&& body) {
 TEST(MegatronArgs, Errors) {
   FsdpConfig c;
   std::optional<ModelSpec> m = model_preset("llama3-8b");
-  EXPECT_NE(error_of([&] { apply_megatron_args("--micro-batch-sise 2", c, m); })
-                .find("'--micro-batch-sise': unknown or unmodelled Megatron-LM flag (did you mean '--micro-batch-size'?)"),
+  EXPECT_NE(
+      error_of([&] {
+        apply_megatron_args("--micro-batch-sise 2", c, m);
+      }).find("'--micro-batch-sise': unknown or unmodelled Megatron-LM flag (did you mean '--micro-batch-size'?)"),
+      std::string::npos);
+  EXPECT_NE(error_of([&] {
+              apply_megatron_args("--tensor-model-parallel-size two", c, m);
+            }).find("'tp': expected a whole number, got 'two'"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { apply_megatron_args("--tensor-model-parallel-size two", c, m); })
-                .find("'tp': expected a whole number, got 'two'"),
-            std::string::npos);
-  EXPECT_NE(error_of([&] { apply_megatron_args("--pipeline-model-parallel-size 4", c, m); })
-                .find("pipeline parallelism is not modelled"),
+  EXPECT_NE(error_of([&] {
+              apply_megatron_args("--pipeline-model-parallel-size 4", c, m);
+            }).find("pipeline parallelism is not modelled"),
             std::string::npos);
   std::optional<ModelSpec> none;
-  EXPECT_NE(error_of([&] { apply_megatron_args("--num-layers 2 --hidden-size 64 --num-attention-heads 4", c, none); })
-                .find("'--vocab-size': the Megatron-LM arguments define a model but not --vocab-size"),
+  EXPECT_NE(error_of([&] {
+              apply_megatron_args("--num-layers 2 --hidden-size 64 --num-attention-heads 4", c, none);
+            }).find("'--vocab-size': the Megatron-LM arguments define a model but not --vocab-size"),
             std::string::npos);
 }
 

@@ -24,9 +24,13 @@ std::string only_problem(const Schedule& s) {
   return problems.front();
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
-TEST(Validate, TinyScheduleIsValid) { EXPECT_TRUE(validate(tiny_schedule()).empty()); }
+TEST(Validate, TinyScheduleIsValid) {
+  EXPECT_TRUE(validate(tiny_schedule()).empty());
+}
 
 TEST(Validate, OpIdsMustBeDense) {
   Schedule s = tiny_schedule();
@@ -95,8 +99,9 @@ TEST(Validate, CollectiveBytesMustMatchGroupSize) {
   // An all-gather over 4 ranks that sends 100 B must receive 4 × 100 = 400 B.
   Schedule s = tiny_schedule();
   s.ops[0].recv_bytes = 300;
-  EXPECT_TRUE(contains(only_problem(s), "collective-bytes: op 0 'ag.layer.0': all_gather over a group of 4 sends 100 B "
-                                        "and receives 300 B"));
+  EXPECT_TRUE(contains(only_problem(s),
+                       "collective-bytes: op 0 'ag.layer.0': all_gather over a group of 4 sends 100 B "
+                       "and receives 300 B"));
 }
 
 TEST(Validate, CycleIsReportedWithItsPath) {
@@ -129,7 +134,8 @@ TEST(Validate, FreeMustFollowAllocation) {
   s.ops[1].frees.clear();
   s.ops[0].frees = {1};
   const std::string p = only_problem(s);
-  EXPECT_TRUE(contains(p, "use-after-free: op 1 'fwd.layer.0' uses buffer 1 'params.layer.0' outside its lifetime")) << p;
+  EXPECT_TRUE(contains(p, "use-after-free: op 1 'fwd.layer.0' uses buffer 1 'params.layer.0' outside its lifetime"))
+      << p;
 }
 
 TEST(Validate, FreedBeforeAllocated) {
@@ -140,7 +146,10 @@ TEST(Validate, FreedBeforeAllocated) {
   s.ops[1].deps = {0};
   const auto problems = validate(s);
   bool found = false;
-  for (const auto& p : problems) found = found || contains(p, "buffer 2 'act.layer.0' may be freed by op 2 'bwd.layer.0' before op 1 'fwd.layer.0' allocates it");
+  for (const auto& p : problems)
+    found =
+        found ||
+        contains(p, "buffer 2 'act.layer.0' may be freed by op 2 'bwd.layer.0' before op 1 'fwd.layer.0' allocates it");
   EXPECT_TRUE(found);
 }
 
@@ -163,8 +172,9 @@ TEST(Validate, ReduceScatterFollowsBackward) {
   const auto problems = validate(s);
   bool found = false;
   for (const auto& p : problems) {
-    found = found || contains(p, "reduce-after-backward: op 3 'rs.layer.0' reduces unit 0's gradients but may start "
-                                 "before op 2 'bwd.layer.0' finishes");
+    found = found || contains(p,
+                              "reduce-after-backward: op 3 'rs.layer.0' reduces unit 0's gradients but may start "
+                              "before op 2 'bwd.layer.0' finishes");
   }
   EXPECT_TRUE(found);
 }
@@ -187,7 +197,7 @@ TEST(ScheduleGraph, IssueOrderRespectsDepsAndStreams) {
   // ag(0) → fwd(1) → bwd(2) → rs(3): the only order.
   EXPECT_EQ(issue_order(s), (std::vector<int32_t>{0, 1, 2, 3}));
   const HappensBefore hb(s);
-  EXPECT_TRUE(hb.before(0, 3));   // through fwd and bwd
+  EXPECT_TRUE(hb.before(0, 3));  // through fwd and bwd
   EXPECT_FALSE(hb.before(3, 0));
   EXPECT_FALSE(hb.before(1, 1));
 }

@@ -43,501 +43,500 @@ struct Row {
 
 const std::vector<Row>& rows() {
   static const std::vector<Row> table{
-        // Source: nccl-tests #212 (sjeaugey): 8×H100 AG, RS and AR with NCCL_ALGO=RING ~370 GB/s busbw,
-        //   large messages
-        // ring 12 ch × 30 GB/s; Simple latency 8.4 + 7·3.4: busbw(8*GiB, 7/8, 8.4+7*3.4, 12*30) = 359.45
-        {"H100x8_AG_ring_large", "dgx-h100-ndr", OpKind::all_gather, 8, 8 * kGiB,
-         DType::bf16, std::nullopt, 370, 359.45, nullptr},
-        // ring 12 ch × 30 GB/s; Simple latency 8.4 + 7·3.4: busbw(8*GiB, 7/8, 8.4+7*3.4, 12*30) = 359.45
-        {"H100x8_RS_ring_large", "dgx-h100-ndr", OpKind::reduce_scatter, 8, 8 * kGiB,
-         DType::bf16, std::nullopt, 370, 359.45, nullptr},
-        // ring 360; latency 8.4 + 14·3.4: busbw(8*GiB, 2*7/8, 8.4+14*3.4, 12*30) = 359.52
-        {"H100x8_AR_forced_ring_large", "dgx-h100-ndr", OpKind::all_reduce, 8, 8 * kGiB,
-         DType::bf16, NcclAlgo::ring, 370, 359.52, nullptr},
+      // Source: nccl-tests #212 (sjeaugey): 8×H100 AG, RS and AR with NCCL_ALGO=RING ~370 GB/s busbw,
+      //   large messages
+      // ring 12 ch × 30 GB/s; Simple latency 8.4 + 7·3.4: busbw(8*GiB, 7/8, 8.4+7*3.4, 12*30) = 359.45
+      {"H100x8_AG_ring_large", "dgx-h100-ndr", OpKind::all_gather, 8, 8 * kGiB, DType::bf16, std::nullopt, 370, 359.45,
+       nullptr},
+      // ring 12 ch × 30 GB/s; Simple latency 8.4 + 7·3.4: busbw(8*GiB, 7/8, 8.4+7*3.4, 12*30) = 359.45
+      {"H100x8_RS_ring_large", "dgx-h100-ndr", OpKind::reduce_scatter, 8, 8 * kGiB, DType::bf16, std::nullopt, 370,
+       359.45, nullptr},
+      // ring 360; latency 8.4 + 14·3.4: busbw(8*GiB, 2*7/8, 8.4+14*3.4, 12*30) = 359.52
+      {"H100x8_AR_forced_ring_large", "dgx-h100-ndr", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, NcclAlgo::ring, 370,
+       359.52, nullptr},
 
-        // Source: nccl-tests #212, #290: 8×H100 AR NVLS ~480 (algbw ~275) at >= 4-8 GB; 476 measured
-        // NVLS: 0.85 × 18 × 20.6 × 2·7/9 = 490.3; latency 25: busbw(8*GiB, 2*7/8, 25,
-        //   0.85*18*20.6*2*(8-1)/(8+1)) = 489.88
-        {"H100x8_AR_nvls_480", "dgx-h100-ndr", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, std::nullopt, 480, 489.88,
-         nullptr},
-        // NVLS: 0.85 × 18 × 20.6 × 2·7/9 = 490.3; latency 25: busbw(8*GiB, 2*7/8, 25,
-        //   0.85*18*20.6*2*(8-1)/(8+1)) = 489.88
-        {"H100x8_AR_nvls_476", "dgx-h100-ndr", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, std::nullopt, 476, 489.88,
-         nullptr},
+      // Source: nccl-tests #212, #290: 8×H100 AR NVLS ~480 (algbw ~275) at >= 4-8 GB; 476 measured
+      // NVLS: 0.85 × 18 × 20.6 × 2·7/9 = 490.3; latency 25: busbw(8*GiB, 2*7/8, 25,
+      //   0.85*18*20.6*2*(8-1)/(8+1)) = 489.88
+      {"H100x8_AR_nvls_480", "dgx-h100-ndr", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, std::nullopt, 480, 489.88,
+       nullptr},
+      // NVLS: 0.85 × 18 × 20.6 × 2·7/9 = 490.3; latency 25: busbw(8*GiB, 2*7/8, 25,
+      //   0.85*18*20.6*2*(8-1)/(8+1)) = 489.88
+      {"H100x8_AR_nvls_476", "dgx-h100-ndr", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, std::nullopt, 476, 489.88,
+       nullptr},
 
-        // Source: nccl #1455: 8×H100 AR 2-4 GB: ring 365-370 on 2-8 GPUs; default (NVLS) 370 (<= 4 GPUs),
-        //   420/440/460/480 on 5-8
-        // ring 360 for any GPU count (mid of 365-370): busbw(4*GiB, 2*(2-1)/2, 8.4+2*(2-1)*3.4, 360) =
-        //   359.54
-        {"H100_ring_AR_2gpus", "dgx-h100-ndr", OpKind::all_reduce, 2, 4 * kGiB,
-         DType::bf16, NcclAlgo::ring, 367.5, 359.54, nullptr},
-        // ring 360 for any GPU count (mid of 365-370): busbw(4*GiB, 2*(3-1)/3, 8.4+2*(3-1)*3.4, 360) =
-        //   359.50
-        {"H100_ring_AR_3gpus", "dgx-h100-ndr", OpKind::all_reduce, 3, 4 * kGiB,
-         DType::bf16, NcclAlgo::ring, 367.5, 359.50, nullptr},
-        // ring 360 for any GPU count (mid of 365-370): busbw(4*GiB, 2*(4-1)/4, 8.4+2*(4-1)*3.4, 360) =
-        //   359.42
-        {"H100_ring_AR_4gpus", "dgx-h100-ndr", OpKind::all_reduce, 4, 4 * kGiB,
-         DType::bf16, NcclAlgo::ring, 367.5, 359.42, nullptr},
-        // ring 360 for any GPU count (mid of 365-370): busbw(4*GiB, 2*(5-1)/5, 8.4+2*(5-1)*3.4, 360) =
-        //   359.33
-        {"H100_ring_AR_5gpus", "dgx-h100-ndr", OpKind::all_reduce, 5, 4 * kGiB,
-         DType::bf16, NcclAlgo::ring, 367.5, 359.33, nullptr},
-        // ring 360 for any GPU count (mid of 365-370): busbw(4*GiB, 2*(6-1)/6, 8.4+2*(6-1)*3.4, 360) =
-        //   359.23
-        {"H100_ring_AR_6gpus", "dgx-h100-ndr", OpKind::all_reduce, 6, 4 * kGiB,
-         DType::bf16, NcclAlgo::ring, 367.5, 359.23, nullptr},
-        // ring 360 for any GPU count (mid of 365-370): busbw(4*GiB, 2*(7-1)/7, 8.4+2*(7-1)*3.4, 360) =
-        //   359.14
-        {"H100_ring_AR_7gpus", "dgx-h100-ndr", OpKind::all_reduce, 7, 4 * kGiB,
-         DType::bf16, NcclAlgo::ring, 367.5, 359.14, nullptr},
-        // ring 360 for any GPU count (mid of 365-370): busbw(4*GiB, 2*(8-1)/8, 8.4+2*(8-1)*3.4, 360) =
-        //   359.04
-        {"H100_ring_AR_8gpus", "dgx-h100-ndr", OpKind::all_reduce, 8, 4 * kGiB,
-         DType::bf16, NcclAlgo::ring, 367.5, 359.04, nullptr},
-        // ring wins: NVLS 315·2(g−1)/(g+1) < 360: busbw(4*GiB, 2*(2-1)/2, 8.4+2*(2-1)*3.4, 360) = 359.54
-        {"H100_default_AR_2gpus", "dgx-h100-ndr", OpKind::all_reduce, 2, 4 * kGiB,
-         DType::bf16, std::nullopt, 370, 359.54, nullptr},
-        // ring wins: NVLS 315·2(g−1)/(g+1) < 360: busbw(4*GiB, 2*(3-1)/3, 8.4+2*(3-1)*3.4, 360) = 359.50
-        {"H100_default_AR_3gpus", "dgx-h100-ndr", OpKind::all_reduce, 3, 4 * kGiB,
-         DType::bf16, std::nullopt, 370, 359.50, nullptr},
-        // NVLS with h = 4 heads: busbw(4*GiB, 2*(4-1)/4, 25, 0.85*18*20.6*2*(4-1)/(4+1)) = 377.66
-        {"H100_default_AR_4gpus", "dgx-h100-ndr", OpKind::all_reduce, 4, 4 * kGiB,
-         DType::bf16, std::nullopt, 370, 377.66, nullptr},
-        // NVLS with h = 5 heads: busbw(4*GiB, 2*(5-1)/5, 25, 0.85*18*20.6*2*(5-1)/(5+1)) = 419.60
-        {"H100_default_AR_5gpus", "dgx-h100-ndr", OpKind::all_reduce, 5, 4 * kGiB,
-         DType::bf16, std::nullopt, 420, 419.60, nullptr},
-        // NVLS with h = 6 heads: busbw(4*GiB, 2*(6-1)/6, 25, 0.85*18*20.6*2*(6-1)/(6+1)) = 449.55
-        {"H100_default_AR_6gpus", "dgx-h100-ndr", OpKind::all_reduce, 6, 4 * kGiB,
-         DType::bf16, std::nullopt, 440, 449.55, nullptr},
-        // NVLS with h = 7 heads: busbw(4*GiB, 2*(7-1)/7, 25, 0.85*18*20.6*2*(7-1)/(7+1)) = 472.01
-        {"H100_default_AR_7gpus", "dgx-h100-ndr", OpKind::all_reduce, 7, 4 * kGiB,
-         DType::bf16, std::nullopt, 460, 472.01, nullptr},
-        // NVLS with h = 8 heads: busbw(4*GiB, 2*(8-1)/8, 25, 0.85*18*20.6*2*(8-1)/(8+1)) = 489.48
-        {"H100_default_AR_8gpus", "dgx-h100-ndr", OpKind::all_reduce, 8, 4 * kGiB,
-         DType::bf16, std::nullopt, 480, 489.48, nullptr},
+      // Source: nccl #1455: 8×H100 AR 2-4 GB: ring 365-370 on 2-8 GPUs; default (NVLS) 370 (<= 4 GPUs),
+      //   420/440/460/480 on 5-8
+      // ring 360 for any GPU count (mid of 365-370): busbw(4*GiB, 2*(2-1)/2, 8.4+2*(2-1)*3.4, 360) =
+      //   359.54
+      {"H100_ring_AR_2gpus", "dgx-h100-ndr", OpKind::all_reduce, 2, 4 * kGiB, DType::bf16, NcclAlgo::ring, 367.5,
+       359.54, nullptr},
+      // ring 360 for any GPU count (mid of 365-370): busbw(4*GiB, 2*(3-1)/3, 8.4+2*(3-1)*3.4, 360) =
+      //   359.50
+      {"H100_ring_AR_3gpus", "dgx-h100-ndr", OpKind::all_reduce, 3, 4 * kGiB, DType::bf16, NcclAlgo::ring, 367.5,
+       359.50, nullptr},
+      // ring 360 for any GPU count (mid of 365-370): busbw(4*GiB, 2*(4-1)/4, 8.4+2*(4-1)*3.4, 360) =
+      //   359.42
+      {"H100_ring_AR_4gpus", "dgx-h100-ndr", OpKind::all_reduce, 4, 4 * kGiB, DType::bf16, NcclAlgo::ring, 367.5,
+       359.42, nullptr},
+      // ring 360 for any GPU count (mid of 365-370): busbw(4*GiB, 2*(5-1)/5, 8.4+2*(5-1)*3.4, 360) =
+      //   359.33
+      {"H100_ring_AR_5gpus", "dgx-h100-ndr", OpKind::all_reduce, 5, 4 * kGiB, DType::bf16, NcclAlgo::ring, 367.5,
+       359.33, nullptr},
+      // ring 360 for any GPU count (mid of 365-370): busbw(4*GiB, 2*(6-1)/6, 8.4+2*(6-1)*3.4, 360) =
+      //   359.23
+      {"H100_ring_AR_6gpus", "dgx-h100-ndr", OpKind::all_reduce, 6, 4 * kGiB, DType::bf16, NcclAlgo::ring, 367.5,
+       359.23, nullptr},
+      // ring 360 for any GPU count (mid of 365-370): busbw(4*GiB, 2*(7-1)/7, 8.4+2*(7-1)*3.4, 360) =
+      //   359.14
+      {"H100_ring_AR_7gpus", "dgx-h100-ndr", OpKind::all_reduce, 7, 4 * kGiB, DType::bf16, NcclAlgo::ring, 367.5,
+       359.14, nullptr},
+      // ring 360 for any GPU count (mid of 365-370): busbw(4*GiB, 2*(8-1)/8, 8.4+2*(8-1)*3.4, 360) =
+      //   359.04
+      {"H100_ring_AR_8gpus", "dgx-h100-ndr", OpKind::all_reduce, 8, 4 * kGiB, DType::bf16, NcclAlgo::ring, 367.5,
+       359.04, nullptr},
+      // ring wins: NVLS 315·2(g−1)/(g+1) < 360: busbw(4*GiB, 2*(2-1)/2, 8.4+2*(2-1)*3.4, 360) = 359.54
+      {"H100_default_AR_2gpus", "dgx-h100-ndr", OpKind::all_reduce, 2, 4 * kGiB, DType::bf16, std::nullopt, 370, 359.54,
+       nullptr},
+      // ring wins: NVLS 315·2(g−1)/(g+1) < 360: busbw(4*GiB, 2*(3-1)/3, 8.4+2*(3-1)*3.4, 360) = 359.50
+      {"H100_default_AR_3gpus", "dgx-h100-ndr", OpKind::all_reduce, 3, 4 * kGiB, DType::bf16, std::nullopt, 370, 359.50,
+       nullptr},
+      // NVLS with h = 4 heads: busbw(4*GiB, 2*(4-1)/4, 25, 0.85*18*20.6*2*(4-1)/(4+1)) = 377.66
+      {"H100_default_AR_4gpus", "dgx-h100-ndr", OpKind::all_reduce, 4, 4 * kGiB, DType::bf16, std::nullopt, 370, 377.66,
+       nullptr},
+      // NVLS with h = 5 heads: busbw(4*GiB, 2*(5-1)/5, 25, 0.85*18*20.6*2*(5-1)/(5+1)) = 419.60
+      {"H100_default_AR_5gpus", "dgx-h100-ndr", OpKind::all_reduce, 5, 4 * kGiB, DType::bf16, std::nullopt, 420, 419.60,
+       nullptr},
+      // NVLS with h = 6 heads: busbw(4*GiB, 2*(6-1)/6, 25, 0.85*18*20.6*2*(6-1)/(6+1)) = 449.55
+      {"H100_default_AR_6gpus", "dgx-h100-ndr", OpKind::all_reduce, 6, 4 * kGiB, DType::bf16, std::nullopt, 440, 449.55,
+       nullptr},
+      // NVLS with h = 7 heads: busbw(4*GiB, 2*(7-1)/7, 25, 0.85*18*20.6*2*(7-1)/(7+1)) = 472.01
+      {"H100_default_AR_7gpus", "dgx-h100-ndr", OpKind::all_reduce, 7, 4 * kGiB, DType::bf16, std::nullopt, 460, 472.01,
+       nullptr},
+      // NVLS with h = 8 heads: busbw(4*GiB, 2*(8-1)/8, 25, 0.85*18*20.6*2*(8-1)/(8+1)) = 489.48
+      {"H100_default_AR_8gpus", "dgx-h100-ndr", OpKind::all_reduce, 8, 4 * kGiB, DType::bf16, std::nullopt, 480, 489.48,
+       nullptr},
 
-        // Source: ml-engineering network/README: 8×H200, 16 GiB: AR NVLS 480.0, AR ring 367.2, AG 361.4,
-        //   RS 362.9
-        // NVLS 490.3: busbw(16*GiB, 2*7/8, 25, 0.85*18*20.6*2*(8-1)/(8+1)) = 490.08
-        {"H200x8_AR_nvls_16GiB", "hgx-h200-ndr", OpKind::all_reduce, 8, 16 * kGiB,
-         DType::bf16, std::nullopt, 480.0, 490.08, nullptr},
-        // ring 360: busbw(16*GiB, 2*7/8, 8.4+14*3.4, 360) = 359.76
-        {"H200x8_AR_ring_16GiB", "hgx-h200-ndr", OpKind::all_reduce, 8, 16 * kGiB,
-         DType::bf16, NcclAlgo::ring, 367.2, 359.76, nullptr},
-        // ring 360: busbw(16*GiB, 7/8, 8.4+7*3.4, 360) = 359.72
-        {"H200x8_AG_16GiB", "hgx-h200-ndr", OpKind::all_gather, 8, 16 * kGiB, DType::bf16, std::nullopt, 361.4, 359.72,
-         nullptr},
-        // ring 360: busbw(16*GiB, 7/8, 8.4+7*3.4, 360) = 359.72
-        {"H200x8_RS_16GiB", "hgx-h200-ndr", OpKind::reduce_scatter, 8, 16 * kGiB,
-         DType::bf16, std::nullopt, 362.9, 359.72, nullptr},
+      // Source: ml-engineering network/README: 8×H200, 16 GiB: AR NVLS 480.0, AR ring 367.2, AG 361.4,
+      //   RS 362.9
+      // NVLS 490.3: busbw(16*GiB, 2*7/8, 25, 0.85*18*20.6*2*(8-1)/(8+1)) = 490.08
+      {"H200x8_AR_nvls_16GiB", "hgx-h200-ndr", OpKind::all_reduce, 8, 16 * kGiB, DType::bf16, std::nullopt, 480.0,
+       490.08, nullptr},
+      // ring 360: busbw(16*GiB, 2*7/8, 8.4+14*3.4, 360) = 359.76
+      {"H200x8_AR_ring_16GiB", "hgx-h200-ndr", OpKind::all_reduce, 8, 16 * kGiB, DType::bf16, NcclAlgo::ring, 367.2,
+       359.76, nullptr},
+      // ring 360: busbw(16*GiB, 7/8, 8.4+7*3.4, 360) = 359.72
+      {"H200x8_AG_16GiB", "hgx-h200-ndr", OpKind::all_gather, 8, 16 * kGiB, DType::bf16, std::nullopt, 361.4, 359.72,
+       nullptr},
+      // ring 360: busbw(16*GiB, 7/8, 8.4+7*3.4, 360) = 359.72
+      {"H200x8_RS_16GiB", "hgx-h200-ndr", OpKind::reduce_scatter, 8, 16 * kGiB, DType::bf16, std::nullopt, 362.9,
+       359.72, nullptr},
 
-        // Source: ml-engineering: 8×H200 AR NVLS vs GPUs at 8 GiB: 5: 414, 6: 436, 7: 460, 8: 473 (ring
-        //   363-366)
-        // NVLS h = 5: busbw(8*GiB, 2*(5-1)/5, 25, 0.85*18*20.6*2*(5-1)/(5+1)) = 419.92
-        {"H200_nvls_AR_5gpus", "hgx-h200-ndr", OpKind::all_reduce, 5, 8 * kGiB, DType::bf16, std::nullopt, 414, 419.92,
-         nullptr},
-        // NVLS h = 6: busbw(8*GiB, 2*(6-1)/6, 25, 0.85*18*20.6*2*(6-1)/(6+1)) = 449.90
-        {"H200_nvls_AR_6gpus", "hgx-h200-ndr", OpKind::all_reduce, 6, 8 * kGiB, DType::bf16, std::nullopt, 436, 449.90,
-         nullptr},
-        // NVLS h = 7: busbw(8*GiB, 2*(7-1)/7, 25, 0.85*18*20.6*2*(7-1)/(7+1)) = 472.39
-        {"H200_nvls_AR_7gpus", "hgx-h200-ndr", OpKind::all_reduce, 7, 8 * kGiB, DType::bf16, std::nullopt, 460, 472.39,
-         nullptr},
-        // NVLS h = 8: busbw(8*GiB, 2*(8-1)/8, 25, 0.85*18*20.6*2*(8-1)/(8+1)) = 489.88
-        {"H200_nvls_AR_8gpus", "hgx-h200-ndr", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, std::nullopt, 473, 489.88,
-         nullptr},
-        // ring 360 (mid of 363-366): busbw(8*GiB, 2*(5-1)/5, 8.4+2*(5-1)*3.4, 360) = 359.66
-        {"H200_ring_AR_5gpus", "hgx-h200-ndr", OpKind::all_reduce, 5, 8 * kGiB,
-         DType::bf16, NcclAlgo::ring, 364.5, 359.66, nullptr},
-        // ring 360 (mid of 363-366): busbw(8*GiB, 2*(6-1)/6, 8.4+2*(6-1)*3.4, 360) = 359.62
-        {"H200_ring_AR_6gpus", "hgx-h200-ndr", OpKind::all_reduce, 6, 8 * kGiB,
-         DType::bf16, NcclAlgo::ring, 364.5, 359.62, nullptr},
-        // ring 360 (mid of 363-366): busbw(8*GiB, 2*(7-1)/7, 8.4+2*(7-1)*3.4, 360) = 359.57
-        {"H200_ring_AR_7gpus", "hgx-h200-ndr", OpKind::all_reduce, 7, 8 * kGiB,
-         DType::bf16, NcclAlgo::ring, 364.5, 359.57, nullptr},
-        // ring 360 (mid of 363-366): busbw(8*GiB, 2*(8-1)/8, 8.4+2*(8-1)*3.4, 360) = 359.52
-        {"H200_ring_AR_8gpus", "hgx-h200-ndr", OpKind::all_reduce, 8, 8 * kGiB,
-         DType::bf16, NcclAlgo::ring, 364.5, 359.52, nullptr},
+      // Source: ml-engineering: 8×H200 AR NVLS vs GPUs at 8 GiB: 5: 414, 6: 436, 7: 460, 8: 473 (ring
+      //   363-366)
+      // NVLS h = 5: busbw(8*GiB, 2*(5-1)/5, 25, 0.85*18*20.6*2*(5-1)/(5+1)) = 419.92
+      {"H200_nvls_AR_5gpus", "hgx-h200-ndr", OpKind::all_reduce, 5, 8 * kGiB, DType::bf16, std::nullopt, 414, 419.92,
+       nullptr},
+      // NVLS h = 6: busbw(8*GiB, 2*(6-1)/6, 25, 0.85*18*20.6*2*(6-1)/(6+1)) = 449.90
+      {"H200_nvls_AR_6gpus", "hgx-h200-ndr", OpKind::all_reduce, 6, 8 * kGiB, DType::bf16, std::nullopt, 436, 449.90,
+       nullptr},
+      // NVLS h = 7: busbw(8*GiB, 2*(7-1)/7, 25, 0.85*18*20.6*2*(7-1)/(7+1)) = 472.39
+      {"H200_nvls_AR_7gpus", "hgx-h200-ndr", OpKind::all_reduce, 7, 8 * kGiB, DType::bf16, std::nullopt, 460, 472.39,
+       nullptr},
+      // NVLS h = 8: busbw(8*GiB, 2*(8-1)/8, 25, 0.85*18*20.6*2*(8-1)/(8+1)) = 489.88
+      {"H200_nvls_AR_8gpus", "hgx-h200-ndr", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, std::nullopt, 473, 489.88,
+       nullptr},
+      // ring 360 (mid of 363-366): busbw(8*GiB, 2*(5-1)/5, 8.4+2*(5-1)*3.4, 360) = 359.66
+      {"H200_ring_AR_5gpus", "hgx-h200-ndr", OpKind::all_reduce, 5, 8 * kGiB, DType::bf16, NcclAlgo::ring, 364.5,
+       359.66, nullptr},
+      // ring 360 (mid of 363-366): busbw(8*GiB, 2*(6-1)/6, 8.4+2*(6-1)*3.4, 360) = 359.62
+      {"H200_ring_AR_6gpus", "hgx-h200-ndr", OpKind::all_reduce, 6, 8 * kGiB, DType::bf16, NcclAlgo::ring, 364.5,
+       359.62, nullptr},
+      // ring 360 (mid of 363-366): busbw(8*GiB, 2*(7-1)/7, 8.4+2*(7-1)*3.4, 360) = 359.57
+      {"H200_ring_AR_7gpus", "hgx-h200-ndr", OpKind::all_reduce, 7, 8 * kGiB, DType::bf16, NcclAlgo::ring, 364.5,
+       359.57, nullptr},
+      // ring 360 (mid of 363-366): busbw(8*GiB, 2*(8-1)/8, 8.4+2*(8-1)*3.4, 360) = 359.52
+      {"H200_ring_AR_8gpus", "hgx-h200-ndr", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, NcclAlgo::ring, 364.5,
+       359.52, nullptr},
 
-        // Source: nccl-tests #272: 8×H200 AR NVLS 475 at 4 GB
-        // NVLS 490.3: busbw(4*GiB, 2*7/8, 25, 0.85*18*20.6*2*(8-1)/(8+1)) = 489.48
-        {"H200x8_AR_4GB", "hgx-h200-ndr", OpKind::all_reduce, 8, 4 * kGiB, DType::bf16, std::nullopt, 475, 489.48,
-         nullptr},
+      // Source: nccl-tests #272: 8×H200 AR NVLS 475 at 4 GB
+      // NVLS 490.3: busbw(4*GiB, 2*7/8, 25, 0.85*18*20.6*2*(8-1)/(8+1)) = 489.48
+      {"H200x8_AR_4GB", "hgx-h200-ndr", OpKind::all_reduce, 8, 4 * kGiB, DType::bf16, std::nullopt, 475, 489.48,
+       nullptr},
 
-        // Source: ml-engineering: 8×B200 AR at 8 GiB: NVLS 838, ring 682; NVLS on 6 GPUs 778, 7 GPUs 811
-        // NVLS 0.74 × 18 × 40.1 × 14/9 = 830.9: busbw(8*GiB, 2*7/8, 25, 0.74*18*40.1*2*(8-1)/(8+1)) =
-        //   829.73
-        {"B200x8_AR_nvls_8GiB", "hgx-b200-ndr", OpKind::all_reduce, 8, 8 * kGiB,
-         DType::bf16, std::nullopt, 838, 829.73, nullptr},
-        // ring 16 ch × 45 = 720: busbw(8*GiB, 2*7/8, 8.4+14*3.4, 16*45) = 718.07
-        {"B200x8_AR_ring_8GiB", "hgx-b200-ndr", OpKind::all_reduce, 8, 8 * kGiB,
-         DType::bf16, NcclAlgo::ring, 682, 718.07, nullptr},
-        // NVLS h = 6: busbw(8*GiB, 2*(6-1)/6, 25, 0.74*18*40.1*2*(6-1)/(6+1)) = 762.03
-        {"B200_nvls_AR_6gpus", "hgx-b200-ndr", OpKind::all_reduce, 6, 8 * kGiB, DType::bf16, std::nullopt, 778, 762.03,
-         nullptr},
-        // NVLS h = 7: busbw(8*GiB, 2*(7-1)/7, 25, 0.74*18*40.1*2*(7-1)/(7+1)) = 800.11
-        {"B200_nvls_AR_7gpus", "hgx-b200-ndr", OpKind::all_reduce, 7, 8 * kGiB, DType::bf16, std::nullopt, 811, 800.11,
-         nullptr},
+      // Source: ml-engineering: 8×B200 AR at 8 GiB: NVLS 838, ring 682; NVLS on 6 GPUs 778, 7 GPUs 811
+      // NVLS 0.74 × 18 × 40.1 × 14/9 = 830.9: busbw(8*GiB, 2*7/8, 25, 0.74*18*40.1*2*(8-1)/(8+1)) =
+      //   829.73
+      {"B200x8_AR_nvls_8GiB", "hgx-b200-ndr", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, std::nullopt, 838, 829.73,
+       nullptr},
+      // ring 16 ch × 45 = 720: busbw(8*GiB, 2*7/8, 8.4+14*3.4, 16*45) = 718.07
+      {"B200x8_AR_ring_8GiB", "hgx-b200-ndr", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, NcclAlgo::ring, 682, 718.07,
+       nullptr},
+      // NVLS h = 6: busbw(8*GiB, 2*(6-1)/6, 25, 0.74*18*40.1*2*(6-1)/(6+1)) = 762.03
+      {"B200_nvls_AR_6gpus", "hgx-b200-ndr", OpKind::all_reduce, 6, 8 * kGiB, DType::bf16, std::nullopt, 778, 762.03,
+       nullptr},
+      // NVLS h = 7: busbw(8*GiB, 2*(7-1)/7, 25, 0.74*18*40.1*2*(7-1)/(7+1)) = 800.11
+      {"B200_nvls_AR_7gpus", "hgx-b200-ndr", OpKind::all_reduce, 7, 8 * kGiB, DType::bf16, std::nullopt, 811, 800.11,
+       nullptr},
 
-        // Source: ml-engineering (torch 2.9.1, NCCL 2.27.7): 8×B200 AR NVLS 16 GiB 846; 1 GiB 723; 128 MiB
-        //   568; 16 MiB 255; 1 MiB 36
-        // NVLS 830.9: busbw(16*GiB, 2*7/8, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 830.30
-        {"B200x8_AR_16GiB", "hgx-b200-ndr", OpKind::all_reduce, 8, 16 * kGiB, DType::bf16, std::nullopt, 846, 830.30,
-         nullptr},
-        // NVLS 830.9 + 25 us: busbw(GiB, 2*7/8, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 821.79
-        {"B200x8_AR_1GiB", "hgx-b200-ndr", OpKind::all_reduce, 8, kGiB, DType::bf16, std::nullopt, 723, 821.79,
-         "measured B200 NVLS ramps up slowly (85 % of peak at 1 GiB, 67 % at 128 MiB, 30 % at 16 MiB); "
-         "NCCL's model has a 25 us NVLS latency and no ramp, and nothing in NCCL's tables explains it "
-         "(ml-engineering's torch benchmark also carries launch overhead)"},
-        // NVLS 830.9 + 25 us: busbw(128*MiB, 2*7/8, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 763.36
-        {"B200x8_AR_128MiB", "hgx-b200-ndr", OpKind::all_reduce, 8, 128 * kMiB, DType::bf16, std::nullopt, 568, 763.36,
-         "measured B200 NVLS ramps up slowly (85 % of peak at 1 GiB, 67 % at 128 MiB, 30 % at 16 MiB); "
-         "NCCL's model has a 25 us NVLS latency and no ramp, and nothing in NCCL's tables explains it "
-         "(ml-engineering's torch benchmark also carries launch overhead)"},
-        // NVLS 830.9 + 25 us: busbw(16*MiB, 2*7/8, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 486.61
-        {"B200x8_AR_16MiB", "hgx-b200-ndr", OpKind::all_reduce, 8, 16 * kMiB, DType::bf16, std::nullopt, 255, 486.61,
-         "measured B200 NVLS ramps up slowly (85 % of peak at 1 GiB, 67 % at 128 MiB, 30 % at 16 MiB); "
-         "NCCL's model has a 25 us NVLS latency and no ramp, and nothing in NCCL's tables explains it "
-         "(ml-engineering's torch benchmark also carries launch overhead)"},
-        // ring LL: min(282, 360/2); latency 6.6 + 14·0.6: busbw(MiB, 2*7/8, 6.6+14*0.6, 282) = 85.32
-        {"B200x8_AR_1MiB", "hgx-b200-ndr", OpKind::all_reduce, 8, kMiB, DType::bf16, std::nullopt, 36, 85.32,
-         "measured B200 NVLS ramps up slowly (85 % of peak at 1 GiB, 67 % at 128 MiB, 30 % at 16 MiB); "
-         "NCCL's model has a 25 us NVLS latency and no ramp, and nothing in NCCL's tables explains it "
-         "(ml-engineering's torch benchmark also carries launch overhead)"},
+      // Source: ml-engineering (torch 2.9.1, NCCL 2.27.7): 8×B200 AR NVLS 16 GiB 846; 1 GiB 723; 128 MiB
+      //   568; 16 MiB 255; 1 MiB 36
+      // NVLS 830.9: busbw(16*GiB, 2*7/8, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 830.30
+      {"B200x8_AR_16GiB", "hgx-b200-ndr", OpKind::all_reduce, 8, 16 * kGiB, DType::bf16, std::nullopt, 846, 830.30,
+       nullptr},
+      // NVLS 830.9 + 25 us: busbw(GiB, 2*7/8, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 821.79
+      {"B200x8_AR_1GiB", "hgx-b200-ndr", OpKind::all_reduce, 8, kGiB, DType::bf16, std::nullopt, 723, 821.79,
+       "measured B200 NVLS ramps up slowly (85 % of peak at 1 GiB, 67 % at 128 MiB, 30 % at 16 MiB); "
+       "NCCL's model has a 25 us NVLS latency and no ramp, and nothing in NCCL's tables explains it "
+       "(ml-engineering's torch benchmark also carries launch overhead)"},
+      // NVLS 830.9 + 25 us: busbw(128*MiB, 2*7/8, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 763.36
+      {"B200x8_AR_128MiB", "hgx-b200-ndr", OpKind::all_reduce, 8, 128 * kMiB, DType::bf16, std::nullopt, 568, 763.36,
+       "measured B200 NVLS ramps up slowly (85 % of peak at 1 GiB, 67 % at 128 MiB, 30 % at 16 MiB); "
+       "NCCL's model has a 25 us NVLS latency and no ramp, and nothing in NCCL's tables explains it "
+       "(ml-engineering's torch benchmark also carries launch overhead)"},
+      // NVLS 830.9 + 25 us: busbw(16*MiB, 2*7/8, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 486.61
+      {"B200x8_AR_16MiB", "hgx-b200-ndr", OpKind::all_reduce, 8, 16 * kMiB, DType::bf16, std::nullopt, 255, 486.61,
+       "measured B200 NVLS ramps up slowly (85 % of peak at 1 GiB, 67 % at 128 MiB, 30 % at 16 MiB); "
+       "NCCL's model has a 25 us NVLS latency and no ramp, and nothing in NCCL's tables explains it "
+       "(ml-engineering's torch benchmark also carries launch overhead)"},
+      // ring LL: min(282, 360/2); latency 6.6 + 14·0.6: busbw(MiB, 2*7/8, 6.6+14*0.6, 282) = 85.32
+      {"B200x8_AR_1MiB", "hgx-b200-ndr", OpKind::all_reduce, 8, kMiB, DType::bf16, std::nullopt, 36, 85.32,
+       "measured B200 NVLS ramps up slowly (85 % of peak at 1 GiB, 67 % at 128 MiB, 30 % at 16 MiB); "
+       "NCCL's model has a 25 us NVLS latency and no ramp, and nothing in NCCL's tables explains it "
+       "(ml-engineering's torch benchmark also carries launch overhead)"},
 
-        // Source: nccl #1807: 8×B200 AR 830+ for large messages
-        // NVLS 830.9: busbw(16*GiB, 2*7/8, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 830.30
-        {"B200x8_AR_large_830", "hgx-b200-ndr", OpKind::all_reduce, 8, 16 * kGiB,
-         DType::bf16, std::nullopt, 830, 830.30, nullptr},
+      // Source: nccl #1807: 8×B200 AR 830+ for large messages
+      // NVLS 830.9: busbw(16*GiB, 2*7/8, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 830.30
+      {"B200x8_AR_large_830", "hgx-b200-ndr", OpKind::all_reduce, 8, 16 * kGiB, DType::bf16, std::nullopt, 830, 830.30,
+       nullptr},
 
-        // Source: nccl-tests #175: 8×A100 AR ring 232.5 at 4 GB
-        // ring 12 × 20 = 240 (tree: min(0.92·240, 12·24)·7/8 = 193 loses): busbw(4*GiB, 2*7/8, 8.4+14*3.4,
-        //   12*20) = 239.57
-        {"A100x8_AR_ring_4GB", "dgx-a100-hdr", OpKind::all_reduce, 8, 4 * kGiB,
-         DType::bf16, std::nullopt, 232.5, 239.57, nullptr},
+      // Source: nccl-tests #175: 8×A100 AR ring 232.5 at 4 GB
+      // ring 12 × 20 = 240 (tree: min(0.92·240, 12·24)·7/8 = 193 loses): busbw(4*GiB, 2*7/8, 8.4+14*3.4,
+      //   12*20) = 239.57
+      {"A100x8_AR_ring_4GB", "dgx-a100-hdr", OpKind::all_reduce, 8, 4 * kGiB, DType::bf16, std::nullopt, 232.5, 239.57,
+       nullptr},
 
-        // Source: nccl-tests #149, #178: 8×A100 (HPE) AR ~200-208 at 1 GB; #178 ran it on an
-        //   NVLink-bridged pair (NV12)
-        // ring 12 × 20 = 240 on the 12-link bridge: busbw(GiB, 2*1/2, 8.4+2*3.4, 12*20) = 239.19
-        {"A100_bridge_pair_AR_1GB", "a100-pcie-nvlink-bridge.yaml", OpKind::all_reduce, 2, kGiB,
-         DType::bf16, std::nullopt, 204, 239.19,
-         "the bridged A100 PCIe pair reaches 87 % of the 240 GB/s NCCL's graph gives 12 NVLink3 links; the"
-         " same links on an NVSwitch reach 232.5 (nccl-tests #175). No NCCL constant separates the two"},
+      // Source: nccl-tests #149, #178: 8×A100 (HPE) AR ~200-208 at 1 GB; #178 ran it on an
+      //   NVLink-bridged pair (NV12)
+      // ring 12 × 20 = 240 on the 12-link bridge: busbw(GiB, 2*1/2, 8.4+2*3.4, 12*20) = 239.19
+      {"A100_bridge_pair_AR_1GB", "a100-pcie-nvlink-bridge.yaml", OpKind::all_reduce, 2, kGiB, DType::bf16,
+       std::nullopt, 204, 239.19,
+       "the bridged A100 PCIe pair reaches 87 % of the 240 GB/s NCCL's graph gives 12 NVLink3 links; the"
+       " same links on an NVSwitch reach 232.5 (nccl-tests #175). No NCCL constant separates the two"},
 
-        // Source: nccl #412 (sjeaugey): 8×A800 (400 GB/s NVLink) AR ~160 at 8 GB
-        // 8 links × 20 = 160: 4 ch × 40 → 8 × 20: busbw(8*GiB, 2*7/8, 8.4+14*3.4, 8*20) = 159.90
-        {"A800x8_AR_8GB", "a800-nvlink400.yaml", OpKind::all_reduce, 8, 8 * kGiB,
-         DType::bf16, std::nullopt, 160, 159.90, nullptr},
+      // Source: nccl #412 (sjeaugey): 8×A800 (400 GB/s NVLink) AR ~160 at 8 GB
+      // 8 links × 20 = 160: 4 ch × 40 → 8 × 20: busbw(8*GiB, 2*7/8, 8.4+14*3.4, 8*20) = 159.90
+      {"A800x8_AR_8GB", "a800-nvlink400.yaml", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, std::nullopt, 160, 159.90,
+       nullptr},
 
-        // Source: nccl #1374: 8×H800 AR NVLS 215, large
-        // NVLS 0.85 × 8 × 20.6 × 14/9 = 217.9: busbw(8*GiB, 2*7/8, 25, 0.85*8*20.6*14/9) = 217.82
-        {"H800x8_AR_nvls", "h800-nvlink400.yaml", OpKind::all_reduce, 8, 8 * kGiB,
-         DType::bf16, std::nullopt, 215, 217.82, nullptr},
+      // Source: nccl #1374: 8×H800 AR NVLS 215, large
+      // NVLS 0.85 × 8 × 20.6 × 14/9 = 217.9: busbw(8*GiB, 2*7/8, 25, 0.85*8*20.6*14/9) = 217.82
+      {"H800x8_AR_nvls", "h800-nvlink400.yaml", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, std::nullopt, 215, 217.82,
+       nullptr},
 
-        // Source: coreweave/nccl-tests README (NCCL 2.26.2, fp32 sum): GB200 NVL72, 72 GPUs AR 512 MB 586,
-        //   1 GB 681, 2 GB 758, 4 GB 839, 8 GB 835-847
-        // NVLS with 8 heads: 830.9: busbw(512*MiB, 2*71/72, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 814.89
-        {"NVL72_AR_512MB", "gb200-nvl72", OpKind::all_reduce, 72, 512 * kMiB, DType::fp32, std::nullopt, 586, 814.89,
-         "the 2.26.2 NVL72 sweep fits t = 0.55 ms + bytes/840 GB/s below 4 GB and no offset above "
-         "(coreweave README); NCCL's model has 25 us, so 512 MB and 1 GB come out 20-40 % high"},
-        // NVLS with 8 heads: 830.9: busbw(GiB, 2*71/72, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 822.80
-        {"NVL72_AR_1GB", "gb200-nvl72", OpKind::all_reduce, 72, kGiB, DType::fp32, std::nullopt, 681, 822.80,
-         "the 2.26.2 NVL72 sweep fits t = 0.55 ms + bytes/840 GB/s below 4 GB and no offset above "
-         "(coreweave README); NCCL's model has 25 us, so 512 MB and 1 GB come out 20-40 % high"},
-        // NVLS with 8 heads: 830.9: busbw(2*GiB, 2*71/72, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 826.82
-        {"NVL72_AR_2GB", "gb200-nvl72", OpKind::all_reduce, 72, 2 * kGiB, DType::fp32, std::nullopt, 758, 826.82,
-         nullptr},
-        // NVLS with 8 heads: 830.9: busbw(4*GiB, 2*71/72, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 828.84
-        {"NVL72_AR_4GB", "gb200-nvl72", OpKind::all_reduce, 72, 4 * kGiB, DType::fp32, std::nullopt, 839, 828.84,
-         nullptr},
-        // NVLS with 8 heads: 830.9: busbw(8*GiB, 2*71/72, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 829.85
-        {"NVL72_AR_8GB", "gb200-nvl72", OpKind::all_reduce, 72, 8 * kGiB, DType::fp32, std::nullopt, 841, 829.85,
-         nullptr},
+      // Source: coreweave/nccl-tests README (NCCL 2.26.2, fp32 sum): GB200 NVL72, 72 GPUs AR 512 MB 586,
+      //   1 GB 681, 2 GB 758, 4 GB 839, 8 GB 835-847
+      // NVLS with 8 heads: 830.9: busbw(512*MiB, 2*71/72, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 814.89
+      {"NVL72_AR_512MB", "gb200-nvl72", OpKind::all_reduce, 72, 512 * kMiB, DType::fp32, std::nullopt, 586, 814.89,
+       "the 2.26.2 NVL72 sweep fits t = 0.55 ms + bytes/840 GB/s below 4 GB and no offset above "
+       "(coreweave README); NCCL's model has 25 us, so 512 MB and 1 GB come out 20-40 % high"},
+      // NVLS with 8 heads: 830.9: busbw(GiB, 2*71/72, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 822.80
+      {"NVL72_AR_1GB", "gb200-nvl72", OpKind::all_reduce, 72, kGiB, DType::fp32, std::nullopt, 681, 822.80,
+       "the 2.26.2 NVL72 sweep fits t = 0.55 ms + bytes/840 GB/s below 4 GB and no offset above "
+       "(coreweave README); NCCL's model has 25 us, so 512 MB and 1 GB come out 20-40 % high"},
+      // NVLS with 8 heads: 830.9: busbw(2*GiB, 2*71/72, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 826.82
+      {"NVL72_AR_2GB", "gb200-nvl72", OpKind::all_reduce, 72, 2 * kGiB, DType::fp32, std::nullopt, 758, 826.82,
+       nullptr},
+      // NVLS with 8 heads: 830.9: busbw(4*GiB, 2*71/72, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 828.84
+      {"NVL72_AR_4GB", "gb200-nvl72", OpKind::all_reduce, 72, 4 * kGiB, DType::fp32, std::nullopt, 839, 828.84,
+       nullptr},
+      // NVLS with 8 heads: 830.9: busbw(8*GiB, 2*71/72, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 829.85
+      {"NVL72_AR_8GB", "gb200-nvl72", OpKind::all_reduce, 72, 8 * kGiB, DType::fp32, std::nullopt, 841, 829.85,
+       nullptr},
 
-        // Source: NVIDIA GTC25 S72583 (via ml-engineering): NVL72 AR NVLS ~850 vs non-SHARP ~680; NVLink4
-        //   (H100) NVLS 480 vs ring 370
-        // NVLS 830.9: busbw(8*GiB, 2*71/72, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 829.85
-        {"NVL72_AR_nvls_slide", "gb200-nvl72", OpKind::all_reduce, 72, 8 * kGiB,
-         DType::fp32, std::nullopt, 850, 829.85, nullptr},
-        // ring 720; latency 8.4 + 142·3.4: busbw(8*GiB, 2*71/72, 8.4+142*3.4, 720) = 705.28
-        {"NVL72_AR_ring_slide", "gb200-nvl72", OpKind::all_reduce, 72, 8 * kGiB,
-         DType::fp32, NcclAlgo::ring, 680, 705.28, nullptr},
-        // NVLS 490.3: busbw(8*GiB, 2*7/8, 25, 0.85*18*20.6*2*(8-1)/(8+1)) = 489.88
-        {"H100x8_AR_nvls_slide", "dgx-h100-ndr", OpKind::all_reduce, 8, 8 * kGiB,
-         DType::bf16, std::nullopt, 480, 489.88, nullptr},
-        // ring 360: busbw(8*GiB, 2*7/8, 8.4+14*3.4, 360) = 359.52
-        {"H100x8_AR_ring_slide", "dgx-h100-ndr", OpKind::all_reduce, 8, 8 * kGiB,
-         DType::bf16, NcclAlgo::ring, 370, 359.52, nullptr},
+      // Source: NVIDIA GTC25 S72583 (via ml-engineering): NVL72 AR NVLS ~850 vs non-SHARP ~680; NVLink4
+      //   (H100) NVLS 480 vs ring 370
+      // NVLS 830.9: busbw(8*GiB, 2*71/72, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 829.85
+      {"NVL72_AR_nvls_slide", "gb200-nvl72", OpKind::all_reduce, 72, 8 * kGiB, DType::fp32, std::nullopt, 850, 829.85,
+       nullptr},
+      // ring 720; latency 8.4 + 142·3.4: busbw(8*GiB, 2*71/72, 8.4+142*3.4, 720) = 705.28
+      {"NVL72_AR_ring_slide", "gb200-nvl72", OpKind::all_reduce, 72, 8 * kGiB, DType::fp32, NcclAlgo::ring, 680, 705.28,
+       nullptr},
+      // NVLS 490.3: busbw(8*GiB, 2*7/8, 25, 0.85*18*20.6*2*(8-1)/(8+1)) = 489.88
+      {"H100x8_AR_nvls_slide", "dgx-h100-ndr", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, std::nullopt, 480, 489.88,
+       nullptr},
+      // ring 360: busbw(8*GiB, 2*7/8, 8.4+14*3.4, 360) = 359.52
+      {"H100x8_AR_ring_slide", "dgx-h100-ndr", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, NcclAlgo::ring, 370,
+       359.52, nullptr},
 
-        // Source: coreweave/nccl-tests README +
-        //   mpi-operator/nccl-test-distributed-h100-64-sharp-mpijob.yaml (NCCL_ALGO=COLLNETCHAIN, fp32): 8
-        //   nodes × 8 H100 AR 512 MB 356, 1 GB 366, 2 GB 381, 4 GB 383, 8 GB 387
-        // CollNetChain: busBw 360 (bwIntra), algbw ×0.5; latency 2·7·2.8 + 30: busbw(512*MiB, 2*63/64,
-        //   2*7*2.8+30, 360*63/64) = 346.34
-        {"H100_8nodes_sharp_AR_512MB", "dgx-h100-ndr-sharp", OpKind::all_reduce, 64, 512 * kMiB,
-         DType::fp32, NcclAlgo::collnet_chain, 356, 346.34, nullptr},
-        // CollNetChain: busBw 360 (bwIntra), algbw ×0.5; latency 2·7·2.8 + 30: busbw(GiB, 2*63/64,
-        //   2*7*2.8+30, 360*63/64) = 350.31
-        {"H100_8nodes_sharp_AR_1GB", "dgx-h100-ndr-sharp", OpKind::all_reduce, 64, kGiB,
-         DType::fp32, NcclAlgo::collnet_chain, 366, 350.31, nullptr},
-        // CollNetChain: busBw 360 (bwIntra), algbw ×0.5; latency 2·7·2.8 + 30: busbw(2*GiB, 2*63/64,
-        //   2*7*2.8+30, 360*63/64) = 352.33
-        {"H100_8nodes_sharp_AR_2GB", "dgx-h100-ndr-sharp", OpKind::all_reduce, 64, 2 * kGiB,
-         DType::fp32, NcclAlgo::collnet_chain, 381, 352.33, nullptr},
-        // CollNetChain: busBw 360 (bwIntra), algbw ×0.5; latency 2·7·2.8 + 30: busbw(4*GiB, 2*63/64,
-        //   2*7*2.8+30, 360*63/64) = 353.35
-        {"H100_8nodes_sharp_AR_4GB", "dgx-h100-ndr-sharp", OpKind::all_reduce, 64, 4 * kGiB,
-         DType::fp32, NcclAlgo::collnet_chain, 383, 353.35, nullptr},
-        // CollNetChain: busBw 360 (bwIntra), algbw ×0.5; latency 2·7·2.8 + 30: busbw(8*GiB, 2*63/64,
-        //   2*7*2.8+30, 360*63/64) = 353.86
-        {"H100_8nodes_sharp_AR_8GB", "dgx-h100-ndr-sharp", OpKind::all_reduce, 64, 8 * kGiB,
-         DType::fp32, NcclAlgo::collnet_chain, 387, 353.86, nullptr},
+      // Source: coreweave/nccl-tests README +
+      //   mpi-operator/nccl-test-distributed-h100-64-sharp-mpijob.yaml (NCCL_ALGO=COLLNETCHAIN, fp32): 8
+      //   nodes × 8 H100 AR 512 MB 356, 1 GB 366, 2 GB 381, 4 GB 383, 8 GB 387
+      // CollNetChain: busBw 360 (bwIntra), algbw ×0.5; latency 2·7·2.8 + 30: busbw(512*MiB, 2*63/64,
+      //   2*7*2.8+30, 360*63/64) = 346.34
+      {"H100_8nodes_sharp_AR_512MB", "dgx-h100-ndr-sharp", OpKind::all_reduce, 64, 512 * kMiB, DType::fp32,
+       NcclAlgo::collnet_chain, 356, 346.34, nullptr},
+      // CollNetChain: busBw 360 (bwIntra), algbw ×0.5; latency 2·7·2.8 + 30: busbw(GiB, 2*63/64,
+      //   2*7*2.8+30, 360*63/64) = 350.31
+      {"H100_8nodes_sharp_AR_1GB", "dgx-h100-ndr-sharp", OpKind::all_reduce, 64, kGiB, DType::fp32,
+       NcclAlgo::collnet_chain, 366, 350.31, nullptr},
+      // CollNetChain: busBw 360 (bwIntra), algbw ×0.5; latency 2·7·2.8 + 30: busbw(2*GiB, 2*63/64,
+      //   2*7*2.8+30, 360*63/64) = 352.33
+      {"H100_8nodes_sharp_AR_2GB", "dgx-h100-ndr-sharp", OpKind::all_reduce, 64, 2 * kGiB, DType::fp32,
+       NcclAlgo::collnet_chain, 381, 352.33, nullptr},
+      // CollNetChain: busBw 360 (bwIntra), algbw ×0.5; latency 2·7·2.8 + 30: busbw(4*GiB, 2*63/64,
+      //   2*7*2.8+30, 360*63/64) = 353.35
+      {"H100_8nodes_sharp_AR_4GB", "dgx-h100-ndr-sharp", OpKind::all_reduce, 64, 4 * kGiB, DType::fp32,
+       NcclAlgo::collnet_chain, 383, 353.35, nullptr},
+      // CollNetChain: busBw 360 (bwIntra), algbw ×0.5; latency 2·7·2.8 + 30: busbw(8*GiB, 2*63/64,
+      //   2*7*2.8+30, 360*63/64) = 353.86
+      {"H100_8nodes_sharp_AR_8GB", "dgx-h100-ndr-sharp", OpKind::all_reduce, 64, 8 * kGiB, DType::fp32,
+       NcclAlgo::collnet_chain, 387, 353.86, nullptr},
 
-        // Source: nccl #1229: H100 clusters, ring RS busbw 360/345/320/300/280/260 on 4/8/16/32/64/128
-        //   nodes, large messages (size not stated: 16 GiB used)
-        // ring min(360, 8 × 46) × scale 1.0: busbw(16*GiB, (32-1)/32, 8.4+(32-4)*3.4+(4-1)*14, 360*1.0) =
-        //   358.87
-        {"H100_RS_4nodes", "dgx-h100-ndr", OpKind::reduce_scatter, 32, 16 * kGiB,
-         DType::bf16, std::nullopt, 360, 358.87, nullptr},
-        // ring min(360, 8 × 46) × scale 0.95: busbw(16*GiB, (64-1)/64, 8.4+(64-8)*3.4+(8-1)*14, 360*0.95)
-        //   = 339.96
-        {"H100_RS_8nodes", "dgx-h100-ndr", OpKind::reduce_scatter, 64, 16 * kGiB,
-         DType::bf16, std::nullopt, 345, 339.96, nullptr},
-        // ring min(360, 8 × 46) × scale 0.90: busbw(16*GiB, (128-1)/128, 8.4+(128-16)*3.4+(16-1)*14,
-        //   360*0.90) = 320.35
-        {"H100_RS_16nodes", "dgx-h100-ndr", OpKind::reduce_scatter, 128, 16 * kGiB,
-         DType::bf16, std::nullopt, 320, 320.35, nullptr},
-        // ring min(360, 8 × 46) × scale 0.85: busbw(16*GiB, (256-1)/256, 8.4+(256-32)*3.4+(32-1)*14,
-        //   360*0.85) = 299.55
-        {"H100_RS_32nodes", "dgx-h100-ndr", OpKind::reduce_scatter, 256, 16 * kGiB,
-         DType::bf16, std::nullopt, 300, 299.55, nullptr},
-        // ring min(360, 8 × 46) × scale 0.785: busbw(16*GiB, (512-1)/512, 8.4+(512-64)*3.4+(64-1)*14,
-        //   360*0.785) = 271.79
-        {"H100_RS_64nodes", "dgx-h100-ndr", OpKind::reduce_scatter, 512, 16 * kGiB,
-         DType::bf16, std::nullopt, 280, 271.79, nullptr},
-        // ring min(360, 8 × 46) × scale 0.72: busbw(16*GiB, (1024-1)/1024, 8.4+(1024-128)*3.4+(128-1)*14,
-        //   360*0.72) = 241.57
-        {"H100_RS_128nodes", "dgx-h100-ndr", OpKind::reduce_scatter, 1024, 16 * kGiB,
-         DType::bf16, std::nullopt, 260, 241.57, nullptr},
+      // Source: nccl #1229: H100 clusters, ring RS busbw 360/345/320/300/280/260 on 4/8/16/32/64/128
+      //   nodes, large messages (size not stated: 16 GiB used)
+      // ring min(360, 8 × 46) × scale 1.0: busbw(16*GiB, (32-1)/32, 8.4+(32-4)*3.4+(4-1)*14, 360*1.0) =
+      //   358.87
+      {"H100_RS_4nodes", "dgx-h100-ndr", OpKind::reduce_scatter, 32, 16 * kGiB, DType::bf16, std::nullopt, 360, 358.87,
+       nullptr},
+      // ring min(360, 8 × 46) × scale 0.95: busbw(16*GiB, (64-1)/64, 8.4+(64-8)*3.4+(8-1)*14, 360*0.95)
+      //   = 339.96
+      {"H100_RS_8nodes", "dgx-h100-ndr", OpKind::reduce_scatter, 64, 16 * kGiB, DType::bf16, std::nullopt, 345, 339.96,
+       nullptr},
+      // ring min(360, 8 × 46) × scale 0.90: busbw(16*GiB, (128-1)/128, 8.4+(128-16)*3.4+(16-1)*14,
+      //   360*0.90) = 320.35
+      {"H100_RS_16nodes", "dgx-h100-ndr", OpKind::reduce_scatter, 128, 16 * kGiB, DType::bf16, std::nullopt, 320,
+       320.35, nullptr},
+      // ring min(360, 8 × 46) × scale 0.85: busbw(16*GiB, (256-1)/256, 8.4+(256-32)*3.4+(32-1)*14,
+      //   360*0.85) = 299.55
+      {"H100_RS_32nodes", "dgx-h100-ndr", OpKind::reduce_scatter, 256, 16 * kGiB, DType::bf16, std::nullopt, 300,
+       299.55, nullptr},
+      // ring min(360, 8 × 46) × scale 0.785: busbw(16*GiB, (512-1)/512, 8.4+(512-64)*3.4+(64-1)*14,
+      //   360*0.785) = 271.79
+      {"H100_RS_64nodes", "dgx-h100-ndr", OpKind::reduce_scatter, 512, 16 * kGiB, DType::bf16, std::nullopt, 280,
+       271.79, nullptr},
+      // ring min(360, 8 × 46) × scale 0.72: busbw(16*GiB, (1024-1)/1024, 8.4+(1024-128)*3.4+(128-1)*14,
+      //   360*0.72) = 241.57
+      {"H100_RS_128nodes", "dgx-h100-ndr", OpKind::reduce_scatter, 1024, 16 * kGiB, DType::bf16, std::nullopt, 260,
+       241.57, nullptr},
 
-        // Source: nccl #1218: 32 nodes × 8 H100, 8 × 400G RoCE, NCCL_MIN/MAX_NCHANNELS=16, 2 GB:
-        //   all_gather 200 vs all_reduce 340
-        // ring min(360, 8 × 0.92 × 45 = 331.2) × 0.85: busbw(2*GiB, 255/256, 8.4+224*3.4+31*14,
-        //   331.2*0.85) = 243.01
-        {"H100_RoCE_32nodes_AG_2GB", "h100-roce-8x400g.yaml", OpKind::all_gather, 256, 2 * kGiB,
-         DType::bf16, std::nullopt, 200, 243.01,
-         "the RoCE ring all-gather at 32 nodes runs at 56 % of one node's 360, below nccl #1229's "
-         "InfiniBand scale curve (0.85 at 32 nodes) that the model applies; no RoCE scale data to derive "
-         "more"},
-        // NVLSTree: min(490, 331.2·255/256, 8·45.5); latency 25 + 2·5·20.9: busbw(2*GiB, 2*255/256,
-        //   25+2*5*20.9, 331.2*255/256) = 324.06
-        {"H100_RoCE_32nodes_AR_2GB", "h100-roce-8x400g.yaml", OpKind::all_reduce, 256, 2 * kGiB,
-         DType::bf16, std::nullopt, 340, 324.06, nullptr},
+      // Source: nccl #1218: 32 nodes × 8 H100, 8 × 400G RoCE, NCCL_MIN/MAX_NCHANNELS=16, 2 GB:
+      //   all_gather 200 vs all_reduce 340
+      // ring min(360, 8 × 0.92 × 45 = 331.2) × 0.85: busbw(2*GiB, 255/256, 8.4+224*3.4+31*14,
+      //   331.2*0.85) = 243.01
+      {"H100_RoCE_32nodes_AG_2GB", "h100-roce-8x400g.yaml", OpKind::all_gather, 256, 2 * kGiB, DType::bf16,
+       std::nullopt, 200, 243.01,
+       "the RoCE ring all-gather at 32 nodes runs at 56 % of one node's 360, below nccl #1229's "
+       "InfiniBand scale curve (0.85 at 32 nodes) that the model applies; no RoCE scale data to derive "
+       "more"},
+      // NVLSTree: min(490, 331.2·255/256, 8·45.5); latency 25 + 2·5·20.9: busbw(2*GiB, 2*255/256,
+      //   25+2*5*20.9, 331.2*255/256) = 324.06
+      {"H100_RoCE_32nodes_AR_2GB", "h100-roce-8x400g.yaml", OpKind::all_reduce, 256, 2 * kGiB, DType::bf16,
+       std::nullopt, 340, 324.06, nullptr},
 
-        // Source: nccl #1221 (NCCL 2.19.3): 8×H100, 8 × 400G RoCE, AR 4-8 GB: 1-2 nodes 330 (NVLS off) →
-        //   430 (on); > 2 nodes ~320 either way
-        // ring 360 (NVLS off leaves ring): busbw(8*GiB, 2*7/8, 8.4+14*3.4, 360) = 359.52
-        {"H100_RoCE_1node_nvls_off", "h100-roce-8x400g.yaml", OpKind::all_reduce, 8, 8 * kGiB,
-         DType::bf16, NcclAlgo::ring, 330, 359.52, nullptr},
-        // NVLS 490.3: busbw(8*GiB, 2*7/8, 25, 0.85*18*20.6*2*(8-1)/(8+1)) = 489.88
-        {"H100_RoCE_1node_nvls_on", "h100-roce-8x400g.yaml", OpKind::all_reduce, 8, 8 * kGiB,
-         DType::bf16, std::nullopt, 430, 489.88,
-         "this cluster's single node measures 330 ring / 430 NVLS where DGX H100 measures 360-370 / "
-         "476-480 (rows above); one NVLink model cannot match both"},
-        // ring min(360, 331.2); latency × 1.4 plateau: busbw(8*GiB, 2*15/16, (8.4+28*3.4+2*14)*1.4, 331.2)
-        //   = 329.95
-        {"H100_RoCE_2nodes_nvls_off", "h100-roce-8x400g.yaml", OpKind::all_reduce, 16, 8 * kGiB,
-         DType::bf16, NcclAlgo::ring, 330, 329.95, nullptr},
-        // NVLSTree: min(490, 2·331.2·15/16, 8·57.7 = 461.6): busbw(8*GiB, 2*15/16, 25+2*20.9, 8*57.7) =
-        //   460.72
-        {"H100_RoCE_2nodes_nvls_on", "h100-roce-8x400g.yaml", OpKind::all_reduce, 16, 8 * kGiB,
-         DType::bf16, std::nullopt, 430, 460.72, nullptr},
-        // ring 331.2: busbw(8*GiB, 2*31/32, (8.4+56*3.4+6*14)*1.4, 331.2) = 328.61
-        {"H100_RoCE_4nodes_nvls_off", "h100-roce-8x400g.yaml", OpKind::all_reduce, 32, 8 * kGiB,
-         DType::bf16, NcclAlgo::ring, 320, 328.61, nullptr},
-        // ring 331.2 beats NVLSTree min(490, 331.2·31/32, 364): busbw(8*GiB, 2*31/32,
-        //   (8.4+56*3.4+6*14)*1.4, 331.2) = 328.61
-        {"H100_RoCE_4nodes_nvls_on", "h100-roce-8x400g.yaml", OpKind::all_reduce, 32, 8 * kGiB,
-         DType::bf16, std::nullopt, 320, 328.61, nullptr},
+      // Source: nccl #1221 (NCCL 2.19.3): 8×H100, 8 × 400G RoCE, AR 4-8 GB: 1-2 nodes 330 (NVLS off) →
+      //   430 (on); > 2 nodes ~320 either way
+      // ring 360 (NVLS off leaves ring): busbw(8*GiB, 2*7/8, 8.4+14*3.4, 360) = 359.52
+      {"H100_RoCE_1node_nvls_off", "h100-roce-8x400g.yaml", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16,
+       NcclAlgo::ring, 330, 359.52, nullptr},
+      // NVLS 490.3: busbw(8*GiB, 2*7/8, 25, 0.85*18*20.6*2*(8-1)/(8+1)) = 489.88
+      {"H100_RoCE_1node_nvls_on", "h100-roce-8x400g.yaml", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, std::nullopt,
+       430, 489.88,
+       "this cluster's single node measures 330 ring / 430 NVLS where DGX H100 measures 360-370 / "
+       "476-480 (rows above); one NVLink model cannot match both"},
+      // ring min(360, 331.2); latency × 1.4 plateau: busbw(8*GiB, 2*15/16, (8.4+28*3.4+2*14)*1.4, 331.2)
+      //   = 329.95
+      {"H100_RoCE_2nodes_nvls_off", "h100-roce-8x400g.yaml", OpKind::all_reduce, 16, 8 * kGiB, DType::bf16,
+       NcclAlgo::ring, 330, 329.95, nullptr},
+      // NVLSTree: min(490, 2·331.2·15/16, 8·57.7 = 461.6): busbw(8*GiB, 2*15/16, 25+2*20.9, 8*57.7) =
+      //   460.72
+      {"H100_RoCE_2nodes_nvls_on", "h100-roce-8x400g.yaml", OpKind::all_reduce, 16, 8 * kGiB, DType::bf16, std::nullopt,
+       430, 460.72, nullptr},
+      // ring 331.2: busbw(8*GiB, 2*31/32, (8.4+56*3.4+6*14)*1.4, 331.2) = 328.61
+      {"H100_RoCE_4nodes_nvls_off", "h100-roce-8x400g.yaml", OpKind::all_reduce, 32, 8 * kGiB, DType::bf16,
+       NcclAlgo::ring, 320, 328.61, nullptr},
+      // ring 331.2 beats NVLSTree min(490, 331.2·31/32, 364): busbw(8*GiB, 2*31/32,
+      //   (8.4+56*3.4+6*14)*1.4, 331.2) = 328.61
+      {"H100_RoCE_4nodes_nvls_on", "h100-roce-8x400g.yaml", OpKind::all_reduce, 32, 8 * kGiB, DType::bf16, std::nullopt,
+       320, 328.61, nullptr},
 
-        // Source: nccl #1031 (NCCL 2.18): 4 × 8 H100, 8 dual-port 200G RoCE NICs, AR large 180; 2 nodes
-        //   NVLSTree 310
-        // ring min(360, 16 × 0.92 × 22.5 = 331.2): busbw(8*GiB, 2*31/32, (8.4+56*3.4+6*14)*1.4,
-        //   16*0.92*22.5) = 328.61
-        {"H100_RoCE2x200_4nodes_AR", "h100-roce-8x2x200g.yaml", OpKind::all_reduce, 32, 8 * kGiB,
-         DType::bf16, std::nullopt, 180, 328.61,
-         "180 ≈ 8 × 23: the run used one 200G port per NIC (NVLSTree hung at >= 4 nodes, per the issue); "
-         "the topology has both ports"},
-        // NVLSTree min(490.3, 2·331.2·15/16, 16·57.7): busbw(8*GiB, 2*15/16, 25+2*20.9,
-        //   0.85*18*20.6*2*(8-1)/(8+1)) = 489.29
-        {"H100_RoCE2x200_2nodes_nvlstree", "h100-roce-8x2x200g.yaml", OpKind::all_reduce, 16, 8 * kGiB,
-         DType::bf16, NcclAlgo::nvls_tree, 310, 489.29,
-         "measured 310 (NCCL 2.18) is 37 % below the in-node NVLS bound; NCCL 2.18's NVLSTree had no "
-         "per-channel model of this"},
+      // Source: nccl #1031 (NCCL 2.18): 4 × 8 H100, 8 dual-port 200G RoCE NICs, AR large 180; 2 nodes
+      //   NVLSTree 310
+      // ring min(360, 16 × 0.92 × 22.5 = 331.2): busbw(8*GiB, 2*31/32, (8.4+56*3.4+6*14)*1.4,
+      //   16*0.92*22.5) = 328.61
+      {"H100_RoCE2x200_4nodes_AR", "h100-roce-8x2x200g.yaml", OpKind::all_reduce, 32, 8 * kGiB, DType::bf16,
+       std::nullopt, 180, 328.61,
+       "180 ≈ 8 × 23: the run used one 200G port per NIC (NVLSTree hung at >= 4 nodes, per the issue); "
+       "the topology has both ports"},
+      // NVLSTree min(490.3, 2·331.2·15/16, 16·57.7): busbw(8*GiB, 2*15/16, 25+2*20.9,
+      //   0.85*18*20.6*2*(8-1)/(8+1)) = 489.29
+      {"H100_RoCE2x200_2nodes_nvlstree", "h100-roce-8x2x200g.yaml", OpKind::all_reduce, 16, 8 * kGiB, DType::bf16,
+       NcclAlgo::nvls_tree, 310, 489.29,
+       "measured 310 (NCCL 2.18) is 37 % below the in-node NVLS bound; NCCL 2.18's NVLSTree had no "
+       "per-channel model of this"},
 
-        // Source: nccl #1244 (NCCL 2.21.5, NCCL_ALGO=NVLSTree, fp32): 2 × 8 H20, 16 CX7 NDR: 16 MB 155, 64
-        //   MB 269, 512 MB 313 (the issue: below expectation)
-        // NVLSTree 461.6; latency 66.8: busbw(16*MiB, 2*15/16, 25+2*20.9, 8*57.7) = 233.11
-        {"H20_2nodes_nvlstree_16MB", "h20-16x-ndr.yaml", OpKind::all_reduce, 16, 16 * kMiB,
-         DType::fp32, NcclAlgo::nvls_tree, 155, 233.11,
-         "the issue reports this H20 NVLSTree result as below expectation (the H20 keeps H100's NVLink4); "
-         "the model's 2-node NVLSTree bound is min(490, 2·368·15/16, 8·57.7) = 461.6"},
-        // NVLSTree 461.6; latency 66.8: busbw(64*MiB, 2*15/16, 25+2*20.9, 8*57.7) = 370.75
-        {"H20_2nodes_nvlstree_64MB", "h20-16x-ndr.yaml", OpKind::all_reduce, 16, 64 * kMiB,
-         DType::fp32, NcclAlgo::nvls_tree, 269, 370.75,
-         "the issue reports this H20 NVLSTree result as below expectation (the H20 keeps H100's NVLink4); "
-         "the model's 2-node NVLSTree bound is min(490, 2·368·15/16, 8·57.7) = 461.6"},
-        // NVLSTree 461.6; latency 66.8: busbw(512*MiB, 2*15/16, 25+2*20.9, 8*57.7) = 447.88
-        {"H20_2nodes_nvlstree_512MB", "h20-16x-ndr.yaml", OpKind::all_reduce, 16, 512 * kMiB,
-         DType::fp32, NcclAlgo::nvls_tree, 313, 447.88,
-         "the issue reports this H20 NVLSTree result as below expectation (the H20 keeps H100's NVLink4); "
-         "the model's 2-node NVLSTree bound is min(490, 2·368·15/16, 8·57.7) = 461.6"},
+      // Source: nccl #1244 (NCCL 2.21.5, NCCL_ALGO=NVLSTree, fp32): 2 × 8 H20, 16 CX7 NDR: 16 MB 155, 64
+      //   MB 269, 512 MB 313 (the issue: below expectation)
+      // NVLSTree 461.6; latency 66.8: busbw(16*MiB, 2*15/16, 25+2*20.9, 8*57.7) = 233.11
+      {"H20_2nodes_nvlstree_16MB", "h20-16x-ndr.yaml", OpKind::all_reduce, 16, 16 * kMiB, DType::fp32,
+       NcclAlgo::nvls_tree, 155, 233.11,
+       "the issue reports this H20 NVLSTree result as below expectation (the H20 keeps H100's NVLink4); "
+       "the model's 2-node NVLSTree bound is min(490, 2·368·15/16, 8·57.7) = 461.6"},
+      // NVLSTree 461.6; latency 66.8: busbw(64*MiB, 2*15/16, 25+2*20.9, 8*57.7) = 370.75
+      {"H20_2nodes_nvlstree_64MB", "h20-16x-ndr.yaml", OpKind::all_reduce, 16, 64 * kMiB, DType::fp32,
+       NcclAlgo::nvls_tree, 269, 370.75,
+       "the issue reports this H20 NVLSTree result as below expectation (the H20 keeps H100's NVLink4); "
+       "the model's 2-node NVLSTree bound is min(490, 2·368·15/16, 8·57.7) = 461.6"},
+      // NVLSTree 461.6; latency 66.8: busbw(512*MiB, 2*15/16, 25+2*20.9, 8*57.7) = 447.88
+      {"H20_2nodes_nvlstree_512MB", "h20-16x-ndr.yaml", OpKind::all_reduce, 16, 512 * kMiB, DType::fp32,
+       NcclAlgo::nvls_tree, 313, 447.88,
+       "the issue reports this H20 NVLSTree result as below expectation (the H20 keeps H100's NVLink4); "
+       "the model's 2-node NVLSTree bound is min(490, 2·368·15/16, 8·57.7) = 461.6"},
 
-        // Source: ml-engineering: 4 × 8 B200, 8 × EFA 400G, AR 1 MiB 5.4, 16 MiB 64, 128 MiB 198, 1 GiB
-        //   362, 16 GiB 382
-        // tree LL128: 16 ch × 20 × 0.6 (size correction); latency 14 + 2(7·1.25 + 2·8.5): busbw(MiB,
-        //   2*31/32, 14+2*(7*1.25+2*8.5), 16*20*0.6*31/32) = 26.58
-        {"B200_EFA_4nodes_1MiB", "b200-efa-8x400g.yaml", OpKind::all_reduce, 32, kMiB,
-         DType::bf16, std::nullopt, 5.4, 26.58,
-         "EFA's per-message latency (the sweep implies ~0.4 ms at 1 MiB) is not in the topology: no "
-         "published NCCL latencyInter for EFA, so the model's tree/NVLSTree latencies are InfiniBand's"},
-        // tree LL128 × 0.8: busbw(16*MiB, 2*31/32, 14+2*(7*1.25+2*8.5), 16*20*0.8*31/32) = 165.36
-        {"B200_EFA_4nodes_16MiB", "b200-efa-8x400g.yaml", OpKind::all_reduce, 32, 16 * kMiB,
-         DType::bf16, std::nullopt, 64, 165.36,
-         "EFA's per-message latency (the sweep implies ~0.4 ms at 1 MiB) is not in the topology: no "
-         "published NCCL latencyInter for EFA, so the model's tree/NVLSTree latencies are InfiniBand's"},
-        // NVLSTree: min(830.9, 368·31/32, 8·43.8 = 350.4): busbw(128*MiB, 2*31/32, 25+2*2*20.9, 8*43.8) =
-        //   305.67
-        {"B200_EFA_4nodes_128MiB", "b200-efa-8x400g.yaml", OpKind::all_reduce, 32, 128 * kMiB,
-         DType::bf16, std::nullopt, 198, 305.67,
-         "EFA's per-message latency (the sweep implies ~0.4 ms at 1 MiB) is not in the topology: no "
-         "published NCCL latencyInter for EFA, so the model's tree/NVLSTree latencies are InfiniBand's"},
-        // NVLSTree 350.4: busbw(GiB, 2*31/32, 25+2*2*20.9, 8*43.8) = 344.11
-        {"B200_EFA_4nodes_1GiB", "b200-efa-8x400g.yaml", OpKind::all_reduce, 32, kGiB,
-         DType::bf16, std::nullopt, 362, 344.11, nullptr},
-        // ring min(720, 8 × 46 = 368): busbw(16*GiB, 2*31/32, (8.4+56*3.4+6*14)*1.4, 8*0.92*50) = 366.40
-        {"B200_EFA_4nodes_16GiB", "b200-efa-8x400g.yaml", OpKind::all_reduce, 32, 16 * kGiB,
-         DType::bf16, std::nullopt, 382, 366.40, nullptr},
+      // Source: ml-engineering: 4 × 8 B200, 8 × EFA 400G, AR 1 MiB 5.4, 16 MiB 64, 128 MiB 198, 1 GiB
+      //   362, 16 GiB 382
+      // tree LL128: 16 ch × 20 × 0.6 (size correction); latency 14 + 2(7·1.25 + 2·8.5): busbw(MiB,
+      //   2*31/32, 14+2*(7*1.25+2*8.5), 16*20*0.6*31/32) = 26.58
+      {"B200_EFA_4nodes_1MiB", "b200-efa-8x400g.yaml", OpKind::all_reduce, 32, kMiB, DType::bf16, std::nullopt, 5.4,
+       26.58,
+       "EFA's per-message latency (the sweep implies ~0.4 ms at 1 MiB) is not in the topology: no "
+       "published NCCL latencyInter for EFA, so the model's tree/NVLSTree latencies are InfiniBand's"},
+      // tree LL128 × 0.8: busbw(16*MiB, 2*31/32, 14+2*(7*1.25+2*8.5), 16*20*0.8*31/32) = 165.36
+      {"B200_EFA_4nodes_16MiB", "b200-efa-8x400g.yaml", OpKind::all_reduce, 32, 16 * kMiB, DType::bf16, std::nullopt,
+       64, 165.36,
+       "EFA's per-message latency (the sweep implies ~0.4 ms at 1 MiB) is not in the topology: no "
+       "published NCCL latencyInter for EFA, so the model's tree/NVLSTree latencies are InfiniBand's"},
+      // NVLSTree: min(830.9, 368·31/32, 8·43.8 = 350.4): busbw(128*MiB, 2*31/32, 25+2*2*20.9, 8*43.8) =
+      //   305.67
+      {"B200_EFA_4nodes_128MiB", "b200-efa-8x400g.yaml", OpKind::all_reduce, 32, 128 * kMiB, DType::bf16, std::nullopt,
+       198, 305.67,
+       "EFA's per-message latency (the sweep implies ~0.4 ms at 1 MiB) is not in the topology: no "
+       "published NCCL latencyInter for EFA, so the model's tree/NVLSTree latencies are InfiniBand's"},
+      // NVLSTree 350.4: busbw(GiB, 2*31/32, 25+2*2*20.9, 8*43.8) = 344.11
+      {"B200_EFA_4nodes_1GiB", "b200-efa-8x400g.yaml", OpKind::all_reduce, 32, kGiB, DType::bf16, std::nullopt, 362,
+       344.11, nullptr},
+      // ring min(720, 8 × 46 = 368): busbw(16*GiB, 2*31/32, (8.4+56*3.4+6*14)*1.4, 8*0.92*50) = 366.40
+      {"B200_EFA_4nodes_16GiB", "b200-efa-8x400g.yaml", OpKind::all_reduce, 32, 16 * kGiB, DType::bf16, std::nullopt,
+       382, 366.40, nullptr},
 
-        // Source: nccl-tests #100: 2 × 8 A100, 4 × HDR, AR 1-8 GB: 91 (theory 100)
-        // ring min(240, 4 × 23 = 92): busbw(GiB, 2*15/16, (8.4+28*3.4+2*14)*1.4, 4*0.92*25) = 91.23
-        {"A100_4HDR_2nodes_1GB", "a100-4x-hdr.yaml", OpKind::all_reduce, 16, kGiB,
-         DType::bf16, std::nullopt, 91, 91.23, nullptr},
-        // ring 92: busbw(8*GiB, 2*15/16, (8.4+28*3.4+2*14)*1.4, 4*0.92*25) = 91.90
-        {"A100_4HDR_2nodes_8GB", "a100-4x-hdr.yaml", OpKind::all_reduce, 16, 8 * kGiB,
-         DType::bf16, std::nullopt, 91, 91.90, nullptr},
+      // Source: nccl-tests #100: 2 × 8 A100, 4 × HDR, AR 1-8 GB: 91 (theory 100)
+      // ring min(240, 4 × 23 = 92): busbw(GiB, 2*15/16, (8.4+28*3.4+2*14)*1.4, 4*0.92*25) = 91.23
+      {"A100_4HDR_2nodes_1GB", "a100-4x-hdr.yaml", OpKind::all_reduce, 16, kGiB, DType::bf16, std::nullopt, 91, 91.23,
+       nullptr},
+      // ring 92: busbw(8*GiB, 2*15/16, (8.4+28*3.4+2*14)*1.4, 4*0.92*25) = 91.90
+      {"A100_4HDR_2nodes_8GB", "a100-4x-hdr.yaml", OpKind::all_reduce, 16, 8 * kGiB, DType::bf16, std::nullopt, 91,
+       91.90, nullptr},
 
-        // Source: nccl-tests #175: 2 × 8 A100, 4 × HDR dual-port, AR large 86 (one node 232.5)
-        // ring 92: busbw(8*GiB, 2*15/16, (8.4+28*3.4+2*14)*1.4, 4*0.92*25) = 91.90
-        {"A100_4HDR_dualport_2nodes", "a100-4x-hdr.yaml", OpKind::all_reduce, 16, 8 * kGiB,
-         DType::bf16, std::nullopt, 86, 91.90, nullptr},
+      // Source: nccl-tests #175: 2 × 8 A100, 4 × HDR dual-port, AR large 86 (one node 232.5)
+      // ring 92: busbw(8*GiB, 2*15/16, (8.4+28*3.4+2*14)*1.4, 4*0.92*25) = 91.90
+      {"A100_4HDR_dualport_2nodes", "a100-4x-hdr.yaml", OpKind::all_reduce, 16, 8 * kGiB, DType::bf16, std::nullopt, 86,
+       91.90, nullptr},
 
-        // Source: nccl-tests #119: 3 × 8 A100-40G, 4 × HDR, AR up to 128 MB: average 85, peak 96
-        // ring 92; latency (8.4 + 42·3.4 + 4·14)·1.4 = 290.1: busbw(128*MiB, 2*23/24,
-        //   (8.4+42*3.4+4*14)*1.4, 92) = 83.35
-        {"A100_4HDR_3nodes_avg", "a100-4x-hdr.yaml", OpKind::all_reduce, 24, 128 * kMiB,
-         DType::bf16, std::nullopt, 85, 83.35, nullptr},
-        // ring 92: busbw(128*MiB, 2*23/24, (8.4+42*3.4+4*14)*1.4, 92) = 83.35
-        {"A100_4HDR_3nodes_peak", "a100-4x-hdr.yaml", OpKind::all_reduce, 24, 128 * kMiB,
-         DType::bf16, std::nullopt, 96, 83.35,
-         "the peak 96 exceeds 4 HDR NICs at NCCL's 0.92 port efficiency (92) and the model's 128 MB value "
-         "(83); it is within the line rate (100)"},
+      // Source: nccl-tests #119: 3 × 8 A100-40G, 4 × HDR, AR up to 128 MB: average 85, peak 96
+      // ring 92; latency (8.4 + 42·3.4 + 4·14)·1.4 = 290.1: busbw(128*MiB, 2*23/24,
+      //   (8.4+42*3.4+4*14)*1.4, 92) = 83.35
+      {"A100_4HDR_3nodes_avg", "a100-4x-hdr.yaml", OpKind::all_reduce, 24, 128 * kMiB, DType::bf16, std::nullopt, 85,
+       83.35, nullptr},
+      // ring 92: busbw(128*MiB, 2*23/24, (8.4+42*3.4+4*14)*1.4, 92) = 83.35
+      {"A100_4HDR_3nodes_peak", "a100-4x-hdr.yaml", OpKind::all_reduce, 24, 128 * kMiB, DType::bf16, std::nullopt, 96,
+       83.35,
+       "the peak 96 exceeds 4 HDR NICs at NCCL's 0.92 port efficiency (92) and the model's 128 MB value "
+       "(83); it is within the line rate (100)"},
 
-        // Source: coreweave/nccl-tests README (NCCL 2.26.2, fp32): GB200 NVL72 × 2 racks (144 GPUs) AR 512
-        //   MB 494, 1 GB 596, 2 GB 680, 8 GB 793, 16 GB 810-820
-        // NVLSTree: min(830.9, 2·16·46·143/144, 16·96); latency 25 + 2·20.9: busbw(512*MiB, 2*143/144,
-        //   25+2*20.9, 0.74*18*40.1*2*(8-1)/(8+1)) = 789.76
-        {"GB200_2racks_AR_512MB", "gb200-nvl72", OpKind::all_reduce, 144, 512 * kMiB,
-         DType::fp32, std::nullopt, 494, 789.76,
-         "the 2-rack sweep fits t ≈ 0.9-1.1 ms + bytes/820 GB/s below 8 GB; NCCL's NVLSTree latency is "
-         "66.8 us, so sizes below 8 GB come out 20-60 % high"},
-        // NVLSTree: min(830.9, 2·16·46·143/144, 16·96); latency 25 + 2·20.9: busbw(GiB, 2*143/144,
-        //   25+2*20.9, 0.74*18*40.1*2*(8-1)/(8+1)) = 809.80
-        {"GB200_2racks_AR_1GB", "gb200-nvl72", OpKind::all_reduce, 144, kGiB, DType::fp32, std::nullopt, 596, 809.80,
-         "the 2-rack sweep fits t ≈ 0.9-1.1 ms + bytes/820 GB/s below 8 GB; NCCL's NVLSTree latency is "
-         "66.8 us, so sizes below 8 GB come out 20-60 % high"},
-        // NVLSTree: min(830.9, 2·16·46·143/144, 16·96); latency 25 + 2·20.9: busbw(2*GiB, 2*143/144,
-        //   25+2*20.9, 0.74*18*40.1*2*(8-1)/(8+1)) = 820.20
-        {"GB200_2racks_AR_2GB", "gb200-nvl72", OpKind::all_reduce, 144, 2 * kGiB,
-         DType::fp32, std::nullopt, 680, 820.20,
-         "the 2-rack sweep fits t ≈ 0.9-1.1 ms + bytes/820 GB/s below 8 GB; NCCL's NVLSTree latency is "
-         "66.8 us, so sizes below 8 GB come out 20-60 % high"},
-        // NVLSTree: min(830.9, 2·16·46·143/144, 16·96); latency 25 + 2·20.9: busbw(8*GiB, 2*143/144,
-        //   25+2*20.9, 0.74*18*40.1*2*(8-1)/(8+1)) = 828.18
-        {"GB200_2racks_AR_8GB", "gb200-nvl72", OpKind::all_reduce, 144, 8 * kGiB,
-         DType::fp32, std::nullopt, 793, 828.18, nullptr},
-        // NVLSTree: min(830.9, 2·16·46·143/144, 16·96); latency 25 + 2·20.9: busbw(16*GiB, 2*143/144,
-        //   25+2*20.9, 0.74*18*40.1*2*(8-1)/(8+1)) = 829.52
-        {"GB200_2racks_AR_16GB", "gb200-nvl72", OpKind::all_reduce, 144, 16 * kGiB,
-         DType::fp32, std::nullopt, 815, 829.52, nullptr},
+      // Source: coreweave/nccl-tests README (NCCL 2.26.2, fp32): GB200 NVL72 × 2 racks (144 GPUs) AR 512
+      //   MB 494, 1 GB 596, 2 GB 680, 8 GB 793, 16 GB 810-820
+      // NVLSTree: min(830.9, 2·16·46·143/144, 16·96); latency 25 + 2·20.9: busbw(512*MiB, 2*143/144,
+      //   25+2*20.9, 0.74*18*40.1*2*(8-1)/(8+1)) = 789.76
+      {"GB200_2racks_AR_512MB", "gb200-nvl72", OpKind::all_reduce, 144, 512 * kMiB, DType::fp32, std::nullopt, 494,
+       789.76,
+       "the 2-rack sweep fits t ≈ 0.9-1.1 ms + bytes/820 GB/s below 8 GB; NCCL's NVLSTree latency is "
+       "66.8 us, so sizes below 8 GB come out 20-60 % high"},
+      // NVLSTree: min(830.9, 2·16·46·143/144, 16·96); latency 25 + 2·20.9: busbw(GiB, 2*143/144,
+      //   25+2*20.9, 0.74*18*40.1*2*(8-1)/(8+1)) = 809.80
+      {"GB200_2racks_AR_1GB", "gb200-nvl72", OpKind::all_reduce, 144, kGiB, DType::fp32, std::nullopt, 596, 809.80,
+       "the 2-rack sweep fits t ≈ 0.9-1.1 ms + bytes/820 GB/s below 8 GB; NCCL's NVLSTree latency is "
+       "66.8 us, so sizes below 8 GB come out 20-60 % high"},
+      // NVLSTree: min(830.9, 2·16·46·143/144, 16·96); latency 25 + 2·20.9: busbw(2*GiB, 2*143/144,
+      //   25+2*20.9, 0.74*18*40.1*2*(8-1)/(8+1)) = 820.20
+      {"GB200_2racks_AR_2GB", "gb200-nvl72", OpKind::all_reduce, 144, 2 * kGiB, DType::fp32, std::nullopt, 680, 820.20,
+       "the 2-rack sweep fits t ≈ 0.9-1.1 ms + bytes/820 GB/s below 8 GB; NCCL's NVLSTree latency is "
+       "66.8 us, so sizes below 8 GB come out 20-60 % high"},
+      // NVLSTree: min(830.9, 2·16·46·143/144, 16·96); latency 25 + 2·20.9: busbw(8*GiB, 2*143/144,
+      //   25+2*20.9, 0.74*18*40.1*2*(8-1)/(8+1)) = 828.18
+      {"GB200_2racks_AR_8GB", "gb200-nvl72", OpKind::all_reduce, 144, 8 * kGiB, DType::fp32, std::nullopt, 793, 828.18,
+       nullptr},
+      // NVLSTree: min(830.9, 2·16·46·143/144, 16·96); latency 25 + 2·20.9: busbw(16*GiB, 2*143/144,
+      //   25+2*20.9, 0.74*18*40.1*2*(8-1)/(8+1)) = 829.52
+      {"GB200_2racks_AR_16GB", "gb200-nvl72", OpKind::all_reduce, 144, 16 * kGiB, DType::fp32, std::nullopt, 815,
+       829.52, nullptr},
 
-        // Source: coreweave/nccl-tests README (NCCL 2.26.2, fp32): GB200 NVL72 × 20 racks (1440 GPUs) AR
-        //   512 MB 151, 1 GB 219, 2 GB 287, 4 GB 346, 8 GB 381, 16 GB 405
-        // NVLSTree 16 heads × 43.8: busbw(512*MiB, 2*1439/1440, 25+2*4*20.9, 16*43.8) = 622.64
-        {"GB200_20racks_AR_512MB", "gb200-nvl72", OpKind::all_reduce, 1440, 512 * kMiB,
-         DType::fp32, std::nullopt, 151, 622.64,
-         "the 20-rack sweep fits t ≈ 4.4-5.4 ms + bytes/420 GB/s: NCCL 2.26.2 used fewer NICs between "
-         "MNNVL domains than the 16 of 2.27+ that the preset models, and its NVLSTree at >= 3 domains ran "
-         "far below NCCL's model (cf. nccl #2035); model NVLSTree min(830.9, 16·46, 16·43.8) = 700.8 with "
-         "0.19 ms latency"},
-        // NVLSTree 16 heads × 43.8: busbw(GiB, 2*1439/1440, 25+2*4*20.9, 16*43.8) = 659.41
-        {"GB200_20racks_AR_1GB", "gb200-nvl72", OpKind::all_reduce, 1440, kGiB, DType::fp32, std::nullopt, 219, 659.41,
-         "the 20-rack sweep fits t ≈ 4.4-5.4 ms + bytes/420 GB/s: NCCL 2.26.2 used fewer NICs between "
-         "MNNVL domains than the 16 of 2.27+ that the preset models, and its NVLSTree at >= 3 domains ran "
-         "far below NCCL's model (cf. nccl #2035); model NVLSTree min(830.9, 16·46, 16·43.8) = 700.8 with "
-         "0.19 ms latency"},
-        // NVLSTree 16 heads × 43.8: busbw(2*GiB, 2*1439/1440, 25+2*4*20.9, 16*43.8) = 679.48
-        {"GB200_20racks_AR_2GB", "gb200-nvl72", OpKind::all_reduce, 1440, 2 * kGiB,
-         DType::fp32, std::nullopt, 287, 679.48,
-         "the 20-rack sweep fits t ≈ 4.4-5.4 ms + bytes/420 GB/s: NCCL 2.26.2 used fewer NICs between "
-         "MNNVL domains than the 16 of 2.27+ that the preset models, and its NVLSTree at >= 3 domains ran "
-         "far below NCCL's model (cf. nccl #2035); model NVLSTree min(830.9, 16·46, 16·43.8) = 700.8 with "
-         "0.19 ms latency"},
-        // NVLSTree 16 heads × 43.8: busbw(4*GiB, 2*1439/1440, 25+2*4*20.9, 16*43.8) = 689.97
-        {"GB200_20racks_AR_4GB", "gb200-nvl72", OpKind::all_reduce, 1440, 4 * kGiB,
-         DType::fp32, std::nullopt, 346, 689.97,
-         "the 20-rack sweep fits t ≈ 4.4-5.4 ms + bytes/420 GB/s: NCCL 2.26.2 used fewer NICs between "
-         "MNNVL domains than the 16 of 2.27+ that the preset models, and its NVLSTree at >= 3 domains ran "
-         "far below NCCL's model (cf. nccl #2035); model NVLSTree min(830.9, 16·46, 16·43.8) = 700.8 with "
-         "0.19 ms latency"},
-        // NVLSTree 16 heads × 43.8: busbw(8*GiB, 2*1439/1440, 25+2*4*20.9, 16*43.8) = 695.34
-        {"GB200_20racks_AR_8GB", "gb200-nvl72", OpKind::all_reduce, 1440, 8 * kGiB,
-         DType::fp32, std::nullopt, 381, 695.34,
-         "the 20-rack sweep fits t ≈ 4.4-5.4 ms + bytes/420 GB/s: NCCL 2.26.2 used fewer NICs between "
-         "MNNVL domains than the 16 of 2.27+ that the preset models, and its NVLSTree at >= 3 domains ran "
-         "far below NCCL's model (cf. nccl #2035); model NVLSTree min(830.9, 16·46, 16·43.8) = 700.8 with "
-         "0.19 ms latency"},
-        // NVLSTree 16 heads × 43.8: busbw(16*GiB, 2*1439/1440, 25+2*4*20.9, 16*43.8) = 698.06
-        {"GB200_20racks_AR_16GB", "gb200-nvl72", OpKind::all_reduce, 1440, 16 * kGiB,
-         DType::fp32, std::nullopt, 405, 698.06,
-         "the 20-rack sweep fits t ≈ 4.4-5.4 ms + bytes/420 GB/s: NCCL 2.26.2 used fewer NICs between "
-         "MNNVL domains than the 16 of 2.27+ that the preset models, and its NVLSTree at >= 3 domains ran "
-         "far below NCCL's model (cf. nccl #2035); model NVLSTree min(830.9, 16·46, 16·43.8) = 700.8 with "
-         "0.19 ms latency"},
+      // Source: coreweave/nccl-tests README (NCCL 2.26.2, fp32): GB200 NVL72 × 20 racks (1440 GPUs) AR
+      //   512 MB 151, 1 GB 219, 2 GB 287, 4 GB 346, 8 GB 381, 16 GB 405
+      // NVLSTree 16 heads × 43.8: busbw(512*MiB, 2*1439/1440, 25+2*4*20.9, 16*43.8) = 622.64
+      {"GB200_20racks_AR_512MB", "gb200-nvl72", OpKind::all_reduce, 1440, 512 * kMiB, DType::fp32, std::nullopt, 151,
+       622.64,
+       "the 20-rack sweep fits t ≈ 4.4-5.4 ms + bytes/420 GB/s: NCCL 2.26.2 used fewer NICs between "
+       "MNNVL domains than the 16 of 2.27+ that the preset models, and its NVLSTree at >= 3 domains ran "
+       "far below NCCL's model (cf. nccl #2035); model NVLSTree min(830.9, 16·46, 16·43.8) = 700.8 with "
+       "0.19 ms latency"},
+      // NVLSTree 16 heads × 43.8: busbw(GiB, 2*1439/1440, 25+2*4*20.9, 16*43.8) = 659.41
+      {"GB200_20racks_AR_1GB", "gb200-nvl72", OpKind::all_reduce, 1440, kGiB, DType::fp32, std::nullopt, 219, 659.41,
+       "the 20-rack sweep fits t ≈ 4.4-5.4 ms + bytes/420 GB/s: NCCL 2.26.2 used fewer NICs between "
+       "MNNVL domains than the 16 of 2.27+ that the preset models, and its NVLSTree at >= 3 domains ran "
+       "far below NCCL's model (cf. nccl #2035); model NVLSTree min(830.9, 16·46, 16·43.8) = 700.8 with "
+       "0.19 ms latency"},
+      // NVLSTree 16 heads × 43.8: busbw(2*GiB, 2*1439/1440, 25+2*4*20.9, 16*43.8) = 679.48
+      {"GB200_20racks_AR_2GB", "gb200-nvl72", OpKind::all_reduce, 1440, 2 * kGiB, DType::fp32, std::nullopt, 287,
+       679.48,
+       "the 20-rack sweep fits t ≈ 4.4-5.4 ms + bytes/420 GB/s: NCCL 2.26.2 used fewer NICs between "
+       "MNNVL domains than the 16 of 2.27+ that the preset models, and its NVLSTree at >= 3 domains ran "
+       "far below NCCL's model (cf. nccl #2035); model NVLSTree min(830.9, 16·46, 16·43.8) = 700.8 with "
+       "0.19 ms latency"},
+      // NVLSTree 16 heads × 43.8: busbw(4*GiB, 2*1439/1440, 25+2*4*20.9, 16*43.8) = 689.97
+      {"GB200_20racks_AR_4GB", "gb200-nvl72", OpKind::all_reduce, 1440, 4 * kGiB, DType::fp32, std::nullopt, 346,
+       689.97,
+       "the 20-rack sweep fits t ≈ 4.4-5.4 ms + bytes/420 GB/s: NCCL 2.26.2 used fewer NICs between "
+       "MNNVL domains than the 16 of 2.27+ that the preset models, and its NVLSTree at >= 3 domains ran "
+       "far below NCCL's model (cf. nccl #2035); model NVLSTree min(830.9, 16·46, 16·43.8) = 700.8 with "
+       "0.19 ms latency"},
+      // NVLSTree 16 heads × 43.8: busbw(8*GiB, 2*1439/1440, 25+2*4*20.9, 16*43.8) = 695.34
+      {"GB200_20racks_AR_8GB", "gb200-nvl72", OpKind::all_reduce, 1440, 8 * kGiB, DType::fp32, std::nullopt, 381,
+       695.34,
+       "the 20-rack sweep fits t ≈ 4.4-5.4 ms + bytes/420 GB/s: NCCL 2.26.2 used fewer NICs between "
+       "MNNVL domains than the 16 of 2.27+ that the preset models, and its NVLSTree at >= 3 domains ran "
+       "far below NCCL's model (cf. nccl #2035); model NVLSTree min(830.9, 16·46, 16·43.8) = 700.8 with "
+       "0.19 ms latency"},
+      // NVLSTree 16 heads × 43.8: busbw(16*GiB, 2*1439/1440, 25+2*4*20.9, 16*43.8) = 698.06
+      {"GB200_20racks_AR_16GB", "gb200-nvl72", OpKind::all_reduce, 1440, 16 * kGiB, DType::fp32, std::nullopt, 405,
+       698.06,
+       "the 20-rack sweep fits t ≈ 4.4-5.4 ms + bytes/420 GB/s: NCCL 2.26.2 used fewer NICs between "
+       "MNNVL domains than the 16 of 2.27+ that the preset models, and its NVLSTree at >= 3 domains ran "
+       "far below NCCL's model (cf. nccl #2035); model NVLSTree min(830.9, 16·46, 16·43.8) = 700.8 with "
+       "0.19 ms latency"},
 
-        // Source: nccl #1801 (NCCL 2.27.3, NCCL_NVLS_ENABLE=0): GB200, 3 NVL partitions in different
-        //   racks, 16 GB AR: NVL4 (12 GPUs) ring 196.7 (default) vs tree 234.4; NVL8 (24 GPUs) ring 393.7
-        //   vs tree 485.7
-        // default: ring min(720, 4 × 46): busbw(16*GiB, 2*11/12, (8.4+18*3.4+4*14)*1.4, 4*46) = 183.81
-        {"GB200_NVL4x3_AR_ring", "gb200-nvl4-partitions.yaml", OpKind::all_reduce, 12, 16 * kGiB,
-         DType::bf16, std::nullopt, 196.7, 183.81, nullptr},
-        // tree LL128: min(184·120/128, 16·20)·11/12; latency 14 + 2(3·1.25 + 8.5): busbw(16*GiB, 2*11/12,
-        //   14+2*(3*1.25+8.5), 184*120/128*11/12) = 158.09
-        {"GB200_NVL4x3_AR_tree", "gb200-nvl4-partitions.yaml", OpKind::all_reduce, 12, 16 * kGiB,
-         DType::bf16, NcclAlgo::tree, 234.4, 158.09,
-         "NCCL's tree model (min(0.92·busBw, nCh·perChMaxTree), algbw × 0.5) is what makes NCCL choose "
-         "ring here, as the issue reports; a 3-domain double binary tree sends ~1.5·S per domain against "
-         "the ring's ~1.8·S, which that model ignores"},
-        // default: ring min(720, 8 × 46): busbw(16*GiB, 2*23/24, (8.4+42*3.4+4*14)*1.4, 8*46) = 366.81
-        {"GB200_NVL8x3_AR_ring", "gb200-nvl8-partitions.yaml", OpKind::all_reduce, 24, 16 * kGiB,
-         DType::bf16, std::nullopt, 393.7, 366.81, nullptr},
-        // tree Simple: min(0.92·368, 16·24)·23/24; latency 8.4 + 2(7·4 + 14): busbw(16*GiB, 2*23/24,
-        //   8.4+2*(7*4+14), 0.92*368*23/24) = 324.16
-        {"GB200_NVL8x3_AR_tree", "gb200-nvl8-partitions.yaml", OpKind::all_reduce, 24, 16 * kGiB,
-         DType::bf16, NcclAlgo::tree, 485.7, 324.16,
-         "NCCL's tree model (min(0.92·busBw, nCh·perChMaxTree), algbw × 0.5) is what makes NCCL choose "
-         "ring here, as the issue reports; a 3-domain double binary tree sends ~1.5·S per domain against "
-         "the ring's ~1.8·S, which that model ignores"},
+      // Source: nccl #1801 (NCCL 2.27.3, NCCL_NVLS_ENABLE=0): GB200, 3 NVL partitions in different
+      //   racks, 16 GB AR: NVL4 (12 GPUs) ring 196.7 (default) vs tree 234.4; NVL8 (24 GPUs) ring 393.7
+      //   vs tree 485.7
+      // default: ring min(720, 4 × 46): busbw(16*GiB, 2*11/12, (8.4+18*3.4+4*14)*1.4, 4*46) = 183.81
+      {"GB200_NVL4x3_AR_ring", "gb200-nvl4-partitions.yaml", OpKind::all_reduce, 12, 16 * kGiB, DType::bf16,
+       std::nullopt, 196.7, 183.81, nullptr},
+      // tree LL128: min(184·120/128, 16·20)·11/12; latency 14 + 2(3·1.25 + 8.5): busbw(16*GiB, 2*11/12,
+      //   14+2*(3*1.25+8.5), 184*120/128*11/12) = 158.09
+      {"GB200_NVL4x3_AR_tree", "gb200-nvl4-partitions.yaml", OpKind::all_reduce, 12, 16 * kGiB, DType::bf16,
+       NcclAlgo::tree, 234.4, 158.09,
+       "NCCL's tree model (min(0.92·busBw, nCh·perChMaxTree), algbw × 0.5) is what makes NCCL choose "
+       "ring here, as the issue reports; a 3-domain double binary tree sends ~1.5·S per domain against "
+       "the ring's ~1.8·S, which that model ignores"},
+      // default: ring min(720, 8 × 46): busbw(16*GiB, 2*23/24, (8.4+42*3.4+4*14)*1.4, 8*46) = 366.81
+      {"GB200_NVL8x3_AR_ring", "gb200-nvl8-partitions.yaml", OpKind::all_reduce, 24, 16 * kGiB, DType::bf16,
+       std::nullopt, 393.7, 366.81, nullptr},
+      // tree Simple: min(0.92·368, 16·24)·23/24; latency 8.4 + 2(7·4 + 14): busbw(16*GiB, 2*23/24,
+      //   8.4+2*(7*4+14), 0.92*368*23/24) = 324.16
+      {"GB200_NVL8x3_AR_tree", "gb200-nvl8-partitions.yaml", OpKind::all_reduce, 24, 16 * kGiB, DType::bf16,
+       NcclAlgo::tree, 485.7, 324.16,
+       "NCCL's tree model (min(0.92·busBw, nCh·perChMaxTree), algbw × 0.5) is what makes NCCL choose "
+       "ring here, as the issue reports; a 3-domain double binary tree sends ~1.5·S per domain against "
+       "the ring's ~1.8·S, which that model ignores"},
   };
   return table;
 }
@@ -571,13 +570,15 @@ TEST_P(ReferenceRow, PredictsTheMeasuredBusBandwidth) {
     EXPECT_LE(std::abs(error), 0.10) << "predicted " << predicted << " GB/s, measured " << row.measured_gbps;
   } else {
     EXPECT_GT(std::abs(error), 0.10) << "the documented gap closed (predicted " << predicted << ", measured "
-                                     << row.measured_gbps << "): move the row to the matched ones; it said: "
-                                     << row.unmatched;
+                                     << row.measured_gbps
+                                     << "): move the row to the matched ones; it said: " << row.unmatched;
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Collectives, ReferenceRow, ::testing::ValuesIn(rows()),
-                         [](const ::testing::TestParamInfo<Row>& row_info) { return std::string(row_info.param.name); });
+                         [](const ::testing::TestParamInfo<Row>& row_info) {
+                           return std::string(row_info.param.name);
+                         });
 
 // Every measured row is either matched within 10 % or carries its reason; the count of gaps is what the report lists.
 TEST(ReferenceRows, CountTheMatchedAndTheDocumentedGaps) {

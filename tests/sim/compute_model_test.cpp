@@ -7,7 +7,9 @@
 namespace fsdpsim {
 namespace {
 
-GpuProfile h100() { return gpu_profile("h100-sxm"); }
+GpuProfile h100() {
+  return gpu_profile("h100-sxm");
+}
 
 TEST(ComputeModel, LargeSquareGemmRunsAtTheProfilesBestEfficiency) {
   // 8192³ on 132 SMs with 128×256 tiles: 64 × 32 = 2048 tiles = 15.5 waves → the last wave is half full:
@@ -18,7 +20,8 @@ TEST(ComputeModel, LargeSquareGemmRunsAtTheProfilesBestEfficiency) {
   EXPECT_NEAR(gemm_efficiency(gemm, g, DType::bf16), expected_eff, 1e-12);
   // time = 2·8192³ / (989e12 · eff) + the kernel overhead.
   const double seconds = 2.0 * 8192.0 * 8192.0 * 8192.0 / (g.dense_bf16_flops_per_s * expected_eff);
-  EXPECT_NEAR(static_cast<double>(gemm_time_ns(gemm, g, DType::bf16)), seconds * 1e9 + static_cast<double>(g.kernel_overhead_ns), 1.0);
+  EXPECT_NEAR(static_cast<double>(gemm_time_ns(gemm, g, DType::bf16)),
+              seconds * 1e9 + static_cast<double>(g.kernel_overhead_ns), 1.0);
 }
 
 TEST(ComputeModel, SmallShapesLoseEfficiency) {
@@ -33,7 +36,8 @@ TEST(ComputeModel, MemoryBoundWorkUsesHbmBandwidth) {
   // 3.35e12 B/s × memory efficiency: 1 GB takes 1e9 / (3.35e12 · eff) s, plus one kernel overhead.
   const GpuProfile g = h100();
   const double seconds = 1e9 / (g.hbm_bw_bytes_per_s * g.memory_efficiency);
-  EXPECT_NEAR(static_cast<double>(memory_time_ns(1'000'000'000, g)), seconds * 1e9 + static_cast<double>(g.kernel_overhead_ns), 1.0);
+  EXPECT_NEAR(static_cast<double>(memory_time_ns(1'000'000'000, g)),
+              seconds * 1e9 + static_cast<double>(g.kernel_overhead_ns), 1.0);
   EXPECT_EQ(memory_time_ns(0, g), 0);
 }
 

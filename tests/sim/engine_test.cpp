@@ -40,7 +40,9 @@ OpCost transfer_cost(TimeNs latency_ns, double bytes, int32_t sms) {
   return c;
 }
 
-std::vector<double> links() { return {kLinkBytesPerS, kLinkBytesPerS, kLinkBytesPerS}; }
+std::vector<double> links() {
+  return {kLinkBytesPerS, kLinkBytesPerS, kLinkBytesPerS};
+}
 
 SimRun run(const Schedule& s, std::vector<OpCost> costs) {
   SimOptions o;
@@ -48,7 +50,9 @@ SimRun run(const Schedule& s, std::vector<OpCost> costs) {
   return run_schedule_with_costs(s, test_topology(), o, std::move(costs), links());
 }
 
-TimeNs step_ns(const SimRun& r, size_t step) { return r.steps[step].end_ns - r.steps[step].start_ns; }
+TimeNs step_ns(const SimRun& r, size_t step) {
+  return r.steps[step].end_ns - r.steps[step].start_ns;
+}
 
 TEST(Engine, OneUnitWithoutOverlapTakesAgPlusComputePlusRs) {
   // all-gather → forward → backward → reduce-scatter form a chain: nothing overlaps.
@@ -129,9 +133,10 @@ TEST(Engine, FirstStepPaysForNewAllocatorSegments) {
   const Schedule s = testing::tiny_schedule();
   Topology t = test_topology();
   t.gpu.cuda_malloc_ns = 1'000'000;
-  const SimRun r = run_schedule_with_costs(s, t, SimOptions{}, {transfer_cost(5'000, 1e9, 20), compute_cost(4'000'000),
-                                                               compute_cost(8'000'000), transfer_cost(5'000, 1e9, 20)},
-                                           links());
+  const SimRun r = run_schedule_with_costs(
+      s, t, SimOptions{},
+      {transfer_cost(5'000, 1e9, 20), compute_cost(4'000'000), compute_cost(8'000'000), transfer_cost(5'000, 1e9, 20)},
+      links());
   EXPECT_EQ(step_ns(r, 0), 33'010'000);
   EXPECT_EQ(step_ns(r, 1), 32'010'000);
 }
@@ -152,7 +157,8 @@ TEST(Engine, PeakOfAHandBuiltSchedule) {
   s.ops[0].recv_bytes = 16 * mib;
   s.ops[3].send_bytes = 16 * mib;
   s.ops[3].recv_bytes = 4 * mib;
-  const SimRun r = run(s, {transfer_cost(0, 1e9, 0), compute_cost(4'000'000), compute_cost(8'000'000), transfer_cost(0, 1e9, 0)});
+  const SimRun r =
+      run(s, {transfer_cost(0, 1e9, 0), compute_cost(4'000'000), compute_cost(8'000'000), transfer_cost(0, 1e9, 0)});
   const MemoryPeak& peak = r.steps[1].peak_allocated;
   EXPECT_EQ(peak.bytes, 32 * mib);
   EXPECT_EQ(peak.op, 1);
@@ -179,11 +185,11 @@ TEST(Engine, AllocationBeyondCapacityIsReportedAsOom) {
   s.ops[3].recv_bytes = 4 * kMiB;
   SimOptions o;
   o.allocator_capacity_bytes = 32 * kMiB;
-  const SimRun r = run_schedule_with_costs(s, test_topology(), o,
-                                           {transfer_cost(0, 1e6, 0), compute_cost(1000), compute_cost(1000), transfer_cost(0, 1e6, 0)},
-                                           links());
+  const SimRun r = run_schedule_with_costs(
+      s, test_topology(), o,
+      {transfer_cost(0, 1e6, 0), compute_cost(1000), compute_cost(1000), transfer_cost(0, 1e6, 0)}, links());
   ASSERT_TRUE(r.oom.has_value());
-  EXPECT_EQ(r.oom->op, 0);      // the all-gather's buffer is the first that does not fit
+  EXPECT_EQ(r.oom->op, 0);  // the all-gather's buffer is the first that does not fit
   EXPECT_EQ(r.oom->buffer, 1);
 }
 

@@ -10,7 +10,9 @@ const LinkLoad kLink0[] = {{0, 1.0}};
 const LinkLoad kLinks01[] = {{0, 1.0}, {1, 1.0}};
 const LinkLoad kLink0Twice[] = {{0, 2.0}};
 
-std::vector<double> solve(std::vector<FlowLink> links, std::vector<Flow> flows) { return solve_max_min(links, flows); }
+std::vector<double> solve(std::vector<FlowLink> links, std::vector<Flow> flows) {
+  return solve_max_min(links, flows);
+}
 
 TEST(FlowSolver, AloneAFlowRunsAtItsCap) {
   // Cap 40 on a link of 100: the cap binds.

@@ -49,7 +49,8 @@ TEST(ReportIo, TruncatedOrWrongFilesNameFileLineAndKey) {
             std::string::npos);
   std::string wrong = text;
   wrong.replace(wrong.find("\"step_time_s\": "), 15, "\"step_time_s\": \"fast\", \"x\": ");
-  EXPECT_NE(error_of([&] { report_from_json(wrong, "m.json"); }).find("'step_time_s': expected a number"), std::string::npos);
+  EXPECT_NE(error_of([&] { report_from_json(wrong, "m.json"); }).find("'step_time_s': expected a number"),
+            std::string::npos);
 }
 
 TEST(Compare, ErrorsAreRelativeToTheMeasurement) {
@@ -72,7 +73,8 @@ TEST(Compare, DifferentSchedulesAreRefused) {
 
 // An all_gather_perf run on 8 GPUs of one host, as nccl-tests prints it (columns: size, count, type, redop, root,
 // then time, algbw, busbw, #wrong out of place and in place).
-const char* kAllGatherLog = R"(# nThread 1 nGpus 8 minBytes 1048576 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20
+const char* kAllGatherLog =
+    R"(# nThread 1 nGpus 8 minBytes 1048576 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20
 #
 # Using devices
 #  Rank  0 Group  0 Pid  1000 on     node01 device  0 [0x18] NVIDIA H100 80GB HBM3
@@ -107,8 +109,11 @@ TEST(Calibration, LogErrorsNameFileAndLine) {
   // The 8 GiB row is line 17: 1 header, 1 "#", "Using devices", 8 rank lines, "#", 3 column headers, the 1 MiB row.
   std::string broken = kAllGatherLog;
   broken.replace(broken.find("  8589934592"), 12, "  lots-of-B  ");
-  EXPECT_NE(error_of([&] { parse_nccl_tests_log(broken, "ag.log", OpKind::all_gather); }).find("ag.log:17:1"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_nccl_tests_log(kAllGatherLog, "x.log", std::nullopt); }).find("does not say which collective"),
+  EXPECT_NE(error_of([&] { parse_nccl_tests_log(broken, "ag.log", OpKind::all_gather); }).find("ag.log:17:1"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_nccl_tests_log(kAllGatherLog, "x.log", std::nullopt);
+            }).find("does not say which collective"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_nccl_tests_log("# nothing\n", "x.log", OpKind::all_gather); }).find("no result rows"),
             std::string::npos);

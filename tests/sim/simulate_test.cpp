@@ -30,8 +30,9 @@ TEST(Simulate, SameInputsGiveByteIdenticalJson) {
   const std::string b = report_json(simulate("mixtral-8x7b", {"ep=8", "global_batch_size=16"}));
   EXPECT_EQ(a, b);
   const nlohmann::json j = nlohmann::json::parse(a);
-  for (const char* field : {"step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu", "exposed_comm_s",
-                            "peak_allocated_bytes", "peak_reserved_bytes", "gpu_memory_bytes", "oom", "memory_breakdown"}) {
+  for (const char* field :
+       {"step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu", "exposed_comm_s", "peak_allocated_bytes",
+        "peak_reserved_bytes", "gpu_memory_bytes", "oom", "memory_breakdown"}) {
     EXPECT_TRUE(j.contains(field)) << field;
   }
 }
@@ -84,11 +85,11 @@ TEST(Simulate, Zero1HoldsFullWeightsAndGradsWhereZero3HoldsShards) {
   const auto at = [](const Report& r, const char* c) { return r.memory_breakdown.at(c); };
   EXPECT_EQ(at(z1, "main_weight"), at(z3, "main_weight"));
   EXPECT_EQ(at(z1, "optimizer_state"), at(z3, "optimizer_state"));
-  EXPECT_EQ(at(z1, "gathered_param"), 8 * at(z3, "param_shard"));   // full weights = 8 shards
-  EXPECT_EQ(at(z1, "unsharded_grad"), 8 * at(z3, "grad_shard"));    // full grads = 8 shards
+  EXPECT_EQ(at(z1, "gathered_param"), 8 * at(z3, "param_shard"));  // full weights = 8 shards
+  EXPECT_EQ(at(z1, "unsharded_grad"), 8 * at(z3, "grad_shard"));   // full grads = 8 shards
   EXPECT_EQ(at(z1, "param_shard"), 0);
-  EXPECT_EQ(at(z3, "main_weight"), 2 * at(z3, "param_shard"));        // FP32 vs BF16 per shard element
-  EXPECT_EQ(at(z3, "optimizer_state"), 4 * at(z3, "param_shard"));    // 8 B vs 2 B
+  EXPECT_EQ(at(z3, "main_weight"), 2 * at(z3, "param_shard"));      // FP32 vs BF16 per shard element
+  EXPECT_EQ(at(z3, "optimizer_state"), 4 * at(z3, "param_shard"));  // 8 B vs 2 B
 }
 
 TEST(Simulate, TraceHasATrackPerStreamAndMemoryCounters) {
