@@ -1,5 +1,5 @@
 // What NCCL's topology graph search would find on a topology, and the shared helpers of the cost candidates.
-// "collectives.md" = /work/shared/reference/collectives.md.
+// "collectives.md" = ../shared/reference/collectives.md.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -1,5 +1,5 @@
 // NVLS, NVLSTree, CollNet (IB SHARP) and PAT cost candidates of the NCCL model. "collectives.md" =
-// /work/shared/reference/collectives.md, which paraphrases NCCL 2.28 src/graph/tuning.cc and src/enqueue.cc.
+// ../shared/reference/collectives.md, which paraphrases NCCL 2.28 src/graph/tuning.cc and src/enqueue.cc.
 #include <algorithm>
 #include <bit>
 #include <cstdint>

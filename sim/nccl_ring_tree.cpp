@@ -1,5 +1,5 @@
 // Ring, tree and point-to-point cost candidates of the NCCL model (NCCL 2.28 src/graph/tuning.cc as paraphrased in
-// /work/shared/reference/collectives.md, "collectives.md").
+// ../shared/reference/collectives.md, "collectives.md").
 #include <algorithm>
 #include <bit>
 #include <cmath>

@@ -1,4 +1,4 @@
-// NCCL 2.28's tuning constants. Each table paraphrases /work/shared/reference/collectives.md ("collectives.md"), which
+// NCCL 2.28's tuning constants. Each table paraphrases ../shared/reference/collectives.md ("collectives.md"), which
 // read them from NVIDIA/nccl src/graph/tuning.cc, search.cc and topo.h (tags v2.17.1 ... v2.30.7).
 #include "sim/nccl_tables.h"
 

@@ -1,7 +1,7 @@
 #pragma once
 /// Internal to sim/: NCCL 2.28's tuning constants (src/graph/tuning.cc, search.cc, topo.h) as the collective model
 /// reads them. Units follow NCCL's own tables: microseconds and GB/s (1 GB/s = 10^9 bytes/s). Every value cites
-/// /work/shared/reference/collectives.md ("collectives.md"), which paraphrases the NCCL source.
+/// ../shared/reference/collectives.md ("collectives.md"), which paraphrases the NCCL source.
 
 #include <array>
 #include <cstdint>

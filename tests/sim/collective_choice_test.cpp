@@ -1,5 +1,5 @@
 // The NCCL model's algorithm choice, latency floors (collectives.md §5.3), SM counts and error paths.
-// "collectives.md" = /work/shared/reference/collectives.md.
+// "collectives.md" = ../shared/reference/collectives.md.
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Link capacities and loads of the NCCL model: what the contention solver divides among concurrent collectives. A
 // collective running alone must not be slowed by its own loads: bus_bw × load <= capacity on NVLink and on the NIC
 // share. Also the graph values the capacities come from (collectives.md §2.3). "collectives.md" =
-// /work/shared/reference/collectives.md.
+// ../shared/reference/collectives.md.
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Every measured bus bandwidth of /work/shared/reference/collectives.md ("collectives.md") §5.1 and §5.2 against the
+// Every measured bus bandwidth of ../shared/reference/collectives.md ("collectives.md") §5.1 and §5.2 against the
 // NCCL model (sim/collective_model.h): one row per measured number, each under its source. Systems that are not
 // presets are YAML files in tests/data/nccl/ that say what differs and why.
 //
