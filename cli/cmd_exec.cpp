@@ -1,10 +1,12 @@
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/job.h"
 #include "cli/output.h"
 #include "common/error.h"
+#include "common/units.h"
 #include "exec/host/host_runner.h"
 #include "sim/engine.h"
 #include "sim/report.h"
@@ -27,6 +29,9 @@ struct ExecCliOptions {
   bool emulate = false;
   int64_t bytes_scale = 1024;
   std::string order = "predicted";
+  std::vector<std::string> inject;
+  // both
+  std::string collective_timeout;
   // cuda
   int32_t emulate_world = 0;
   bool check = false;
@@ -34,24 +39,54 @@ struct ExecCliOptions {
   bool mpi = false;
 };
 
+// --collective-timeout as nanoseconds; 0 when not given (each backend keeps its default).
+TimeNs collective_timeout_ns(const ExecCliOptions& o) {
+  if (o.collective_timeout.empty()) return 0;
+  std::string why;
+  const std::optional<TimeNs> ns = parse_time_ns(o.collective_timeout, &why);
+  if (!ns || *ns <= 0) {
+    throw ConfigError(SourceLocation{"<--collective-timeout>", 0, 0}, "--collective-timeout",
+                      ns ? "is '" + o.collective_timeout + "', not a positive duration" : why,
+                      "give a duration with a unit (ns, us, ms, s), e.g. --collective-timeout 5s or 600s");
+  }
+  return *ns;
+}
+
+SimRun simulate_steps(const Schedule& schedule, const Topology& topology, int32_t steps) {
+  SimOptions sim;
+  sim.steps = steps;
+  sim.record_timeline = false;
+  return run_schedule(schedule, topology, sim);
+}
+
 ExecResult run_on_host(const Schedule& schedule, const Topology& topology, const ExecCliOptions& o) {
   HostOptions host;
   host.steps = o.steps;
   host.ranks = o.ranks;
   host.emulate = o.emulate;
   host.bytes_scale = o.bytes_scale;
+  if (const TimeNs timeout_ns = collective_timeout_ns(o); timeout_ns > 0) host.timeout_ns = timeout_ns;
+  for (const std::string& spec : o.inject) host.faults.push_back(parse_host_fault(spec));
+  std::optional<MemoryPeak> peak;
   if (o.order == "predicted") {
     // Perform allocations and releases in the order the simulator predicts, so the measured peak is comparable.
-    SimOptions sim;
-    sim.steps = o.steps;
-    sim.record_timeline = false;
-    const SimRun predicted = run_schedule(schedule, topology, sim);
+    const SimRun predicted = simulate_steps(schedule, topology, o.steps);
     host.memory_order = predicted_memory_order(schedule, predicted.steps.back());
+    peak = predicted.steps.back().peak_allocated;
   }
+  // A failed allocation is reported against the simulator's steady-step peak (simulated only when that happens).
+  host.predicted_peak = [&schedule, &topology, &o, peak]() -> std::optional<MemoryPeak> {
+    if (peak) return peak;
+    return simulate_steps(schedule, topology, o.steps).steps.back().peak_allocated;
+  };
   return run_host(schedule, host);
 }
 
-ExecResult run_on_gpus(const Schedule& schedule, const ExecCliOptions& o) {
+ExecResult run_on_gpus(const Schedule& schedule, const Topology& topology, const ExecCliOptions& o) {
+  if (!o.inject.empty()) {
+    throw ConfigError(SourceLocation{"<--inject>", 0, 0}, "--inject", "injects faults into the host backend only",
+                      "drop --inject, or run with --backend host");
+  }
 #ifdef FSDPSIM_HAVE_CUDA
   std::string why;
   if (!cuda_device_available(&why)) throw Error("--backend cuda: no GPU can be used here: " + why);
@@ -61,9 +96,15 @@ ExecResult run_on_gpus(const Schedule& schedule, const ExecCliOptions& o) {
   cuda.check = o.check;
   cuda.devices = o.devices;
   cuda.mpi = o.mpi;
+  if (const TimeNs timeout_ns = collective_timeout_ns(o); timeout_ns > 0) cuda.collective_timeout_ns = timeout_ns;
+  // An out-of-memory report compares with the simulator's steady-step peak, simulated only when that happens.
+  cuda.predicted_peak = [&schedule, &topology, &o]() -> std::optional<MemoryPeak> {
+    return simulate_steps(schedule, topology, o.steps).steps.back().peak_allocated;
+  };
   return run_cuda(schedule, cuda);
 #else
   (void)schedule;
+  (void)topology;
   (void)o;
   throw Error("--backend cuda: this fsdpsim was built without the CUDA backend (configure with -DFSDPSIM_CUDA=ON)");
 #endif
@@ -88,7 +129,8 @@ void execute(const ExecCliOptions& o) {
                       "the schedule is for " + std::to_string(schedule.info.world_size) + " GPUs",
                       "use --emulate-world " + std::to_string(schedule.info.world_size));
   }
-  const ExecResult result = o.backend == "cuda" ? run_on_gpus(schedule, o) : run_on_host(schedule, topology, o);
+  const ExecResult result =
+      o.backend == "cuda" ? run_on_gpus(schedule, topology, o) : run_on_host(schedule, topology, o);
   Report report = make_report(schedule, topology, result.run);
   report.source = "fsdpsim exec (" + o.backend + ", " + result.device + ")";
   std::cout << report_text(report);
@@ -126,6 +168,13 @@ void register_exec(CLI::App& app) {
                   "comparison), 'free' lets streams race")
       ->check(CLI::IsMember({"predicted", "free"}))
       ->capture_default_str();
+  cmd->add_option("--inject", o->inject,
+                  "host: inject a fault, e.g. stall:rank=3,op=ag.layer.2.mb0[,step=S][,for=2s] (the rank never "
+                  "arrives, or arrives late) or oom:rank=0,op=fwd.layer.5.mb0[,step=S][,buffer=NAME] (an allocation "
+                  "fails); repeatable");
+  cmd->add_option("--collective-timeout", o->collective_timeout,
+                  "a collective that has not finished after this long is aborted and reported, e.g. 5s (host "
+                  "default 30s; cuda default 600s)");
   cmd->add_option("--emulate-world", o->emulate_world,
                   "cuda: run rank 0 of an N-GPU job on one GPU (memory plan check)");
   cmd->add_flag("--check", o->check, "cuda: verify every collective's result (nccl-tests #wrong)");

@@ -8,6 +8,7 @@
 #include "common/units.h"
 #include "exec/cuda/check_kernels.h"
 #include "exec/cuda/cuda_check.h"
+#include "exec/cuda/nccl_nonblocking.h"
 
 namespace fsdpsim {
 namespace {
@@ -43,7 +44,9 @@ void fill_scratch(char* p, int64_t bytes, cudaStream_t s) {
 
 }  // namespace
 
-CudaBackend::CudaBackend(const CudaRankSetup& setup) : setup_(setup) {}
+CudaBackend::CudaBackend(const CudaRankSetup& setup) : setup_(setup) {
+  groups_.adopt_world(setup.world);  // from here on the world communicator is released with the others
+}
 
 CudaBackend::~CudaBackend() {
   release_all(true);
@@ -54,7 +57,7 @@ void CudaBackend::setup(const Schedule& schedule) {
   FSDPSIM_CUDA(cudaSetDevice(setup_.device));
   compute_ = plan_compute(schedule, 2);  // every GEMM runs in BF16 (FP8 ops too: see cuda_backend_ops.cpp)
   comm_ = plan_collectives(schedule, setup_.check);
-  groups_.setup(setup_.emulate ? nullptr : setup_.world, schedule, setup_.rank, setup_.world_size);
+  groups_.setup(schedule, setup_.rank, setup_.world_size, nccl_wait("splitting the group communicators"));
   create_streams_and_events();
   create_pool();
   std::vector<bool> gemms(schedule.streams.size(), false);
@@ -67,10 +70,34 @@ void CudaBackend::setup(const Schedule& schedule) {
     FSDPSIM_CUDA(cudaMalloc(reinterpret_cast<void**>(&wrong_), std::max<size_t>(bytes, 8)));
     overheads_.check_bytes = static_cast<int64_t>(bytes);
   }
-  groups_.register_buffers(schedule);
+  groups_.register_buffers(schedule, nccl_wait("registering the NCCL buffers"),
+                           [this](int32_t b, ncclResult_t r) { registered_failed(b, r); });
   allocate_persistent();
   note_dropped_bytes();
+  positions_.assign(schedule.ops.size(), 0);
   FSDPSIM_CUDA(cudaDeviceSynchronize());
+  if (!groups_.has_communicators()) return;  // emulating: no NCCL, nothing can hang
+  watchdog_ = std::make_unique<CollectiveWatchdog>(
+      WatchdogSetup{&schedule, FaultSite{setup_.rank, setup_.device, setup_.world_size}, setup_.collective_timeout_ns,
+                    setup_.abort, setup_.board},
+      groups_);
+  watchdog_->start(setup_.device);
+}
+
+void CudaBackend::registered_failed(int32_t buffer, ncclResult_t result) {
+  // The ledger before any persistent buffer: the registered buffers allocated so far (in id order).
+  for (int32_t b = 0; b < buffer; ++b) {
+    const Buffer& earlier = schedule_->buffers[static_cast<size_t>(b)];
+    if (earlier.nccl_registered && earlier.size_bytes > 0) note_allocated(b, true);
+  }
+  const char* detail = ncclGetLastError(nullptr);
+  const std::string allocator = std::string("ncclMemAlloc returned ") + nccl_result_name(result) +
+                                (detail != nullptr && detail[0] != '\0' ? std::string(": ") + detail : "");
+  // ncclMemAlloc says only that a CUDA call failed: call it out of memory when the device has no room for the buffer.
+  size_t free_bytes = 0, total_bytes = 0;
+  (void)cudaMemGetInfo(&free_bytes, &total_bytes);
+  const bool no_room = static_cast<int64_t>(free_bytes) < schedule_->buffers[static_cast<size_t>(buffer)].size_bytes;
+  out_of_memory(buffer, allocator, no_room ? CudaFault::out_of_memory : CudaFault::error);
 }
 
 void CudaBackend::create_streams_and_events() {
@@ -146,15 +173,20 @@ void CudaBackend::allocate_persistent() {
     const Buffer& buffer = schedule_->buffers[b];
     if (buffer.nccl_registered) {
       pointers_[b] = static_cast<char*>(groups_.registered(static_cast<int32_t>(b)));
+      if (pointers_[b] != nullptr) note_allocated(static_cast<int32_t>(b), true);  // held for the whole run
       continue;
     }
     if (!buffer.persistent || buffer.size_bytes <= 0) continue;
     void* p = nullptr;
     const cudaError_t e =
         cudaMallocFromPoolAsync(&p, static_cast<size_t>(buffer.size_bytes), pool_, streams_.front().stream);
-    if (e == cudaErrorMemoryAllocation) out_of_memory(static_cast<int32_t>(b), 0);
+    if (e == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();  // not sticky, but leave no error behind for the teardown's checks
+      out_of_memory(static_cast<int32_t>(b), "cudaMallocFromPoolAsync, persistent buffer");
+    }
     if (e != cudaSuccess) throw_cuda_error(e, "cudaMallocFromPoolAsync(persistent buffer)", __FILE__, __LINE__);
     pointers_[b] = static_cast<char*>(p);
+    note_allocated(static_cast<int32_t>(b), true);
   }
   FSDPSIM_CUDA(cudaStreamSynchronize(streams_.front().stream));
 }
@@ -172,6 +204,7 @@ void CudaBackend::note_dropped_bytes() {
 void CudaBackend::release_all(bool abort) noexcept {
   if (released_) return;
   released_ = true;
+  if (watchdog_ != nullptr) watchdog_->stop();  // before the events and communicators it polls go
   (void)cudaSetDevice(setup_.device);
   // After a failure nothing waits for the device: a stream may wait for a peer that will never come.
   if (!abort) (void)cudaDeviceSynchronize();
@@ -180,7 +213,7 @@ void CudaBackend::release_all(bool abort) noexcept {
     if (pooled && !streams_.empty()) (void)cudaFreeAsync(pointers_[b], streams_.front().stream);
     pointers_[b] = nullptr;
   }
-  groups_.release(abort);
+  groups_.release(abort, nccl_wait("tearing down the communicators"));
   for (CudaStreamResources& r : streams_) {
     if (r.blas != nullptr) (void)cublasDestroy(r.blas);
     if (r.blas_workspace != nullptr) (void)cudaFree(r.blas_workspace);

@@ -9,9 +9,17 @@
 /// a release has completed, never by inserting dependencies of its own. Peaks come from the
 /// pool's UsedMemHigh / ReservedMemHigh, reset at every step; times from cudaEventElapsedTime against a step-start
 /// event every stream waits on.
+///
+/// Faults (cuda_faults.h): the communicators are nonblocking, a watchdog thread (collective_watchdog.h) times out
+/// collectives and polls the communicators' asynchronous errors, aborting them all on a fault; an allocation that
+/// does not fit is reported with the memory in use by category (the backend keeps a ledger of its live IR buffers)
+/// and the simulator's predicted peak.
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +29,7 @@
 
 #include "exec/backend.h"
 #include "exec/cuda/collective_plan.h"
+#include "exec/cuda/collective_watchdog.h"
 #include "exec/cuda/cuda_runner.h"
 #include "exec/cuda/gemm_plan.h"
 #include "exec/cuda/nccl_groups.h"
@@ -35,7 +44,11 @@ struct CudaRankSetup {
   ncclComm_t world = nullptr;  ///< world communicator (the backend splits its groups from it); null when emulating
   bool emulate = false;        ///< collectives become device copies; no NCCL
   bool check = false;          ///< fill and verify every collective (#wrong)
-  const std::atomic<bool>* abort = nullptr;  ///< set when another rank failed: waiting stops with an error
+  std::atomic<bool>* abort = nullptr;  ///< the launcher's stop flag: raised by this rank's watchdog on a fault; when
+                                       ///< another rank raised it, waiting stops with an error
+  TimeNs collective_timeout_ns = 0;    ///< CudaOptions::collective_timeout_ns (also bounds NCCL setup waits)
+  IssueBoard* board = nullptr;         ///< shared by the ranks of this process; null under MPI
+  PredictedPeak* predicted = nullptr;  ///< the simulator's prediction for out-of-memory reports; may be null
 };
 
 /// The device resources of one IR stream.
@@ -93,6 +106,9 @@ class CudaBackend final : public Backend {
   /// Frees every device resource; `abort` after a failure (communicators aborted instead of destroyed, which would
   /// wait for the other ranks). Idempotent, never throws.
   void release_all(bool abort) noexcept;
+  /// The fault this rank's watchdog recorded (a collective that timed out, an asynchronous NCCL error), if any: the
+  /// cause to report in place of the errors that followed it.
+  [[nodiscard]] std::optional<WatchdogFault> fault() const;
 
  private:
   // setup (cuda_backend.cpp)
@@ -101,17 +117,22 @@ class CudaBackend final : public Backend {
   void create_stream_resources(CudaStreamResources& r, bool gemms);
   void allocate_persistent();
   void note_dropped_bytes();
+  [[noreturn]] void registered_failed(int32_t buffer, ncclResult_t result);
   // steps (cuda_backend_step.cpp)
   void wait_for_streams();
   void read_times(StepMeasurement& m) const;
   void read_wrong_counts(int32_t step);
-  [[noreturn]] void out_of_memory(int32_t buffer, int32_t stream) const;
+  [[noreturn]] void out_of_memory(int32_t buffer, const std::string& allocator,
+                                  CudaFault fault = CudaFault::out_of_memory) const;
+  [[nodiscard]] NcclWait nccl_wait(const std::string& what) const;
+  void note_allocated(int32_t buffer, bool allocated);
   // work (cuda_backend_ops.cpp)
   void run_gemms(const Op& op);
   void run_memory_bound(int32_t stream, int64_t bytes_touched);
   void run_host_copy(const Op& op, int64_t bytes, bool to_host);
   void run_collective(const Op& op);
   void nccl_collective(const Op& op, const CollectivePlan& p, const void* in, void* out, cudaStream_t s);
+  void nccl_call(const Op& op, const std::string& what, const std::function<ncclResult_t(ncclComm_t)>& call);
   void emulate_collective(const Op& op, const CollectivePlan& p, const char* in, char* out, cudaStream_t s);
   void check_input(const Op& op, const CollectivePlan& p, void* in, cudaStream_t s);
   void check_output(const Op& op, const CollectivePlan& p, const void* out, cudaStream_t s);
@@ -131,6 +152,11 @@ class CudaBackend final : public Backend {
   unsigned long long* wrong_ = nullptr;  // by op: #wrong of the current step (--check)
   int32_t current_op_ = -1;
   int32_t step_ = 0;
+  int64_t issued_ = 0;              // ops issued so far in this step (the IssueBoard position of the last one)
+  std::vector<int64_t> positions_;  // by op: its IssueBoard position in this step
+  CategoryBytes live_{};            // bytes of the IR buffers live now, by category, in issue order (the ledger)
+  int64_t live_bytes_ = 0;
+  std::unique_ptr<CollectiveWatchdog> watchdog_;  // only with communicators
   std::vector<std::string> problems_;
   CudaOverheads overheads_;
   bool released_ = false;

@@ -4,6 +4,7 @@
 // FP8 compute ops run as BF16 GEMMs of the same shapes (the executor does not quantize); their measured time is
 // therefore that of BF16 tensor cores. measure_gpus() measures FP8 GEMMs with cuBLASLt for calibration.
 #include <algorithm>
+#include <chrono>
 
 #include "exec/cuda/check_kernels.h"
 #include "exec/cuda/cuda_backend.h"
@@ -44,30 +45,11 @@ ncclDataType_t nccl_type(DType t) {
   return ncclBfloat16;
 }
 
-// The reduction of one call: NCCL's built-in sum or avg, or a pre-multiplied sum by 1/n created for this call and
-// destroyed when the call has returned (the NCCL API allows that once the last call using it has returned).
-class Reduction {
- public:
-  Reduction(ReduceOp op, DType dtype, int32_t ranks, ncclComm_t comm) : comm_(comm) {
-    if (op == ReduceOp::avg) op_ = ncclAvg;
-    if (op != ReduceOp::premul_sum) return;
-    alignas(8) unsigned char scalar[8] = {};
-    check_kernels::encode_scalar(1.0f / static_cast<float>(ranks), elem_type(dtype), scalar);
-    FSDPSIM_NCCL(ncclRedOpCreatePreMulSum(&op_, scalar, nccl_type(dtype), ncclScalarHostImmediate, comm));
-    custom_ = true;
-  }
-  ~Reduction() {
-    if (custom_) (void)ncclRedOpDestroy(op_, comm_);
-  }
-  Reduction(const Reduction&) = delete;
-  Reduction& operator=(const Reduction&) = delete;
-  [[nodiscard]] ncclRedOp_t op() const { return op_; }
-
- private:
-  ncclRedOp_t op_ = ncclSum;
-  ncclComm_t comm_ = nullptr;
-  bool custom_ = false;
-};
+// NCCL's built-in reduction for `op`; premul_sum is a sum pre-multiplied by 1/n, created per call
+// (ncclRedOpCreatePreMulSum) and destroyed once the call has been enqueued, as the NCCL API allows.
+ncclRedOp_t builtin_reduction(ReduceOp op) {
+  return op == ReduceOp::avg ? ncclAvg : ncclSum;
+}
 
 void copy_async(void* dst, const void* src, int64_t bytes, cudaMemcpyKind kind, cudaStream_t s) {
   if (bytes <= 0 || dst == src) return;
@@ -184,39 +166,72 @@ void CudaBackend::run_collective(const Op& op) {
 }
 
 void CudaBackend::nccl_collective(const Op& op, const CollectivePlan& p, const void* in, void* out, cudaStream_t s) {
-  ncclComm_t comm = groups_.comm(op.group);
   const ncclDataType_t type = nccl_type(op.dtype);
   const size_t count = static_cast<size_t>(p.count);
   const int32_t n = groups_.membership(op.group).size;
-  switch (op.kind) {
-    case OpKind::all_gather:
-      FSDPSIM_NCCL(ncclAllGather(in, out, count, type, comm, s));
-      return;
-    case OpKind::reduce_scatter: {
-      const Reduction red(op.reduce_op, op.dtype, n, comm);
-      FSDPSIM_NCCL(ncclReduceScatter(in, out, count, type, red.op(), comm, s));
-      return;
+  if (op.kind == OpKind::all_gather) {
+    nccl_call(op, "ncclAllGather", [&](ncclComm_t c) { return ncclAllGather(in, out, count, type, c, s); });
+    return;
+  }
+  if (op.kind == OpKind::reduce_scatter || op.kind == OpKind::all_reduce) {
+    ncclRedOp_t red = builtin_reduction(op.reduce_op);
+    const bool custom = op.reduce_op == ReduceOp::premul_sum;
+    if (custom) {
+      alignas(8) unsigned char scalar[8] = {};
+      check_kernels::encode_scalar(1.0f / static_cast<float>(n), elem_type(op.dtype), scalar);
+      nccl_call(op, "ncclRedOpCreatePreMulSum",
+                [&](ncclComm_t c) { return ncclRedOpCreatePreMulSum(&red, scalar, type, ncclScalarHostImmediate, c); });
     }
-    case OpKind::all_reduce: {
-      const Reduction red(op.reduce_op, op.dtype, n, comm);
-      FSDPSIM_NCCL(ncclAllReduce(in, out, count, type, red.op(), comm, s));
-      return;
+    if (op.kind == OpKind::reduce_scatter) {
+      nccl_call(op, "ncclReduceScatter",
+                [&](ncclComm_t c) { return ncclReduceScatter(in, out, count, type, red, c, s); });
+    } else {
+      nccl_call(op, "ncclAllReduce", [&](ncclComm_t c) { return ncclAllReduce(in, out, count, type, red, c, s); });
     }
-    default:
-      break;
+    if (custom) nccl_call(op, "ncclRedOpDestroy", [&](ncclComm_t c) { return ncclRedOpDestroy(red, c); });
+    return;
   }
   // All-to-all as grouped point-to-point calls (block j of the input to peer j, block j of the output from peer j);
   // the group is always closed, even when a call inside it failed.
   const int64_t block = p.count * p.elem_bytes;
-  FSDPSIM_NCCL(ncclGroupStart());
-  ncclResult_t first = ncclSuccess;
-  for (int32_t peer = 0; peer < n && first == ncclSuccess; ++peer) {
-    first = ncclSend(static_cast<const char*>(in) + peer * block, count, type, peer, comm, s);
-    if (first == ncclSuccess) first = ncclRecv(static_cast<char*>(out) + peer * block, count, type, peer, comm, s);
+  nccl_call(op, "ncclSend/ncclRecv (all-to-all)", [&](ncclComm_t c) {
+    const ncclResult_t started = ncclGroupStart();
+    if (started != ncclSuccess) return started;
+    ncclResult_t first = ncclSuccess;
+    for (int32_t peer = 0; peer < n && first == ncclSuccess; ++peer) {
+      first = ncclSend(static_cast<const char*>(in) + peer * block, count, type, peer, c, s);
+      if (first == ncclSuccess) first = ncclRecv(static_cast<char*>(out) + peer * block, count, type, peer, c, s);
+    }
+    const ncclResult_t ended = ncclGroupEnd();  // ncclInProgress on a nonblocking communicator: waited for
+    return first != ncclSuccess ? first : ended;
+  });
+}
+
+void CudaBackend::nccl_call(const Op& op, const std::string& what,
+                            const std::function<ncclResult_t(ncclComm_t)>& call) {
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    groups_.enqueue(op.group, IssuedOp{op.id, step_}, call, nccl_wait(what + " for " + describe_op(op)));
+  } catch (const CudaError& e) {
+    if (watchdog_ == nullptr) throw;
+    // The cause first: a fault the watchdog already found (the communicators' abort is what ended this call).
+    if (const std::optional<WatchdogFault> f = watchdog_->fault()) throw CudaError(f->message, f->kind);
+    if (e.fault() == CudaFault::collective_timeout) {
+      const TimeNs waited_ns =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+      const WatchdogFault f = watchdog_->raise(
+          CudaFault::collective_timeout,
+          watchdog_->enqueue_timeout_report(op.id, step_, positions_[static_cast<size_t>(op.id)], waited_ns));
+      throw CudaError(f.message, f.kind);
+    }
+    if (e.fault() == CudaFault::nccl_async_error) {
+      const WatchdogFault f = watchdog_->raise(
+          CudaFault::nccl_async_error,
+          watchdog_->async_error_report().value_or(std::string(e.what()) + "; " + kAbortedEveryCommunicator));
+      throw CudaError(f.message, f.kind);
+    }
+    throw;
   }
-  const ncclResult_t end = ncclGroupEnd();
-  if (first != ncclSuccess) throw_nccl_error(first, "ncclSend/ncclRecv (all-to-all)", __FILE__, __LINE__);
-  if (end != ncclSuccess) throw_nccl_error(end, "ncclGroupEnd (all-to-all)", __FILE__, __LINE__);
 }
 
 void CudaBackend::emulate_collective(const Op& op, const CollectivePlan& p, const char* in, char* out, cudaStream_t s) {

@@ -33,6 +33,7 @@ uint64_t pool_attribute(cudaMemPool_t pool, cudaMemPoolAttr attribute) {
 void CudaBackend::begin_step(int32_t step) {
   step_ = step;
   current_op_ = -1;
+  issued_ = 0;
   cudaStream_t first = streams_.front().stream;
   if (wrong_ != nullptr) {
     FSDPSIM_CUDA(cudaMemsetAsync(wrong_, 0, schedule_->ops.size() * sizeof(unsigned long long), first));
@@ -52,13 +53,21 @@ void CudaBackend::wait(int32_t stream, int32_t op) {
 
 void CudaBackend::mark_start(const Op& op) {
   current_op_ = op.id;
+  // Every rank issues the same ops in the same order: step·(ops + 1) + the place in that order tells, for any two
+  // ranks, whether one has issued an op the other is waiting in.
+  const auto position = static_cast<int64_t>(step_) * static_cast<int64_t>(schedule_->ops.size() + 1) + ++issued_;
+  positions_[static_cast<size_t>(op.id)] = position;
+  if (setup_.board != nullptr) setup_.board->record(setup_.rank, position);
   FSDPSIM_CUDA(
       cudaEventRecord(start_events_[static_cast<size_t>(op.id)], streams_[static_cast<size_t>(op.stream)].stream));
 }
 
 void CudaBackend::mark_end(const Op& op) {
-  FSDPSIM_CUDA(
-      cudaEventRecord(end_events_[static_cast<size_t>(op.id)], streams_[static_cast<size_t>(op.stream)].stream));
+  const auto i = static_cast<size_t>(op.id);
+  FSDPSIM_CUDA(cudaEventRecord(end_events_[i], streams_[static_cast<size_t>(op.stream)].stream));
+  if (watchdog_ != nullptr && is_collective(op.kind) && comm_.ops[i].count > 0) {
+    watchdog_->watch(op.id, step_, positions_[i], start_events_[i], end_events_[i]);
+  }
 }
 
 void CudaBackend::allocate(int32_t buffer, int32_t stream) {
@@ -74,9 +83,14 @@ void CudaBackend::allocate(int32_t buffer, int32_t stream) {
   void* memory = nullptr;
   const cudaError_t e = cudaMallocFromPoolAsync(&memory, static_cast<size_t>(b.size_bytes), pool_,
                                                 streams_[static_cast<size_t>(stream)].stream);
-  if (e == cudaErrorMemoryAllocation) out_of_memory(buffer, stream);
+  if (e == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();  // not sticky, but leave no error behind for the teardown's checks
+    out_of_memory(buffer,
+                  "cudaMallocFromPoolAsync on stream '" + schedule_->streams[static_cast<size_t>(stream)].name + "'");
+  }
   if (e != cudaSuccess) throw_cuda_error(e, "cudaMallocFromPoolAsync", __FILE__, __LINE__);
   p = static_cast<char*>(memory);
+  note_allocated(buffer, true);
 }
 
 void CudaBackend::release(int32_t buffer, int32_t stream) {
@@ -87,6 +101,7 @@ void CudaBackend::release(int32_t buffer, int32_t stream) {
   cudaStream_t s = streams_[static_cast<size_t>(stream)].stream;
   FSDPSIM_CUDA(cudaFreeAsync(p, s));
   p = nullptr;
+  note_allocated(buffer, false);
   // The op's end event moves past its releases (the IR releases `frees` when the op ends): a stream that waits for
   // the op then also follows the release, so the pool may hand the memory to that stream along the IR's own
   // dependency (cudaMemPoolReuseFollowEventDependencies) instead of growing because the host ran ahead.
@@ -105,28 +120,46 @@ StepMeasurement CudaBackend::end_step() {
   m.peak_op = replayed.op;
   m.peak_breakdown = replayed.breakdown;
   read_wrong_counts(step_);
+  if (watchdog_ != nullptr) watchdog_->clear();  // the streams have drained: every watched collective finished
   return m;
 }
 
 void CudaBackend::wait_for_streams() {
   for (;;) {
+    // A fault the watchdog found is the cause of whatever the streams do next (aborted kernels, errors).
+    if (const std::optional<WatchdogFault> f = fault()) throw CudaError(f->message, f->kind);
     bool busy = false;
     for (const CudaStreamResources& r : streams_) {
       const cudaError_t e = cudaStreamQuery(r.stream);
       if (e == cudaErrorNotReady) {
         busy = true;
       } else if (e != cudaSuccess) {
+        if (const std::optional<WatchdogFault> f = fault()) throw CudaError(f->message, f->kind);
         throw_cuda_error(e, "cudaStreamQuery (a kernel, copy or collective of this step failed)", __FILE__, __LINE__);
       }
     }
     if (!busy) return;
-    const ncclResult_t nccl = groups_.async_error();
-    if (nccl != ncclSuccess) throw_nccl_error(nccl, "ncclCommGetAsyncError", __FILE__, __LINE__);
     if (setup_.abort != nullptr && setup_.abort->load()) {
-      throw CudaError("rank " + std::to_string(setup_.rank) + " stopped waiting: another rank failed", false);
+      throw CudaError("rank " + std::to_string(setup_.rank) + " stopped waiting: another rank failed",
+                      CudaFault::peer_failed);
     }
     std::this_thread::sleep_for(kPollInterval);
   }
+}
+
+std::optional<WatchdogFault> CudaBackend::fault() const {
+  return watchdog_ != nullptr ? watchdog_->fault() : std::nullopt;
+}
+
+NcclWait CudaBackend::nccl_wait(const std::string& what) const {
+  return NcclWait{setup_.collective_timeout_ns, setup_.abort, what};
+}
+
+void CudaBackend::note_allocated(int32_t buffer, bool allocated) {
+  const Buffer& b = schedule_->buffers[static_cast<size_t>(buffer)];
+  const int64_t bytes = allocated ? b.size_bytes : -b.size_bytes;
+  live_[static_cast<size_t>(b.category)] += bytes;
+  live_bytes_ += bytes;
 }
 
 void CudaBackend::read_times(StepMeasurement& m) const {
@@ -159,27 +192,23 @@ void CudaBackend::read_wrong_counts(int32_t step) {
   }
 }
 
-void CudaBackend::out_of_memory(int32_t buffer, int32_t stream) const {
-  const Buffer& b = schedule_->buffers[static_cast<size_t>(buffer)];
-  uint64_t used = 0, reserved = 0;
-  (void)cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemCurrent, &used);
-  (void)cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved);
+void CudaBackend::out_of_memory(int32_t buffer, const std::string& allocator, CudaFault fault) const {
+  DeviceOutOfMemory oom;
+  oom.failure = AllocationFailure{buffer, current_op_, current_op_ >= 0 ? step_ : -1, live_bytes_, live_};
+  oom.allocator = allocator;
+  uint64_t reserved = 0;
+  if (pool_ != nullptr) (void)cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved);
+  oom.pool_reserved_bytes = static_cast<int64_t>(reserved);
+  oom.registered_bytes = groups_.registered_bytes();
+  oom.executor_bytes = overheads_.scratch_bytes + overheads_.cublas_workspace_bytes + overheads_.check_bytes;
   size_t free_bytes = 0, total_bytes = 0;
   (void)cudaMemGetInfo(&free_bytes, &total_bytes);
-  const std::string who = current_op_ >= 0 ? "op '" + schedule_->ops[static_cast<size_t>(current_op_)].name + "' (id " +
-                                                 std::to_string(current_op_) + ")"
-                                           : std::string("setup (persistent buffers)");
-  const int64_t overhead = overheads_.scratch_bytes + overheads_.cublas_workspace_bytes + overheads_.check_bytes;
-  throw CudaError("out of GPU memory on device " + std::to_string(setup_.device) + " (rank " +
-                      std::to_string(setup_.rank) + "): " + who + " allocating buffer '" + b.name + "' (" +
-                      std::string(to_string(b.category)) + ", " + format_bytes(b.size_bytes) + ") on stream '" +
-                      schedule_->streams[static_cast<size_t>(stream)].name +
-                      "'; in use: " + format_bytes(static_cast<int64_t>(used)) + " of IR buffers (the pool reserves " +
-                      format_bytes(static_cast<int64_t>(reserved)) + "), " + format_bytes(groups_.registered_bytes()) +
-                      " registered, " + format_bytes(overhead) + " executor scratch; the device has " +
-                      format_bytes(static_cast<int64_t>(free_bytes)) + " free of " +
-                      format_bytes(static_cast<int64_t>(total_bytes)),
-                  true);
+  oom.device_free_bytes = static_cast<int64_t>(free_bytes);
+  oom.device_total_bytes = static_cast<int64_t>(total_bytes);
+  const std::optional<MemoryPeak> predicted =
+      setup_.predicted != nullptr ? setup_.predicted->get() : std::optional<MemoryPeak>{};
+  throw CudaError(
+      describe_device_oom(*schedule_, FaultSite{setup_.rank, setup_.device, setup_.world_size}, oom, predicted), fault);
 }
 
 char* CudaBackend::live_pointer(int32_t buffer, const Op& op, const char* use) {

@@ -11,7 +11,10 @@ std::string where(const char* call, const char* file, int line) {
 
 }  // namespace
 
-CudaError::CudaError(const std::string& message, bool out_of_memory) : Error(message), out_of_memory_(out_of_memory) {}
+CudaError::CudaError(const std::string& message, bool out_of_memory)
+    : Error(message), fault_(out_of_memory ? CudaFault::out_of_memory : CudaFault::error) {}
+
+CudaError::CudaError(const std::string& message, CudaFault fault) : Error(message), fault_(fault) {}
 
 void throw_cuda_error(cudaError_t status, const char* call, const char* file, int line) {
   throw CudaError(where(call, file, line) + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")",

@@ -9,9 +9,17 @@
 
 #include <nccl.h>
 
+#include "exec/cuda/collective_watchdog.h"
 #include "exec/cuda/cuda_runner.h"
 
 namespace fsdpsim {
+
+/// What a rank shares with the other ranks of its process.
+struct RankShared {
+  std::atomic<bool>* stop = nullptr;   ///< raised by the first rank that fails (or whose watchdog finds a fault)
+  IssueBoard* board = nullptr;         ///< how far each rank has issued (null under MPI: the peers are elsewhere)
+  PredictedPeak* predicted = nullptr;  ///< the simulator's prediction, for out-of-memory reports
+};
 
 /// What one rank produced.
 struct RankOutcome {
@@ -21,11 +29,11 @@ struct RankOutcome {
 };
 
 /// Runs `options.steps` steps of `schedule` as world rank `rank` on `device`, through the interpreter. Takes over
-/// `world` (may be null when emulating): it is destroyed at the end, or aborted when the run fails — then `abort` is
-/// raised for the other ranks of this process, `*root_cause` (when given) says whether this rank failed first, and
-/// the error is rethrown.
+/// `world` (a nonblocking communicator; null when emulating): it is destroyed at the end, or aborted when the run
+/// fails — then `shared.stop` is raised for the other ranks of this process, `*root_cause` (when given) says whether
+/// this rank failed first, and the error is rethrown (the watchdog's report when it found the fault).
 RankOutcome run_rank(const Schedule& schedule, const CudaOptions& options, int32_t device, int32_t rank,
-                     int32_t world_size, ncclComm_t world, std::atomic<bool>& abort, bool* root_cause);
+                     int32_t world_size, ncclComm_t world, const RankShared& shared, bool* root_cause);
 
 /// Throws ConfigError, naming the option and the fix, for options that cannot run `schedule`.
 void check_cuda_options(const Schedule& schedule, const CudaOptions& options);

@@ -7,8 +7,10 @@
 #include <mpi.h>
 
 #include <cstdlib>
+#include <memory>
 
 #include "exec/cuda/cuda_check.h"
+#include "exec/cuda/nccl_nonblocking.h"
 #endif
 
 namespace fsdpsim {
@@ -117,10 +119,24 @@ ExecResult run_cuda_mpi(const Schedule& schedule, const CudaOptions& options, Cu
   ncclUniqueId id{};
   if (rank == 0) FSDPSIM_NCCL(ncclGetUniqueId(&id));
   FSDPSIM_MPI(MPI_Bcast(&id, static_cast<int>(sizeof id), MPI_BYTE, 0, MPI_COMM_WORLD));
+  // A nonblocking world communicator (nccl_nonblocking.h); NCCL may write the slot after a failed wait, so the slot
+  // is left to it then.
+  auto slot = std::make_unique<ncclComm_t>(nullptr);
+  ncclConfig_t config = nonblocking_config();
+  FSDPSIM_NCCL_NB(ncclCommInitRankConfig(slot.get(), size, id, rank, &config));
   ncclComm_t world = nullptr;
-  FSDPSIM_NCCL(ncclCommInitRank(&world, size, id, rank));
+  try {
+    world = wait_new_comm(
+        slot.get(), nullptr,
+        NcclWait{options.collective_timeout_ns, nullptr, "ncclCommInitRankConfig for rank " + std::to_string(rank)});
+  } catch (...) {
+    (void)slot.release();
+    throw;
+  }
   std::atomic<bool> abort{false};  // no other rank in this process; NCCL reports remote failures as async errors
-  RankOutcome outcome = run_rank(schedule, options, device, rank, size, world, abort, nullptr);
+  PredictedPeak predicted(options.predicted_peak);
+  RankOutcome outcome =
+      run_rank(schedule, options, device, rank, size, world, RankShared{&abort, nullptr, &predicted}, nullptr);
   ExecResult result;
   result.run = std::move(outcome.run);
   result.problems = gather_problems(outcome.problems, rank, size);

@@ -1,12 +1,16 @@
 // run_cuda: option checks, device discovery, and the single-process launcher — ncclCommInitAll over the GPUs and one
 // host thread per GPU running the interpreter on that GPU's backend (or rank 0 alone when emulating a larger world).
+#include <atomic>
 #include <exception>
+#include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "exec/cuda/cuda_backend.h"
 #include "exec/cuda/cuda_check.h"
 #include "exec/cuda/cuda_launch.h"
+#include "exec/cuda/nccl_nonblocking.h"
 #include "exec/interpreter.h"
 
 namespace fsdpsim {
@@ -86,12 +90,52 @@ ExecResult collect(const std::vector<RankOutcome>& outcomes, const std::vector<i
   return result;
 }
 
+// Nonblocking world communicators for the local GPUs: one ncclCommInitRankConfig per GPU inside one group (what
+// ncclCommInitAll does, which takes no config; nccl-tests' threadInit does the same), each then waited for.
+std::vector<ncclComm_t> init_world(const std::vector<int32_t>& devices, int32_t world, TimeNs timeout_ns) {
+  ncclUniqueId id{};
+  FSDPSIM_NCCL(ncclGetUniqueId(&id));
+  // NCCL may write a slot from its background thread after a failed wait: the slots are left to it then.
+  auto slots = std::make_unique<ncclComm_t[]>(static_cast<size_t>(world));
+  ncclConfig_t config = nonblocking_config();
+  FSDPSIM_NCCL(ncclGroupStart());
+  ncclResult_t first = ncclSuccess;
+  cudaError_t device = cudaSuccess;
+  for (int32_t r = 0; r < world && (first == ncclSuccess || first == ncclInProgress) && device == cudaSuccess; ++r) {
+    device = cudaSetDevice(devices[static_cast<size_t>(r)]);
+    if (device == cudaSuccess) first = ncclCommInitRankConfig(&slots[static_cast<size_t>(r)], world, id, r, &config);
+  }
+  const ncclResult_t ended = ncclGroupEnd();  // the group is closed whatever failed inside it
+  std::vector<ncclComm_t> comms;
+  try {
+    if (device != cudaSuccess) throw_cuda_error(device, "cudaSetDevice (communicator setup)", __FILE__, __LINE__);
+    FSDPSIM_NCCL_NB(first);
+    FSDPSIM_NCCL_NB(ended);
+    for (int32_t r = 0; r < world; ++r) {
+      const NcclWait wait{timeout_ns, nullptr,
+                          "ncclCommInitRankConfig for rank " + std::to_string(r) + " on GPU " +
+                              std::to_string(devices[static_cast<size_t>(r)])};
+      comms.push_back(wait_new_comm(&slots[static_cast<size_t>(r)], nullptr, wait));
+    }
+  } catch (...) {
+    for (int32_t r = 0; r < world; ++r) {
+      ncclComm_t c = std::atomic_ref<ncclComm_t>(slots[static_cast<size_t>(r)]).load(std::memory_order_acquire);
+      if (c != nullptr) (void)ncclCommAbort(c);
+    }
+    (void)slots.release();
+    throw;
+  }
+  return comms;
+}
+
 ExecResult run_threads(const Schedule& s, const CudaOptions& o, CudaOverheads& overheads) {
   const int32_t world = s.info.world_size;
   const std::vector<int32_t> devices = pick_devices(s, o, world);
-  std::vector<ncclComm_t> comms(static_cast<size_t>(world), nullptr);
-  FSDPSIM_NCCL(ncclCommInitAll(comms.data(), world, devices.data()));
+  const std::vector<ncclComm_t> comms = init_world(devices, world, o.collective_timeout_ns);
   std::atomic<bool> abort{false};
+  IssueBoard board(world);
+  PredictedPeak predicted(o.predicted_peak);
+  const RankShared shared{&abort, &board, &predicted};
   std::vector<RankOutcome> outcomes(static_cast<size_t>(world));
   std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
   std::vector<char> root(static_cast<size_t>(world), 0);
@@ -101,7 +145,7 @@ ExecResult run_threads(const Schedule& s, const CudaOptions& o, CudaOverheads& o
     threads.emplace_back([&, r, i] {
       bool first = false;
       try {
-        outcomes[i] = run_rank(s, o, devices[i], r, world, comms[i], abort, &first);
+        outcomes[i] = run_rank(s, o, devices[i], r, world, comms[i], shared, &first);
       } catch (...) {
         root[i] = first ? 1 : 0;
         errors[i] = std::current_exception();
@@ -123,8 +167,9 @@ ExecResult run_emulated(const Schedule& s, const CudaOptions& o, CudaOverheads& 
                "list an index below " + std::to_string(count));
   }
   std::atomic<bool> abort{false};
+  PredictedPeak predicted(o.predicted_peak);
   const std::vector<RankOutcome> outcomes{
-      run_rank(s, o, devices.front(), 0, s.info.world_size, nullptr, abort, nullptr)};
+      run_rank(s, o, devices.front(), 0, s.info.world_size, nullptr, RankShared{&abort, nullptr, &predicted}, nullptr)};
   return collect(outcomes, devices, "emulating rank 0 of " + std::to_string(s.info.world_size) + " GPUs", overheads);
 }
 
@@ -148,6 +193,10 @@ bool cuda_device_available(std::string* why) {
 void check_cuda_options(const Schedule& s, const CudaOptions& o) {
   const std::string world = std::to_string(s.info.world_size);
   if (o.steps < 1) bad_option("--steps", "is " + std::to_string(o.steps), "run at least one step");
+  if (o.collective_timeout_ns <= 0) {
+    bad_option("--collective-timeout", "is " + format_time_ns(o.collective_timeout_ns),
+               "give a positive duration, e.g. 600s (the default)");
+  }
   if (s.info.world_size < 1) bad_option("world_size", "the schedule's world size is " + world, "rebuild the schedule");
   if (o.emulate_world < 0) {
     bad_option("--emulate-world", "is negative", "use 0 to run every rank, or " + world + " to emulate rank 0");
@@ -188,7 +237,7 @@ std::string describe_devices(const std::vector<int32_t>& devices, const std::str
 }
 
 RankOutcome run_rank(const Schedule& schedule, const CudaOptions& options, int32_t device, int32_t rank,
-                     int32_t world_size, ncclComm_t world, std::atomic<bool>& abort, bool* root_cause) {
+                     int32_t world_size, ncclComm_t world, const RankShared& shared, bool* root_cause) {
   CudaRankSetup setup;
   setup.device = device;
   setup.rank = rank;
@@ -196,8 +245,11 @@ RankOutcome run_rank(const Schedule& schedule, const CudaOptions& options, int32
   setup.world = world;
   setup.emulate = options.emulate_world > 0;
   setup.check = options.check;
-  setup.abort = &abort;
-  CudaBackend backend(setup);  // its constructor touches no device
+  setup.abort = shared.stop;
+  setup.collective_timeout_ns = options.collective_timeout_ns;
+  setup.board = shared.board;
+  setup.predicted = shared.predicted;
+  CudaBackend backend(setup);  // takes over `world`; its constructor touches no device
   RankOutcome out;
   try {
     FSDPSIM_CUDA(cudaSetDevice(device));
@@ -206,14 +258,16 @@ RankOutcome run_rank(const Schedule& schedule, const CudaOptions& options, int32
     out.overheads = backend.overheads();
     backend.release_all(false);
   } catch (...) {
-    // Raise the flag before aborting the communicators: the other ranks' errors that follow are consequences.
-    const bool first = !abort.exchange(true);
+    // A fault the watchdog found is the cause; the error that unwound here (an aborted call, a failed stream) is
+    // what followed from it. Otherwise raise the flag before aborting the communicators: the other ranks' errors
+    // that follow are consequences.
+    const std::optional<WatchdogFault> fault = backend.fault();
+    const bool first = fault ? fault->first : shared.stop == nullptr || !shared.stop->exchange(true);
     if (root_cause != nullptr) *root_cause = first;
     backend.release_all(true);
-    if (world != nullptr) (void)ncclCommAbort(world);
+    if (fault) throw CudaError(fault->message, fault->kind);
     throw;
   }
-  if (world != nullptr) FSDPSIM_NCCL(ncclCommDestroy(world));
   return out;
 }
 

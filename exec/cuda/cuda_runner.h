@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/units.h"
 #include "exec/backend.h"
+#include "exec/fault_report.h"
 #include "schedule/dtype.h"
 #include "schedule/ir.h"
 #include "sim/calibration.h"  // GemmSample, CollectiveSample, GpuMeasurements: one definition, shared with calibrate
@@ -26,19 +28,40 @@ struct CudaOptions {
   bool check = false;            ///< verify every collective's result as nccl-tests does (#wrong)
   std::vector<int32_t> devices;  ///< local GPUs to drive from this process; empty = all visible
   bool mpi = false;              ///< one process per GPU under mpirun/srun (rank 0's NCCL id broadcast over MPI)
+  /// A collective that has not finished this long after it started on the device (or after NCCL began enqueueing
+  /// it) is reported and every communicator of the rank is aborted (ncclCommAbort). The default is PyTorch's for
+  /// NCCL process groups, 10 minutes (torch.distributed default_pg_nccl_timeout).
+  TimeNs collective_timeout_ns = 600'000'000'000;
+  /// The simulator's predicted peak for this schedule, asked for only when an out-of-memory report needs it; empty:
+  /// the report says no prediction was available.
+  PredictPeakFn predicted_peak;
+};
+
+/// What a CudaError reports.
+enum class CudaFault : uint8_t {
+  error,               ///< a failed CUDA, cuBLAS or NCCL call, or a device fault
+  out_of_memory,       ///< an allocation (the pool, or ncclMemAlloc) that did not fit on the device
+  collective_timeout,  ///< a collective that did not finish within CudaOptions::collective_timeout_ns
+  nccl_async_error,    ///< a communicator reported an asynchronous error (ncclCommGetAsyncError)
+  peer_failed,         ///< this rank stopped because another rank failed: a consequence, not a cause
 };
 
 /// A failed CUDA, cuBLAS or NCCL call (the message names the call, file:line and the library's error string), a
-/// device fault, or an allocation that did not fit (the message names the op, the buffer and the memory in use).
+/// device fault, an allocation that did not fit (the message names the op, the buffer and the memory in use by
+/// category), a collective that timed out or a communicator's asynchronous error (the op, the group and its ranks).
 class CudaError : public Error {
  public:
-  /// `out_of_memory` marks an allocation failure.
+  /// `out_of_memory` marks an allocation failure; any other is CudaFault::error.
   CudaError(const std::string& message, bool out_of_memory);
+  /// A fault of the given kind.
+  CudaError(const std::string& message, CudaFault fault);
   /// True for an allocation that did not fit on the device.
-  [[nodiscard]] bool out_of_memory() const { return out_of_memory_; }
+  [[nodiscard]] bool out_of_memory() const { return fault_ == CudaFault::out_of_memory; }
+  /// What this error reports.
+  [[nodiscard]] CudaFault fault() const { return fault_; }
 
  private:
-  bool out_of_memory_ = false;
+  CudaFault fault_ = CudaFault::error;
 };
 
 /// Device memory (and pinned host memory) the executor uses beyond the IR's buffers, per rank: executor overhead,

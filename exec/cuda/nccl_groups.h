@@ -1,19 +1,45 @@
 #pragma once
-/// The NCCL side of one rank (internal to exec/cuda): one communicator per IR group instance, split from the world
-/// communicator with colour = the instance and key = the world rank, and the nccl_registered buffers — allocated
-/// with ncclMemAlloc and registered as symmetric windows (NCCL 2.27+, ncclCommWindowRegister) with every group
-/// whose collectives touch them, or with ncclCommRegister where windows are unavailable. Registered memory is freed
-/// only after the communicators.
+/// The NCCL side of one rank (internal to exec/cuda): the world communicator and one nonblocking communicator per IR
+/// group instance, split from the world with colour = the instance and key = the world rank, and the nccl_registered
+/// buffers — allocated with ncclMemAlloc and registered as symmetric windows (NCCL 2.27+, ncclCommWindowRegister)
+/// with every group whose collectives touch them, or with ncclCommRegister where windows are unavailable. Registered
+/// memory is freed only after the communicators.
+///
+/// Every NCCL call on a communicator goes through this class under one lock, so that the watchdog thread can poll
+/// the communicators' states and abort them (ncclCommAbort frees a communicator: no call may use it afterwards)
+/// while the rank's thread issues collectives. A call that returns ncclInProgress is waited for (the lock released
+/// between polls) before the next call on the rank or any CUDA work on its streams (nccl_nonblocking.h).
 
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <nccl.h>
 
 #include "exec/cuda/collective_plan.h"
+#include "exec/cuda/nccl_nonblocking.h"
 #include "schedule/ir.h"
 
 namespace fsdpsim {
+
+/// The op a call on a communicator was made for (reports name the last one).
+struct IssuedOp {
+  int32_t op = -1;  ///< -1: none yet
+  int32_t step = -1;
+};
+
+/// A communicator whose asynchronous state is an error.
+struct CommFailure {
+  int32_t group = -1;  ///< the IR group, or -1 for the world communicator
+  ncclResult_t result = ncclSuccess;
+  std::string detail;  ///< ncclGetLastError
+  IssuedOp last;       ///< the last op issued on it
+};
 
 /// Communicators and registered buffers of one rank.
 class NcclGroups {
@@ -24,38 +50,67 @@ class NcclGroups {
   NcclGroups(const NcclGroups&) = delete;
   NcclGroups& operator=(const NcclGroups&) = delete;
 
-  /// Computes this rank's place in every group; with `world` (not null) also splits one communicator per group —
-  /// collective over the world: every rank calls it with the same schedule, groups in index order.
-  void setup(ncclComm_t world, const Schedule& schedule, int32_t rank, int32_t world_size);
+  /// Takes over the world communicator (null when emulating): it is aborted or destroyed with the others.
+  void adopt_world(ncclComm_t world);
+  /// Computes this rank's place in every group; with a world communicator also splits one nonblocking communicator
+  /// per group — collective over the world: every rank calls it with the same schedule, groups in index order — and
+  /// waits for each (at most `wait.timeout_ns`).
+  void setup(const Schedule& schedule, int32_t rank, int32_t world_size, const NcclWait& wait);
   /// Allocates every nccl_registered buffer with ncclMemAlloc and, when communicators exist, registers it with the
   /// communicator of each group whose collectives read or write it (buffers in id order, groups in index order).
-  void register_buffers(const Schedule& schedule);
+  /// When ncclMemAlloc fails, calls `alloc_failed(buffer, result)`, which must throw.
+  void register_buffers(const Schedule& schedule, const NcclWait& wait,
+                        const std::function<void(int32_t, ncclResult_t)>& alloc_failed);
 
-  /// The communicator of group `group` (null when emulating).
-  [[nodiscard]] ncclComm_t comm(int32_t group) const { return comms_[static_cast<size_t>(group)]; }
+  /// Makes `call` (NCCL calls on the communicator of `group`) for `issued` under the lock, then waits while NCCL
+  /// reports ncclInProgress (at most `wait.timeout_ns`). Throws CudaError when a call fails, when the wait ends
+  /// (nccl_nonblocking.h: error state, timeout, `wait.stop`) or when the communicators were aborted
+  /// (CudaFault::peer_failed: the caller reports the cause).
+  void enqueue(int32_t group, IssuedOp issued, const std::function<ncclResult_t(ncclComm_t)>& call,
+               const NcclWait& wait);
+
   /// This rank's place in group `group`.
   [[nodiscard]] const GroupMembership& membership(int32_t group) const { return members_[static_cast<size_t>(group)]; }
   /// The ncclMemAlloc memory of registered buffer `buffer`, or null when it is not registered.
   [[nodiscard]] void* registered(int32_t buffer) const;
   /// Bytes allocated for registered buffers.
   [[nodiscard]] int64_t registered_bytes() const { return registered_bytes_; }
-  /// The first asynchronous error any communicator reports (ncclSuccess when none).
-  [[nodiscard]] ncclResult_t async_error() const;
+  /// True when there are communicators (not emulating, not released or aborted).
+  [[nodiscard]] bool has_communicators() const;
 
-  /// Deregisters the buffers and destroys the communicators (every rank together), or after a failure aborts the
-  /// communicators (local); then frees the registered memory. Never throws.
-  void release(bool abort) noexcept;
+  /// The first communicator — the world, then the groups in index order — whose state is an error, if any.
+  [[nodiscard]] std::optional<CommFailure> async_failure() const;
+  /// Aborts every communicator now (ncclCommAbort), from any thread; calls on them afterwards throw. Returns false
+  /// when they were already aborted or released. Never throws.
+  bool abort_all() noexcept;
+
+  /// Deregisters the buffers and finalizes and destroys the communicators (every rank together, each wait bounded by
+  /// `wait`), or after a failure — or when that clean teardown fails — aborts them (local); then frees the registered
+  /// memory. Never throws.
+  void release(bool abort, const NcclWait& wait) noexcept;
 
  private:
   struct Registration {
-    ncclComm_t comm = nullptr;
+    int32_t group = -1;
     ncclWindow_t window = nullptr;  // symmetric window (NCCL 2.27+)
     void* handle = nullptr;         // ncclCommRegister handle otherwise
   };
+  void split(const Schedule& schedule, size_t group, int32_t rank, const NcclWait& wait);
+  void wait_until_ready(int32_t group, const NcclWait& wait);
+  void abort_locked() noexcept;
+  void finalize_locked(const NcclWait& wait);
+  [[nodiscard]] ncclComm_t comm_locked(int32_t group) const;
+
+  mutable std::mutex mutex_;
+  ncclComm_t world_ = nullptr;
   std::vector<ncclComm_t> comms_;  // by group
+  std::vector<IssuedOp> last_;     // by group + 1 (index 0: the world)
+  bool aborted_ = false;
   std::vector<GroupMembership> members_;
-  std::vector<void*> memory_;  // by buffer; ncclMemAlloc'd or null
-  std::vector<Registration> registrations_;
+  std::unique_ptr<ncclComm_t[]> split_slots_;  // where nonblocking splits write their communicators (by group)
+  bool splits_pending_ = false;                // a split was started and not seen to complete
+  std::vector<void*> memory_;                  // by buffer; ncclMemAlloc'd or null
+  std::deque<Registration> registrations_;     // a deque: NCCL may write a handle after a nonblocking call returned
   int64_t registered_bytes_ = 0;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 #include <limits>
+#include <utility>
 
 #include "common/error.h"
 
@@ -18,8 +19,14 @@ constexpr int64_t kUnlimitedBytes = std::numeric_limits<int64_t>::max() / 4;
 }  // namespace
 
 HostBackend::HostBackend(const Schedule& schedule, const HostPlan& plan, const HostOptions& options, HostWorld& world,
-                         int32_t rank)
-    : schedule_(schedule), plan_(plan), options_(options), world_(world), rank_(rank), log_(rank) {}
+                         int32_t rank, HostRankFaults faults)
+    : schedule_(schedule),
+      plan_(plan),
+      options_(options),
+      world_(world),
+      rank_(rank),
+      faults_(std::move(faults)),
+      log_(rank) {}
 
 HostBackend::~HostBackend() {
   for (auto& w : workers_) {
@@ -172,12 +179,22 @@ void HostBackend::execute(int32_t stream, const Command& c) {
       return;
     case CommandKind::allocate:
       if (c.first) take_turn(stream, op, false);
-      memory_->allocate(c.buffer, op, stream);
+      // Once the run has stopped, memory is left as it is: what the other streams do then is no longer in order,
+      // and reporting it would bury the fault under its consequences.
+      if (injected(HostFaultKind::fail_alloc, op.id, c.buffer) != nullptr) {
+        fail_allocation(op, c.buffer);
+      } else if (!world_.aborted()) {
+        memory_->allocate(c.buffer, op, stream);
+      }
       if (c.last && start_turn_[static_cast<size_t>(c.op)] >= 0) pass_turn();
       return;
-    case CommandKind::work:
+    case CommandKind::work: {
+      std::atomic<int32_t>& working = workers_[static_cast<size_t>(stream)]->working;
+      working.store(op.id);
       if (!world_.aborted()) do_work(op);
+      working.store(-1);
       return;
+    }
     case CommandKind::end: {
       end_ns_[static_cast<size_t>(c.op)] = now_ns();
       const std::lock_guard lock(state_mutex_);
@@ -187,7 +204,7 @@ void HostBackend::execute(int32_t stream, const Command& c) {
     }
     case CommandKind::release:
       if (c.first) take_turn(stream, op, true);
-      memory_->release(c.buffer, op);
+      if (!world_.aborted()) memory_->release(c.buffer, op);
       if (c.last && end_turn_[static_cast<size_t>(c.op)] >= 0) pass_turn();
       return;
     case CommandKind::stop:
@@ -196,6 +213,8 @@ void HostBackend::execute(int32_t stream, const Command& c) {
 }
 
 void HostBackend::do_work(const Op& op) {
+  const InjectedFault* stalled = injected(HostFaultKind::stall_rank, op.id, -1);
+  if (stalled != nullptr && !stall(op, *stalled)) return;
   RankContext ctx{schedule_, plan_, options_, world_, *memory_, log_, host_, rank_};
   if (is_collective(op.kind)) {
     run_collective_op(op, step_, ctx);
@@ -207,16 +226,23 @@ void HostBackend::do_work(const Op& op) {
 }
 
 void HostBackend::await_op(int32_t stream, int32_t op) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(options_.timeout_ns);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(dependency_timeout_ns());
   std::unique_lock lock(state_mutex_);
   while (done_steps_[static_cast<size_t>(op)] <= step_) {
     if (world_.aborted()) return;
     if (std::chrono::steady_clock::now() >= deadline) {
       const Op& o = schedule_.ops[static_cast<size_t>(op)];
       lock.unlock();
+      // What the awaited op's stream is busy with is usually the op to look at.
+      const int32_t busy = workers_[static_cast<size_t>(o.stream)]->working.load();
+      std::string in;
+      if (busy >= 0 && busy != op) {
+        in = " (stream '" + schedule_.streams[static_cast<size_t>(o.stream)].name + "' is still in " +
+             describe_op(schedule_.ops[static_cast<size_t>(busy)]) + ")";
+      }
       fail("stream '" + schedule_.streams[static_cast<size_t>(stream)].name + "' waited " +
-           format_time_ns(options_.timeout_ns) + " for op " + std::to_string(op) + " '" + o.name +
-           "' to finish, and it did not");
+           format_time_ns(dependency_timeout_ns()) + " for op " + std::to_string(op) + " '" + o.name +
+           "' to finish, and it did not" + in);
       return;
     }
     state_cv_.wait_for(lock, kAbortPoll);
@@ -226,7 +252,7 @@ void HostBackend::await_op(int32_t stream, int32_t op) {
 void HostBackend::take_turn(int32_t stream, const Op& op, bool end) {
   const int32_t position = (end ? end_turn_ : start_turn_)[static_cast<size_t>(op.id)];
   if (position < 0) return;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(options_.timeout_ns);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(dependency_timeout_ns());
   std::unique_lock lock(state_mutex_);
   while (turn_ != static_cast<size_t>(position)) {
     if (world_.aborted()) return;
@@ -235,7 +261,7 @@ void HostBackend::take_turn(int32_t stream, const Op& op, bool end) {
       const Op& blocker = schedule_.ops[static_cast<size_t>(pending.op)];
       lock.unlock();
       fail("stream '" + schedule_.streams[static_cast<size_t>(stream)].name + "' waited " +
-           format_time_ns(options_.timeout_ns) + " for its turn in the memory order to " +
+           format_time_ns(dependency_timeout_ns()) + " for its turn in the memory order to " +
            (end ? "release the buffers of op " : "allocate the buffers of op ") + std::to_string(op.id) + " '" +
            op.name + "' (event " + std::to_string(position) + "), but event " + std::to_string(turn_) + " (the " +
            (pending.end ? "end" : "start") + " of op " + std::to_string(blocker.id) + " '" + blocker.name +
@@ -250,6 +276,13 @@ void HostBackend::pass_turn() {
   const std::lock_guard lock(state_mutex_);
   ++turn_;
   state_cv_.notify_all();
+}
+
+TimeNs HostBackend::dependency_timeout_ns() const {
+  // A wait for another op (or a memory turn) is downstream of whatever that op waits for, typically a collective:
+  // giving up later than a rendezvous lets the collective's report, which names who arrived and who did not, come
+  // first instead of racing it.
+  return 2 * options_.timeout_ns;
 }
 
 TimeNs HostBackend::now_ns() const {

@@ -2,7 +2,9 @@
 /// One host rank as a Backend: a worker thread per IR stream consumes that stream's FIFO of commands (wait for an
 /// op, start mark, allocate, work, end mark, release), so streams really run concurrently and an op waits only for
 /// what the IR says. With a memory order, a worker about to perform an op's allocations or releases first waits for
-/// its turn (every earlier event of the order done). Every wait is bounded by the run's timeout.
+/// its turn (every earlier event of the order done). Every wait is bounded: a rendezvous by the run's timeout, a
+/// wait for another op or a memory turn by twice that (so that a collective's report comes first), an injected
+/// stall by three times that.
 
 #include <atomic>
 #include <chrono>
@@ -16,6 +18,8 @@
 #include <vector>
 
 #include "exec/backend.h"
+#include "exec/fault_report.h"
+#include "exec/host/host_faults.h"
 #include "exec/host/host_memory.h"
 #include "exec/host/host_ops.h"
 #include "exec/host/host_plan.h"
@@ -24,12 +28,18 @@
 
 namespace fsdpsim {
 
+/// The faults injected into one rank, and the prediction its fault reports compare with.
+struct HostRankFaults {
+  std::vector<InjectedFault> faults;
+  PredictedPeak* predicted = nullptr;  ///< shared by the ranks; may be null (no prediction)
+};
+
 /// One rank of a host run.
 class HostBackend final : public Backend {
  public:
-  /// `schedule`, `plan`, `options` and `world` must outlive the backend.
+  /// `schedule`, `plan`, `options`, `world` and `faults.predicted` must outlive the backend.
   HostBackend(const Schedule& schedule, const HostPlan& plan, const HostOptions& options, HostWorld& world,
-              int32_t rank);
+              int32_t rank, HostRankFaults faults = {});
   ~HostBackend() override;
   HostBackend(const HostBackend&) = delete;
   HostBackend& operator=(const HostBackend&) = delete;
@@ -62,18 +72,23 @@ class HostBackend final : public Backend {
     std::mutex mutex;
     std::condition_variable cv;
     std::deque<Command> queue;
-    int32_t op = -1;    // enqueue side: the op whose allocations or releases are being enqueued
-    size_t memory = 0;  // enqueue side: how many of them were enqueued
+    int32_t op = -1;                   // enqueue side: the op whose allocations or releases are being enqueued
+    size_t memory = 0;                 // enqueue side: how many of them were enqueued
+    std::atomic<int32_t> working{-1};  // worker side: the op whose work runs now (-1: none), for timeout reports
   };
 
   void enqueue(int32_t stream, Command command);
   void worker_loop(int32_t stream);
   void execute(int32_t stream, const Command& c);
   void do_work(const Op& op);
+  [[nodiscard]] const InjectedFault* injected(HostFaultKind kind, int32_t op, int32_t buffer) const;
+  bool stall(const Op& op, const InjectedFault& fault);
+  void fail_allocation(const Op& op, int32_t buffer);
   void await_op(int32_t stream, int32_t op);
   void take_turn(int32_t stream, const Op& op, bool end);
   void pass_turn();
   [[nodiscard]] TimeNs now_ns() const;
+  [[nodiscard]] TimeNs dependency_timeout_ns() const;
   void fail(const std::string& message);
 
   const Schedule& schedule_;
@@ -81,6 +96,7 @@ class HostBackend final : public Backend {
   const HostOptions& options_;
   HostWorld& world_;
   int32_t rank_;
+  HostRankFaults faults_;
   ProblemLog log_;
   HostStore host_;
   std::unique_ptr<RankMemory> memory_;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "exec/fault_report.h"
 #include "exec/host/host_collectives.h"
 #include "exec/host/host_ops.h"
 
@@ -44,12 +45,6 @@ std::string label(const Op& op, int32_t step, const std::string& group, const st
          describe_members(group, members) + ", step " + std::to_string(step) + ")";
 }
 
-std::string rank_list(const std::vector<int32_t>& ranks) {
-  std::string text;
-  for (size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
-  return text;
-}
-
 }  // namespace
 
 void run_collective_op(const Op& op, int32_t step, RankContext& ctx) {
@@ -81,8 +76,10 @@ void run_collective_op(const Op& op, int32_t step, RankContext& ctx) {
                                             position, std::move(mine));
     if (r.status == RendezvousStatus::timed_out) {
       if (r.first_report) {
+        // Which members arrived and which did not is what tells a hung peer from a slow one.
         ctx.problems.add(label(op, step, group.name, call.members) + " did not complete within " +
-                         format_time_ns(ctx.world.timeout_ns()) + ": ranks " + rank_list(r.missing) + " never arrived");
+                         format_time_ns(ctx.world.timeout_ns()) + ": " + describe_ranks(r.arrived) + " arrived; " +
+                         describe_ranks(r.missing) + " never arrived");
       }
       ctx.world.abort();  // what waits on this op would time out too: stop the run
     }

@@ -113,6 +113,10 @@ void RankMemory::release(int32_t buffer, const Op& op) {
   {
     const std::lock_guard lock(mutex_);
     BufferState& st = buffers_[static_cast<size_t>(buffer)];
+    if (st.failed) {  // its allocation failed and was reported: there is nothing to release
+      st.failed = false;
+      return;
+    }
     if (!st.live) {
       problems_.add("op " + who(op) + " released buffer " + what(buffer) + " while it was not allocated");
       return;
@@ -125,6 +129,12 @@ void RankMemory::release(int32_t buffer, const Op& op) {
   storage->poison();  // a late reader reads poison, never freed memory
   const std::lock_guard lock(mutex_);
   quarantine_.push_back(std::move(storage));
+}
+
+AllocationFailure RankMemory::fail_allocation(int32_t buffer, const Op& op, int32_t step) {
+  const std::lock_guard lock(mutex_);
+  buffers_[static_cast<size_t>(buffer)].failed = true;
+  return AllocationFailure{buffer, op.id, step, allocated_bytes_locked(), live_};
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/fault_report.h"
 #include "exec/host/host_plan.h"
 #include "schedule/ir.h"
 #include "sim/caching_allocator.h"
@@ -69,6 +70,9 @@ class RankMemory {
   void allocate(int32_t buffer, const Op& op, int32_t stream);
   /// Releases `buffer` after `op`: poisons it and keeps it in quarantine.
   void release(int32_t buffer, const Op& op);
+  /// Records that allocating `buffer` for `op` in `step` failed (an injected fault): the buffer stays unallocated,
+  /// its release later is a no-op, and what was in use at that moment comes back for the report.
+  AllocationFailure fail_allocation(int32_t buffer, const Op& op, int32_t step);
 
   /// Reads regions [first, first + count) of `buffer` for `reader`, checks every word (poison, tag) and each region
   /// against its writer's checksum, and appends the values (low 20 bits) to `values`. False when a problem was
@@ -103,6 +107,7 @@ class RankMemory {
     std::shared_ptr<Storage> storage;
     int32_t generation = 0;
     bool live = false;
+    bool failed = false;  // its allocation failed (fail_allocation): its release is a no-op
     BlockHandle block = -1;
     std::vector<RegionRecord> records;
   };

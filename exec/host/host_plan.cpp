@@ -196,20 +196,4 @@ std::vector<int32_t> op_regions(const HostPlan& plan, const Op& op, int32_t buff
   return op.phase == Phase::optim || mine.empty() ? all : mine;
 }
 
-std::vector<int32_t> group_members(const Group& group, int32_t rank) {
-  const int32_t stride = std::max(1, group.stride);
-  const int32_t size = std::max(1, group.size);
-  const int32_t position = (rank / stride) % size;
-  const int32_t first = rank - position * stride;
-  std::vector<int32_t> members;
-  for (int32_t k = 0; k < size; ++k) members.push_back(first + k * stride);
-  return members;
-}
-
-std::string describe_members(const std::string& group_name, const std::vector<int32_t>& members) {
-  std::string text = "'" + group_name + "' [";
-  for (size_t i = 0; i < members.size(); ++i) text += (i ? ", " : "") + std::to_string(members[i]);
-  return text + "]";
-}
-
 }  // namespace fsdpsim

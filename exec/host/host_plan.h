@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/fault_report.h"
 #include "schedule/ir.h"
 
 namespace fsdpsim {
@@ -103,11 +104,6 @@ HostPlan make_host_plan(const Schedule& schedule, int64_t bytes_scale);
 /// of their own touch every region.
 std::vector<int32_t> op_regions(const HostPlan& plan, const Op& op, int32_t buffer);
 
-/// The ranks of the instance of `group` that `rank` belongs to, in group order: r0, r0 + stride, ... (Megatron's
-/// rank order; see Group in schedule/ir.h).
-std::vector<int32_t> group_members(const Group& group, int32_t rank);
-
-/// "dp_shard [0, 1, 2, 3]" for messages.
-std::string describe_members(const std::string& group_name, const std::vector<int32_t>& members);
+// group_members() and describe_members() live in exec/fault_report.h (the CUDA backend's reports use them too).
 
 }  // namespace fsdpsim

@@ -2,6 +2,7 @@
 // HostWorld's rendezvous.
 #include "exec/host/host_runner.h"
 
+#include <algorithm>
 #include <exception>
 #include <memory>
 #include <thread>
@@ -57,11 +58,16 @@ ExecResult run_host(const Schedule& schedule, const HostOptions& options) {
                         {"its dependencies form a cycle (run 'fsdpsim schedule' validation on it)"});
   }
   const int32_t ranks = rank_count(schedule, options);
+  // Faults are resolved before any thread starts: a fault that names nothing is an input error, not a run failure.
+  const std::vector<std::vector<InjectedFault>> faults =
+      resolve_host_faults(schedule, options.faults, ranks, options.steps);
   const HostPlan plan = make_host_plan(schedule, options.bytes_scale);
   HostWorld world(options.timeout_ns);
+  PredictedPeak predicted(options.predicted_peak);
   std::vector<std::unique_ptr<HostBackend>> backends;
   for (int32_t r = 0; r < ranks; ++r) {
-    backends.push_back(std::make_unique<HostBackend>(schedule, plan, options, world, r));
+    backends.push_back(std::make_unique<HostBackend>(schedule, plan, options, world, r,
+                                                     HostRankFaults{faults[static_cast<size_t>(r)], &predicted}));
   }
   std::vector<SimRun> runs(static_cast<size_t>(ranks));
   std::vector<std::thread> threads;
@@ -82,6 +88,9 @@ ExecResult run_host(const Schedule& schedule, const HostOptions& options) {
   for (const auto& b : backends) {
     for (std::string& p : b->problems()) result.problems.push_back(std::move(p));
   }
+  // The reports of what went wrong first, the notes of the faults injected on purpose after them.
+  std::stable_partition(result.problems.begin(), result.problems.end(),
+                        [](const std::string& p) { return p.find(": injected fault: ") == std::string::npos; });
   result.device = options.emulate ? "host (rank 0 of " + std::to_string(schedule.info.world_size) + ", emulated)"
                                   : "host (" + std::to_string(ranks) + " threads as ranks)";
   return result;

@@ -13,6 +13,8 @@
 
 #include "common/units.h"
 #include "exec/backend.h"
+#include "exec/fault_report.h"
+#include "exec/host/host_faults.h"
 #include "schedule/ir.h"
 #include "sim/engine.h"
 
@@ -45,11 +47,18 @@ struct HostOptions {
   /// is comparable exactly with the prediction; otherwise streams run freely, limited only by the dependencies.
   std::vector<MemoryEvent> memory_order;
   TimeNs collective_delay_ns = 0;  ///< each collective sleeps this long first (makes a missing dependency visible)
-  /// Every blocking wait (a collective's rendezvous, a dependency, a turn in memory_order) gives up after this long,
-  /// reports what it waited for, and stops the run.
+  /// A collective's rendezvous gives up after this long, reports the op, its group and which members arrived, and
+  /// stops the run; a wait for another op or for a turn in memory_order gives up after twice this long (it is
+  /// downstream of some collective, whose report should come first).
   TimeNs timeout_ns = 30'000'000'000;
   /// Capacity of the caching-allocator model that counts the allocated bytes; 0: unlimited (no host-side OOM).
   int64_t allocator_capacity_bytes = 0;
+  /// Faults to inject (host_faults.h): a rank that stalls at an op, an allocation that fails. Each fault ends the run
+  /// with a report in ExecResult::problems; every rank stops (no hang, no thread left behind).
+  std::vector<HostFault> faults;
+  /// The simulator's predicted peak for this schedule, asked for only when a fault report needs it (a failed
+  /// allocation is set against it); empty: reports say no prediction was available.
+  PredictPeakFn predicted_peak;
 };
 
 /// Runs `schedule` on the host; rank 0's steps come back in the simulator's shape, with every problem any rank saw.

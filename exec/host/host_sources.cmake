@@ -7,5 +7,7 @@ target_sources(fsdpsim_exec PRIVATE
   host/host_compute.cpp
   host/host_collective_op.cpp
   host/host_backend.cpp
+  host/host_backend_faults.cpp
+  host/host_faults.cpp
   host/host_memory_order.cpp
   host/host_runner.cpp)

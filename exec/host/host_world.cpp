@@ -33,7 +33,7 @@ RendezvousResult HostWorld::exchange(const RendezvousKey& key, const std::vector
   if (!done) {
     result.status = RendezvousStatus::timed_out;
     for (size_t m = 0; m < members.size(); ++m) {
-      if (!slot->posted[m]) result.missing.push_back(members[m]);
+      (slot->posted[m] ? result.arrived : result.missing).push_back(members[m]);
     }
     result.first_report = !slot->reported;
     slot->reported = true;

@@ -33,6 +33,7 @@ enum class RendezvousStatus : uint8_t { complete, timed_out, aborted };
 struct RendezvousResult {
   RendezvousStatus status = RendezvousStatus::aborted;
   std::vector<std::shared_ptr<const Contribution>> contributions;  ///< in group order (complete)
+  std::vector<int32_t> arrived;                                    ///< members that posted (timed_out)
   std::vector<int32_t> missing;                                    ///< members that never arrived (timed_out)
   bool first_report = false;  ///< this member is the first to see the timeout (reports it once)
 };

@@ -103,15 +103,32 @@ TEST(CudaBackend, OutOfMemoryNamesTheOpTheBufferAndTheMemoryInUse) {
   CudaOptions options;
   options.steps = 1;
   options.devices = {0};
+  int predictions = 0;
+  options.predicted_peak = [&predictions]() -> std::optional<MemoryPeak> {
+    ++predictions;
+    MemoryPeak peak;  // a stand-in prediction: the report quotes whatever the simulator said
+    peak.bytes = 24 * kMiB;
+    peak.op = 2;
+    return peak;
+  };
   try {
     (void)run_cuda(s, options);
     FAIL() << "expected an out-of-memory CudaError";
   } catch (const CudaError& e) {
     const std::string what = e.what();
     EXPECT_TRUE(e.out_of_memory()) << what;
-    EXPECT_NE(what.find("op 'fwd'"), std::string::npos) << what;
-    EXPECT_NE(what.find("buffer 'act.layer'"), std::string::npos) << what;
-    EXPECT_NE(what.find("in use"), std::string::npos) << what;
+    EXPECT_EQ(e.fault(), CudaFault::out_of_memory);
+    // When the forward asks for its activations, the persistent shards (4 + 4 MiB) and the gathered params the
+    // all-gather allocated before it in issue order (4 MiB) are live: 12 MiB, the three categories equal.
+    EXPECT_NE(what.find("out of GPU memory on rank 0 (GPU 0): allocating 4.0 TiB for buffer 3 'act.layer' "
+                        "(activation) in op 1 'fwd' (step 0) failed with 12.0 MiB in use (param_shard 4.0 MiB, "
+                        "grad_shard 4.0 MiB, gathered_param 4.0 MiB) [cudaMallocFromPoolAsync on stream 'compute']"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("; the simulator predicted a peak of 24.0 MiB for this schedule (reached at op 'bwd')"),
+              std::string::npos)
+        << what;
+    EXPECT_EQ(predictions, 1);
   }
 }
 

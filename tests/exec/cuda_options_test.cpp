@@ -37,6 +37,13 @@ TEST(CudaOptions, StepsMustBePositive) {
   expect_names(error_for(o), "--steps", "run at least one step");
 }
 
+TEST(CudaOptions, CollectiveTimeoutMustBePositive) {
+  CudaOptions o;
+  EXPECT_EQ(o.collective_timeout_ns, 600'000'000'000);  // PyTorch's default for NCCL: 10 min = 600 s
+  o.collective_timeout_ns = 0;
+  expect_names(error_for(o), "--collective-timeout", "give a positive duration, e.g. 600s");
+}
+
 TEST(CudaOptions, EmulateWorldMustMatchTheSchedule) {
   CudaOptions o;
   o.emulate_world = 8;
