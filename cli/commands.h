@@ -21,5 +21,7 @@ void register_calibrate(CLI::App& app);
 void register_sweep(CLI::App& app);
 /// `fsdpsim fit`: the fewest GPUs / largest micro-batch / longest sequence that fits.
 void register_fit(CLI::App& app);
+/// `fsdpsim fidelity`: predicted against published measurements.
+void register_fidelity(CLI::App& app);
 
 }  // namespace fsdpsim::cli

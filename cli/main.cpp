@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   fsdpsim::cli::register_calibrate(app);
   fsdpsim::cli::register_sweep(app);
   fsdpsim::cli::register_fit(app);
+  fsdpsim::cli::register_fidelity(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -28,6 +28,11 @@ std::vector<Change> candidate_changes(const Topology& topology, const FsdpConfig
   if (c.recompute_granularity == Recompute::none) {
     out.push_back({{"recompute_granularity=selective"}, "recompute the attention core in backward"});
   }
+  // torchtitan's op-level SAC is what FSDP2 users have at hand: it drops about half of a layer's saved tensors.
+  if (c.implementation == Implementation::fsdp2 && c.recompute_granularity == Recompute::none) {
+    out.push_back({{"recompute_granularity=selective_op"},
+                   "torchtitan op-level SAC: keep every second matmul output, recompute the rest in backward"});
+  }
   if (c.recompute_granularity != Recompute::full) {
     Change full{{"recompute_granularity=full"},
                 "recompute whole layers in backward: keep only each layer's input, ~1/3 more compute"};

@@ -114,6 +114,16 @@ bool Activations::offloaded(int32_t unit) const {
   return unit - 1 < count;
 }
 
+void Activations::add_transients(Op& op, const std::vector<int64_t>& tensors, const std::string& what,
+                                 const std::string& unit_name) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const int32_t b =
+        ctx_.w.buffer(op_name(what + std::to_string(i), unit_name, mb_), BufferCategory::workspace, tensors[i], false);
+    op.allocs.push_back(b);
+    op.frees.push_back(b);
+  }
+}
+
 void Activations::on_forward(Op& fwd, int32_t unit) {
   const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
   const int64_t saved = saved_bytes(unit);
@@ -129,6 +139,7 @@ void Activations::on_forward(Op& fwd, int32_t unit) {
     fwd.allocs.push_back(ws);
     fwd.frees.push_back(ws);
   }
+  add_transients(fwd, cost.fwd_transient_tensors, "tmp.fwd", cost.name);
 }
 
 void Activations::after_forward(int32_t unit, int32_t fwd_op) {
@@ -186,12 +197,27 @@ void Activations::on_backward(Op& bwd, int32_t unit) {
     *b = -1;
   }
   const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
+  if (ctx_.config.recompute_granularity == Recompute::selective_op && ctx_.is_layer(unit)) {
+    // torchtitan's op-level SAC re-runs the unsaved matmuls and every elementwise op first, then the backward; the
+    // re-created tensors live until the block's backward ends.
+    bwd.gemms.insert(bwd.gemms.begin(), cost.op_sac_recompute_gemms.begin(), cost.op_sac_recompute_gemms.end());
+    bwd.bytes_touched += cost.op_sac_recompute_bytes;
+    const int64_t recreated = cost.saved_activation_bytes[static_cast<size_t>(Recompute::none)] -
+                              cost.saved_activation_bytes[static_cast<size_t>(Recompute::selective_op)];
+    if (recreated > 0) {
+      const int32_t b =
+          ctx_.w.buffer(op_name("act.sac_recomputed", cost.name, mb_), BufferCategory::activation, recreated, false);
+      bwd.allocs.push_back(b);
+      bwd.frees.push_back(b);
+    }
+  }
   if (cost.bwd_workspace_bytes > 0) {
     const int32_t ws =
         ctx_.w.buffer(op_name("ws.bwd", cost.name, mb_), BufferCategory::workspace, cost.bwd_workspace_bytes, false);
     bwd.allocs.push_back(ws);
     bwd.frees.push_back(ws);
   }
+  add_transients(bwd, cost.bwd_transient_tensors, "tmp.bwd", cost.name);
 }
 
 }  // namespace fsdpsim

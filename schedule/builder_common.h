@@ -60,11 +60,15 @@ class Activations {
   /// Issues the host→device reload of `unit`'s offloaded activations (once), after `after_op` on the compute stream;
   /// the backward of `unit` then waits for it. Does nothing for units that were not offloaded.
   void reload(int32_t unit, int32_t after_op);
-  /// Adds reads/frees of the activations and the workspace to a backward op.
+  /// Adds reads/frees of the activations and the workspace to a backward op, and under selective_op the
+  /// recomputed matmuls, elementwise bytes and re-created tensors.
   void on_backward(Op& bwd, int32_t unit);
 
  private:
   [[nodiscard]] bool offloaded(int32_t unit) const;
+  /// Allocates and frees each transient tensor of `op` as its own workspace buffer.
+  void add_transients(Op& op, const std::vector<int64_t>& tensors, const std::string& what,
+                      const std::string& unit_name);
   BuildContext& ctx_;
   int32_t mb_;
   std::vector<ActivationSlot> slots_;

@@ -227,6 +227,7 @@ UnitCost layer_unit(const UnitDims& d, int32_t layer) {
   add_layer_gemms(d, unit.moe, unit);
   add_layer_collectives(d, unit.moe, unit);
   add_layer_memory(d, unit.moe, unit);
+  add_layer_op_sac(d, unit);
   return unit;
 }
 
@@ -286,6 +287,8 @@ std::string_view to_string(Recompute r) {
       return "selective";
     case Recompute::full:
       return "full";
+    case Recompute::selective_op:
+      return "selective_op";
   }
   return "?";
 }
@@ -294,6 +297,7 @@ std::optional<Recompute> parse_recompute(std::string_view text) {
   if (text == "none") return Recompute::none;
   if (text == "selective") return Recompute::selective;
   if (text == "full") return Recompute::full;
+  if (text == "selective_op") return Recompute::selective_op;
   return std::nullopt;
 }
 

@@ -18,7 +18,10 @@
 namespace fsdpsim {
 
 /// Activation recompute granularity (Megatron's --recompute-granularity).
-enum class Recompute : uint8_t { none, selective, full };
+/// selective_op is torchtitan's op-level selective activation checkpointing (activation_checkpoint.mode =
+/// "selective", selective_ac_option = "op"): every second projection matmul's output, the attention output and its
+/// log-sum-exp are saved; the rest of the layer is recomputed in backward.
+enum class Recompute : uint8_t { none, selective, full, selective_op };
 
 /// The slice of the parallel configuration that shapes one rank's work in a unit.
 struct RankShape {
@@ -31,6 +34,13 @@ struct RankShape {
   DType compute_dtype = DType::bf16;     ///< GEMM input dtype (fp8 with FP8 training)
   DType activation_dtype = DType::bf16;  ///< dtype of saved activations
   bool flash_attention = true;           ///< fused attention: no s×s score matrix is stored
+  /// Fused norm, rotary and activation kernels (Transformer Engine, Apex, torch.compile); false: PyTorch eager, one
+  /// kernel per elementwise op with fp32 upcasts, which touches several times the bytes.
+  bool fused_elementwise = true;
+  /// Megatron's fused vocab-parallel cross-entropy (softmax in place over the fp32 logits); false: PyTorch's
+  /// F.cross_entropy on logits upcast to fp32 (torchtitan, Hugging Face), which keeps the fp32 copy, the
+  /// log-softmax output and, in backward, two more fp32 logit-sized gradients alive at once.
+  bool fused_cross_entropy = true;
 };
 
 /// Where a unit sits in the model.
@@ -76,13 +86,21 @@ struct UnitCost {
   std::vector<UnitCollective> bwd_collectives;
   int64_t model_flops = 0;  ///< forward + backward model FLOPs (3 × forward, causal attention), no recompute
 
-  /// Bytes saved for backward per micro-batch, indexed by Recompute (none, selective, full).
-  std::array<int64_t, 3> saved_activation_bytes{};
+  /// Bytes saved for backward per micro-batch, indexed by Recompute (none, selective, full, selective_op).
+  std::array<int64_t, 4> saved_activation_bytes{};
+  /// selective_op only: the forward GEMMs whose outputs were not saved, re-run at the start of the layer's backward,
+  /// and the memory-bound bytes of the elementwise ops recomputed with them.
+  std::vector<Gemm> op_sac_recompute_gemms;
+  int64_t op_sac_recompute_bytes = 0;
   /// Activations a full-recompute forward re-creates inside backward (the `none` set), freed by the backward.
   int64_t recomputed_activation_bytes = 0;
   /// Transient working memory while the forward or backward op runs (largest intermediates, activation grads).
   int64_t fwd_workspace_bytes = 0;
   int64_t bwd_workspace_bytes = 0;
+  /// Further transient tensors of the forward or backward op, each its own allocation (the caching allocator reuses
+  /// blocks by size, so large tensors are not lumped into the workspace).
+  std::vector<int64_t> fwd_transient_tensors;
+  std::vector<int64_t> bwd_transient_tensors;
 
   [[nodiscard]] int64_t fwd_flops() const;
   [[nodiscard]] int64_t bwd_flops() const;

@@ -92,15 +92,35 @@ int64_t moe_saved(const UnitDims& d) {
   return bytes;
 }
 
+// What PyTorch eager autograd saves beyond the fused kernels (RankShape::fused_elementwise = false): each RMSNorm
+// saves its fp32 upcast input (pow and mul need it) and its 16-bit normalised output before the weight product (the
+// weight's gradient needs it) instead of the input and a statistic: 4 more bytes per element for each of the two
+// norms. SwiGLU's product saves silu(gate) besides gate and up. LayerNorm is one native kernel either way.
+int64_t eager_saved_extra(const UnitDims& d, bool moe) {
+  if (d.shape.fused_elementwise) return 0;
+  const ModelSpec& m = *d.model;
+  int64_t bytes = 0;
+  if (m.norm == NormKind::rmsnorm) bytes += 2 * d.sp_tokens * m.hidden_size * kFp32Bytes;
+  if (m.gated_mlp) {
+    if (moe) {
+      bytes += d.expert_pairs * d.expert_ffn * d.act_bytes + d.tokens * d.shared_ffn * d.act_bytes;
+    } else {
+      bytes += d.tokens * d.ffn * d.act_bytes;
+    }
+  }
+  return bytes;
+}
+
 void set_layer_saved(const UnitDims& d, bool moe, UnitCost& unit) {
   const int64_t attention = d.model->mla.enabled() ? mla_saved(d) : gqa_saved(d);
   const int64_t core = attention_core_saved(d);
   const int64_t mlp = mlp_norm_saved(d) + (moe ? moe_saved(d) : mlp_saved(d, d.tokens, d.ffn));
   const auto none = static_cast<size_t>(Recompute::none);
-  unit.saved_activation_bytes[none] = attention + core + mlp;
+  unit.saved_activation_bytes[none] = attention + core + mlp + eager_saved_extra(d, moe);
   unit.saved_activation_bytes[static_cast<size_t>(Recompute::selective)] = attention + mlp;
   // Full recompute checkpoints the layer input only: 2sbh/t (Korthikanti Table 2 with sequence parallelism).
   unit.saved_activation_bytes[static_cast<size_t>(Recompute::full)] = d.sp_tokens * d.model->hidden_size * d.act_bytes;
+  unit.saved_activation_bytes[static_cast<size_t>(Recompute::selective_op)] = unit.saved_activation_bytes[none];
   unit.recomputed_activation_bytes = unit.saved_activation_bytes[none];
 }
 
@@ -133,8 +153,12 @@ void attention_bytes(const UnitDims& d, int64_t& fwd, int64_t& bwd) {
     bwd += 4 * d.tokens * d.heads * d.qk_head_dim * a;  // splitting their gradients
   } else {
     const int64_t qk = d.tokens * (d.heads + d.kv_heads) * m.head_dim * a;
-    fwd += 2 * qk;  // rotary on Q and K (Su et al. 2021): read + write
-    bwd += 2 * qk;
+    // Rotary on Q and K (Su et al. 2021): a fused kernel reads and writes once. Eager (torchtitan apply_rotary_emb)
+    // upcasts to fp32 (read 2, write 4 bytes per element), multiplies as complex64 (read 4, write 4) and casts back
+    // (read 4, write 2): 20 bytes per element = 10 × the 2 bytes of qk; its backward runs the same three ops.
+    const int64_t rotary = d.shape.fused_elementwise ? 2 : 10;
+    fwd += rotary * qk;
+    bwd += rotary * qk;
     if (m.qk_norm) {
       fwd += 2 * qk;
       bwd += 3 * qk;
@@ -152,10 +176,13 @@ void mlp_bytes(const UnitDims& d, bool moe, int64_t& fwd, int64_t& bwd) {
   const ModelSpec& m = *d.model;
   const int64_t a = d.act_bytes, h = m.hidden_size;
   // SwiGLU reads gate and up and writes the product (backward reads both and dout, writes both grads); GeLU reads
-  // and writes one tensor (backward reads input and dout, writes din).
+  // and writes one tensor (backward reads input and dout, writes din). Eager SwiGLU is two kernels, silu(gate)
+  // (read, write) then × up (read two, write one): 5 tensor passes; its backward is two products and silu_backward,
+  // three kernels of three passes each.
+  const bool fused = d.shape.fused_elementwise;
   const auto activation = [&](int64_t rows, int64_t width) {
-    fwd += act_factor(m, 3, 2) * rows * width * a;
-    bwd += act_factor(m, 5, 3) * rows * width * a;
+    fwd += act_factor(m, fused ? 3 : 5, 2) * rows * width * a;
+    bwd += act_factor(m, fused ? 5 : 9, 3) * rows * width * a;
   };
   if (!moe) {
     activation(d.tokens, d.ffn);
@@ -175,9 +202,15 @@ void mlp_bytes(const UnitDims& d, bool moe, int64_t& fwd, int64_t& bwd) {
 void set_layer_bytes(const UnitDims& d, bool moe, UnitCost& unit) {
   const int64_t block = d.sp_tokens * d.model->hidden_size * d.act_bytes;  // one T/t × h activation
   // Two norms (read x, write y; backward reads x and dy, writes dx) and two residual adds (read two, write one;
-  // backward adds the branch gradient to the skip gradient).
-  int64_t fwd = 2 * 2 * block + 2 * 3 * block;
-  int64_t bwd = 2 * 3 * block + 2 * 3 * block;
+  // backward adds the branch gradient to the skip gradient). An eager RMSNorm (ATen's composite rms_norm, as
+  // torch.nn.RMSNorm runs without torch.compile) is six kernels over the row: upcast to fp32 (read 2, write 4 bytes
+  // per element), pow (4 + 4), mean (4), × rsqrt (4 + 4), cast back (4 + 2), × weight (2 + 2) = 36 bytes = 18
+  // block-bytes; autograd's backward through them runs about twice that (40 block-bytes: the same kernels' grads plus
+  // the accumulation of the two paths into dx). LayerNorm is one native kernel even in eager mode.
+  const bool fused = d.shape.fused_elementwise || d.model->norm == NormKind::layernorm;
+  const int64_t norm_fwd = fused ? 2 : 18, norm_bwd = fused ? 3 : 40;
+  int64_t fwd = 2 * norm_fwd * block + 2 * 3 * block;
+  int64_t bwd = 2 * norm_bwd * block + 2 * 3 * block;
   attention_bytes(d, fwd, bwd);
   mlp_bytes(d, moe, fwd, bwd);
   unit.fwd_bytes_touched = fwd + fp8_cast_bytes(d, unit.fwd_gemms, false);
@@ -252,7 +285,7 @@ void add_embedding_memory(const UnitDims& d, UnitCost& unit) {
   const bool learned = m.position_embedding == PositionEmbedding::learned;
   // Backward needs only the token (and position) ids; nothing here is recomputed, so every mode saves the same.
   const int64_t saved = t * kIndexBytes * (learned ? 2 : 1);
-  unit.saved_activation_bytes = {saved, saved, saved};
+  unit.saved_activation_bytes = {saved, saved, saved, saved};
   // Forward gathers T rows (read + write); learned positions read their rows and add them (read two, write one).
   unit.fwd_bytes_touched = 2 * t * h * a + (learned ? 3 * t * h * a : 0);
   // Backward (torch embedding_dense_backward) zero-fills a dense [vocab/tp, h] gradient, then scatter-adds T rows
@@ -274,7 +307,7 @@ void add_output_memory(const UnitDims& d, UnitCost& unit) {
   // cross-entropy's saved fp32 softmax plus target ids and mask (Megatron _VocabParallelCrossEntropy saves
   // exp_logits, target_mask, masked_target_1d). Not recomputed: the same under every mode.
   const int64_t saved = d.sp_tokens * (2 * h * a + norm_stat_bytes(m)) + logits * kFp32Bytes + t * (kIndexBytes + 1);
-  unit.saved_activation_bytes = {saved, saved, saved};
+  unit.saved_activation_bytes = {saved, saved, saved, saved};
   // Cross-entropy forward over fp32 logits: cast (read a, write 4), max (read 4), subtract in place (8), exp in
   // place (8), sum (read 4), divide in place (8). Backward: subtract the one-hot and scale in place (8), cast the
   // gradient back for the GEMM (read 4, write a).
@@ -285,6 +318,16 @@ void add_output_memory(const UnitDims& d, UnitCost& unit) {
   const bool tp = d.shape.tp > 1;
   unit.fwd_workspace_bytes = (tp ? t * h * a : 0) + logits * a;
   unit.bwd_workspace_bytes = logits * a + (tp ? t * h * a : 0) + t * h * a;
+  if (!d.shape.fused_cross_entropy) {
+    // F.cross_entropy(logits.float(), labels): forward holds the 16-bit logits and their fp32 copy while
+    // log_softmax writes its fp32 output (the saved tensor, counted above). Backward: nll_loss_backward writes a dense
+    // fp32 gradient and log_softmax_backward another fp32 tensor while the saved log-softmax output is still alive
+    // (ATen's autograd formulas for nll_loss, _log_softmax and _to_copy); the 16-bit cast of the gradient comes after
+    // the first two are freed, so it is not part of that peak and leaves the workspace.
+    unit.fwd_transient_tensors = {logits * kFp32Bytes};
+    unit.bwd_transient_tensors = {logits * kFp32Bytes, logits * kFp32Bytes};
+    unit.bwd_workspace_bytes -= logits * a;
+  }
 }
 
 }  // namespace fsdpsim

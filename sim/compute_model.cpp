@@ -52,14 +52,16 @@ TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype) {
   if (flops <= 0) return 0;
   // Fused attention runs in BF16 even in FP8 training (Transformer Engine's default DPA).
   const DType effective = gemm.attention ? DType::bf16 : dtype;
-  const double seconds = flops / (peak_flops_per_s(gpu, effective) * gemm_efficiency(gemm, gpu, effective));
-  return static_cast<TimeNs>(std::llround(seconds * 1e9)) + gpu.kernel_overhead_ns;
+  const double rate =
+      peak_flops_per_s(gpu, effective) * gemm_efficiency(gemm, gpu, effective) * gpu.sustained_clock_fraction;
+  const double seconds = flops / rate;
+  return ns_from_seconds(seconds) + gpu.kernel_overhead_ns;  // saturates for absurd rates: op_costs refuses those
 }
 
 TimeNs memory_time_ns(int64_t bytes, const GpuProfile& gpu) {
   if (bytes <= 0) return 0;
   const double seconds = static_cast<double>(bytes) / (gpu.hbm_bw_bytes_per_s * gpu.memory_efficiency);
-  return static_cast<TimeNs>(std::llround(seconds * 1e9)) + gpu.kernel_overhead_ns;
+  return ns_from_seconds(seconds) + gpu.kernel_overhead_ns;
 }
 
 TimeNs compute_time_ns(const Op& op, const GpuProfile& gpu, DType dtype) {

@@ -27,6 +27,7 @@ const std::vector<std::string>& profile_keys() {
                                              "gemm_k_half",
                                              "attention_efficiency",
                                              "memory_efficiency",
+                                             "sustained_clock_fraction",
                                              "kernel_overhead_ns",
                                              "cuda_context_bytes",
                                              "cublas_workspace_bytes",
@@ -95,6 +96,10 @@ void read_compute_model(YamlMap& map, GpuProfile& p) {
   p.gemm_k_half = map.get("gemm_k_half").as_int(1, INT32_MAX);
   p.attention_efficiency = read_fraction(map, "attention_efficiency");
   p.memory_efficiency = read_fraction(map, "memory_efficiency");
+  if (map.has("sustained_clock_fraction")) {
+    // Above 1 only a little: a step cannot run much faster than the best-shape GEMM measurement allows.
+    p.sustained_clock_fraction = map.get("sustained_clock_fraction").as_double(0.05, 1.25);
+  }
   p.kernel_overhead_ns = map.get("kernel_overhead_ns").as_time_ns();
 }
 
@@ -172,6 +177,9 @@ void emit_gpu_profile_keys(YAML::Emitter& out, const GpuProfile& p) {
   out << YAML::Key << "gemm_k_half" << YAML::Value << p.gemm_k_half;
   out << YAML::Key << "attention_efficiency" << YAML::Value << exact_number_text(p.attention_efficiency);
   out << YAML::Key << "memory_efficiency" << YAML::Value << exact_number_text(p.memory_efficiency);
+  if (p.sustained_clock_fraction != 1.0) {
+    out << YAML::Key << "sustained_clock_fraction" << YAML::Value << exact_number_text(p.sustained_clock_fraction);
+  }
   out << YAML::Key << "kernel_overhead_ns" << YAML::Value << exact_time_text(p.kernel_overhead_ns);
   out << YAML::Key << "cuda_context_bytes" << YAML::Value << exact_bytes_text(p.cuda_context_bytes);
   out << YAML::Key << "cublas_workspace_bytes" << YAML::Value << exact_bytes_text(p.cublas_workspace_bytes);

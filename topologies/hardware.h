@@ -31,7 +31,11 @@ struct GpuProfile {
   int64_t gemm_k_half = 256;          ///< k at which the k-loop efficiency is half its maximum
   double attention_efficiency = 0.5;  ///< fused attention (flash/cuDNN) achieved/peak
   double memory_efficiency = 0.8;     ///< achieved/peak HBM bandwidth for elementwise kernels
-  TimeNs kernel_overhead_ns = 0;      ///< launch and tail per kernel
+  /// Fraction of the clock at which the MAMF figures were measured that the SMs hold through a training step
+  /// (power and thermal limits, other kernels' power draw). Scales every FLOP-bound rate, not HBM bandwidth. Fitted
+  /// by `fsdpsim fidelity --fit` on the calibration rows of tests/fidelity; 1 = the idle-GPU measurements hold.
+  double sustained_clock_fraction = 1.0;
+  TimeNs kernel_overhead_ns = 0;  ///< launch and tail per kernel
 
   // Memory overheads outside the PyTorch caching allocator (sim/memory).
   int64_t cuda_context_bytes = 0;               ///< CUDA context + kernels loaded

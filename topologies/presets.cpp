@@ -74,16 +74,12 @@ std::vector<std::string> names_of(const std::map<std::string, T>& table) {
 std::string read_file_or_fail(const std::string& kind, const std::string& name_or_path,
                               const std::vector<std::string>& presets) {
   std::error_code ec;
-  std::ifstream in;
-  if (std::filesystem::is_regular_file(name_or_path, ec)) in.open(name_or_path, std::ios::binary);
-  if (!in.is_open()) {
+  if (!std::filesystem::is_regular_file(name_or_path, ec)) {
     throw ConfigError(SourceLocation{name_or_path, 0, 0}, "",
                       "no such file, and not a " + kind + " preset either" + did_you_mean(name_or_path, presets),
                       "give the path of a " + kind + " YAML file, or one of the presets: " + join(presets));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return read_text_file(name_or_path);  // the one file reader: it refuses files beyond limits::kMaxInputFileBytes
 }
 
 }  // namespace

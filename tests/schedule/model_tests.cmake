@@ -6,5 +6,6 @@ fsdpsim_test(test_schedule_model
     model_hf_test.cpp
     model_units_test.cpp
     model_units_moe_test.cpp
+    model_units_pytorch_test.cpp
   DEPS fsdpsim_schedule
   LABELS unit)

@@ -18,10 +18,27 @@ TEST(ComputeModel, LargeSquareGemmRunsAtTheProfilesBestEfficiency) {
   const Gemm gemm{"x", 8192, 8192, 8192, 1, false};
   const double expected_eff = g.gemm_max_efficiency * 2048.0 / (16.0 * 132.0);
   EXPECT_NEAR(gemm_efficiency(gemm, g, DType::bf16), expected_eff, 1e-12);
-  // time = 2·8192³ / (989e12 · eff) + the kernel overhead.
-  const double seconds = 2.0 * 8192.0 * 8192.0 * 8192.0 / (g.dense_bf16_flops_per_s * expected_eff);
+  // time = 2·8192³ / (989e12 · eff · sustained clock fraction) + the kernel overhead.
+  const double seconds =
+      2.0 * 8192.0 * 8192.0 * 8192.0 / (g.dense_bf16_flops_per_s * expected_eff * g.sustained_clock_fraction);
   EXPECT_NEAR(static_cast<double>(gemm_time_ns(gemm, g, DType::bf16)),
               seconds * 1e9 + static_cast<double>(g.kernel_overhead_ns), 1.0);
+}
+
+TEST(ComputeModel, TheSustainedClockScalesFlopBoundWorkOnly) {
+  // Half the clock doubles a GEMM's and an attention kernel's time (less the fixed launch overhead) and leaves
+  // memory-bound work alone: HBM does not run on the SM clock.
+  GpuProfile full = h100();
+  full.sustained_clock_fraction = 1.0;
+  GpuProfile half = full;
+  half.sustained_clock_fraction = 0.5;
+  const TimeNs overhead = full.kernel_overhead_ns;
+  for (const bool attention : {false, true}) {
+    const Gemm gemm{"x", 8192, 8192, 8192, 1, attention};
+    EXPECT_NEAR(static_cast<double>(gemm_time_ns(gemm, half, DType::bf16) - overhead),
+                2.0 * static_cast<double>(gemm_time_ns(gemm, full, DType::bf16) - overhead), 2.0);
+  }
+  EXPECT_EQ(memory_time_ns(1'000'000'000, half), memory_time_ns(1'000'000'000, full));
 }
 
 TEST(ComputeModel, SmallShapesLoseEfficiency) {

@@ -225,7 +225,9 @@ TEST(TopologyErrors, UnknownProfile) {
   EXPECT_NE(message.find("topo.yaml:2:6: 'gpu': unknown GPU profile 'h100-sx' (did you mean 'h100-sxm'?)"),
             std::string::npos)
       << message;
-  EXPECT_NE(message.find("valid profiles: a100-sxm-80gb, b200, gb200, h100-sxm, h200-sxm"), std::string::npos)
+  EXPECT_NE(message.find("valid profiles: a100-sxm-40gb, a100-sxm-80gb, b200, b200-power-limited, gb200, gb300, "
+                         "h100-96gb, h100-sxm, h200-sxm"),
+            std::string::npos)
       << message;
 }
 
