@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "common/error.h"
 #include "sim/report_compare.h"
 
 namespace fsdpsim::cli {
@@ -27,7 +28,14 @@ void register_validate(CLI::App& app) {
   cmd->callback([options] {
     const Report predicted = load_report(options->predicted);
     const Report measured = load_report(options->measured);
-    const Comparison c = compare_reports(predicted, measured);
+    Comparison c;
+    try {
+      c = compare_reports(predicted, measured);
+    } catch (const ConfigError& e) {
+      // compare_reports sees two reports, not their files: name both here.
+      throw ConfigError(SourceLocation{options->measured, 0, 0}, "ops",
+                        e.problem() + " (predicted: " + options->predicted + ")", "");
+    }
     std::cout << comparison_text(c, options->worst);
     if (!options->json.empty()) write_text_file(options->json, comparison_json(c), "--json");
   });

@@ -4,20 +4,28 @@
 #include <optional>
 
 #include "common/error.h"
+#include "common/yaml_reader.h"
 #include "schedule/builder.h"
 #include "schedule/ir_yaml.h"
 #include "schedule/megatron_args.h"
 #include "schedule/validate.h"
+#include "sim/placement_check.h"
 
 namespace fsdpsim::cli {
 namespace {
 
 // A schedule read from a file must fit the topology: its world size must be whole nodes (and agree with --set
 // nodes when given).
+// The line of info.world_size in the schedule file, for the message (the parsed IR keeps no locations).
+SourceLocation world_size_location(const std::string& file) {
+  const YamlDocument doc = load_yaml_file(file);
+  return location_of(doc.root["info"]["world_size"], file);
+}
+
 void check_world(const Schedule& s, const Topology& t, const JobOptions& options) {
   const int32_t gpn = t.gpus_per_node;
   if (s.info.world_size % gpn != 0) {
-    throw ConfigError(SourceLocation{options.schedule_file_hint, 0, 0}, "info.world_size",
+    throw ConfigError(world_size_location(options.schedule_file_hint), "info.world_size",
                       "the schedule is for " + std::to_string(s.info.world_size) +
                           " GPUs, which is not a whole number of " + t.name + " nodes (" + std::to_string(gpn) +
                           " GPUs each)",
@@ -71,6 +79,7 @@ Schedule load_or_build_schedule(const std::string& schedule_file, const JobOptio
     *topology = job.topology;
     Schedule s = build_schedule(job.model, job.config, job.layout);
     validate_or_throw(s, "the built schedule");
+    check_group_placements(s, job.topology, job.config);  // blame the key, before the simulator meets the group
     return s;
   }
   Schedule s = load_schedule(schedule_file);
@@ -82,11 +91,11 @@ Schedule load_or_build_schedule(const std::string& schedule_file, const JobOptio
   for (const auto& assignment : options.sets) {
     FsdpConfig probe;
     apply_override(probe, assignment);
-    if (probe.origin.count("nodes") && probe.nodes * topology->gpus_per_node != s.info.world_size) {
+    const int64_t gpus = int64_t{probe.nodes} * topology->gpus_per_node;  // both up to 2^20: int64
+    if (probe.origin.count("nodes") && gpus != s.info.world_size) {
       throw ConfigError(probe.where("nodes"), "nodes",
                         "the schedule in " + schedule_file + " is for " + std::to_string(s.info.world_size) +
-                            " GPUs but nodes=" + std::to_string(probe.nodes) + " gives " +
-                            std::to_string(probe.nodes * topology->gpus_per_node),
+                            " GPUs but nodes=" + std::to_string(probe.nodes) + " gives " + std::to_string(gpus),
                         "drop --set nodes or rebuild the schedule for this node count");
     }
   }

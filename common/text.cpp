@@ -106,6 +106,43 @@ bool parse_double(std::string_view text, double* out) {
   return true;
 }
 
+bool is_plain_text(std::string_view text, size_t* bad_byte) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  size_t i = 0;
+  while (i < text.size()) {
+    const unsigned char c = byte(i);
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f) break;
+      ++i;
+      continue;
+    }
+    // The well-formed sequences of the Unicode standard (table 3-7): no overlong forms, no surrogates, ≤ U+10FFFF.
+    size_t extra = 0;
+    unsigned char low = 0x80, high = 0xbf;  // the range of the second byte
+    if (c >= 0xc2 && c <= 0xdf) {
+      extra = 1;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      extra = 2;
+      if (c == 0xe0) low = 0xa0;
+      if (c == 0xed) high = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      extra = 3;
+      if (c == 0xf0) low = 0x90;
+      if (c == 0xf4) high = 0x8f;
+    } else {
+      break;
+    }
+    if (i + extra >= text.size() || byte(i + 1) < low || byte(i + 1) > high) break;
+    bool ok = true;
+    for (size_t k = 2; k <= extra; ++k) ok = ok && (byte(i + k) & 0xc0) == 0x80;
+    if (!ok) break;
+    i += extra + 1;
+  }
+  if (i == text.size()) return true;
+  if (bad_byte) *bad_byte = i;
+  return false;
+}
+
 bool parse_count(std::string_view text, long long* out) {
   if (parse_int64(text, out)) return true;
   double value = 0;

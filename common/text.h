@@ -28,6 +28,11 @@ bool parse_int64(std::string_view text, long long* out);
 /// Strict floating-point parse of the whole text ("1.5", "1e9"); false on failure.
 bool parse_double(std::string_view text, double* out);
 
+/// True when `text` is valid UTF-8 without control characters other than tab and newline; otherwise false with
+/// `bad_byte` set to the offset of the first offending byte. Names and descriptions must be such text: the YAML
+/// writers cannot round-trip anything else.
+bool is_plain_text(std::string_view text, size_t* bad_byte);
+
 /// Parses a parameter or element count: an integer, or scientific notation that is a whole number ("1e9", "5e8").
 bool parse_count(std::string_view text, long long* out);
 

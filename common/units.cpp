@@ -147,6 +147,13 @@ std::optional<double> parse_flops_per_s(std::string_view text, std::string* why)
   return scale(text, kFlopsUnits, /*unit_required=*/true, "compute rate", "\"989TFLOPS\"", why);
 }
 
+TimeNs ns_from_seconds(double seconds) {
+  const double ns = seconds * 1e9;
+  if (!(ns < static_cast<double>(kSaturatedNs))) return kSaturatedNs;  // also NaN
+  if (ns <= 0) return 0;
+  return static_cast<TimeNs>(std::llround(ns));
+}
+
 std::string format_bytes(int64_t bytes) {
   static constexpr std::array<const char*, 5> kNames{"B", "KiB", "MiB", "GiB", "TiB"};
   double value = static_cast<double>(bytes);

@@ -26,6 +26,12 @@ std::optional<double> parse_bandwidth_bytes_per_s(std::string_view text, std::st
 /// Parses a compute rate: FLOPS, GFLOPS, TFLOPS, PFLOPS (also written FLOP/s, TFLOP/s).
 std::optional<double> parse_flops_per_s(std::string_view text, std::string* why = nullptr);
 
+/// Where ns_from_seconds() saturates: 2^56 ns, about 2.3 years (sums of a few such values still fit in int64).
+inline constexpr TimeNs kSaturatedNs = TimeNs{1} << 56;
+/// Seconds to integer nanoseconds, rounded. A time beyond kSaturatedNs (or NaN, from an absurd rate) saturates there
+/// instead of overflowing; the simulator then refuses the step (sim/op_costs.cpp).
+TimeNs ns_from_seconds(double seconds);
+
 /// "80.0 GiB", "512 MiB", "4 KiB", "12 B": binary units, one decimal (for reports).
 std::string format_bytes(int64_t bytes);
 /// "1.234 s", "12.5 ms", "3.2 us", "15 ns".

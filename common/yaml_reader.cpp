@@ -1,10 +1,12 @@
 #include "common/yaml_reader.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
 
+#include "common/limits.h"
 #include "common/text.h"
 
 namespace fsdpsim {
@@ -50,10 +52,22 @@ YamlDocument load_yaml_text(const std::string& text, const std::string& source) 
 }
 
 std::string read_text_file(const std::string& path) {
+  std::error_code error;
+  // A folder opens as a stream on Linux and reads as empty: say what it is instead of parsing nothing.
+  if (std::filesystem::is_directory(path, error)) {
+    throw ConfigError(SourceLocation{path, 0, 0}, "", "is a folder, not a file", "give the path of the file itself");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw ConfigError(SourceLocation{path, 0, 0}, "", "cannot open file",
                       "check the path, or give a preset name (see 'fsdpsim presets')");
+  }
+  // Refuse absurd files before reading them: parsing needs many times their size in memory (common/limits.h).
+  const auto size = std::filesystem::file_size(path, error);
+  if (!error && size > static_cast<uintmax_t>(limits::kMaxInputFileBytes)) {
+    throw ConfigError(SourceLocation{path, 0, 0}, "",
+                      "a file of " + format_bytes(static_cast<int64_t>(size)) + " is beyond what fsdpsim models",
+                      "input files may hold at most " + format_bytes(limits::kMaxInputFileBytes));
   }
   std::ostringstream text;
   text << in.rdbuf();
@@ -79,7 +93,13 @@ std::string YamlValue::scalar(const std::string& expected) const {
 }
 
 std::string YamlValue::as_string() const {
-  return scalar("a string");
+  std::string text = scalar("a string");
+  size_t bad = 0;
+  if (!is_plain_text(text, &bad)) {
+    fail("the text has a control character or is not valid UTF-8 (byte " + std::to_string(bad) + ")",
+         "write plain UTF-8 text");
+  }
+  return text;
 }
 
 bool YamlValue::as_bool() const {
@@ -150,6 +170,10 @@ TimeNs YamlValue::as_time_ns() const {
   std::string why;
   const auto value = parse_time_ns(text, &why);
   if (!value) fail(why, "write a duration such as \"1.5us\"");
+  if (*value > limits::kMaxLatencyNs) {
+    fail("a latency of " + format_time_ns(*value) + " is beyond what fsdpsim models",
+         "at most 1 s; write e.g. \"5us\"");
+  }
   return *value;
 }
 
@@ -159,6 +183,9 @@ double YamlValue::as_bandwidth_bytes_per_s() const {
   const auto value = parse_bandwidth_bytes_per_s(text, &why);
   if (!value) fail(why, "write a bandwidth such as \"450GB/s\" or \"400Gb/s\"");
   if (*value <= 0) fail("bandwidth must be positive", "write e.g. \"450GB/s\"");
+  if (*value < limits::kMinBandwidthBytesPerS || *value > limits::kMaxBandwidthBytesPerS) {
+    fail("a bandwidth of " + text + " is beyond what fsdpsim models", "use between 1MB/s and 1PB/s; check the unit");
+  }
   return *value;
 }
 
@@ -168,6 +195,10 @@ double YamlValue::as_flops_per_s() const {
   const auto value = parse_flops_per_s(text, &why);
   if (!value) fail(why, "write a rate such as \"989TFLOPS\"");
   if (*value <= 0) fail("compute rate must be positive", "write e.g. \"989TFLOPS\"");
+  if (*value < limits::kMinFlopsPerS || *value > limits::kMaxFlopsPerS) {
+    fail("a compute rate of " + text + " is beyond what fsdpsim models",
+         "use between 1GFLOPS and 10000PFLOPS; check the unit");
+  }
   return *value;
 }
 
@@ -195,6 +226,17 @@ bool YamlMap::has(const std::string& key) const {
 
 YAML::Node YamlMap::raw(const std::string& key) {
   if (!has(key)) {
+    // A key the reader does not know that is one typo away is most likely the missing one: point at it.
+    for (const auto& entry : node_) {
+      if (!entry.first.IsScalar()) continue;
+      const std::string present = entry.first.Scalar();
+      const bool known = read_.count(present) > 0 || std::find(known_.begin(), known_.end(), present) != known_.end();
+      if (!known && closest_match(present, {key}) == key) {
+        throw ConfigError(location_of(entry.first, source_), key_path(present),
+                          "unknown key (did you mean '" + key + "'?); '" + key_path(key) + "' is missing",
+                          "rename it to '" + key + "'");
+      }
+    }
     fail("missing required key '" + key_path(key) + "'", "add '" + key + ": ...' to this section");
   }
   read_.insert(key);

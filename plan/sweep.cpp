@@ -2,14 +2,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
 #include "common/error.h"
+#include "common/limits.h"
 #include "common/text.h"
 #include "schedule/builder.h"
 #include "schedule/parallel_layout.h"
 #include "sim/engine.h"
+#include "sim/placement_check.h"
 #include "sim/report.h"
 
 namespace fsdpsim {
@@ -59,9 +62,23 @@ GridAxis parse_grid_axis(const std::string& text) {
 }
 
 int64_t sweep_size(const SweepSpec& spec) {
-  int64_t n = 1;
-  for (const auto& a : spec.axes) n *= static_cast<int64_t>(a.values.size());
-  return n;
+  // Multiplied in long double and refused past the limit: a grid of 10^12 points would overflow nothing but would
+  // allocate a result per point and run for months (common/limits.h).
+  long double n = 1;
+  std::string axes;
+  for (const auto& a : spec.axes) {
+    n *= static_cast<long double>(a.values.size());
+    axes += (axes.empty() ? "" : " × ") + std::to_string(a.values.size()) + " " + a.key;
+  }
+  if (n > static_cast<long double>(limits::kMaxGridPoints)) {
+    char points[32];
+    std::snprintf(points, sizeof points, "%.3Lg", n);
+    throw ConfigError(SourceLocation{"<--grid>", 0, 0}, "",
+                      "a grid of " + std::string(points) + " points (" + axes + ") is beyond what fsdpsim models",
+                      "sweep at most " + std::to_string(limits::kMaxGridPoints) +
+                          " points (each is one simulation; 10,000 take about 45 s on 2 cores): drop values or axes");
+  }
+  return static_cast<int64_t>(n);
 }
 
 SweepResult evaluate_config(const ModelSpec& model, const Topology& topology, FsdpConfig config, double margin,
@@ -71,6 +88,7 @@ SweepResult evaluate_config(const ModelSpec& model, const Topology& topology, Fs
   try {
     const ParallelLayout layout = resolve_layout(model, config, topology.gpus_per_node);
     schedule = build_schedule(model, config, layout);
+    check_group_placements(schedule, topology, config);
   } catch (const ConfigError& e) {
     r.invalid_reason = e.problem().empty() ? e.what() : e.key() + ": " + e.problem();
     return r;
@@ -81,7 +99,15 @@ SweepResult evaluate_config(const ModelSpec& model, const Topology& topology, Fs
   options.record_timeline = false;
   Topology steady = topology;
   if (steps == 1) steady.gpu.cuda_malloc_ns = 0;  // one step standing for the steady state
-  const SimRun run = run_schedule(schedule, steady, options);
+  SimRun run;
+  try {
+    run = run_schedule(schedule, steady, options);
+  } catch (const ConfigError& e) {
+    // A step the simulator refuses (common/limits.h) is an invalid point, not an exception escaping a sweep thread.
+    r.valid = false;
+    r.invalid_reason = e.what();
+    return r;
+  }
   const Report report = make_report(schedule, topology, run, ReportDetail::summary);
   r.gpus = schedule.info.world_size;
   r.micro_batches = schedule.info.micro_batches;

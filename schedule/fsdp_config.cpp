@@ -3,6 +3,7 @@
 #include <functional>
 #include <sstream>
 
+#include "common/limits.h"
 #include "common/text.h"
 #include "common/yaml_reader.h"
 
@@ -49,8 +50,10 @@ const EnumNames<OuterStrategy> kOuterStrategies{
 const EnumNames<BudgetRule> kBudgetRules{{{BudgetRule::floor, "floor"}, {BudgetRule::cap, "cap"}}};
 const EnumNames<RecomputeMethod> kRecomputeMethods{
     {{RecomputeMethod::uniform, "uniform"}, {RecomputeMethod::block, "block"}}};
-const EnumNames<Recompute> kRecompute{
-    {{Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}}};
+const EnumNames<Recompute> kRecompute{{{Recompute::none, "none"},
+                                       {Recompute::selective, "selective"},
+                                       {Recompute::full, "full"},
+                                       {Recompute::selective_op, "selective_op"}}};
 const EnumNames<DType> kDtypes{
     {{DType::fp32, "fp32"}, {DType::bf16, "bf16"}, {DType::fp16, "fp16"}, {DType::fp8, "fp8"}}};
 
@@ -61,9 +64,12 @@ KeyDef int_key(const std::string& name, T FsdpConfig::*field, int64_t min, int64
                 [=](const FsdpConfig& c) { return std::to_string(c.*field); }};
 }
 
-KeyDef count_key(const std::string& name, int64_t FsdpConfig::*field, const std::string& help) {
+// `min` and `max` bound the value where it is read (max from common/limits.h), so that nothing downstream multiplies
+// an absurd count (micro_batch_size × dp, global_batch_size × seq_length).
+KeyDef count_key(const std::string& name, int64_t FsdpConfig::*field, int64_t min, int64_t max,
+                 const std::string& help) {
   return KeyDef{{name, "count", help},
-                [=](FsdpConfig& c, const YamlValue& v) { c.*field = v.as_count(0, int64_t{1} << 50); },
+                [=](FsdpConfig& c, const YamlValue& v) { c.*field = v.as_count(min, max); },
                 [=](const FsdpConfig& c) { return std::to_string(c.*field); }};
 }
 
@@ -97,15 +103,16 @@ const std::vector<KeyDef>& key_table() {
                "HSDP outer group: replicate (no_shard) or also shard the optimizer state (optim, HFSDP)"),
       int_key("num_distributed_optimizer_instances", &FsdpConfig::num_distributed_optimizer_instances, 1, 1 << 20,
               "outer (HSDP) group size: the data-parallel group is split into this many replicas"),
-      int_key("nodes", &FsdpConfig::nodes, 1, 1 << 20, "number of nodes of the topology"),
+      int_key("nodes", &FsdpConfig::nodes, 1, limits::kMaxNodes, "number of nodes of the topology"),
       int_key("tp", &FsdpConfig::tp, 1, 1024, "tensor-model-parallel size (with sequence parallelism)"),
       int_key("cp", &FsdpConfig::cp, 1, 1024, "context-parallel size"),
       int_key("ep", &FsdpConfig::ep, 1, 4096, "expert-model-parallel size"),
       int_key("etp", &FsdpConfig::etp, 1, 1024, "expert-tensor-parallel size"),
-      count_key("micro_batch_size", &FsdpConfig::micro_batch_size, "sequences per micro-batch per rank"),
-      count_key("global_batch_size", &FsdpConfig::global_batch_size,
+      count_key("micro_batch_size", &FsdpConfig::micro_batch_size, 1, limits::kMaxMicroBatchSize,
+                "sequences per micro-batch per rank"),
+      count_key("global_batch_size", &FsdpConfig::global_batch_size, 0, limits::kMaxTokensPerStep,
                 "sequences per optimizer step over the job; 0 means micro_batch_size × data-parallel size"),
-      count_key("seq_length", &FsdpConfig::seq_length, "tokens per sequence"),
+      count_key("seq_length", &FsdpConfig::seq_length, 1, int64_t{1} << 50, "tokens per sequence"),
       enum_key("param_dtype", &FsdpConfig::param_dtype, kDtypes,
                "compute weight dtype: bf16, or fp8 for FP8 parameters (fp8_param_gather)"),
       bool_key("fp8_compute", &FsdpConfig::fp8_compute,
@@ -124,12 +131,14 @@ const std::vector<KeyDef>& key_table() {
                "NCCL user-buffer registration (SM-light NVLS/SHARP kernels); forces fsdp_double_buffer"),
       bool_key("overlap_param_gather", &FsdpConfig::overlap_param_gather, "prefetch all-gathers under compute"),
       bool_key("overlap_grad_reduce", &FsdpConfig::overlap_grad_reduce, "overlap reduce-scatters with backward"),
-      count_key("suggested_communication_unit_size", &FsdpConfig::suggested_communication_unit_size,
+      count_key("suggested_communication_unit_size", &FsdpConfig::suggested_communication_unit_size, 0,
+                limits::kMaxParameters,
                 "communication budget in elements (sets prefetch depth and the reduce-scatter queue); 0: default"),
       enum_key("communication_budget_rule", &FsdpConfig::communication_budget_rule, kBudgetRules,
                "default budget: floor = max(1e9, 2×unit) (snapshot), cap = min(1e9, 2×unit) (PR #7134)"),
       enum_key("recompute_granularity", &FsdpConfig::recompute_granularity, kRecompute,
-               "activation recompute: none, selective (attention core), full (whole layers)"),
+               "activation recompute: none, selective (attention core), full (whole layers), "
+               "selective_op (torchtitan op-level SAC)"),
       enum_key("recompute_method", &FsdpConfig::recompute_method, kRecomputeMethods,
                "full recompute: uniform (chunks of recompute_num_layers) or block (first N layers)"),
       int_key("recompute_num_layers", &FsdpConfig::recompute_num_layers, 1, 1 << 20,
@@ -145,6 +154,12 @@ const std::vector<KeyDef>& key_table() {
       int_key("cpu_offloading_num_layers", &FsdpConfig::cpu_offloading_num_layers, 0, 1 << 20,
               "decoder layers whose activations are offloaded; 0: all but the last"),
       bool_key("flash_attention", &FsdpConfig::flash_attention, "fused attention: no s×s scores are stored"),
+      bool_key(
+          "fused_elementwise", &FsdpConfig::fused_elementwise,
+          "fused norm/rotary/activation kernels (TE, Apex, torch.compile); false: PyTorch eager, one kernel per op"),
+      bool_key("fused_cross_entropy", &FsdpConfig::fused_cross_entropy,
+               "Megatron's fused vocab-parallel cross-entropy; false: F.cross_entropy on fp32-upcast logits "
+               "(torchtitan, HF)"),
       bool_key("reshard_after_forward", &FsdpConfig::reshard_after_forward,
                "FSDP2: free gathered params after forward (true) or keep them until backward (false)"),
       int_key("forward_prefetch", &FsdpConfig::forward_prefetch, 0, 64, "FSDP2: units all-gathered ahead in forward"),
@@ -219,7 +234,11 @@ void apply_override(FsdpConfig& config, const std::string& assignment, const std
                       "run 'fsdpsim presets --keys' or see README.md for the keys");
   }
   const YamlDocument doc = load_yaml_text(text, where.file);
-  def->set(config, YamlValue(doc.root, where.file, key));
+  try {
+    def->set(config, YamlValue(doc.root, where.file, key));
+  } catch (const ConfigError& e) {
+    throw ConfigError(where, key, e.problem(), e.fix());  // a one-line value: "<--set k=v>:1:1" says nothing more
+  }
   config.origin[key] = where;
 }
 

@@ -66,6 +66,8 @@ struct FsdpConfig {
   bool cpu_offloading_activations = false;
   int32_t cpu_offloading_num_layers = 0;  ///< 0: every decoder layer but the last
   bool flash_attention = true;
+  bool fused_elementwise = true;      ///< false: PyTorch eager elementwise kernels (no torch.compile, no TE)
+  bool fused_cross_entropy = true;    ///< false: F.cross_entropy on fp32-upcast logits (torchtitan, Hugging Face)
   bool reshard_after_forward = true;  ///< FSDP2 only
   int32_t forward_prefetch = 1;       ///< FSDP2: units gathered ahead in forward
   int32_t backward_prefetch = 1;      ///< FSDP2: units gathered ahead in backward

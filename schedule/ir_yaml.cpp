@@ -2,11 +2,14 @@
 
 #include <limits>
 
+#include "common/limits.h"
 #include "common/text.h"
 #include "common/yaml_reader.h"
 
 namespace fsdpsim {
 namespace {
+
+constexpr int64_t kMaxGemmDim = int64_t{1} << 40;
 
 void emit_ids(YAML::Emitter& out, const char* key, const std::vector<int32_t>& ids) {
   if (ids.empty()) return;
@@ -108,8 +111,8 @@ ScheduleInfo read_info(YamlMap map) {
   info.strategy = map.get("strategy").as_choice({"no_shard", "optim", "optim_grads", "optim_grads_params"});
   info.world_size = static_cast<int32_t>(map.get("world_size").as_int(1, 1 << 22));
   info.micro_batches = static_cast<int32_t>(map.get("micro_batches").as_int(1, 100000));
-  info.global_tokens_per_step = map.get("global_tokens_per_step").as_int(0);
-  info.model_flops_per_gpu = map.get("model_flops_per_gpu").as_int(0);
+  info.global_tokens_per_step = map.get("global_tokens_per_step").as_int(0, limits::kMaxTokensPerStep);
+  info.model_flops_per_gpu = map.get("model_flops_per_gpu").as_int(0, limits::kMaxStepFlopsPerGpu);
   info.compute_dtype =
       parse_enum<DType>(map.get("compute_dtype"), parse_dtype_opt, {DType::fp32, DType::bf16, DType::fp16, DType::fp8});
   info.prefetch_depth = static_cast<int32_t>(map.int_or("prefetch_depth", 0, 0, 1 << 20));
@@ -120,10 +123,11 @@ ScheduleInfo read_info(YamlMap map) {
 Gemm read_gemm(YamlMap map) {
   Gemm g;
   g.name = map.get("name").as_string();
-  g.m = map.get("m").as_int(0);
-  g.n = map.get("n").as_int(0);
-  g.k = map.get("k").as_int(0);
-  g.batch = map.int_or("batch", 1, 0);
+  // Each dimension within 2^40 (a GEMM's FLOPs are summed and bounded by validate()), so reading cannot overflow.
+  g.m = map.get("m").as_int(0, kMaxGemmDim);
+  g.n = map.get("n").as_int(0, kMaxGemmDim);
+  g.k = map.get("k").as_int(0, kMaxGemmDim);
+  g.batch = map.int_or("batch", 1, 0, kMaxGemmDim);
   g.attention = map.bool_or("attention", false);
   map.finish();
   return g;
@@ -145,12 +149,17 @@ Op read_op(YamlMap map, const std::vector<std::string>& streams, const std::vect
     op.dtype =
         parse_enum<DType>(map.get("dtype"), parse_dtype_opt, {DType::fp32, DType::bf16, DType::fp16, DType::fp8});
   }
-  op.send_bytes = map.int_or("send_bytes", 0, 0);
-  op.recv_bytes = map.int_or("recv_bytes", 0, 0);
-  op.bytes_touched = map.int_or("bytes_touched", 0, 0);
+  op.send_bytes = map.int_or("send_bytes", 0, 0, limits::kMaxBytes);
+  op.recv_bytes = map.int_or("recv_bytes", 0, 0, limits::kMaxBytes);
+  op.bytes_touched = map.int_or("bytes_touched", 0, 0, limits::kMaxBytes);
   if (map.has("gemms")) {
     const YAML::Node list = map.raw("gemms");
     if (!list.IsSequence()) map.fail("'gemms' must be a list", "write gemms: [{name: x, m: 1, n: 1, k: 1}]");
+    if (static_cast<int64_t>(list.size()) > limits::kMaxGemmsPerOp) {
+      throw ConfigError(location_of(list, map.source()), map.key_path("gemms"),
+                        std::to_string(list.size()) + " GEMMs in one op is beyond what fsdpsim models",
+                        "at most " + std::to_string(limits::kMaxGemmsPerOp) + "; split the work into several ops");
+    }
     for (size_t i = 0; i < list.size(); ++i) {
       op.gemms.push_back(
           read_gemm(YamlMap(list[i], map.source(), map.key_path("gemms") + "[" + std::to_string(i) + "]")));
@@ -165,12 +174,19 @@ Op read_op(YamlMap map, const std::vector<std::string>& streams, const std::vect
   return op;
 }
 
+// `max_items` is the limit on the list (common/limits.h), checked before any item is read.
 template <typename T, typename F>
-std::vector<T> read_list(YamlMap& top, const std::string& key, F read_one) {
+std::vector<T> read_list(YamlMap& top, const std::string& key, int64_t max_items, F read_one) {
   std::vector<T> out;
   const YAML::Node list = top.raw(key);
   if (list.IsNull()) return out;
   if (!list.IsSequence()) top.fail("'" + key + "' must be a list", "write one '- ...' entry per item");
+  if (static_cast<int64_t>(list.size()) > max_items) {
+    throw ConfigError(
+        location_of(list, top.source()), key,
+        std::to_string(list.size()) + " " + key + " is beyond what fsdpsim models",
+        "a step may have at most " + std::to_string(max_items) + " " + key + " (see the limits in README.md)");
+  }
   out.reserve(list.size());
   for (size_t i = 0; i < list.size(); ++i) {
     out.push_back(read_one(YamlMap(list[i], top.source(), key + "[" + std::to_string(i) + "]")));
@@ -225,30 +241,36 @@ Schedule schedule_from_yaml(const std::string& text, const std::string& source) 
   const YamlDocument doc = load_yaml_text(text, source);
   YamlMap top(doc.root, doc.source, "");
   Schedule s;
-  s.version = static_cast<int32_t>(top.get("version").as_int(1, Schedule::kVersion));
+  const YamlValue version = top.get("version");
+  s.version = static_cast<int32_t>(version.as_int(1, INT32_MAX));
+  if (s.version > Schedule::kVersion) {
+    version.fail("schedule IR version " + std::to_string(s.version) + " is newer than this fsdpsim reads (version " +
+                     std::to_string(Schedule::kVersion) + ")",
+                 "write the schedule with this fsdpsim ('fsdpsim schedule -o FILE'), or update fsdpsim");
+  }
   s.info = read_info(top.map("info"));
-  s.units = read_list<UnitInfo>(top, "units", [](YamlMap m) {
-    UnitInfo u{m.get("name").as_string(), m.get("params").as_int(0)};
+  s.units = read_list<UnitInfo>(top, "units", limits::kMaxLayers + 2, [](YamlMap m) {
+    UnitInfo u{m.get("name").as_string(), m.get("params").as_int(0, limits::kMaxParameters)};
     m.finish();
     return u;
   });
-  s.groups = read_list<Group>(top, "groups", [](YamlMap m) {
+  s.groups = read_list<Group>(top, "groups", limits::kMaxGroups, [](YamlMap m) {
     Group g{m.get("name").as_string(), static_cast<int32_t>(m.get("size").as_int(1, 1 << 22)),
             static_cast<int32_t>(m.get("stride").as_int(1, 1 << 22))};
     m.finish();
     return g;
   });
-  s.streams = read_list<Stream>(top, "streams", [](YamlMap m) {
+  s.streams = read_list<Stream>(top, "streams", limits::kMaxStreams, [](YamlMap m) {
     Stream st{m.get("name").as_string(), static_cast<int32_t>(m.int_or("priority", 0, -8, 8))};
     m.finish();
     return st;
   });
-  s.buffers = read_list<Buffer>(top, "buffers", [](YamlMap m) {
+  s.buffers = read_list<Buffer>(top, "buffers", limits::kMaxScheduleBuffers, [](YamlMap m) {
     Buffer b;
     b.id = static_cast<int32_t>(m.get("id").as_int(0, std::numeric_limits<int32_t>::max()));
     b.name = m.get("name").as_string();
     b.category = parse_enum<BufferCategory>(m.get("category"), parse_buffer_category, all_buffer_categories());
-    b.size_bytes = m.get("size_bytes").as_int(0);
+    b.size_bytes = m.get("size_bytes").as_int(0, limits::kMaxBytes);
     b.persistent = m.bool_or("persistent", false);
     b.nccl_registered = m.bool_or("nccl_registered", false);
     m.finish();
@@ -257,7 +279,8 @@ Schedule schedule_from_yaml(const std::string& text, const std::string& source) 
   std::vector<std::string> stream_names, group_names;
   for (const auto& st : s.streams) stream_names.push_back(st.name);
   for (const auto& g : s.groups) group_names.push_back(g.name);
-  s.ops = read_list<Op>(top, "ops", [&](YamlMap m) { return read_op(std::move(m), stream_names, group_names); });
+  s.ops = read_list<Op>(top, "ops", limits::kMaxScheduleOps,
+                        [&](YamlMap m) { return read_op(std::move(m), stream_names, group_names); });
   top.finish();
   return s;
 }

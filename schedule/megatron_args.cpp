@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "common/limits.h"
 #include "common/text.h"
 #include "common/yaml_reader.h"
 
@@ -207,11 +208,17 @@ void set_key(FsdpConfig& config, const std::string& key, const std::string& valu
   apply_override(config, key + "=" + value, "megatron-args " + flag);
 }
 
-long long int_value(const ParsedFlag& f, long long min) {
+// `max` is the flag's limit (common/limits.h): larger values are refused here, before they are narrowed to the
+// model's int32 fields or multiplied (--ffn-hidden-size defaults to 4 × --hidden-size).
+long long int_value(const ParsedFlag& f, long long min, long long max) {
   long long v = 0;
   if (!parse_count(f.value, &v) || v < min) {
     throw ConfigError(kWhere, f.name, "expected a whole number ≥ " + std::to_string(min) + ", got '" + f.value + "'",
                       "write e.g. " + f.name + " 8");
+  }
+  if (v > max) {
+    throw ConfigError(kWhere, f.name, f.value + " is beyond what fsdpsim models",
+                      "use at most " + std::to_string(max) + " (see the limits in README.md)");
   }
   return v;
 }
@@ -302,17 +309,27 @@ const std::map<std::string, ConfigRule>& config_rules() {
 
 const std::map<std::string, ModelRule>& model_rules() {
   static const std::map<std::string, ModelRule> rules{
-      {"--num-layers", [](ModelSpec& m, const ParsedFlag& f) { m.num_layers = static_cast<int32_t>(int_value(f, 1)); }},
-      {"--hidden-size", [](ModelSpec& m, const ParsedFlag& f) { m.hidden_size = int_value(f, 1); }},
-      {"--ffn-hidden-size", [](ModelSpec& m, const ParsedFlag& f) { m.ffn_hidden_size = int_value(f, 1); }},
+      {"--num-layers",
+       [](ModelSpec& m, const ParsedFlag& f) {
+         m.num_layers = static_cast<int32_t>(int_value(f, 1, limits::kMaxLayers));
+       }},
+      {"--hidden-size",
+       [](ModelSpec& m, const ParsedFlag& f) { m.hidden_size = int_value(f, 1, limits::kMaxHiddenSize); }},
+      {"--ffn-hidden-size",
+       [](ModelSpec& m, const ParsedFlag& f) { m.ffn_hidden_size = int_value(f, 1, limits::kMaxFfnHiddenSize); }},
       {"--num-attention-heads",
-       [](ModelSpec& m, const ParsedFlag& f) { m.num_attention_heads = static_cast<int32_t>(int_value(f, 1)); }},
+       [](ModelSpec& m, const ParsedFlag& f) {
+         m.num_attention_heads = static_cast<int32_t>(int_value(f, 1, limits::kMaxHeads));
+       }},
       {"--num-query-groups",
-       [](ModelSpec& m, const ParsedFlag& f) { m.num_kv_heads = static_cast<int32_t>(int_value(f, 1)); }},
-      {"--kv-channels", [](ModelSpec& m, const ParsedFlag& f) { m.head_dim = int_value(f, 1); }},
-      {"--vocab-size", [](ModelSpec& m, const ParsedFlag& f) { m.vocab_size = int_value(f, 1); }},
+       [](ModelSpec& m, const ParsedFlag& f) {
+         m.num_kv_heads = static_cast<int32_t>(int_value(f, 1, limits::kMaxHeads));
+       }},
+      {"--kv-channels", [](ModelSpec& m, const ParsedFlag& f) { m.head_dim = int_value(f, 1, limits::kMaxHeadDim); }},
+      {"--vocab-size",
+       [](ModelSpec& m, const ParsedFlag& f) { m.vocab_size = int_value(f, 1, limits::kMaxVocabSize); }},
       {"--max-position-embeddings",
-       [](ModelSpec& m, const ParsedFlag& f) { m.max_position_embeddings = int_value(f, 1); }},
+       [](ModelSpec& m, const ParsedFlag& f) { m.max_position_embeddings = int_value(f, 1, limits::kMaxSequence); }},
       {"--swiglu", [](ModelSpec& m, const ParsedFlag&) { m.gated_mlp = true; }},
       {"--untie-embeddings-and-output-weights", [](ModelSpec& m, const ParsedFlag&) { m.tied_embeddings = false; }},
       {"--disable-bias-linear", [](ModelSpec& m, const ParsedFlag&) { m.linear_bias = false; }},
@@ -338,23 +355,36 @@ const std::map<std::string, ModelRule>& model_rules() {
                              "use rope or learned_absolute");
        }},
       {"--num-experts",
-       [](ModelSpec& m, const ParsedFlag& f) { m.moe.num_experts = static_cast<int32_t>(int_value(f, 1)); }},
+       [](ModelSpec& m, const ParsedFlag& f) {
+         m.moe.num_experts = static_cast<int32_t>(int_value(f, 1, limits::kMaxExperts));
+       }},
       {"--moe-router-topk",
-       [](ModelSpec& m, const ParsedFlag& f) { m.moe.top_k = static_cast<int32_t>(int_value(f, 1)); }},
+       [](ModelSpec& m, const ParsedFlag& f) {
+         m.moe.top_k = static_cast<int32_t>(int_value(f, 1, limits::kMaxExperts));
+       }},
       {"--moe-ffn-hidden-size",
-       [](ModelSpec& m, const ParsedFlag& f) { m.moe.expert_ffn_hidden_size = int_value(f, 1); }},
+       [](ModelSpec& m, const ParsedFlag& f) {
+         m.moe.expert_ffn_hidden_size = int_value(f, 1, limits::kMaxFfnHiddenSize);
+       }},
       {"--moe-shared-expert-intermediate-size",
        [](ModelSpec& m, const ParsedFlag& f) {
          m.moe.num_shared_experts = 1;
-         m.moe.shared_expert_ffn_hidden_size = int_value(f, 1);
+         m.moe.shared_expert_ffn_hidden_size = int_value(f, 1, limits::kMaxFfnHiddenSize);
        }},
       {"--moe-layer-freq",
-       [](ModelSpec& m, const ParsedFlag& f) { m.moe.layer_freq = static_cast<int32_t>(int_value(f, 1)); }},
-      {"--q-lora-rank", [](ModelSpec& m, const ParsedFlag& f) { m.mla.q_lora_rank = int_value(f, 0); }},
-      {"--kv-lora-rank", [](ModelSpec& m, const ParsedFlag& f) { m.mla.kv_lora_rank = int_value(f, 1); }},
-      {"--qk-head-dim", [](ModelSpec& m, const ParsedFlag& f) { m.mla.qk_nope_head_dim = int_value(f, 1); }},
-      {"--qk-pos-emb-head-dim", [](ModelSpec& m, const ParsedFlag& f) { m.mla.qk_rope_head_dim = int_value(f, 1); }},
-      {"--v-head-dim", [](ModelSpec& m, const ParsedFlag& f) { m.mla.v_head_dim = int_value(f, 1); }},
+       [](ModelSpec& m, const ParsedFlag& f) {
+         m.moe.layer_freq = static_cast<int32_t>(int_value(f, 1, limits::kMaxLayers));
+       }},
+      {"--q-lora-rank",
+       [](ModelSpec& m, const ParsedFlag& f) { m.mla.q_lora_rank = int_value(f, 0, limits::kMaxLoraRank); }},
+      {"--kv-lora-rank",
+       [](ModelSpec& m, const ParsedFlag& f) { m.mla.kv_lora_rank = int_value(f, 1, limits::kMaxLoraRank); }},
+      {"--qk-head-dim",
+       [](ModelSpec& m, const ParsedFlag& f) { m.mla.qk_nope_head_dim = int_value(f, 1, limits::kMaxHeadDim); }},
+      {"--qk-pos-emb-head-dim",
+       [](ModelSpec& m, const ParsedFlag& f) { m.mla.qk_rope_head_dim = int_value(f, 1, limits::kMaxHeadDim); }},
+      {"--v-head-dim",
+       [](ModelSpec& m, const ParsedFlag& f) { m.mla.v_head_dim = int_value(f, 1, limits::kMaxHeadDim); }},
   };
   return rules;
 }

@@ -1,7 +1,9 @@
 // Consistency checks of a ModelSpec. Every failure is a ConfigError naming the key, where it was written, and what
 // would be valid.
+#include <cstdio>
 #include <string>
 
+#include "common/limits.h"
 #include "common/text.h"
 #include "schedule/model.h"
 #include "schedule/model_internal.h"
@@ -25,6 +27,60 @@ std::string divisors_of(int64_t n) {
     if (n % d == 0) out.push_back(std::to_string(d));
   }
   return join(out);
+}
+
+// "1.8e+17": a count too large for int64 arithmetic, for messages.
+std::string format_count(long double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3Lg", value);
+  return buf;
+}
+
+// A size above `limit` (common/limits.h) is refused before anything multiplies it.
+void require_at_most(int64_t value, int64_t limit, const KeyLocator& locate, const std::string& key) {
+  require(value <= limit, locate, key, key + "=" + std::to_string(value) + " is beyond what fsdpsim models",
+          "use at most " + std::to_string(limit) + " (see the limits in README.md)");
+}
+
+// Every dimension against its limit, so that the tensor shapes below (products of two dimensions) fit in int64.
+void check_limits(const ModelSpec& m, const KeyLocator& locate) {
+  require_at_most(m.num_layers, limits::kMaxLayers, locate, "num_layers");
+  require_at_most(m.hidden_size, limits::kMaxHiddenSize, locate, "hidden_size");
+  require_at_most(m.ffn_hidden_size, limits::kMaxFfnHiddenSize, locate, "ffn_hidden_size");
+  require_at_most(m.num_attention_heads, limits::kMaxHeads, locate, "num_attention_heads");
+  require_at_most(m.head_dim, limits::kMaxHeadDim, locate, "head_dim");
+  require_at_most(m.vocab_size, limits::kMaxVocabSize, locate, "vocab_size");
+  require_at_most(m.max_position_embeddings, limits::kMaxSequence, locate, "max_position_embeddings");
+  require_at_most(m.moe.num_experts, limits::kMaxExperts, locate, "moe.num_experts");
+  require_at_most(m.moe.num_shared_experts, limits::kMaxExperts, locate, "moe.num_shared_experts");
+  require_at_most(m.moe.expert_ffn_hidden_size, limits::kMaxFfnHiddenSize, locate, "moe.expert_ffn_hidden_size");
+  require_at_most(m.moe.shared_expert_ffn_hidden_size, limits::kMaxFfnHiddenSize, locate,
+                  "moe.shared_expert_ffn_hidden_size");
+  require_at_most(m.mla.q_lora_rank, limits::kMaxLoraRank, locate, "mla.q_lora_rank");
+  require_at_most(m.mla.kv_lora_rank, limits::kMaxLoraRank, locate, "mla.kv_lora_rank");
+  require_at_most(m.mla.qk_nope_head_dim, limits::kMaxHeadDim, locate, "mla.qk_nope_head_dim");
+  require_at_most(m.mla.qk_rope_head_dim, limits::kMaxHeadDim, locate, "mla.qk_rope_head_dim");
+  require_at_most(m.mla.v_head_dim, limits::kMaxHeadDim, locate, "mla.v_head_dim");
+}
+
+// The whole model's parameters, summed in long double so that an absurd model is measured, not overflowed; each
+// tensor's rows and cols are products of at most two dimensions already bounded by check_limits().
+long double parameters_upper_bound(const ModelSpec& m) {
+  const auto sum = [](const std::vector<ParamTensor>& tensors) {
+    long double total = 0;
+    for (const auto& t : tensors) {
+      total += static_cast<long double>(t.rows) * static_cast<long double>(t.cols) * static_cast<long double>(t.copies);
+    }
+    return total;
+  };
+  long double total = sum(embedding_tensors(m)) + sum(output_tensors(m));
+  long double dense_layer = -1, moe_layer = -1;  // every dense layer has the same tensors, and every MoE layer
+  for (int32_t layer = 0; layer < m.num_layers; ++layer) {
+    long double& cached = m.is_moe_layer(layer) ? moe_layer : dense_layer;
+    if (cached < 0) cached = sum(layer_tensors(m, layer));
+    total += cached;
+  }
+  return total;
 }
 
 void check_sizes(const ModelSpec& m, const KeyLocator& locate) {
@@ -121,9 +177,15 @@ void check_mla(const ModelSpec& m, const KeyLocator& locate) {
 }  // namespace
 
 void check_model_at(const ModelSpec& model, const KeyLocator& locate) {
+  check_limits(model, locate);  // first: the messages of the other checks list divisors up to these sizes
   check_sizes(model, locate);
   check_moe(model, locate);
   check_mla(model, locate);
+  const long double params = parameters_upper_bound(model);
+  require(params <= static_cast<long double>(limits::kMaxParameters), locate, "num_layers",
+          "a model of " + format_count(params) + " parameters is beyond what fsdpsim models",
+          "at most " + format_count(static_cast<long double>(limits::kMaxParameters)) +
+              " parameters (about 1.1e15; the largest published models have ~2e12)");
 }
 
 void check_model(const ModelSpec& model, const std::string& source) {

@@ -8,6 +8,7 @@
 #include "common/embedded.h"
 #include "common/error.h"
 #include "common/text.h"
+#include "common/yaml_reader.h"
 #include "schedule/model.h"
 
 namespace fsdpsim {
@@ -17,14 +18,9 @@ std::span<const EmbeddedFile> embedded_model_presets();
 
 namespace {
 
+// One reader for every input file: it refuses folders and files beyond limits::kMaxInputFileBytes.
 std::string read_model_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw ConfigError(SourceLocation{path, 0, 0}, "", "cannot open file", "check the path and its permissions");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return read_text_file(path);
 }
 
 bool ends_with(const std::string& text, const std::string& suffix) {

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "schedule/job_limits.h"
 
 namespace fsdpsim {
 namespace {
@@ -151,6 +152,7 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
            "use at most 100,000 micro-batches per step (raise micro_batch_size or lower global_batch_size)");
   }
   l.micro_batches = static_cast<int32_t>(micro_batches);
+  check_job_limits(model, config, l);  // tokens, ops and FLOPs of the step, before anything multiplies them
   l.shape = RankShape{l.tp,
                       l.cp,
                       l.ep,
@@ -159,7 +161,9 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
                       config.seq_length,
                       (config.fp8_compute || config.param_dtype == DType::fp8) ? DType::fp8 : DType::bf16,
                       DType::bf16,
-                      config.flash_attention};
+                      config.flash_attention,
+                      config.fused_elementwise,
+                      config.fused_cross_entropy};
   // The model must divide by this shape (heads by tp, experts by ep, ...): report it at the key's own origin.
   try {
     check_rank_shape(model, l.shape);

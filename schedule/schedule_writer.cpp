@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/limits.h"
 
 namespace fsdpsim {
 
@@ -46,6 +47,12 @@ int32_t ScheduleWriter::unit(const std::string& name, int64_t params) {
 
 int32_t ScheduleWriter::add(Op op) {
   const auto id = static_cast<int32_t>(schedule_.ops.size());
+  // The backstop of check_job_limits' up-front estimate: stop before a step outgrows memory (common/limits.h).
+  if (id >= limits::kMaxScheduleOps) {
+    throw ConfigError("the step of " + schedule_.info.model + " with " + std::to_string(schedule_.info.micro_batches) +
+                      " micro-batches has more than " + std::to_string(limits::kMaxScheduleOps) +
+                      " ops, which is beyond what fsdpsim models (raise micro_batch_size or lower global_batch_size)");
+  }
   FSDPSIM_CHECK(op.stream >= 0 && op.stream < static_cast<int32_t>(tails_.size()), "op on unknown stream: " + op.name);
   op.id = id;
   tails_[static_cast<size_t>(op.stream)] = id;

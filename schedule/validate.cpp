@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/limits.h"
 #include "schedule/schedule_graph.h"
 
 namespace fsdpsim {
@@ -16,6 +17,7 @@ class Checker {
   std::vector<std::string> run() {
     check_ids();
     check_references();
+    check_totals();
     if (!problems_.empty()) return problems_;  // later rules index by these references
     check_collective_bytes();
     const std::vector<int32_t> cycle = find_cycle(s_);
@@ -92,13 +94,49 @@ class Checker {
     }
   }
 
+  // The step's totals within common/limits.h, so that the simulator's and the reports' 64-bit sums cannot
+  // overflow (a file can hold any counts; a built schedule is within them by check_job_limits()).
+  void check_totals() {
+    if (static_cast<int64_t>(s_.ops.size()) > limits::kMaxScheduleOps ||
+        static_cast<int64_t>(s_.streams.size()) > limits::kMaxStreams) {
+      report("limits", std::to_string(s_.ops.size()) + " ops on " + std::to_string(s_.streams.size()) +
+                           " streams is beyond what fsdpsim models (at most " +
+                           std::to_string(limits::kMaxScheduleOps) + " ops and " + std::to_string(limits::kMaxStreams) +
+                           " streams)");
+    }
+    long double buffer_bytes = 0, op_bytes = 0, flops = 0, outputs = 0;
+    for (const Buffer& b : s_.buffers) buffer_bytes += static_cast<long double>(b.size_bytes);
+    for (const Op& op : s_.ops) {
+      op_bytes += static_cast<long double>(op.send_bytes) + static_cast<long double>(op.recv_bytes) +
+                  static_cast<long double>(op.bytes_touched);
+      for (const Gemm& g : op.gemms) {
+        const long double out = static_cast<long double>(g.m) * static_cast<long double>(g.n) *
+                                static_cast<long double>(g.batch);  // the simulator tiles these (even when k = 0)
+        outputs += out;
+        flops += 2.0L * out * static_cast<long double>(g.k);
+      }
+    }
+    const auto over = [&](const char* what, long double total, int64_t limit) {
+      if (total <= static_cast<long double>(limit)) return;
+      std::ostringstream text;
+      text << what << " add up to " << static_cast<double>(total) << ", beyond what fsdpsim models (at most " << limit
+           << " per step)";
+      report("limits", text.str());
+    };
+    over("the buffers' sizes", buffer_bytes, limits::kMaxStepBytes);
+    over("the ops' byte counts", op_bytes, limits::kMaxStepBytes);
+    over("the GEMMs' FLOPs", flops, limits::kMaxStepFlopsPerGpu);
+    over("the GEMMs' output elements", outputs, limits::kMaxStepFlopsPerGpu);
+  }
+
   void check_collective_bytes() {
     for (const Op& op : s_.ops) {
       if (!is_collective(op.kind)) continue;
       const int64_t n = s_.groups[static_cast<size_t>(op.group)].size;
       bool ok = true;
-      if (op.kind == OpKind::all_gather) ok = op.recv_bytes == op.send_bytes * n;
-      if (op.kind == OpKind::reduce_scatter) ok = op.send_bytes == op.recv_bytes * n;
+      // recv == send × n without the product, which overflows for a file's absurd byte counts.
+      if (op.kind == OpKind::all_gather) ok = op.recv_bytes % n == 0 && op.recv_bytes / n == op.send_bytes;
+      if (op.kind == OpKind::reduce_scatter) ok = op.send_bytes % n == 0 && op.send_bytes / n == op.recv_bytes;
       if (op.kind == OpKind::all_reduce) ok = op.send_bytes == op.recv_bytes;
       if (!ok) {
         report("collective-bytes", describe_op(op.id) + ": " + std::string(to_string(op.kind)) + " over a group of " +

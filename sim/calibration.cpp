@@ -63,6 +63,7 @@ std::vector<CollectiveSample> parse_nccl_tests_log(const std::string& text, cons
                                                    std::optional<OpKind> kind) {
   std::vector<CollectiveSample> rows;
   std::set<std::string> hosts;
+  std::map<std::string, int> rank_lines;  // rank number → the line that lists it
   int32_t ranks = 0;
   std::istringstream in(text);
   int line_number = 0;
@@ -74,6 +75,12 @@ std::vector<CollectiveSample> parse_nccl_tests_log(const std::string& text, cons
       // "# Collective test starting: all_gather_perf"; "#  Rank  0 Group  0 Pid 123 on host device 0 [..] NAME"
       if (line.find("Collective test starting") != std::string::npos && !kind) kind = kind_from_text(line);
       if (w.size() > 8 && w[1] == "Rank" && w[7] == "on") {
+        // Two logs pasted together list their ranks twice, and the rank count would be wrong: refuse.
+        if (const auto [it, fresh] = rank_lines.emplace(w[2], line_number); !fresh) {
+          throw ConfigError(SourceLocation{source, line_number, 1}, "",
+                            "rank " + w[2] + " is listed again (first on line " + std::to_string(it->second) + ")",
+                            "give the output of one nccl-tests run per file");
+        }
         ++ranks;
         hosts.insert(w[8]);
       }
@@ -86,6 +93,7 @@ std::vector<CollectiveSample> parse_nccl_tests_log(const std::string& text, cons
                         "not an nccl-tests result row: '" + trim_copy(line) + "'",
                         "give the unmodified output of all_gather_perf, reduce_scatter_perf or all_reduce_perf");
     }
+    s.where = SourceLocation{source, line_number, 1};
     rows.push_back(s);
   }
   if (!kind) {
@@ -99,6 +107,13 @@ std::vector<CollectiveSample> parse_nccl_tests_log(const std::string& text, cons
   if (ranks == 0) {
     throw ConfigError(SourceLocation{source, 0, 0}, "", "the log lists no '#  Rank N ... on HOST' lines",
                       "keep the header nccl-tests prints: it says how many GPUs ran and on which hosts");
+  }
+  // Calibration places the ranks evenly over the hosts (nccl-tests runs the same number of GPUs on each).
+  if (ranks % static_cast<int32_t>(std::max<size_t>(1, hosts.size())) != 0) {
+    throw ConfigError(SourceLocation{source, 0, 0}, "",
+                      "the log's " + std::to_string(ranks) + " ranks are not spread evenly over its " +
+                          std::to_string(hosts.size()) + " hosts",
+                      "give the output of a run with the same number of GPUs on every host");
   }
   for (auto& s : rows) {
     s.kind = *kind;
@@ -157,7 +172,15 @@ GpuProfile calibrate_profile(const GpuProfile& base, const Topology& topology, c
     const int32_t per_node = std::max(1, s->ranks / std::max(1, s->nodes));
     const int32_t stride =
         per_node < t.gpus_per_node && t.gpus_per_node % per_node == 0 ? t.gpus_per_node / per_node : 1;
-    request.placement = place_group(t, std::max(s->nodes, 1) * t.gpus_per_node, s->ranks, stride);
+    try {
+      request.placement = place_group(t, std::max(s->nodes, 1) * t.gpus_per_node, s->ranks, stride);
+    } catch (const ConfigError& e) {
+      // The measurement does not fit this topology (more GPUs per host than a node has): say which row.
+      throw ConfigError(s->where, "",
+                        std::to_string(s->ranks) + " ranks on " + std::to_string(s->nodes) + " host" +
+                            (s->nodes == 1 ? "" : "s") + " do not fit " + t.name + ": " + e.problem(),
+                        "calibrate against the topology the measurement ran on (--topology)");
+    }
     const double predicted = predicted_busbw_bytes_per_s(request, t);
     if (predicted <= 0) continue;
     const double scale = s->busbw_bytes_per_s / predicted;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "schedule/dtype.h"
 #include "schedule/ir.h"
 #include "topologies/hardware.h"
@@ -30,7 +31,8 @@ struct CollectiveSample {
   DType dtype = DType::fp32;
   double time_s = 0;
   double busbw_bytes_per_s = 0;
-  int64_t wrong = 0;  ///< nccl-tests' #wrong
+  int64_t wrong = 0;     ///< nccl-tests' #wrong
+  SourceLocation where;  ///< the log and line it was read from (empty for a measurement)
 };
 
 /// What the GPUs present measured (`fsdpsim calibrate`).

@@ -1,6 +1,6 @@
 // The NCCL collective cost model: gathers the (algorithm, protocol) candidates NCCL would consider for a call
 // (nccl_ring_tree.cpp, nccl_offload.cpp) and picks the fastest, as NCCL's topoGetAlgoInfo does.
-// "collectives.md" = /work/shared/reference/collectives.md.
+// "collectives.md" = ../shared/reference/collectives.md.
 //
 // NCCL 2.28's tables and formulas (collectives.md §2) are followed as written, except where measurements of §5 show
 // them off; each departure is documented where it is made:
@@ -125,10 +125,10 @@ CollectiveCost to_cost(const nccl::Call& call, const nccl::Candidate& c) {
   CollectiveCost cost;
   cost.algo = c.algo;
   cost.proto = c.proto;
-  cost.latency_ns = std::llround(c.latency_us * 1000.0);
+  cost.latency_ns = ns_from_seconds(c.latency_us * 1e-6);  // saturating: op_costs refuses absurd times
   cost.bus_bw_bytes_per_s = c.bus_bw_gbps * 1e9;
   cost.bus_bytes = std::llround(call.bus_bytes);
-  cost.time_ns = cost.latency_ns + std::llround(static_cast<double>(cost.bus_bytes) / cost.bus_bw_bytes_per_s * 1e9);
+  cost.time_ns = cost.latency_ns + ns_from_seconds(static_cast<double>(cost.bus_bytes) / cost.bus_bw_bytes_per_s);
   cost.sms = c.sms;
   cost.nvlink_load = c.nvlink_load;
   cost.network_load = c.network_load;
@@ -159,9 +159,7 @@ CollectiveCost collective_cost(const CollectiveRequest& request, const Topology&
                                                                 : 1.0;
   if (scale != 1.0 && cost.bus_bw_bytes_per_s > 0) {
     cost.bus_bw_bytes_per_s *= scale;
-    cost.time_ns =
-        cost.latency_ns +
-        static_cast<TimeNs>(std::llround(static_cast<double>(cost.bus_bytes) / cost.bus_bw_bytes_per_s * 1e9));
+    cost.time_ns = cost.latency_ns + ns_from_seconds(static_cast<double>(cost.bus_bytes) / cost.bus_bw_bytes_per_s);
   }
   return cost;
 }

@@ -1,8 +1,12 @@
 #include "sim/op_costs.h"
 
+#include <cstdio>
 #include <map>
+#include <string>
 #include <tuple>
 
+#include "common/error.h"
+#include "common/limits.h"
 #include "sim/compute_model.h"
 
 namespace fsdpsim {
@@ -55,8 +59,26 @@ OpCost host_copy_cost(const Op& op, const Topology& topology) {
   cost.cap_bytes_per_s = topology.host_bw_bytes_per_s;
   cost.loads.emplace_back(static_cast<int32_t>(LinkId::host), 1.0);
   cost.latency_ns = topology.gpu.kernel_overhead_ns;
-  cost.standalone_ns = cost.latency_ns + static_cast<TimeNs>(cost.bytes / cost.cap_bytes_per_s * 1e9);
+  cost.standalone_ns = cost.latency_ns + ns_from_seconds(cost.bytes / cost.cap_bytes_per_s);
   return cost;
+}
+
+// The engine adds op times in int64 nanoseconds over up to 100 steps: refuse a step whose ops alone would take more
+// than limits::kMaxStepTimeNs (rates and efficiencies so low that times saturate land here too).
+void check_step_time(const Schedule& s, const Topology& topology, const std::vector<OpCost>& costs) {
+  long double total_ns = 0;
+  for (const Op& op : s.ops) {
+    const OpCost& cost = costs[static_cast<size_t>(op.id)];
+    total_ns += static_cast<long double>(cost.standalone_ns);
+    if (total_ns <= static_cast<long double>(limits::kMaxStepTimeNs)) continue;
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.3g", static_cast<double>(cost.standalone_ns) / 1e9);
+    throw ConfigError("op " + std::to_string(op.id) + " '" + op.name + "' would take " + seconds + " s on " +
+                      topology.gpu.name + " in " + topology.name + ", and the step more than " +
+                      std::to_string(limits::kMaxStepTimeNs / 1'000'000'000 / 86'400) +
+                      " days, which is beyond what fsdpsim models (check the peaks, bandwidths and efficiencies of "
+                      "the GPU profile and the topology: a unit may be missing, e.g. \"989TFLOPS\" or \"450GB/s\")");
+  }
 }
 
 }  // namespace
@@ -91,6 +113,7 @@ std::vector<OpCost> compute_op_costs(const Schedule& s, const Topology& topology
       cost.model = cost.compute_ns > 0 ? CostModel::compute : CostModel::instant;
     }
   }
+  check_step_time(s, topology, costs);
   return costs;
 }
 

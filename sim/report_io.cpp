@@ -1,9 +1,12 @@
 // Reading a JSON report back (for `fsdpsim validate`): strict, with errors that name the file, the line and the key.
 #include <algorithm>
+#include <cmath>
 
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/json_location.h"
+#include "common/limits.h"
 #include "common/yaml_reader.h"
 #include "sim/report_compare.h"
 
@@ -14,10 +17,20 @@ using Json = nlohmann::json;
 
 class Reader {
  public:
-  explicit Reader(std::string source) : source_(std::move(source)) {}
+  Reader(std::string source, const std::string& text) : source_(std::move(source)), text_(text) {}
 
+  /// Throws at the line of `key` ("ops[3].kind"), or of the object that lacks it.
   [[noreturn]] void fail(const std::string& key, const std::string& problem, const std::string& fix) const {
-    throw ConfigError(SourceLocation{source_, 0, 0}, key, problem, fix);
+    SourceLocation where = json_path_location(text_, key, source_);
+    for (std::string parent = key; where.line == 0 && !parent.empty();) {
+      const size_t cut = parent.find_last_of(".[");
+      parent = cut == std::string::npos ? "" : parent.substr(0, cut);
+      where = json_path_location(text_, parent, source_);
+    }
+    throw ConfigError(where, key, problem,
+                      fix.empty() ? "write the report again with 'fsdpsim simulate --json' or "
+                                    "'fsdpsim exec --json'"
+                                  : fix);
   }
 
   const Json& field(const Json& object, const std::string& key, const std::string& path) const {
@@ -34,13 +47,22 @@ class Reader {
     const Json& v = field(object, key, path);
     if (!v.is_number())
       fail(path.empty() ? key : path + "." + key, "expected a number, got " + std::string(v.type_name()), "");
-    return v.get<double>();
+    // Every number of a report is a time or a rate: finite (nlohmann reads 1e999 as infinity) and not negative.
+    const double value = v.get<double>();
+    if (!std::isfinite(value) || value < 0) {
+      fail(path.empty() ? key : path + "." + key, "expected a finite number ≥ 0, got " + v.dump(), "");
+    }
+    return value;
   }
 
   int64_t integer(const Json& object, const std::string& key, const std::string& path = "") const {
     const Json& v = field(object, key, path);
     if (!v.is_number_integer())
       fail(path.empty() ? key : path + "." + key, "expected a whole number, got " + std::string(v.type_name()), "");
+    // Every whole number of a report is an id, a count, bytes or nanoseconds: ≥ 0 and within int64.
+    if (v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX) : v.get<int64_t>() < 0) {
+      fail(path.empty() ? key : path + "." + key, "expected a whole number between 0 and 2^63, got " + v.dump(), "");
+    }
     return v.get<int64_t>();
   }
 
@@ -53,6 +75,7 @@ class Reader {
 
  private:
   std::string source_;
+  const std::string& text_;
 };
 
 // nlohmann reports a byte offset; say which line that is.
@@ -77,8 +100,12 @@ Report report_from_json(const std::string& text, const std::string& source) {
   } catch (const Json::parse_error& e) {
     throw ConfigError(location_of_byte(text, e.byte == 0 ? 0 : e.byte - 1, source), "", "malformed JSON report",
                       "the file is truncated or not JSON; write it again with --json");
+  } catch (const Json::exception& e) {
+    // nlohmann throws out_of_range, not parse_error, for a number beyond a double (0.0013e7673): a fuzzer find.
+    throw ConfigError(SourceLocation{source, 0, 0}, "", std::string("unreadable JSON report: ") + e.what(),
+                      "write it again with --json");
   }
-  Reader r(source);
+  Reader r(source, text);
   Report rep;
   rep.source = r.text(j, "source");
   rep.model = r.text(j, "model");
@@ -87,7 +114,12 @@ Report report_from_json(const std::string& text, const std::string& source) {
   rep.exposed_comm_s = r.number(j, "exposed_comm_s");
   rep.peak_allocated_bytes = r.integer(j, "peak_allocated_bytes");
   rep.peak_reserved_bytes = r.integer(j, "peak_reserved_bytes");
-  rep.world_size = static_cast<int32_t>(r.integer(j, "world_size"));
+  const int64_t world_size = r.integer(j, "world_size");
+  if (world_size < 1 || world_size > limits::kMaxWorldSize) {
+    r.fail("world_size", "world_size=" + std::to_string(world_size) + " is not a job size",
+           "between 1 and " + std::to_string(limits::kMaxWorldSize) + " GPUs");
+  }
+  rep.world_size = static_cast<int32_t>(world_size);
   const Json& phases = r.field(j, "exposed_comm_by_phase_s", "");
   if (!phases.is_object()) r.fail("exposed_comm_by_phase_s", "expected an object", "");
   for (const auto& [phase, v] : phases.items()) {
@@ -96,11 +128,17 @@ Report report_from_json(const std::string& text, const std::string& source) {
   }
   const Json& ops = r.field(j, "ops", "");
   if (!ops.is_array()) r.fail("ops", "expected an array of ops", "");
+  if (static_cast<int64_t>(ops.size()) > limits::kMaxScheduleOps) {
+    r.fail("ops", std::to_string(ops.size()) + " ops is beyond what fsdpsim models",
+           "a step has at most " + std::to_string(limits::kMaxScheduleOps) + " ops (see the limits in README.md)");
+  }
   for (size_t i = 0; i < ops.size(); ++i) {
     const std::string path = "ops[" + std::to_string(i) + "]";
     OpRecord op;
-    op.id = static_cast<int32_t>(r.integer(ops[i], "id", path));
-    if (op.id != static_cast<int32_t>(i)) r.fail(path + ".id", "op ids must be 0, 1, 2, ... in order", "");
+    if (r.integer(ops[i], "id", path) != static_cast<int64_t>(i)) {
+      r.fail(path + ".id", "op ids must be 0, 1, 2, ... in order", "");
+    }
+    op.id = static_cast<int32_t>(i);
     op.name = r.text(ops[i], "name", path);
     const std::string kind = r.text(ops[i], "kind", path);
     const auto k = kind_named(kind);

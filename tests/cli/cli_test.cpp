@@ -114,4 +114,18 @@ TEST(Cli, MegatronArgsJob) {
   EXPECT_TRUE(contains(r.output, "82 (embedding, 80 decoder layers, output)")) << r.output;
 }
 
+TEST(Cli, FidelityCheckFailsWhenATargetIsMissed) {
+  const std::string data = std::string(FSDPSIM_SOURCE_DIR) + "/tests/fidelity/measurements.yaml";
+  Result r = run("fidelity --check --data " + data);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "peak_memory_gib        held_out")) << r.output;
+  // A throughput target no model of published runs meets (0.1%) must fail the check with a non-zero exit.
+  r = run("fidelity --check --throughput-target 0.001 --data " + data);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "throughput: held-out median error")) << r.output;
+  r = run("fidelity --data " + temp_path("no-such-file.yaml"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "no-such-file.yaml")) << r.output;
+}
+
 }  // namespace

@@ -150,7 +150,8 @@ TEST(HfImport, DeepSeekV3MatchesThePreset) {
 TEST(HfImport, UnknownArchitecture) {
   const std::string text = replaced(config_text("Qwen2-7B"), "Qwen2ForCausalLM", "GPT2LMHeadModel");
   std::string message = error_of([&] { import_hf_config(text, "gpt2.json"); });
-  EXPECT_HAS(message, "gpt2.json: 'architectures': unsupported architecture 'GPT2LMHeadModel'");
+  // Line 2 is `  "architectures": [`: the key's 15 characters start at column 3, so the list opens at column 20.
+  EXPECT_HAS(message, "gpt2.json:2:20: 'architectures': unsupported architecture 'GPT2LMHeadModel'");
   EXPECT_HAS(message, "supported: LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM");
   message = error_of([&] {
     import_hf_config(replaced(config_text("Qwen2-7B"), "Qwen2ForCausalLM", "Qwen2ForCausalLm"), "typo.json");
@@ -168,7 +169,8 @@ TEST(HfImport, MissingAndMistypedFields) {
     import_hf_config(replaced(config_text("Meta-Llama-3-8B"), "\"hidden_size\": 4096", "\"hidden_size\": \"4096\""),
                      "llama.json");
   });
-  EXPECT_HAS(message, "llama.json: 'hidden_size': expected a whole number, got \"4096\"");
+  // Line 10 is `  "hidden_size": "4096",`: the key's 13 characters start at column 3, the value at column 18.
+  EXPECT_HAS(message, "llama.json:10:18: 'hidden_size': expected a whole number, got \"4096\"");
   message =
       error_of([] { import_hf_config(replaced(config_text("Qwen3-8B"), "\"head_dim\": 128,", ""), "qwen3.json"); });
   EXPECT_HAS(message, "qwen3.json: 'head_dim': missing required field");
@@ -186,12 +188,14 @@ TEST(HfImport, UnrepresentableBiases) {
     import_hf_config(replaced(config_text("Meta-Llama-3-8B"), "\"attention_bias\": false", "\"attention_bias\": true"),
                      "llama.json");
   });
-  EXPECT_HAS(message, "llama.json: 'attention_bias': biases on only the attention or only the MLP are not modelled");
+  // Line 5 is `  "attention_bias": true,`: the key's 16 characters start at column 3, the value at column 21.
+  EXPECT_HAS(message,
+             "llama.json:5:21: 'attention_bias': biases on only the attention or only the MLP are not modelled");
   message = error_of([] {
     import_hf_config(replaced(config_text("DeepSeek-V3"), "\"attention_bias\": false", "\"attention_bias\": true"),
                      "ds.json");
   });
-  EXPECT_HAS(message, "ds.json: 'attention_bias': biases are not modelled with MLA");
+  EXPECT_HAS(message, "ds.json:5:21: 'attention_bias': biases are not modelled with MLA");  // line 5 as in Llama's
 }
 
 TEST(HfImport, InconsistentConfigFailsTheModelCheck) {
@@ -200,7 +204,9 @@ TEST(HfImport, InconsistentConfigFailsTheModelCheck) {
         replaced(config_text("Meta-Llama-3-8B"), "\"num_key_value_heads\": 8", "\"num_key_value_heads\": 3"),
         "llama.json");
   });
-  EXPECT_HAS(message, "llama.json: 'num_kv_heads': num_attention_heads=32 is not a multiple of num_kv_heads=3");
+  // The check names fsdpsim's key at the line of the field it came from: line 17, `  "num_key_value_heads": 3,`,
+  // whose 21-character key starts at column 3 and value at column 26.
+  EXPECT_HAS(message, "llama.json:17:26: 'num_kv_heads': num_attention_heads=32 is not a multiple of num_kv_heads=3");
 }
 
 TEST(HfImport, MalformedJson) {
@@ -209,7 +215,7 @@ TEST(HfImport, MalformedJson) {
   EXPECT_HAS(message, "bad.json:3:");
   EXPECT_HAS(message, "malformed JSON");
   message = error_of([] { import_hf_config("[1, 2]", "list.json"); });
-  EXPECT_HAS(message, "list.json: expected a JSON object of config fields");
+  EXPECT_HAS(message, "list.json:1:1: expected a JSON object of config fields");  // the document itself
   EXPECT_HAS(error_of([] { load_model("/nonexistent/config.json"); }), "unknown model '/nonexistent/config.json'");
 }
 

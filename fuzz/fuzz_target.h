@@ -1,0 +1,100 @@
+#pragma once
+/// What every fuzz target shares: the libFuzzer entry point, the one rule they all follow — bad input must end in a
+/// ConfigError or ScheduleError whose message names where the input came from; anything else (another exception, an
+/// InternalError, a crash, a hang, a sanitizer report) is a bug — and small jobs to push parsed inputs further.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "common/error.h"
+#include "schedule/builder.h"
+#include "schedule/model.h"
+#include "schedule/parallel_layout.h"
+#include "schedule/validate.h"
+#include "sim/engine.h"
+#include "sim/placement_check.h"
+#include "sim/report.h"
+#include "topologies/hardware.h"
+
+/// libFuzzer's entry point: one per target binary.
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
+namespace fsdpsim::fuzz {
+
+/// The fuzzer's bytes as text.
+inline std::string text_of(const uint8_t* data, size_t size) {
+  return std::string(reinterpret_cast<const char*>(data), size);
+}
+
+/// Stops the run on a finding: libFuzzer (and the replay driver) report an abort with the input that caused it.
+[[noreturn]] inline void finding(const std::string& what) {
+  std::fprintf(stderr, "fsdpsim fuzz finding: %s\n", what.c_str());
+  std::abort();
+}
+
+/// Runs `body` on one input. A ConfigError or ScheduleError is the expected answer to bad input, but its message
+/// must name `source` (the file, or "<megatron-args>", ...) so the user can find the problem, or "<default>" when it
+/// blames a key the input left at its default. An InternalError is an
+/// invariant that broke on some input: a finding. Any other exception escapes, which libFuzzer reports as a crash.
+template <typename Body>
+int run_guarded(const std::string& source, Body&& body) {
+  try {
+    body();
+  } catch (const InternalError& e) {
+    finding(std::string("internal error: ") + e.what());
+  } catch (const ConfigError& e) {
+    const std::string message = e.what();
+    if (message.find(source) == std::string::npos && message.find("<default>") == std::string::npos) {
+      finding("a ConfigError that does not name '" + source + "': " + message);
+    }
+  } catch (const ScheduleError&) {
+    // validate()'s violations name ops and buffers; the context names the schedule.
+  }
+  return 0;
+}
+
+/// A two-layer dense model: small enough that a whole schedule builds and simulates in a millisecond.
+inline ModelSpec tiny_dense_model() {
+  ModelSpec m;
+  m.name = "tiny-dense";
+  m.num_layers = 2;
+  m.hidden_size = 64;
+  m.ffn_hidden_size = 128;
+  m.num_attention_heads = 4;
+  m.num_kv_heads = 2;
+  m.head_dim = 16;
+  m.vocab_size = 256;
+  return m;
+}
+
+/// A two-layer MoE model (4 experts, top-2), for the expert-parallel paths.
+inline ModelSpec tiny_moe_model() {
+  ModelSpec m = tiny_dense_model();
+  m.name = "tiny-moe";
+  m.moe.num_experts = 4;
+  m.moe.top_k = 2;
+  m.moe.expert_ffn_hidden_size = 32;
+  return m;
+}
+
+/// Resolves the layout of `model` under `config` and, when the step is small, builds it: a built schedule must pass
+/// validate() (a builder bug otherwise) and, when `simulate` is set, run on `topology`.
+inline void exercise_job(const ModelSpec& model, FsdpConfig config, const Topology& topology, bool simulate) {
+  const ParallelLayout layout = resolve_layout(model, config, topology.gpus_per_node);
+  if (layout.micro_batches > 4 || model.num_layers > 8) return;  // keep each input fast
+  const Schedule schedule = build_schedule(model, config, layout);
+  const std::vector<std::string> problems = validate(schedule);
+  if (!problems.empty()) finding("the builder made an invalid schedule: " + problems.front());
+  if (!simulate) return;
+  check_group_placements(schedule, topology, config);  // as the CLI does before simulating
+  SimOptions options;
+  options.steps = 1;
+  options.record_timeline = false;
+  const SimRun run = run_schedule(schedule, topology, options);
+  (void)make_report(schedule, topology, run, ReportDetail::summary);
+}
+
+}  // namespace fsdpsim::fuzz
