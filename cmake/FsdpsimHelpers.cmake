@@ -58,16 +58,22 @@ function(fsdpsim_embed)
     VERBATIM)
 endfunction()
 
-# fsdpsim_test(NAME name LABELS unit SOURCES ... DEPS ...): a GoogleTest program, each test registered with ctest.
+# fsdpsim_test(name LABELS unit SOURCES ... DEPS ... [TIMEOUT seconds]): a GoogleTest program, each test registered
+# with ctest. TIMEOUT bounds each test, for tests whose failure could be a hang (the executor's fault handling).
 function(fsdpsim_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main fsdpsim_warnings
                         fsdpsim_sanitizers)
   target_compile_definitions(${name} PRIVATE FSDPSIM_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
                              FSDPSIM_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  target_include_directories(${name} PRIVATE "${PROJECT_SOURCE_DIR}")  # tests/support/, also without a library
   if(NOT ARG_LABELS)
     set(ARG_LABELS unit)
   endif()
-  gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" DISCOVERY_TIMEOUT 60)
+  set(_timeout)
+  if(ARG_TIMEOUT)
+    set(_timeout TIMEOUT ${ARG_TIMEOUT})
+  endif()
+  gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" ${_timeout} DISCOVERY_TIMEOUT 60)
 endfunction()

@@ -3,15 +3,13 @@
 // applies, and what would be valid). Every entry is one test; none may crash, hang or print an internal error.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
+
+#include "tests/support/run_fsdpsim.h"
 
 namespace {
 
@@ -51,21 +49,10 @@ std::vector<Entry> load_catalogue() {
   return entries;
 }
 
-struct Result {
-  int exit_code = -1;
-  std::string output;
-};
+using Result = ProgramResult;
 
 Result run(const std::string& args) {
-  const std::string command = std::string(FSDPSIM_BINARY_DIR) + "/fsdpsim " + args + " 2>&1";
-  Result r;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) r.output += buffer.data();
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return run_fsdpsim(args);
 }
 
 class Catalogue : public ::testing::TestWithParam<Entry> {};

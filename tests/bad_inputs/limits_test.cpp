@@ -5,7 +5,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <string>
 
 #include "common/json_location.h"
@@ -23,20 +22,10 @@
 #include "topologies/hardware.h"
 
 #include "tests/schedule/tiny_schedule.h"
+#include "tests/support/error_of.h"
 
 namespace fsdpsim {
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-#define EXPECT_HAS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
 
 // A small valid model with the given layer count and hidden size (as text, so absurd values can be written).
 std::string model_yaml(const std::string& layers, const std::string& hidden, const std::string& heads = "4") {

@@ -1,21 +1,12 @@
 #include "common/yaml_reader.h"
 
 #include <gtest/gtest.h>
+#include "tests/support/error_of.h"
 
 namespace fsdpsim {
 namespace {
 
 // Runs `body` and returns the ConfigError message it throws ("" when it throws nothing).
-template <typename F>
-std::string error_of(F&& body) {
-  try {
-    body();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(YamlReader, ReadsTypedValues) {
   auto doc = load_yaml_text("tp: 8\nbw: 450GB/s\nflag: true\nname: x\n", "cfg.yaml");
   YamlMap map(doc.root, doc.source, "");

@@ -3,29 +3,18 @@
 // (exit 2) naming the field.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <fstream>
 #include <regex>
 #include <string>
 
+#include "tests/support/run_fsdpsim.h"
+
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string output;
-};
+using Result = ProgramResult;
 
 Result run(const std::string& args) {
-  const std::string command = std::string(FSDPSIM_BINARY_DIR) + "/fsdpsim " + args + " 2>&1";
-  Result r;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) r.output += buffer.data();
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return run_fsdpsim(args);
 }
 
 bool contains(const std::string& text, const std::string& part) {

@@ -5,19 +5,10 @@
 #include "plan/advice.h"
 #include "plan/fit.h"
 #include "plan/sweep.h"
+#include "tests/support/error_of.h"
 
 namespace fsdpsim {
 namespace {
-
-template <typename F>
-std::string error_of(F&& body) {
-  try {
-    body();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 SweepSpec llama8b_spec() {
   SweepSpec spec;

@@ -4,19 +4,10 @@
 
 #include "schedule/model.h"
 #include "schedule/parallel_layout.h"
+#include "tests/support/error_of.h"
 
 namespace fsdpsim {
 namespace {
-
-template <typename F>
-std::string error_of(F&& body) {
-  try {
-    body();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(Config, DefaultsFollowMegatronFsdp) {
   const FsdpConfig c;

@@ -4,6 +4,7 @@
 
 #include "schedule/builder.h"
 #include "schedule/summary.h"
+#include "tests/support/error_of.h"
 
 namespace fsdpsim {
 namespace {
@@ -63,16 +64,6 @@ TEST(MegatronArgs, OverridesAPreset) {
   EXPECT_EQ(model->num_layers, 4);
   EXPECT_EQ(model->hidden_size, 4096);
   EXPECT_EQ(config.tp, 2);
-}
-
-template <typename F>
-std::string error_of(F&& body) {
-  try {
-    body();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(MegatronArgs, Errors) {

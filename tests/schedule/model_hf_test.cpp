@@ -7,21 +7,10 @@
 
 #include "common/error.h"
 #include "schedule/model.h"
+#include "tests/support/error_of.h"
 
 namespace fsdpsim {
 namespace {
-
-template <typename F>
-std::string error_of(F&& body) {
-  try {
-    body();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-#define EXPECT_HAS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
 
 std::string config_path(const std::string& model) {
   return std::string(FSDPSIM_SOURCE_DIR) + "/tests/data/hf/" + model + "/config.json";

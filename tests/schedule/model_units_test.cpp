@@ -4,21 +4,10 @@
 
 #include "common/error.h"
 #include "schedule/model_units.h"
+#include "tests/support/error_of.h"
 
 namespace fsdpsim {
 namespace {
-
-template <typename F>
-std::string error_of(F&& body) {
-  try {
-    body();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-#define EXPECT_HAS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
 
 const Gemm& gemm(const std::vector<Gemm>& gemms, const std::string& name) {
   for (const Gemm& g : gemms) {

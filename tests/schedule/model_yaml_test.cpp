@@ -6,21 +6,12 @@
 
 #include "common/error.h"
 #include "schedule/model.h"
+#include "tests/support/error_of.h"
 
 namespace fsdpsim {
 namespace {
 
 // The ConfigError message `body` throws ("" when it throws none).
-template <typename F>
-std::string error_of(F&& body) {
-  try {
-    body();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // Six lines; extra keys are appended from line 7.
 const std::string kTiny =
     "name: tiny\n"
@@ -29,8 +20,6 @@ const std::string kTiny =
     "ffn_hidden_size: 512\n"
     "num_attention_heads: 8\n"
     "vocab_size: 1000\n";
-
-#define EXPECT_HAS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
 
 TEST(ModelYaml, DefaultsFollowTheSchema) {
   const ModelSpec m = parse_model_yaml(kTiny, "tiny.yaml");

@@ -8,6 +8,7 @@
 #include "sim/collective_model.h"
 #include "sim/engine.h"
 #include "sim/report_compare.h"
+#include "tests/support/error_of.h"
 
 namespace fsdpsim {
 namespace {
@@ -18,16 +19,6 @@ Report simulated(const std::vector<std::string>& sets) {
   const Topology t = topology_preset("dgx-h100-ndr");
   const Schedule s = build_schedule(model_preset("llama3-8b"), config, t.gpus_per_node);
   return make_report(s, t, run_schedule(s, t, SimOptions{}));
-}
-
-template <typename F>
-std::string error_of(F&& body) {
-  try {
-    body();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(ReportIo, JsonReadsBack) {

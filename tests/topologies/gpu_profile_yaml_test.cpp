@@ -10,7 +10,6 @@
 namespace fsdpsim {
 namespace {
 
-using test::error_of;
 using test::with_line;
 
 // A valid profile; the error tests change one line of it (line numbers in the comments).

@@ -10,7 +10,6 @@
 namespace fsdpsim {
 namespace {
 
-using test::error_of;
 
 GroupPlacement expected(int32_t size, int32_t per_domain, int32_t domains, int32_t per_node, int32_t nodes) {
   return GroupPlacement{size, per_domain, domains, per_node, nodes};

@@ -14,7 +14,6 @@
 namespace fsdpsim {
 namespace {
 
-using test::error_of;
 
 // The files listed in topologies/CMakeLists.txt, sorted.
 const std::vector<std::string> kTopologyNames{"dgx-a100-hdr", "dgx-h100-ndr", "dgx-h100-ndr-sharp", "gb200-nvl72",

@@ -4,19 +4,9 @@
 #include <string>
 
 #include "common/error.h"
+#include "tests/support/error_of.h"
 
 namespace fsdpsim::test {
-
-/// Runs `body` and returns the ConfigError message it throws ("" when it throws nothing).
-template <typename F>
-std::string error_of(F&& body) {
-  try {
-    body();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 /// `text` with the line that starts with "key:" replaced by `line` (line numbers stay the same when `line` is one
 /// line), or removed when `line` is empty.
