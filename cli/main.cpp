@@ -1,5 +1,6 @@
 // fsdpsim: plan, predict and check FSDP training before launch. The program only wires the libraries together.
 #include <iostream>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -9,6 +10,12 @@
 int main(int argc, char** argv) {
   CLI::App app{"fsdpsim: plan, predict and check Fully Sharded Data Parallel training of LLMs before launch"};
   app.require_subcommand(1);
+  // Which build produced a report matters when two reports disagree: the version and whether GPUs can be driven.
+#ifdef FSDPSIM_HAVE_CUDA
+  app.set_version_flag("--version", std::string("fsdpsim ") + FSDPSIM_VERSION + " (host and CUDA/NCCL backends)");
+#else
+  app.set_version_flag("--version", std::string("fsdpsim ") + FSDPSIM_VERSION + " (host backend only)");
+#endif
   fsdpsim::cli::register_presets(app);
   fsdpsim::cli::register_schedule(app);
   fsdpsim::cli::register_simulate(app);

@@ -23,6 +23,14 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+TEST(Cli, VersionNamesTheReleaseAndTheBackends) {
+  const Result r = run("--version");
+  EXPECT_EQ(r.exit_code, 0);
+  // The project's version (CMakeLists.txt) and whether this build has the CUDA backend.
+  EXPECT_TRUE(contains(r.output, std::string("fsdpsim ") + FSDPSIM_VERSION + " (")) << r.output;
+  EXPECT_TRUE(contains(r.output, "backend")) << r.output;
+}
+
 TEST(Cli, ScheduleOfTheDefaultJob) {
   const std::string out = temp_path("l70.schedule.yaml");
   const Result r = run("schedule --model llama3-70b --topology dgx-h100-ndr --set nodes=8 -o " + out);
