@@ -10,26 +10,18 @@
 #include "schedule/model.h"
 #include "topologies/hardware.h"
 
+#include "tests/support/llama_shaped.h"
+
 namespace {
 
 using namespace fsdpsim;
-
-// Llama-3-8B's shape (32 layers, GQA 4:1, SwiGLU 3.5×) at hidden 256, as the host backend's CI tests use it.
-constexpr const char* kLlamaShaped = R"(name: llama3-8b-shaped
-num_layers: 32
-hidden_size: 256
-ffn_hidden_size: 896
-num_attention_heads: 8
-num_kv_heads: 2
-vocab_size: 2048
-)";
 
 // Wall time of run_host on 8 ranks (ZeRO-3, 2 micro-batches, 2 steps); ops_per_s counts the ops every rank ran.
 void BM_RunHostLlamaShaped(benchmark::State& state) {
   FsdpConfig config;
   apply_override(config, "global_batch_size=16");
-  const Schedule schedule =
-      build_schedule(parse_model_yaml(kLlamaShaped, "<bench>"), config, topology_preset("dgx-h100-ndr").gpus_per_node);
+  const Schedule schedule = build_schedule(parse_model_yaml(llama_shaped_yaml(), "<bench>"), config,
+                                           topology_preset("dgx-h100-ndr").gpus_per_node);
   HostOptions options;
   options.bytes_scale = state.range(0);
   int64_t ops = 0;

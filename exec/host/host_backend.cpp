@@ -75,18 +75,26 @@ void HostBackend::wait(int32_t stream, int32_t op) {
   enqueue(stream, Command{CommandKind::wait, op});
 }
 
-void HostBackend::mark_start(const Op& op) {
+void HostBackend::mark(const Op& op, CommandKind kind) {
   Worker& w = *workers_[static_cast<size_t>(op.stream)];
   w.op = op.id;
   w.memory = 0;
-  enqueue(op.stream, Command{CommandKind::start, op.id});
+  enqueue(op.stream, Command{kind, op.id});
+}
+
+void HostBackend::enqueue_memory(int32_t buffer, int32_t stream, CommandKind kind, size_t count) {
+  Worker& w = *workers_[static_cast<size_t>(stream)];
+  const size_t index = w.memory++;
+  enqueue(stream, Command{kind, w.op, buffer, index == 0, index + 1 == count});
+}
+
+void HostBackend::mark_start(const Op& op) {
+  mark(op, CommandKind::start);
 }
 
 void HostBackend::allocate(int32_t buffer, int32_t stream) {
-  Worker& w = *workers_[static_cast<size_t>(stream)];
-  const size_t count = schedule_.ops[static_cast<size_t>(w.op)].allocs.size();
-  const size_t index = w.memory++;
-  enqueue(stream, Command{CommandKind::allocate, w.op, buffer, index == 0, index + 1 == count});
+  const int32_t op = workers_[static_cast<size_t>(stream)]->op;
+  enqueue_memory(buffer, stream, CommandKind::allocate, schedule_.ops[static_cast<size_t>(op)].allocs.size());
 }
 
 void HostBackend::run(const Op& op) {
@@ -94,17 +102,12 @@ void HostBackend::run(const Op& op) {
 }
 
 void HostBackend::mark_end(const Op& op) {
-  Worker& w = *workers_[static_cast<size_t>(op.stream)];
-  w.op = op.id;
-  w.memory = 0;
-  enqueue(op.stream, Command{CommandKind::end, op.id});
+  mark(op, CommandKind::end);
 }
 
 void HostBackend::release(int32_t buffer, int32_t stream) {
-  Worker& w = *workers_[static_cast<size_t>(stream)];
-  const size_t count = schedule_.ops[static_cast<size_t>(w.op)].frees.size();
-  const size_t index = w.memory++;
-  enqueue(stream, Command{CommandKind::release, w.op, buffer, index == 0, index + 1 == count});
+  const int32_t op = workers_[static_cast<size_t>(stream)]->op;
+  enqueue_memory(buffer, stream, CommandKind::release, schedule_.ops[static_cast<size_t>(op)].frees.size());
 }
 
 StepMeasurement HostBackend::end_step() {

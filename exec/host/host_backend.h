@@ -78,6 +78,10 @@ class HostBackend final : public Backend {
   };
 
   void enqueue(int32_t stream, Command command);
+  /// Starts (or ends) `op` on its stream's queue; its allocations or releases are enqueued next.
+  void mark(const Op& op, CommandKind kind);
+  /// Enqueues one of the `count` allocations (or releases) of the stream's current op, flagging the first and last.
+  void enqueue_memory(int32_t buffer, int32_t stream, CommandKind kind, size_t count);
   void worker_loop(int32_t stream);
   void execute(int32_t stream, const Command& c);
   void do_work(const Op& op);

@@ -7,6 +7,7 @@
 #include <regex>
 #include <string>
 
+#include "tests/support/llama_shaped.h"
 #include "tests/support/run_fsdpsim.h"
 
 namespace {
@@ -21,13 +22,10 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-// A Llama-shaped model small enough for 8 threads as ranks to run a step in well under a second (the shape of
-// tests/exec/host_llama_test.cpp, 8 layers).
+// A Llama-shaped model small enough for 8 threads as ranks to run a step in well under a second (8 layers).
 std::string small_model() {
   const std::string path = std::string(FSDPSIM_BINARY_DIR) + "/tests/exec/fault_cli_model.yaml";
-  std::ofstream(path) << "name: llama-shaped-small\nnum_layers: 8\nhidden_size: 256\nffn_hidden_size: 896\n"
-                         "num_attention_heads: 8\nnum_kv_heads: 2\nvocab_size: 2048\ntied_embeddings: false\n"
-                         "gated_mlp: true\nnorm: rmsnorm\nposition_embedding: rope\n";
+  std::ofstream(path) << llama_shaped_yaml(8);
   return path;
 }
 

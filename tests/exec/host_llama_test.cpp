@@ -12,25 +12,12 @@
 #include "sim/engine.h"
 #include "topologies/hardware.h"
 
+#include "tests/support/llama_shaped.h"
+
 namespace fsdpsim {
 namespace {
 
-// Llama-3-8B's shape (32 layers, GQA with 4 query heads per KV head, SwiGLU MLP of 3.5× hidden, untied embeddings)
-// at hidden 256: the same ops, buffers, streams and dependencies as the real model, with small sizes.
-constexpr const char* kLlamaShaped = R"(name: llama3-8b-shaped
-num_layers: 32
-hidden_size: 256
-ffn_hidden_size: 896
-num_attention_heads: 8
-num_kv_heads: 2
-vocab_size: 2048
-tied_embeddings: false
-gated_mlp: true
-norm: rmsnorm
-position_embedding: rope
-)";
-
-// The same with every layer MoE: 8 experts of the dense FFN width, 2 per token (Mixtral's routing).
+// llama_shaped_yaml() with every layer MoE: 8 experts of the dense FFN width, 2 per token (Mixtral's routing).
 constexpr const char* kMoeShaped = R"(name: moe-shaped
 num_layers: 32
 hidden_size: 256
@@ -57,7 +44,7 @@ struct Case {
 Schedule build(const Case& c) {
   FsdpConfig config;
   for (const auto& s : c.sets) apply_override(config, s);
-  const ModelSpec model = parse_model_yaml(c.moe ? kMoeShaped : kLlamaShaped, "<test model>");
+  const ModelSpec model = parse_model_yaml(c.moe ? std::string(kMoeShaped) : llama_shaped_yaml(), "<test model>");
   return build_schedule(model, config, topology_preset("dgx-h100-ndr").gpus_per_node);
 }
 
