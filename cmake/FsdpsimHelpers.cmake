@@ -58,10 +58,11 @@ function(fsdpsim_embed)
     VERBATIM)
 endfunction()
 
-# fsdpsim_test(name LABELS unit SOURCES ... DEPS ... [TIMEOUT seconds]): a GoogleTest program, each test registered
-# with ctest. TIMEOUT bounds each test, for tests whose failure could be a hang (the executor's fault handling).
+# fsdpsim_test(name [LABELS unit|integration|gpu] SOURCES ... DEPS ... [TIMEOUT seconds] [RESOURCE_LOCK name]):
+# a GoogleTest program, each test registered with ctest. TIMEOUT bounds each test, for tests whose failure could be a hang (the executor's
+# fault handling); tests that share a RESOURCE_LOCK never run at the same time.
 function(fsdpsim_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT;RESOURCE_LOCK" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main fsdpsim_warnings
                         fsdpsim_sanitizers)
@@ -71,9 +72,17 @@ function(fsdpsim_test name)
   if(NOT ARG_LABELS)
     set(ARG_LABELS unit)
   endif()
-  set(_timeout)
-  if(ARG_TIMEOUT)
-    set(_timeout TIMEOUT ${ARG_TIMEOUT})
+  # gtest_discover_tests flattens PROPERTIES into one list, so a test carries exactly one label.
+  list(LENGTH ARG_LABELS _label_count)
+  if(NOT _label_count EQUAL 1)
+    message(FATAL_ERROR "fsdpsim_test(${name}): give exactly one label (unit, integration or gpu), not '${ARG_LABELS}'")
   endif()
-  gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" ${_timeout} DISCOVERY_TIMEOUT 60)
+  set(_properties)
+  if(ARG_TIMEOUT)
+    set(_properties TIMEOUT ${ARG_TIMEOUT})
+  endif()
+  if(ARG_RESOURCE_LOCK)
+    list(APPEND _properties RESOURCE_LOCK ${ARG_RESOURCE_LOCK})
+  endif()
+  gtest_discover_tests(${name} PROPERTIES LABELS ${ARG_LABELS} ${_properties} DISCOVERY_TIMEOUT 60)
 endfunction()

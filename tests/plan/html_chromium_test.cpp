@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -55,8 +56,41 @@ struct BrowserRun {
   std::string log;  // stderr: Chromium's log, where console errors ("Uncaught ...") appear
 };
 
-// Writes `html` into the build tree and dumps its DOM with headless Chromium. The flags keep Chromium off the
-// network (this machine has none; without --disable-background-networking it keeps trying) and `timeout` bounds it.
+// Chromium's wall-clock bound per attempt. Loading these pages takes 1–4 s here; the bound is wide because a loaded
+// CI machine runs other tests beside it.
+constexpr int kChromiumLimitSeconds = 60;
+
+// True once `dom` holds the whole page: the DOM is written at the end of --dump-dom, after the page's scripts ran.
+bool dom_is_complete(const std::string& dom) {
+  return dom.find("</html>") != std::string::npos;
+}
+
+// One headless Chromium run that dumps the DOM of `page` to `dom` and its log to `log`. The flags keep Chromium off
+// the network (this machine has none; without --disable-background-networking it keeps trying) and `timeout` bounds
+// it; --no-zygote (allowed with --no-sandbox) leaves no zygote process whose shutdown can stall the browser's exit.
+int run_chromium_once(const std::string& chromium, const fs::path& page, const fs::path& dom, const fs::path& log) {
+  std::string profile_template = (fs::temp_directory_path() / "fsdpsim-chromium-XXXXXX").string();
+  const char* profile = mkdtemp(profile_template.data());
+  if (profile == nullptr) {
+    ADD_FAILURE() << "cannot create a temporary Chromium profile directory";
+    return -1;
+  }
+  const std::string command =
+      "timeout -k 5 " + std::to_string(kChromiumLimitSeconds) + " " + quoted(chromium) +
+      " --headless=new --no-sandbox --no-zygote --disable-gpu --disable-dev-shm-usage --no-first-run"
+      " --disable-background-networking --disable-component-update --disable-sync --disable-extensions"
+      " --user-data-dir=" +
+      quoted(profile) + " --enable-logging=stderr --v=0 --dump-dom " + quoted("file://" + fs::absolute(page).string()) +
+      " > " + quoted(dom.string()) + " 2> " + quoted(log.string());
+  const int status = std::system(command.c_str());
+  fs::remove_all(profile);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Writes `html` into the build tree and dumps its DOM with headless Chromium. Chromium has been seen (once, on a
+// loaded CI machine) to write nothing further and never exit after a normal load; such a run is tried once more with
+// a fresh profile. A run that timed out after writing the whole DOM counts as loaded: the assertions on the page's
+// self-check still decide, and the stall was in the browser's shutdown, which is not what these tests are about.
 BrowserRun open_in_chromium(const std::string& html, const std::string& stem) {
   const std::string chromium = find_on_path("chromium");
   BrowserRun run;
@@ -69,26 +103,22 @@ BrowserRun open_in_chromium(const std::string& html, const std::string& stem) {
   fs::create_directories(dir);
   const fs::path page = dir / (stem + ".html");
   std::ofstream(page, std::ios::binary) << html;
-  std::string profile_template = (fs::temp_directory_path() / "fsdpsim-chromium-XXXXXX").string();
-  const char* profile = mkdtemp(profile_template.data());
-  if (profile == nullptr) {
-    ADD_FAILURE() << "cannot create a temporary Chromium profile directory";
-    return run;
-  }
   const fs::path dom = dir / (stem + ".dom.html");
   const fs::path log = dir / (stem + ".stderr.txt");
-  const std::string command =
-      "timeout -k 5 20 " + quoted(chromium) +
-      " --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run"
-      " --disable-background-networking --disable-component-update --disable-sync --disable-extensions"
-      " --user-data-dir=" +
-      quoted(profile) + " --enable-logging=stderr --v=0 --dump-dom " + quoted("file://" + fs::absolute(page).string()) +
-      " > " + quoted(dom.string()) + " 2> " + quoted(log.string());
-  const int status = std::system(command.c_str());
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.dom = read_text(dom);
-  run.log = read_text(log);
-  fs::remove_all(profile);
+  constexpr int kTimedOut = 124;  // timeout(1)'s status when the limit was reached
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    run.exit_code = run_chromium_once(chromium, page, dom, log);
+    run.dom = read_text(dom);
+    run.log = read_text(log);
+    if (run.exit_code != kTimedOut) break;
+    if (dom_is_complete(run.dom)) {
+      std::printf("note: Chromium wrote the whole DOM but did not exit within %d s; using the DOM\n",
+                  kChromiumLimitSeconds);
+      run.exit_code = 0;
+      break;
+    }
+    std::printf("note: Chromium attempt %d ran past %d s without writing the DOM\n", attempt, kChromiumLimitSeconds);
+  }
   return run;
 }
 
@@ -145,7 +175,7 @@ TEST(HtmlChromium, RunReportOfLlama8bDrawsEveryChart) {
                point("a", 40, 9000, true)};
   AdviceItem b{"micro_batch_size=2", "<more> tokens & \"memory\"", {"micro_batch_size=2"}, point("b", 90, 9500, false)};
   const BrowserRun browser = open_in_chromium(html_run_report(schedule, run, report, {a, b}), "run_report");
-  ASSERT_EQ(browser.exit_code, 0) << "(124: Chromium ran past its 20 s limit)\n" << browser.log;
+  ASSERT_EQ(browser.exit_code, 0) << "(124: Chromium ran past its limit twice)\n" << browser.log;
   const auto fields = self_check(browser.dom);
   ASSERT_FALSE(fields.empty()) << "no self-check line in the dumped DOM";
   EXPECT_EQ(fields.at("status"), "ok") << browser.dom.substr(0, 2000);
@@ -192,7 +222,7 @@ TEST(HtmlChromium, SweepReportMarksExactlyTheParetoFront) {
   results[7].invalid_reason = "tp=3 does not divide 32 heads";
   const std::vector<size_t> order = {2, 1, 4, 3, 0, 5, 6, 7};
   const BrowserRun browser = open_in_chromium(html_sweep_report(results, order, "sweep <test>"), "sweep_report");
-  ASSERT_EQ(browser.exit_code, 0) << "(124: Chromium ran past its 20 s limit)\n" << browser.log;
+  ASSERT_EQ(browser.exit_code, 0) << "(124: Chromium ran past its limit twice)\n" << browser.log;
   const auto fields = self_check(browser.dom);
   ASSERT_FALSE(fields.empty()) << "no self-check line in the dumped DOM";
   EXPECT_EQ(fields.at("status"), "ok");
