@@ -198,6 +198,17 @@ HostMemoryPeak RankMemory::peak() const {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+RankMemory::LiveStorage RankMemory::live_storage_or_report(int32_t buffer, const Op& op, const char* verb) {
+  const std::lock_guard lock(mutex_);
+  const BufferState& st = buffers_[static_cast<size_t>(buffer)];
+  if (!st.live) {
+    problems_.add("op " + who(op) + " " + verb + " buffer " + what(buffer) +
+                  " while it was not allocated (before its allocation or after its release): a missing dependency");
+    return {};
+  }
+  return {st.storage, st.generation};
+}
+
 int64_t RankMemory::region_words(int32_t buffer, int32_t first, int32_t count) const {
   const auto& regions = plan_.buffers[static_cast<size_t>(buffer)].regions;
   FSDPSIM_CHECK(first >= 0 && count >= 1 && first + count <= static_cast<int32_t>(regions.size()), "region range");
@@ -206,19 +217,10 @@ int64_t RankMemory::region_words(int32_t buffer, int32_t first, int32_t count) c
 }
 
 bool RankMemory::read(int32_t buffer, int32_t first, int32_t count, const Op& reader, std::vector<uint32_t>& values) {
-  std::shared_ptr<Storage> storage;
-  int32_t generation = 0;
-  {
-    const std::lock_guard lock(mutex_);
-    const BufferState& st = buffers_[static_cast<size_t>(buffer)];
-    if (!st.live) {
-      problems_.add("op " + who(reader) + " read buffer " + what(buffer) +
-                    " while it was not allocated (before its allocation or after its release): a missing dependency");
-      values.resize(values.size() + static_cast<size_t>(region_words(buffer, first, count)), 0);
-      return false;
-    }
-    storage = st.storage;
-    generation = st.generation;
+  const auto [storage, generation] = live_storage_or_report(buffer, reader, "read");
+  if (storage == nullptr) {
+    values.resize(values.size() + static_cast<size_t>(region_words(buffer, first, count)), 0);
+    return false;
   }
   const auto& regions = plan_.buffers[static_cast<size_t>(buffer)].regions;
   bool ok = true;
@@ -272,19 +274,8 @@ bool RankMemory::check_region(const RegionRead& r, const Op& reader, std::span<c
 void RankMemory::write(int32_t buffer, int32_t first, int32_t count, const Op& writer,
                        std::span<const uint32_t> values) {
   FSDPSIM_CHECK(static_cast<int64_t>(values.size()) == region_words(buffer, first, count), "write covers regions");
-  std::shared_ptr<Storage> storage;
-  int32_t generation = 0;
-  {
-    const std::lock_guard lock(mutex_);
-    const BufferState& st = buffers_[static_cast<size_t>(buffer)];
-    if (!st.live) {
-      problems_.add("op " + who(writer) + " wrote buffer " + what(buffer) +
-                    " while it was not allocated (before its allocation or after its release): a missing dependency");
-      return;
-    }
-    storage = st.storage;
-    generation = st.generation;
-  }
+  const auto [storage, generation] = live_storage_or_report(buffer, writer, "wrote");
+  if (storage == nullptr) return;
   const uint32_t tag = buffer_tag(buffer, generation);
   const auto& regions = plan_.buffers[static_cast<size_t>(buffer)].regions;
   const int64_t base = regions[static_cast<size_t>(first)].offset;

@@ -112,8 +112,16 @@ class RankMemory {
     std::vector<RegionRecord> records;
   };
   struct RegionRead;
+  /// A live buffer's storage and generation, taken under the lock so that the words can be touched outside it.
+  struct LiveStorage {
+    std::shared_ptr<Storage> storage;  // null: the buffer was not allocated
+    int32_t generation = 0;
+  };
 
   std::shared_ptr<Storage> new_storage(int32_t buffer);
+  /// The buffer's storage while it is allocated; otherwise reports that `op` `verb` (read, wrote) it while it was not
+  /// allocated, a missing dependency, and returns null storage.
+  LiveStorage live_storage_or_report(int32_t buffer, const Op& op, const char* verb);
   void account_allocate(int32_t buffer, int32_t op, int32_t stream);
   void account_release(int32_t buffer);
   [[nodiscard]] int64_t allocated_bytes_locked() const;
