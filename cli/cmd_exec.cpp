@@ -101,7 +101,33 @@ ExecResult run_on_gpus(const Schedule& schedule, const Topology& topology, const
   cuda.predicted_peak = [&schedule, &topology, &o]() -> std::optional<MemoryPeak> {
     return simulate_steps(schedule, topology, o.steps).steps.back().peak_allocated;
   };
-  return run_cuda(schedule, cuda);
+  // ... and, given the memory this run had, whether the simulator runs out too, and where: the check that an
+  // out-of-memory prediction names the op a real GPU fails at.
+  cuda.predict_with_memory = [&schedule, &topology, &o](int64_t bytes) -> std::string {
+    Topology t = topology;
+    t.gpu.hbm_bytes = bytes;
+    const SimRun run = simulate_steps(schedule, t, o.steps);
+    const std::string given =
+        "given the same " + format_bytes(bytes) + " (the device's memory less the executor's scratch), the simulator ";
+    if (!run.oom) return given + "predicts the schedule fits";
+    const OomEvent& e = *run.oom;
+    return given + "runs out too: allocating " + format_bytes(e.request_bytes) + " for '" +
+           schedule.buffers[static_cast<size_t>(e.buffer)].name + "' in op '" +
+           (e.op >= 0 ? schedule.ops[static_cast<size_t>(e.op)].name : std::string("setup")) + "' (step " +
+           std::to_string(e.step) + ") with " + format_bytes(e.reserved_bytes) + " reserved";
+  };
+  CudaOverheads measured;
+  ExecResult result = run_cuda(schedule, cuda, measured);
+  MeasuredDeviceMemory memory;
+  memory.device_total_bytes = measured.device_total_bytes;
+  memory.overheads.cuda_context_bytes = measured.measured_context_bytes;
+  memory.overheads.cublas_workspace_bytes = measured.measured_cublas_bytes;
+  memory.overheads.nccl_bytes = measured.measured_nccl_bytes;
+  memory.overheads.communicators = measured.communicators;
+  memory.executor_scratch_bytes = measured.scratch_bytes + measured.check_bytes;
+  result.device_memory = memory;
+  result.collectives_emulated = o.emulate_world > 0;
+  return result;
 #else
   (void)schedule;
   (void)topology;
@@ -133,6 +159,17 @@ void execute(const ExecCliOptions& o) {
       o.backend == "cuda" ? run_on_gpus(schedule, topology, o) : run_on_host(schedule, topology, o);
   Report report = make_report(schedule, topology, result.run);
   report.source = "fsdpsim exec (" + o.backend + ", " + result.device + ")";
+  report.collectives_emulated = result.collectives_emulated;
+  if (result.device_memory) {
+    // A GPU run states its overheads and its GPU's memory as measured, not as the profile gives them.
+    report.overheads = result.device_memory->overheads;
+    report.overheads_measured = true;
+    report.executor_scratch_bytes = result.device_memory->executor_scratch_bytes;
+    report.gpu_memory_bytes = result.device_memory->device_total_bytes;
+    report.memory_breakdown["cuda_context"] = report.overheads.cuda_context_bytes;
+    report.memory_breakdown["cublas_workspace"] = report.overheads.cublas_workspace_bytes;
+    report.memory_breakdown["nccl"] = report.overheads.nccl_bytes;
+  }
   std::cout << report_text(report);
   if (!o.json.empty()) write_text_file(o.json, report_json(report), "--json");
   if (!o.trace.empty()) write_text_file(o.trace, chrome_trace(schedule, result.run), "--trace");

@@ -68,6 +68,14 @@ struct Report {
   int64_t first_step_peak_reserved_bytes = 0;
   int64_t gpu_memory_bytes = 0;
   MemoryOverheads overheads;
+  /// A GPU run's overheads are what cudaMemGetInfo measured (CUDA context, cuBLAS, NCCL), not the profile's figures.
+  bool overheads_measured = false;
+  /// Device memory a GPU run's executor held beyond the IR's buffers and the overheads (GEMM operands and collective
+  /// staging it keeps in scratch); a training framework holds no such memory, so it is reported apart.
+  int64_t executor_scratch_bytes = 0;
+  /// The run replaced every collective by a device copy of the same bytes (`exec --emulate-world`): its collective
+  /// durations and exposed communication are not those of a real job and are not compared.
+  bool collectives_emulated = false;
   bool oom = false;
   std::string oom_reason;
   double peak_time_s = 0;  ///< from the start of the steady step

@@ -4,6 +4,7 @@
 /// `exec --json` write.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ struct Deviation {
   std::string what;      ///< "step time", "fwd (compute stream)", "ag.layer.3.mb0", "peak allocated"
   double predicted = 0;  ///< seconds or bytes
   double measured = 0;
+  /// False for what the measurement cannot speak to (a collective replaced by a device copy): shown, not scored.
+  bool compared = true;
   /// (predicted − measured) / measured; 0 when both are 0.
   [[nodiscard]] double relative_error() const;
 };
@@ -30,11 +33,14 @@ struct Deviation {
 struct Comparison {
   std::string predicted_source, measured_source;
   Deviation step;
+  /// Step time minus exposed communication: the like-for-like step where the measurement emulated its collectives.
+  std::optional<Deviation> step_less_exposed_comm;
   std::vector<Deviation> phases;    ///< busy time per phase on the compute stream, and exposed communication
-  std::vector<Deviation> memory;    ///< peak allocated, peak reserved
+  std::vector<Deviation> memory;    ///< peak allocated, peak reserved; the overheads where the measurement has them
   std::vector<Deviation> ops;       ///< every op's duration, in op order
   std::vector<Deviation> op_kinds;  ///< total duration per op kind
-  double median_abs_op_error = 0;   ///< over ops that took at least 1 us in the measurement
+  double median_abs_op_error = 0;   ///< over compared ops that took at least 1 us in the measurement
+  std::vector<std::string> notes;   ///< what was left out of the comparison, and why
 };
 
 /// Compares; throws ConfigError when the two reports are not of the same schedule (op names differ).

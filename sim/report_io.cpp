@@ -66,6 +66,14 @@ class Reader {
     return v.get<int64_t>();
   }
 
+  /// A true/false field that older reports lack (absent: false).
+  bool optional_flag(const Json& object, const std::string& key) const {
+    const auto it = object.find(key);
+    if (it == object.end()) return false;
+    if (!it->is_boolean()) fail(key, "expected true or false, got " + std::string(it->type_name()), "");
+    return it->get<bool>();
+  }
+
   std::string text(const Json& object, const std::string& key, const std::string& path = "") const {
     const Json& v = field(object, key, path);
     if (!v.is_string())
@@ -120,6 +128,19 @@ Report report_from_json(const std::string& text, const std::string& source) {
            "between 1 and " + std::to_string(limits::kMaxWorldSize) + " GPUs");
   }
   rep.world_size = static_cast<int32_t>(world_size);
+  rep.gpu_memory_bytes = r.integer(j, "gpu_memory_bytes");
+  // Overheads, and what a GPU run measured about them, are compared only where the report has them (reports
+  // written before they were added lack these keys).
+  if (j.contains("overhead_bytes")) {
+    const Json& o = j["overhead_bytes"];
+    rep.overheads.cuda_context_bytes = r.integer(o, "cuda_context", "overhead_bytes");
+    rep.overheads.cublas_workspace_bytes = r.integer(o, "cublas_workspace", "overhead_bytes");
+    rep.overheads.nccl_bytes = r.integer(o, "nccl", "overhead_bytes");
+    rep.overheads.nccl_registration_bytes = r.integer(o, "nccl_registration", "overhead_bytes");
+  }
+  rep.overheads_measured = r.optional_flag(j, "overheads_measured");
+  rep.collectives_emulated = r.optional_flag(j, "collectives_emulated");
+  if (j.contains("executor_scratch_bytes")) rep.executor_scratch_bytes = r.integer(j, "executor_scratch_bytes");
   const Json& phases = r.field(j, "exposed_comm_by_phase_s", "");
   if (!phases.is_object()) r.fail("exposed_comm_by_phase_s", "expected an object", "");
   for (const auto& [phase, v] : phases.items()) {

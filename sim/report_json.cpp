@@ -40,6 +40,9 @@ std::string report_json(const Report& r) {
                          {"cublas_workspace", r.overheads.cublas_workspace_bytes},
                          {"nccl", r.overheads.nccl_bytes},
                          {"nccl_registration", r.overheads.nccl_registration_bytes}};
+  j["overheads_measured"] = r.overheads_measured;
+  j["executor_scratch_bytes"] = r.executor_scratch_bytes;
+  j["collectives_emulated"] = r.collectives_emulated;
   j["peak_time_s"] = r.peak_time_s;
   j["peak_op"] = r.peak_op;
   j["peak_phase"] = r.peak_phase;

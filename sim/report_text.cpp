@@ -27,16 +27,22 @@ void memory_section(const Report& r, std::ostringstream& out) {
   if (!r.peak_op.empty()) out << ", during " << r.peak_op << " (" << r.peak_phase << ")";
   out << "\n";
   const int64_t needed = r.peak_reserved_bytes + r.overheads.total();
-  out << "  peak reserved   " << format_bytes(r.peak_reserved_bytes) << " + overheads "
-      << format_bytes(r.overheads.total()) << " (CUDA context " << format_bytes(r.overheads.cuda_context_bytes)
-      << ", cuBLAS " << format_bytes(r.overheads.cublas_workspace_bytes) << ", NCCL "
+  out << "  peak reserved   " << format_bytes(r.peak_reserved_bytes)
+      << (r.overheads_measured ? " + measured overheads " : " + overheads ") << format_bytes(r.overheads.total())
+      << " (CUDA context " << format_bytes(r.overheads.cuda_context_bytes) << ", cuBLAS "
+      << format_bytes(r.overheads.cublas_workspace_bytes) << ", NCCL "
       << format_bytes(r.overheads.nccl_bytes + r.overheads.nccl_registration_bytes) << " over "
       << r.overheads.communicators << " communicators) = " << format_bytes(needed) << " of "
       << format_bytes(r.gpu_memory_bytes) << "\n";
+  if (r.executor_scratch_bytes > 0) {
+    out << "  executor        " << format_bytes(r.executor_scratch_bytes)
+        << " of scratch beyond that (GEMM operands and collective staging the IR does not hold; not counted above)\n";
+  }
   if (r.oom) {
     out << "  verdict         OUT OF MEMORY: " << r.oom_reason << "\n";
   } else {
-    out << "  verdict         fits, " << format_bytes(r.gpu_memory_bytes - needed) << " to spare\n";
+    out << "  verdict         fits, " << format_bytes(r.gpu_memory_bytes - needed - r.executor_scratch_bytes)
+        << " to spare" << (r.executor_scratch_bytes > 0 ? " (after the executor's scratch)" : "") << "\n";
   }
   out << "  at the peak (allocated):\n";
   for (const auto& [category, bytes] : r.memory_breakdown) {

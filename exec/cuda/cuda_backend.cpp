@@ -44,6 +44,13 @@ void fill_scratch(char* p, int64_t bytes, cudaStream_t s) {
 
 }  // namespace
 
+int64_t device_memory_in_use(int64_t* total_bytes) {
+  size_t free_bytes = 0, total = 0;
+  FSDPSIM_CUDA(cudaMemGetInfo(&free_bytes, &total));
+  if (total_bytes != nullptr) *total_bytes = static_cast<int64_t>(total);
+  return static_cast<int64_t>(total - free_bytes);
+}
+
 CudaBackend::CudaBackend(const CudaRankSetup& setup) : setup_(setup) {
   groups_.adopt_world(setup.world);  // from here on the world communicator is released with the others
 }
@@ -55,9 +62,16 @@ CudaBackend::~CudaBackend() {
 void CudaBackend::setup(const Schedule& schedule) {
   schedule_ = &schedule;
   FSDPSIM_CUDA(cudaSetDevice(setup_.device));
+  const int64_t at_start = device_memory_in_use(&overheads_.device_total_bytes);
+  // Without a world communicator, what is in use now is the context; with one, the context is what was in use
+  // before the launcher created it.
+  overheads_.measured_context_bytes =
+      setup_.in_use_before_world_bytes >= 0 ? std::min(setup_.in_use_before_world_bytes, at_start) : at_start;
   compute_ = plan_compute(schedule, 2);  // every GEMM runs in BF16 (FP8 ops too: see cuda_backend_ops.cpp)
   comm_ = plan_collectives(schedule, setup_.check);
   groups_.setup(schedule, setup_.rank, setup_.world_size, nccl_wait("splitting the group communicators"));
+  overheads_.measured_nccl_bytes = device_memory_in_use(nullptr) - overheads_.measured_context_bytes;
+  overheads_.communicators = groups_.communicator_count();
   create_streams_and_events();
   create_pool();
   std::vector<bool> gemms(schedule.streams.size(), false);
@@ -82,6 +96,18 @@ void CudaBackend::setup(const Schedule& schedule) {
                     setup_.abort, setup_.board},
       groups_);
   watchdog_->start(setup_.device);
+}
+
+void CudaBackend::measure_lazy_overheads() {
+  FSDPSIM_CUDA(cudaSetDevice(setup_.device));
+  FSDPSIM_CUDA(cudaDeviceSynchronize());
+  uint64_t pool_reserved = 0;
+  FSDPSIM_CUDA(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &pool_reserved));
+  const CudaOverheads& o = overheads_;
+  const int64_t accounted = static_cast<int64_t>(pool_reserved) + o.scratch_bytes + o.check_bytes +
+                            groups_.registered_bytes() + o.measured_context_bytes + o.measured_nccl_bytes +
+                            o.measured_cublas_bytes;
+  overheads_.measured_context_bytes += std::max<int64_t>(0, device_memory_in_use(nullptr) - accounted);
 }
 
 void CudaBackend::registered_failed(int32_t buffer, ncclResult_t result) {
@@ -158,6 +184,10 @@ void CudaBackend::create_stream_resources(CudaStreamResources& r, bool gemms) {
     overheads_.pinned_host_bytes += z.pinned_host_bytes;
   }
   if (!gemms) return;
+  // Measured around the handle and its workspace alone: the scratch fill above loads a kernel module, which is
+  // context memory.
+  FSDPSIM_CUDA(cudaStreamSynchronize(r.stream));
+  const int64_t before = device_memory_in_use(nullptr);
   const int64_t workspace = cublas_workspace_bytes(setup_.device);
   FSDPSIM_CUDA(cudaMalloc(&r.blas_workspace, static_cast<size_t>(workspace)));
   FSDPSIM_CUBLAS(cublasCreate(&r.blas));
@@ -165,6 +195,7 @@ void CudaBackend::create_stream_resources(CudaStreamResources& r, bool gemms) {
   FSDPSIM_CUBLAS(cublasSetStream(r.blas, r.stream));
   FSDPSIM_CUBLAS(cublasSetWorkspace(r.blas, r.blas_workspace, static_cast<size_t>(workspace)));
   overheads_.cublas_workspace_bytes += workspace;
+  overheads_.measured_cublas_bytes += std::max<int64_t>(0, device_memory_in_use(nullptr) - before);
 }
 
 void CudaBackend::allocate_persistent() {

@@ -49,7 +49,13 @@ struct CudaRankSetup {
   TimeNs collective_timeout_ns = 0;    ///< CudaOptions::collective_timeout_ns (also bounds NCCL setup waits)
   IssueBoard* board = nullptr;         ///< shared by the ranks of this process; null under MPI
   PredictedPeak* predicted = nullptr;  ///< the simulator's prediction for out-of-memory reports; may be null
+  int64_t in_use_before_world_bytes = -1;  ///< device memory in use before the world communicator (-1: none made)
+  const std::function<std::string(int64_t)>* predict_with_memory = nullptr;  ///< CudaOptions'; may be null
 };
+
+/// Device memory in use on the current GPU (cudaMemGetInfo: total − free); `total_bytes`, when given, receives what
+/// CUDA lets a process use there.
+int64_t device_memory_in_use(int64_t* total_bytes = nullptr);
 
 /// The device resources of one IR stream.
 struct CudaStreamResources {
@@ -103,6 +109,8 @@ class CudaBackend final : public Backend {
 
   /// What this rank used beyond the IR's buffers.
   [[nodiscard]] CudaOverheads overheads() const { return overheads_; }
+  /// Measures, after the last step, the device memory used lazily during the run (see CudaOverheads).
+  void measure_lazy_overheads();
   /// Frees every device resource; `abort` after a failure (communicators aborted instead of destroyed, which would
   /// wait for the other ranks). Idempotent, never throws.
   void release_all(bool abort) noexcept;

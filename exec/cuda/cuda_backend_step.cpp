@@ -207,6 +207,16 @@ void CudaBackend::out_of_memory(int32_t buffer, const std::string& allocator, Cu
   oom.device_total_bytes = static_cast<int64_t>(total_bytes);
   const std::optional<MemoryPeak> predicted =
       setup_.predicted != nullptr ? setup_.predicted->get() : std::optional<MemoryPeak>{};
+  if (setup_.predict_with_memory != nullptr) {
+    // The simulator given what this run had: the device less the executor's own scratch (its overheads it counts
+    // itself). Any failure to predict leaves the report as it is.
+    try {
+      oom.same_memory_prediction =
+          (*setup_.predict_with_memory)(oom.device_total_bytes - overheads_.scratch_bytes - overheads_.check_bytes);
+    } catch (const std::exception&) {
+      oom.same_memory_prediction.clear();
+    }
+  }
   throw CudaError(
       describe_device_oom(*schedule_, FaultSite{setup_.rank, setup_.device, setup_.world_size}, oom, predicted), fault);
 }

@@ -74,7 +74,8 @@ std::string describe_device_oom(const Schedule& schedule, const FaultSite& site,
          oom.allocator + "]; the pool reserves " + format_bytes(oom.pool_reserved_bytes) +
          ", registered buffers hold " + format_bytes(oom.registered_bytes) + ", executor scratch " +
          format_bytes(oom.executor_bytes) + "; the device has " + format_bytes(oom.device_free_bytes) + " free of " +
-         format_bytes(oom.device_total_bytes) + describe_predicted_peak(schedule, predicted);
+         format_bytes(oom.device_total_bytes) + describe_predicted_peak(schedule, predicted) +
+         (oom.same_memory_prediction.empty() ? "" : "; " + oom.same_memory_prediction);
 }
 
 }  // namespace fsdpsim

@@ -54,6 +54,9 @@ struct DeviceOutOfMemory {
   int64_t executor_bytes = 0;       ///< executor scratch, cuBLAS workspaces, #wrong counters
   int64_t device_free_bytes = 0;    ///< cudaMemGetInfo
   int64_t device_total_bytes = 0;
+  /// What the simulator predicts for the schedule given the memory this run had for it (CudaOptions::
+  /// predict_with_memory); empty when nobody asked.
+  std::string same_memory_prediction;
 };
 
 /// "'dp_shard' [0, 1, 2, 3]", or for large groups "'dp_shard' [0, 8, 16, ..., 1016] (128 ranks)": the members of the
@@ -70,7 +73,7 @@ std::string describe_collective_timeout(const Schedule& schedule, const FaultSit
 std::string describe_nccl_async_error(const Schedule& schedule, const FaultSite& site, const NcclAsyncError& error);
 
 /// "out of GPU memory on rank 0 (GPU 0): allocating ... failed with ... in use (...) [cudaMallocFromPoolAsync]; the
-/// pool reserves ..., the device has ... free of ...; the simulator predicted a peak of ..."
+/// pool reserves ..., the device has ... free of ...; the simulator predicted a peak of ...[; given the same ...]"
 std::string describe_device_oom(const Schedule& schedule, const FaultSite& site, const DeviceOutOfMemory& oom,
                                 const std::optional<MemoryPeak>& predicted);
 

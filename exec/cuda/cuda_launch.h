@@ -33,7 +33,8 @@ struct RankOutcome {
 /// fails — then `shared.stop` is raised for the other ranks of this process, `*root_cause` (when given) says whether
 /// this rank failed first, and the error is rethrown (the watchdog's report when it found the fault).
 RankOutcome run_rank(const Schedule& schedule, const CudaOptions& options, int32_t device, int32_t rank,
-                     int32_t world_size, ncclComm_t world, const RankShared& shared, bool* root_cause);
+                     int32_t world_size, ncclComm_t world, const RankShared& shared, bool* root_cause,
+                     int64_t in_use_before_world_bytes = -1);
 
 /// Throws ConfigError, naming the option and the fix, for options that cannot run `schedule`.
 void check_cuda_options(const Schedule& schedule, const CudaOptions& options);

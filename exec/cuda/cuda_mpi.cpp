@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "exec/cuda/cuda_backend.h"
 #include "exec/cuda/cuda_check.h"
 #include "exec/cuda/nccl_nonblocking.h"
 #endif
@@ -117,6 +118,8 @@ ExecResult run_cuda_mpi(const Schedule& schedule, const CudaOptions& options, Cu
   const int32_t device = device_of(options, local_rank());
   FSDPSIM_CUDA(cudaSetDevice(device));
   ncclUniqueId id{};
+  FSDPSIM_CUDA(cudaFree(nullptr));  // creates the context, so that what NCCL then takes can be measured apart
+  const int64_t before_world = device_memory_in_use();
   if (rank == 0) FSDPSIM_NCCL(ncclGetUniqueId(&id));
   FSDPSIM_MPI(MPI_Bcast(&id, static_cast<int>(sizeof id), MPI_BYTE, 0, MPI_COMM_WORLD));
   // A nonblocking world communicator (nccl_nonblocking.h); NCCL may write the slot after a failed wait, so the slot
@@ -135,8 +138,8 @@ ExecResult run_cuda_mpi(const Schedule& schedule, const CudaOptions& options, Cu
   }
   std::atomic<bool> abort{false};  // no other rank in this process; NCCL reports remote failures as async errors
   PredictedPeak predicted(options.predicted_peak);
-  RankOutcome outcome =
-      run_rank(schedule, options, device, rank, size, world, RankShared{&abort, nullptr, &predicted}, nullptr);
+  RankOutcome outcome = run_rank(schedule, options, device, rank, size, world, RankShared{&abort, nullptr, &predicted},
+                                 nullptr, before_world);
   ExecResult result;
   result.run = std::move(outcome.run);
   result.problems = gather_problems(outcome.problems, rank, size);

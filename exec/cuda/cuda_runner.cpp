@@ -131,6 +131,13 @@ std::vector<ncclComm_t> init_world(const std::vector<int32_t>& devices, int32_t 
 ExecResult run_threads(const Schedule& s, const CudaOptions& o, CudaOverheads& overheads) {
   const int32_t world = s.info.world_size;
   const std::vector<int32_t> devices = pick_devices(s, o, world);
+  // Each GPU's memory in use before NCCL (its context), so that the communicators' share can be told apart.
+  std::vector<int64_t> before_world;
+  for (const int32_t d : devices) {
+    FSDPSIM_CUDA(cudaSetDevice(d));
+    FSDPSIM_CUDA(cudaFree(nullptr));  // creates the context now
+    before_world.push_back(device_memory_in_use());
+  }
   const std::vector<ncclComm_t> comms = init_world(devices, world, o.collective_timeout_ns);
   std::atomic<bool> abort{false};
   IssueBoard board(world);
@@ -145,7 +152,7 @@ ExecResult run_threads(const Schedule& s, const CudaOptions& o, CudaOverheads& o
     threads.emplace_back([&, r, i] {
       bool first = false;
       try {
-        outcomes[i] = run_rank(s, o, devices[i], r, world, comms[i], shared, &first);
+        outcomes[i] = run_rank(s, o, devices[i], r, world, comms[i], shared, &first, before_world[i]);
       } catch (...) {
         root[i] = first ? 1 : 0;
         errors[i] = std::current_exception();
@@ -237,7 +244,8 @@ std::string describe_devices(const std::vector<int32_t>& devices, const std::str
 }
 
 RankOutcome run_rank(const Schedule& schedule, const CudaOptions& options, int32_t device, int32_t rank,
-                     int32_t world_size, ncclComm_t world, const RankShared& shared, bool* root_cause) {
+                     int32_t world_size, ncclComm_t world, const RankShared& shared, bool* root_cause,
+                     int64_t in_use_before_world_bytes) {
   CudaRankSetup setup;
   setup.device = device;
   setup.rank = rank;
@@ -249,12 +257,15 @@ RankOutcome run_rank(const Schedule& schedule, const CudaOptions& options, int32
   setup.collective_timeout_ns = options.collective_timeout_ns;
   setup.board = shared.board;
   setup.predicted = shared.predicted;
+  setup.in_use_before_world_bytes = in_use_before_world_bytes;
+  setup.predict_with_memory = options.predict_with_memory ? &options.predict_with_memory : nullptr;
   CudaBackend backend(setup);  // takes over `world`; its constructor touches no device
   RankOutcome out;
   try {
     FSDPSIM_CUDA(cudaSetDevice(device));
     out.run = interpret(schedule, backend, ExecOptions{options.steps});
     out.problems = backend.problems();
+    backend.measure_lazy_overheads();
     out.overheads = backend.overheads();
     backend.release_all(false);
   } catch (...) {

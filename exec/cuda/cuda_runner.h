@@ -6,6 +6,7 @@
 /// memory are read from the device. Compiled only when FSDPSIM_HAVE_CUDA; this header includes no CUDA header.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,10 @@ struct CudaOptions {
   /// The simulator's predicted peak for this schedule, asked for only when an out-of-memory report needs it; empty:
   /// the report says no prediction was available.
   PredictPeakFn predicted_peak;
+  /// What the simulator predicts given `bytes` of GPU memory (the device's total less the executor's scratch: what
+  /// this run had for the schedule and the overheads), for out-of-memory reports: whether it also runs out, and at
+  /// which op. Empty: not asked.
+  std::function<std::string(int64_t bytes)> predict_with_memory;
 };
 
 /// What a CudaError reports.
@@ -71,6 +76,15 @@ struct CudaOverheads {
   int64_t cublas_workspace_bytes = 0;  ///< cublasSetWorkspace, one per stream that runs GEMMs
   int64_t pinned_host_bytes = 0;       ///< host side of offload copies
   int64_t check_bytes = 0;             ///< #wrong counters (--check)
+  // Measured with cudaMemGetInfo (device memory in use: total − free) on the rank's GPU, to set against the
+  // simulator's overhead constants. Memory used lazily during the run (kernel modules loaded on first launch, the
+  // buffers NCCL and cuBLAS create on first use) is what remains in use at the end beyond the pool, the scratch, the
+  // registered buffers and the figures below; it is counted with the context.
+  int64_t device_total_bytes = 0;      ///< what CUDA lets a process use on the GPU
+  int64_t measured_context_bytes = 0;  ///< in use before any communicator or executor allocation, plus the lazy rest
+  int64_t measured_nccl_bytes = 0;     ///< growth across creating the world and group communicators
+  int64_t measured_cublas_bytes = 0;   ///< growth across creating the cuBLAS handles and workspaces
+  int32_t communicators = 0;           ///< NCCL communicators the rank created
 };
 
 /// True when a CUDA device can be used; otherwise `why` says what is missing (no driver, no device, ...).

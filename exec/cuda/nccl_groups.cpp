@@ -235,12 +235,14 @@ void* NcclGroups::registered(int32_t buffer) const {
 }
 
 bool NcclGroups::has_communicators() const {
+  return communicator_count() > 0;
+}
+
+int32_t NcclGroups::communicator_count() const {
   const std::lock_guard lock(mutex_);
-  if (world_ != nullptr) return true;
-  for (ncclComm_t c : comms_) {
-    if (c != nullptr) return true;
-  }
-  return false;
+  int32_t count = world_ != nullptr ? 1 : 0;
+  for (ncclComm_t c : comms_) count += c != nullptr ? 1 : 0;
+  return count;
 }
 
 std::optional<CommFailure> NcclGroups::async_failure() const {

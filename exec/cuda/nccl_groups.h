@@ -77,6 +77,8 @@ class NcclGroups {
   [[nodiscard]] int64_t registered_bytes() const { return registered_bytes_; }
   /// True when there are communicators (not emulating, not released or aborted).
   [[nodiscard]] bool has_communicators() const;
+  /// How many communicators there are: the world and one per group (0 when emulating).
+  [[nodiscard]] int32_t communicator_count() const;
 
   /// The first communicator — the world, then the groups in index order — whose state is an error, if any.
   [[nodiscard]] std::optional<CommFailure> async_failure() const;

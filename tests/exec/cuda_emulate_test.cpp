@@ -3,6 +3,7 @@
 // collectives replaced by device copies of the same bytes, so the job's memory plan is checked on one GPU.
 #include <gtest/gtest.h>
 
+#include "common/units.h"
 #include "exec/cuda/cuda_runner.h"
 #include "schedule/builder.h"
 #include "schedule/model.h"
@@ -42,6 +43,15 @@ TEST(CudaEmulate, RankZeroOfAnEightGpuLlamaJobRunsOnOneGpu) {
     EXPECT_GE(step.peak_allocated.op, 0);
   }
   EXPECT_GT(overheads.scratch_bytes, 0);
+  // What cudaMemGetInfo measured: a context (hundreds of MiB on any CUDA GPU), at least the cuBLAS workspace the
+  // backend itself allocated, and no NCCL memory (an emulated run creates no communicator; 2 MiB is the granularity
+  // at which the driver reports memory).
+  EXPECT_GT(overheads.device_total_bytes, 0);
+  EXPECT_GT(overheads.measured_context_bytes, 0);
+  EXPECT_GE(overheads.measured_cublas_bytes, overheads.cublas_workspace_bytes);
+  EXPECT_EQ(overheads.communicators, 0);
+  EXPECT_LE(overheads.measured_nccl_bytes, 2 * kMiB);
+  RecordProperty("measured_context_bytes", std::to_string(overheads.measured_context_bytes));
   // For the lead's comparison with the simulator (no assertion: the two allocators differ): the prediction on
   // a DGX H100.
   SimOptions sim;

@@ -95,6 +95,10 @@ TEST(CudaFaults, OutOfMemoryComparesWithThePrediction) {
             "[cudaMallocFromPoolAsync on stream 'ag']; the pool reserves 76.0 GiB, registered buffers hold 0 B, "
             "executor scratch 512.0 MiB; the device has 1.0 GiB free of 80.0 GiB; the simulator predicted a peak of "
             "113.0 GiB for this schedule (reached at op 'fwd.layer.0': activation 90.0 GiB, param_shard 23.0 GiB)");
+  // The simulator's verdict for the memory this run had is appended when the launcher asked for it.
+  oom.same_memory_prediction = "given the same 79.5 GiB, the simulator runs out too";
+  const std::string with = describe_device_oom(s, FaultSite{0, 0, 4}, oom, predicted);
+  EXPECT_EQ(with.substr(with.size() - 53), "; given the same 79.5 GiB, the simulator runs out too");
 }
 
 }  // namespace

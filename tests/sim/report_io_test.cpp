@@ -56,6 +56,80 @@ TEST(Compare, ErrorsAreRelativeToTheMeasurement) {
   EXPECT_NEAR(c.median_abs_op_error, 0.5, 1e-12);
 }
 
+TEST(ReportIo, MeasuredOverheadsAndEmulationReadBack) {
+  Report r = simulated({});
+  r.overheads_measured = true;
+  r.collectives_emulated = true;
+  r.executor_scratch_bytes = 3 * kGiB;
+  r.overheads.cuda_context_bytes = 600 * kMiB;
+  const Report back = report_from_json(report_json(r), "r.json");
+  EXPECT_TRUE(back.overheads_measured);
+  EXPECT_TRUE(back.collectives_emulated);
+  EXPECT_EQ(back.executor_scratch_bytes, 3 * kGiB);
+  EXPECT_EQ(back.overheads.cuda_context_bytes, 600 * kMiB);
+  EXPECT_EQ(back.gpu_memory_bytes, r.gpu_memory_bytes);
+  // Reports written before these keys existed read as a simulation's: nothing measured, nothing emulated.
+  std::string old = report_json(simulated({}));
+  old.replace(old.find("\"overheads_measured\": false,"), std::string("\"overheads_measured\": false,").size(), "");
+  old.replace(old.find("\"collectives_emulated\": false,"), std::string("\"collectives_emulated\": false,").size(), "");
+  const Report older = report_from_json(old, "old.json");
+  EXPECT_FALSE(older.overheads_measured);
+  EXPECT_FALSE(older.collectives_emulated);
+}
+
+TEST(Compare, EmulatedCollectivesAreShownButNotScored) {
+  // A measurement whose collectives were device copies: they took a tenth of the prediction, compute ops exactly
+  // the prediction. The collectives must not enter the median, the worst-op list or the exposed-comm errors.
+  const Report p = simulated({});
+  Report m = p;
+  m.collectives_emulated = true;
+  for (auto& op : m.ops) {
+    if (is_collective(op.kind)) op.duration_ns /= 10;
+  }
+  m.exposed_comm_s = p.exposed_comm_s / 10;
+  const Comparison c = compare_reports(p, m);
+  EXPECT_EQ(c.median_abs_op_error, 0);
+  ASSERT_TRUE(c.step_less_exposed_comm.has_value());
+  EXPECT_DOUBLE_EQ(c.step_less_exposed_comm->predicted, p.step_time_s - p.exposed_comm_s);
+  int32_t collectives = 0;
+  for (const auto& d : c.ops) {
+    const bool collective = d.what.rfind("ag.", 0) == 0 || d.what.rfind("rs.", 0) == 0;
+    if (collective) {
+      EXPECT_FALSE(d.compared) << d.what;
+    }
+    collectives += collective ? 1 : 0;
+  }
+  EXPECT_GT(collectives, 0);
+  for (const auto& d : c.phases) {
+    if (d.what.find("exposed") != std::string::npos) {
+      EXPECT_FALSE(d.compared) << d.what;
+    }
+  }
+  const std::string text = comparison_text(c);
+  EXPECT_NE(text.find("emulated"), std::string::npos);
+  EXPECT_EQ(text.find("ag.layer"), std::string::npos) << "an emulated collective is listed among the worst ops";
+  // The same measurement without the flag scores the collectives: they lead the worst-op list at +900%.
+  m.collectives_emulated = false;
+  EXPECT_NE(comparison_text(compare_reports(p, m)).find("+900.0%"), std::string::npos);
+}
+
+TEST(Compare, MeasuredOverheadsAreCompared) {
+  const Report p = simulated({});
+  Report m = p;
+  m.overheads_measured = true;
+  m.overheads.cuda_context_bytes = p.overheads.cuda_context_bytes / 2;  // the prediction is +100%
+  const Comparison c = compare_reports(p, m);
+  bool found = false;
+  for (const auto& d : c.memory) {
+    if (d.what != "CUDA context") continue;
+    found = true;
+    EXPECT_NEAR(d.relative_error(), 1.0, 1e-12);
+  }
+  EXPECT_TRUE(found);
+  // Without measured overheads there is nothing to compare them with.
+  EXPECT_EQ(compare_reports(p, p).memory.size(), 2u);
+}
+
 TEST(Compare, DifferentSchedulesAreRefused) {
   const Report a = simulated({});
   const Report b = simulated({"data_parallel_sharding_strategy=optim"});
@@ -142,6 +216,18 @@ TEST(Calibration, GemmAndCopyMeasurementsSetEfficiencies) {
   const GpuProfile p = calibrate_profile(t.gpu, t, m, "test", nullptr);
   EXPECT_NEAR(p.gemm_max_efficiency, 791.0 / 989.0, 1e-12);
   EXPECT_NEAR(p.memory_efficiency, 2.8 / 3.35, 1e-12);
+  EXPECT_EQ(p.hbm_bytes, t.gpu.hbm_bytes) << "no memory size measured: the profile's stays";
+}
+
+TEST(Calibration, TheMemoryCudaReportsReplacesTheProfiles) {
+  const Topology t = topology_preset("dgx-h100-ndr");
+  GpuMeasurements m;
+  m.memory_bytes = t.gpu.hbm_bytes - 500 * kMiB;
+  CalibrationSummary summary;
+  const GpuProfile p = calibrate_profile(t.gpu, t, m, "test", &summary);
+  EXPECT_EQ(p.hbm_bytes, m.memory_bytes);
+  ASSERT_EQ(summary.lines.size(), 1u);
+  EXPECT_NE(summary.lines.front().find("hbm_bytes"), std::string::npos);
 }
 
 }  // namespace
