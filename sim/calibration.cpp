@@ -154,6 +154,14 @@ GpuProfile calibrate_profile(const GpuProfile& base, const Topology& topology, c
                   m.copy_bw_bytes_per_s / 1e9, p.hbm_bw_bytes_per_s / 1e9);
     say(line);
   }
+  // hbm_bytes is the memory CUDA lets a process use (hardware.h), which is below the datasheet and nvidia-smi
+  // figures by what the driver keeps: take it from the GPU itself.
+  if (m.memory_bytes > 0 && m.memory_bytes != p.hbm_bytes) {
+    std::snprintf(line, sizeof line, "hbm_bytes %s (what CUDA reports on this GPU; the profile had %s)",
+                  format_bytes(m.memory_bytes).c_str(), format_bytes(p.hbm_bytes).c_str());
+    p.hbm_bytes = m.memory_bytes;
+    say(line);
+  }
   // Per collective kind: the largest measured size against the model's prediction for the same group placement.
   std::map<OpKind, const CollectiveSample*> largest;
   for (const auto& s : m.collectives) {

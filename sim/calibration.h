@@ -56,8 +56,9 @@ struct CalibrationSummary {
 };
 
 /// A copy of `base` with the measured constants: GEMM efficiencies from the best BF16/FP8 samples, memory
-/// efficiency from the copy bandwidth, and per-collective busbw scales (measured / predicted on `topology`, from the
-/// largest size of each kind). Samples that are absent leave the base values. `label` says where they came from.
+/// efficiency from the copy bandwidth, the memory CUDA reports (hbm_bytes), and per-collective busbw scales (measured /
+/// predicted on `topology`, from the largest size of each kind). Samples that are absent leave the base values. `label`
+/// says where they came from.
 GpuProfile calibrate_profile(const GpuProfile& base, const Topology& topology, const GpuMeasurements& measured,
                              const std::string& label, CalibrationSummary* summary);
 

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "sim/event_queue.h"
 #include "sim/flow_solver.h"
+#include "sim/memory_overheads.h"
 
 namespace fsdpsim {
 namespace {
@@ -33,6 +34,15 @@ struct OpRuntime {
   int32_t dependents_begin = 0, dependents_end = 0;  // into dependent_ids_
 };
 
+// What the caching allocator can reserve: the GPU's memory less what the CUDA context, cuBLAS and NCCL hold before
+// the first tensor (measured on an H100: the pool failed at the device's total less those and the executor's scratch,
+// bench/results/2026-11-23-h100.md).
+int64_t allocator_capacity(const Schedule& s, const Topology& t, const std::vector<OpCost>& costs) {
+  // Overheads that fill the whole GPU leave one byte: the first allocation then fails and the run is reported out
+  // of memory, which is the answer.
+  return std::max<int64_t>(1, t.gpu.hbm_bytes - memory_overheads(s, t, costs).total());
+}
+
 class Engine {
  public:
   Engine(const Schedule& s, const Topology& t, const SimOptions& o, std::vector<OpCost> costs,
@@ -43,8 +53,9 @@ class Engine {
         costs_(std::move(costs)),
         links_(),
         memory_(s,
-                AllocatorConfig{o.allocator_capacity_bytes > 0 ? o.allocator_capacity_bytes : t.gpu.hbm_bytes,
-                                o.expandable_segments, 0},
+                AllocatorConfig{
+                    o.allocator_capacity_bytes > 0 ? o.allocator_capacity_bytes : allocator_capacity(s, t, costs_),
+                    o.expandable_segments, 0},
                 o.record_timeline) {
     FSDPSIM_CHECK(costs_.size() == s.ops.size(), "one cost per op");
     for (const double cap : link_caps) links_.push_back(FlowLink{cap});

@@ -21,7 +21,7 @@ struct SimOptions {
   int32_t steps = 2;                     ///< the first step and the steady state (the last)
   bool expandable_segments = false;      ///< PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
   bool record_timeline = true;           ///< keep the memory timeline (reports, traces)
-  int64_t allocator_capacity_bytes = 0;  ///< what the allocator may reserve; 0: the GPU's memory
+  int64_t allocator_capacity_bytes = 0;  ///< what the allocator may reserve; 0: the GPU's memory less the overheads
 };
 
 /// When one op ran in one step.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/units.h"
+#include "sim/memory_overheads.h"
 #include "tests/schedule/tiny_schedule.h"
 
 namespace fsdpsim {
@@ -191,6 +192,37 @@ TEST(Engine, AllocationBeyondCapacityIsReportedAsOom) {
   ASSERT_TRUE(r.oom.has_value());
   EXPECT_EQ(r.oom->op, 0);  // the all-gather's buffer is the first that does not fit
   EXPECT_EQ(r.oom->buffer, 1);
+}
+
+TEST(Engine, TheAllocatorCannotUseWhatTheOverheadsHold) {
+  // Without an explicit capacity the allocator may reserve the GPU's memory less the CUDA context, cuBLAS and NCCL
+  // overheads (an H100 run's pool failed at the device's total less those). The schedule of the test above reserves
+  // `need` when nothing constrains it: a GPU of need + overheads runs it; a GPU of `need` alone does not, though an
+  // allocator given all of that GPU would.
+  Schedule s = testing::tiny_schedule();
+  for (auto& b : s.buffers) b.size_bytes = (b.persistent ? 4 : 16) * kMiB;
+  s.ops[0].send_bytes = 4 * kMiB;
+  s.ops[0].recv_bytes = 16 * kMiB;
+  s.ops[3].send_bytes = 16 * kMiB;
+  s.ops[3].recv_bytes = 4 * kMiB;
+  const std::vector<OpCost> costs{transfer_cost(0, 1e6, 0), compute_cost(1000), compute_cost(1000),
+                                  transfer_cost(0, 1e6, 0)};
+  Topology t = test_topology();
+  const int64_t overheads = memory_overheads(s, t, costs).total();
+  ASSERT_GT(overheads, 0);
+  SimOptions whole_gpu;
+  whole_gpu.allocator_capacity_bytes = kGiB;
+  const SimRun unconstrained = run_schedule_with_costs(s, t, whole_gpu, costs, links());
+  ASSERT_FALSE(unconstrained.oom.has_value());
+  int64_t need = 0;
+  for (const auto& step : unconstrained.steps) need = std::max(need, step.peak_reserved.bytes);
+  ASSERT_GT(need, 0);
+  t.gpu.hbm_bytes = need + overheads;
+  EXPECT_FALSE(run_schedule_with_costs(s, t, SimOptions{}, costs, links()).oom.has_value());
+  t.gpu.hbm_bytes = need;
+  EXPECT_TRUE(run_schedule_with_costs(s, t, SimOptions{}, costs, links()).oom.has_value());
+  whole_gpu.allocator_capacity_bytes = need;
+  EXPECT_FALSE(run_schedule_with_costs(s, t, whole_gpu, costs, links()).oom.has_value());
 }
 
 }  // namespace

