@@ -10,6 +10,8 @@
 // - a NIC gives 0.92 of its line rate and a group spanning domains is capped by its NIC shares (rings are
 //   rail-aligned; collectives.md §7-§8), where NCCL reads the graph's bwInter;
 // - with registered buffers candidates are ranked with NCCL's 2.5 %-per-SM charge (CTA policy efficiency);
+// - a chosen NVLS / NVLSTree call pays its chunk pipeline (fill and per-chunk handshakes; nccl_pipeline.cpp), which
+//   NCCL's model leaves out and which makes medium sizes slower than its tables (8×B200 128 MiB: 568 GB/s, not 763);
 // - all_to_all: point-to-point sends over the slowest link the group spans (nccl_ring_tree.cpp).
 #include "sim/collective_model.h"
 
@@ -121,15 +123,21 @@ const nccl::Candidate& fastest(const nccl::Call& call, const std::vector<nccl::C
   return *best;
 }
 
+// What the chosen candidate costs when it runs. NCCL ranks candidates by its tuning model alone; the chunk pipeline of
+// NVLS / NVLSTree kernels (nccl_pipeline.cpp) then adds its fill to the latency and its handshakes to the bandwidth.
 CollectiveCost to_cost(const nccl::Call& call, const nccl::Candidate& c) {
+  const nccl::ChunkPipeline pipeline = nccl::chunk_pipeline(call, c);
   CollectiveCost cost;
   cost.algo = c.algo;
   cost.proto = c.proto;
-  cost.latency_ns = ns_from_seconds(c.latency_us * 1e-6);  // saturating: op_costs refuses absurd times
-  cost.bus_bw_bytes_per_s = c.bus_bw_gbps * 1e9;
+  // ns_from_seconds saturates: op_costs refuses absurd times.
+  cost.latency_ns = ns_from_seconds((c.latency_us + pipeline.fill_us) * 1e-6);
+  cost.bus_bw_bytes_per_s = c.bus_bw_gbps * 1e9 * pipeline.bandwidth_factor;
   cost.bus_bytes = std::llround(call.bus_bytes);
   cost.time_ns = cost.latency_ns + ns_from_seconds(static_cast<double>(cost.bus_bytes) / cost.bus_bw_bytes_per_s);
   cost.sms = c.sms;
+  cost.chunk_bytes = pipeline.chunk_bytes;
+  cost.pipeline_fill_ns = ns_from_seconds(pipeline.fill_us * 1e-6);
   cost.nvlink_load = c.nvlink_load;
   cost.network_load = c.network_load;
   return cost;

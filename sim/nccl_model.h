@@ -10,6 +10,11 @@
 
 namespace fsdpsim::nccl {
 
+/// NVLS heads working in parallel inside a domain: the NVLS graph has 8 channels (heads) on both Hopper ("Pattern 5 …
+/// nChannels 8, bw 40/60", nccl #1197) and Blackwell ("8 heads @ 90"); the channel count follows the GPU's NVLink
+/// links, not the number of GPUs in the domain (nccl #1429, AddyLaddy). collectives.md §2.3.
+inline constexpr int32_t kNvlsHeads = 8;
+
 /// What NCCL's topology graph search yields on one topology (collectives.md §2.3), independent of the group.
 struct SystemGraph {
   double nvlink_gbps = 0;        ///< NCCL's own NVLink bandwidth per GPU and direction (links × per-link figure)
@@ -77,6 +82,16 @@ void add_nvls(const Call& call, std::vector<Candidate>& out);
 void add_nvls_tree(const Call& call, std::vector<Candidate>& out);
 void add_collnet(const Call& call, std::vector<Candidate>& out);
 void add_pat(const Call& call, std::vector<Candidate>& out);
+
+/// How the chosen NVLS / NVLSTree kernel moves this call in chunks (nccl_pipeline.cpp), beyond NCCL's tuning model:
+/// the pipeline's fill is added to the latency and the per-chunk handshake lowers the bandwidth. NCCL chooses its
+/// algorithm without it, so it applies to the chosen candidate only. Other algorithms: {0, 1, 0}.
+struct ChunkPipeline {
+  double fill_us = 0;           ///< time before the pipeline streams
+  double bandwidth_factor = 1;  ///< streaming busbw ÷ the table's busbw (<= 1 below the largest calls)
+  int64_t chunk_bytes = 0;      ///< NCCL's chunk size for this call; 0 where no pipeline applies
+};
+ChunkPipeline chunk_pipeline(const Call& call, const Candidate& chosen);
 
 /// Whether NCCL can run this reduction on NVLS: ncclSum on bf16/fp16/fp32 (ncclNvlsSupported; collectives.md §2.5).
 bool nvls_reduction_ok(const CollectiveRequest& request);

@@ -11,10 +11,6 @@
 namespace fsdpsim::nccl {
 namespace {
 
-// NVLS heads working in parallel inside a domain: the NVLS graph has 8 channels (heads) on both Hopper ("Pattern 5 …
-// nChannels 8, bw 40/60", nccl #1197) and Blackwell ("8 heads @ 90"); the channel count follows the GPU's NVLink
-// links, not the number of GPUs in the domain (nccl #1429, AddyLaddy). collectives.md §2.3.
-constexpr int32_t kNvlsHeads = 8;
 // NVLS all-gather / reduce-scatter are skipped above NCCL_MAX_NVLS_ARITY local ranks (collectives.md §2.5).
 constexpr int32_t kMaxNvlsArity = 32;
 

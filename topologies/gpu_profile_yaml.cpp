@@ -36,6 +36,8 @@ const std::vector<std::string>& profile_keys() {
                                              "ring_sms",
                                              "nvls_sms",
                                              "registered_sms",
+                                             "nvls_chunk_handshake_ns",
+                                             "nvls_pipeline_fill_chunks",
                                              "overlap_slowdown",
                                              "cuda_malloc_ns",
                                              "busbw_scale_all_gather",
@@ -123,6 +125,18 @@ void read_interference(YamlMap& map, GpuProfile& p) {
   p.ring_sms = read_count(map, "ring_sms", 1, p.sm_count);
   p.nvls_sms = read_count(map, "nvls_sms", 0, p.sm_count);
   p.registered_sms = read_count(map, "registered_sms", 0, p.sm_count);
+  // Optional: a profile without them gets NCCL's tuning model alone for NVLS calls.
+  if (map.has("nvls_chunk_handshake_ns")) {
+    const YamlValue v = map.get("nvls_chunk_handshake_ns");
+    p.nvls_chunk_handshake_ns = v.as_time_ns();
+    if (p.nvls_chunk_handshake_ns > 1'000'000) {
+      v.fail("a handshake of more than 1 ms per chunk step would make every NVLS call crawl",
+             "write the fixed cost of one chunk step, e.g. 4.15us");
+    }
+  }
+  if (map.has("nvls_pipeline_fill_chunks")) {
+    p.nvls_pipeline_fill_chunks = map.get("nvls_pipeline_fill_chunks").as_double(0.0, 64.0);
+  }
   p.overlap_slowdown = map.get("overlap_slowdown").as_double(0.0, 1.0);
   p.cuda_malloc_ns = map.get("cuda_malloc_ns").as_time_ns();
 }
@@ -189,6 +203,12 @@ void emit_gpu_profile_keys(YAML::Emitter& out, const GpuProfile& p) {
   out << YAML::Key << "ring_sms" << YAML::Value << p.ring_sms;
   out << YAML::Key << "nvls_sms" << YAML::Value << p.nvls_sms;
   out << YAML::Key << "registered_sms" << YAML::Value << p.registered_sms;
+  if (p.nvls_chunk_handshake_ns != 0) {
+    out << YAML::Key << "nvls_chunk_handshake_ns" << YAML::Value << exact_time_text(p.nvls_chunk_handshake_ns);
+  }
+  if (p.nvls_pipeline_fill_chunks != 0) {
+    out << YAML::Key << "nvls_pipeline_fill_chunks" << YAML::Value << exact_number_text(p.nvls_pipeline_fill_chunks);
+  }
   out << YAML::Key << "overlap_slowdown" << YAML::Value << exact_number_text(p.overlap_slowdown);
   out << YAML::Key << "cuda_malloc_ns" << YAML::Value << exact_time_text(p.cuda_malloc_ns);
   const auto scale = [&](const char* key, double value) {

@@ -1,9 +1,10 @@
 # The NCCL collective cost model: measured busbw rows of collectives.md §5.1-§5.2, algorithm choice and latency floors,
-# link loads and capacities, error paths.
+# link loads and capacities, error paths, the NVLS chunk pipeline and measured Hopper all-reduce sweeps.
 fsdpsim_test(test_sim_collectives
   SOURCES
     collective_reference_test.cpp
     collective_choice_test.cpp
     collective_loads_test.cpp
+    nvls_pipeline_test.cpp
   DEPS fsdpsim_sim
   LABELS unit)

@@ -131,6 +131,34 @@ TEST(GpuProfilePresets, H200B200Gb200MatchCitedFigures) {
   EXPECT_NEAR(gb200.gemm_max_efficiency, 1822.0 / 2500.0, 5e-4);  // MAMF 1822 / 2500 = 0.7288
 }
 
+TEST(GpuProfilePresets, NvlsChunkPipelineConstantsPerArchitecture) {
+  // Fitted per architecture (sim/nccl_pipeline.cpp): Hopper on one 8×H100 all_reduce_perf sweep, Blackwell on two
+  // 8×B200 rows; profiles of the same NVSwitch generation share them, and Ampere has no NVLS at all.
+  for (const char* name : {"h100-sxm", "h100-96gb", "h200-sxm"}) {
+    EXPECT_EQ(gpu_profile(name).nvls_chunk_handshake_ns, 4'150) << name;
+    EXPECT_DOUBLE_EQ(gpu_profile(name).nvls_pipeline_fill_chunks, 1.15) << name;
+  }
+  for (const char* name : {"b200", "b200-power-limited", "gb200", "gb300"}) {
+    EXPECT_EQ(gpu_profile(name).nvls_chunk_handshake_ns, 5'550) << name;
+    EXPECT_DOUBLE_EQ(gpu_profile(name).nvls_pipeline_fill_chunks, 2.6) << name;
+  }
+  EXPECT_EQ(gpu_profile("a100-sxm-80gb").nvls_chunk_handshake_ns, 0);
+  EXPECT_EQ(gpu_profile("a100-sxm-80gb").nvls_pipeline_fill_chunks, 0.0);
+}
+
+TEST(GpuProfileYaml, NvlsChunkPipelineKeysAreOptional) {
+  // Absent: 0 and 0, NCCL's tuning model alone; present: read with their units, and written back only when set.
+  const GpuProfile plain = parse_gpu_profile_yaml(kProfile, "gpu.yaml");
+  EXPECT_EQ(plain.nvls_chunk_handshake_ns, 0);
+  EXPECT_EQ(plain.nvls_pipeline_fill_chunks, 0.0);
+  EXPECT_EQ(gpu_profile_to_yaml(plain).find("nvls_chunk"), std::string::npos);
+  const GpuProfile p = parse_gpu_profile_yaml(
+      kProfile + "nvls_chunk_handshake_ns: 4.15us\nnvls_pipeline_fill_chunks: 1.15\n", "gpu.yaml");
+  EXPECT_EQ(p.nvls_chunk_handshake_ns, 4'150);
+  EXPECT_DOUBLE_EQ(p.nvls_pipeline_fill_chunks, 1.15);
+  EXPECT_EQ(parse_gpu_profile_yaml(gpu_profile_to_yaml(p), "back.yaml"), p);
+}
+
 // ---- exact round trips -------------------------------------------------------------------------------------------
 TEST(GpuProfileYaml, EveryPresetRoundTripsExactly) {
   for (const std::string& name : gpu_profile_names()) {
@@ -223,6 +251,20 @@ TEST(GpuProfileErrors, CommunicationSmsBeyondTheGpu) {
   // sm_count is 132 (line 3), so 200 ring SMs cannot exist.
   EXPECT_NE(message.find("'ring_sms': value 200 is out of range (it must be between 1 and 132)"), std::string::npos)
       << message;
+}
+
+TEST(GpuProfileErrors, NvlsChunkPipelineOutOfRange) {
+  std::string message = parse_error(kProfile + "nvls_pipeline_fill_chunks: -1\n");
+  EXPECT_NE(message.find("gpu.yaml:25:"), std::string::npos) << message;
+  EXPECT_NE(message.find("'nvls_pipeline_fill_chunks': value -1 is out of range (it must be between 0 and 64)"),
+            std::string::npos)
+      << message;
+  message = parse_error(kProfile + "nvls_chunk_handshake_ns: 2ms\n");
+  EXPECT_NE(message.find("gpu.yaml:25:"), std::string::npos) << message;
+  EXPECT_NE(message.find("'nvls_chunk_handshake_ns': a handshake of more than 1 ms"), std::string::npos) << message;
+  EXPECT_NE(message.find("e.g. 4.15us"), std::string::npos) << message;
+  message = parse_error(kProfile + "nvls_chunk_handshake_ns: 4.15\n");
+  EXPECT_NE(message.find("'nvls_chunk_handshake_ns'"), std::string::npos) << message;
 }
 
 TEST(GpuProfileErrors, Fp8EfficiencyWithoutFp8Peak) {
