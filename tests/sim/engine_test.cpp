@@ -173,22 +173,31 @@ TEST(Engine, PeakOfAHandBuiltSchedule) {
   EXPECT_FALSE(r.oom.has_value());
 }
 
-TEST(Engine, AllocationBeyondCapacityIsReportedAsOom) {
-  // The two 4 MiB shards share one 20 MiB segment (the large pool's segment for requests under 10 MiB; the second
-  // reuses the first's free 16 MiB on the same stream): 20 MiB reserved. The all-gather's 16 MiB buffer is on the AG
-  // stream, so it cannot use that free space and needs a new 16 MiB segment: 36 MiB > the 32 MiB capacity, and the
-  // only segment holds live blocks, so nothing can be released.
+// The tiny schedule with 4 MiB shards and a 16 MiB gathered buffer, and its costs: two 1 ms transfers around two
+// 1 us computes.
+Schedule sixteen_mib_gather_schedule() {
   Schedule s = testing::tiny_schedule();
   for (auto& b : s.buffers) b.size_bytes = (b.persistent ? 4 : 16) * kMiB;
   s.ops[0].send_bytes = 4 * kMiB;
   s.ops[0].recv_bytes = 16 * kMiB;
   s.ops[3].send_bytes = 16 * kMiB;
   s.ops[3].recv_bytes = 4 * kMiB;
+  return s;
+}
+
+std::vector<OpCost> sixteen_mib_gather_costs() {
+  return {transfer_cost(0, 1e6, 0), compute_cost(1000), compute_cost(1000), transfer_cost(0, 1e6, 0)};
+}
+
+TEST(Engine, AllocationBeyondCapacityIsReportedAsOom) {
+  // The two 4 MiB shards share one 20 MiB segment (the large pool's segment for requests under 10 MiB; the second
+  // reuses the first's free 16 MiB on the same stream): 20 MiB reserved. The all-gather's 16 MiB buffer is on the AG
+  // stream, so it cannot use that free space and needs a new 16 MiB segment: 36 MiB > the 32 MiB capacity, and the
+  // only segment holds live blocks, so nothing can be released.
   SimOptions o;
   o.allocator_capacity_bytes = 32 * kMiB;
-  const SimRun r = run_schedule_with_costs(
-      s, test_topology(), o,
-      {transfer_cost(0, 1e6, 0), compute_cost(1000), compute_cost(1000), transfer_cost(0, 1e6, 0)}, links());
+  const SimRun r =
+      run_schedule_with_costs(sixteen_mib_gather_schedule(), test_topology(), o, sixteen_mib_gather_costs(), links());
   ASSERT_TRUE(r.oom.has_value());
   EXPECT_EQ(r.oom->op, 0);  // the all-gather's buffer is the first that does not fit
   EXPECT_EQ(r.oom->buffer, 1);
@@ -199,14 +208,8 @@ TEST(Engine, TheAllocatorCannotUseWhatTheOverheadsHold) {
   // overheads (an H100 run's pool failed at the device's total less those). The schedule of the test above reserves
   // `need` when nothing constrains it: a GPU of need + overheads runs it; a GPU of `need` alone does not, though an
   // allocator given all of that GPU would.
-  Schedule s = testing::tiny_schedule();
-  for (auto& b : s.buffers) b.size_bytes = (b.persistent ? 4 : 16) * kMiB;
-  s.ops[0].send_bytes = 4 * kMiB;
-  s.ops[0].recv_bytes = 16 * kMiB;
-  s.ops[3].send_bytes = 16 * kMiB;
-  s.ops[3].recv_bytes = 4 * kMiB;
-  const std::vector<OpCost> costs{transfer_cost(0, 1e6, 0), compute_cost(1000), compute_cost(1000),
-                                  transfer_cost(0, 1e6, 0)};
+  const Schedule s = sixteen_mib_gather_schedule();
+  const std::vector<OpCost> costs = sixteen_mib_gather_costs();
   Topology t = test_topology();
   const int64_t overheads = memory_overheads(s, t, costs).total();
   ASSERT_GT(overheads, 0);
