@@ -9,10 +9,13 @@
 // 12 × 20 = 240 (A100), 16 × 45 = 720 (B200); NVLS drives 0.85 (Hopper) / 0.74 (Blackwell) of the NVLink figure with
 // busbw factor 2(h−1)/(h+1), h = min(ranks per domain, 8); a NIC gives 0.92 of its line rate (NDR 46, HDR 23).
 //
-// NVLS and NVLSTree rows then pay the chunk pipeline (sim/nccl_pipeline.cpp; tests/sim/nvls_pipeline_test.cpp derives
-// one call by hand): its fill adds to the latency and its per-chunk handshakes lower B to a streaming rate, written
-// busbw(S, f, lat+fill, B_stream) with the chunk size NCCL picks for S. Two rows (8×B200 1 GiB and 128 MiB) are the
-// Blackwell constants' calibration rows and are marked so.
+// NVLS and NVLSTree rows then pay the chunk pipeline (sim/nccl_pipeline.cpp), with the profile's handshake o (Hopper
+// 4.15 us, Blackwell 5.55 us) and fill p (1.15, 2.6 chunk steps). The call runs over pieces = channels × heads (16 × 8
+// on 8×H100, 24 × 8 on Blackwell) in chunks of C bytes, which NCCL shrinks below its largest, C_max (128 KiB; 64 KiB
+// for NVLSTree at >= 4 domains), for smaller S. τ0 = C_max·pieces·f/B is the table's time for one step of largest
+// chunks; a step of C-byte chunks takes τ = (C/C_max)·(τ0 − o) + o; the fill adds p·τ to the latency and the streaming
+// rate is B' = B·(C/C_max)·τ0/τ (B itself for the largest chunks): busbw(S, f, lat+fill, B'). Two rows (8×B200 1 GiB
+// and 128 MiB) are the Blackwell constants' calibration rows and are marked so.
 //
 // A row the model misses by more than 10 % says why in `unmatched`; its test checks that the gap is still there, so a
 // model change that closes it fails the test until the row is moved to the matched ones.
@@ -66,14 +69,14 @@ const std::vector<Row>& rows() {
       // Source: nccl-tests #212, #290: 8×H100 AR NVLS ~480 (algbw ~275) at >= 4-8 GB; 476 measured
       // NVLS: 0.85 × 18 × 20.6 × 2·7/9 = 490.3; latency 25: busbw(8*GiB, 2*7/8, 25,
       //   0.85*18*20.6*2*(8-1)/(8+1)) = 489.88
-      // then the chunk pipeline (128 KiB chunks): fill 68.87 us, streaming 490.28 GB/s:
-      //   busbw(S, f, 25+68.87, 490.28) = 488.78
+      // then the chunk pipeline (128 pieces, 128 KiB chunks, the largest): τ0 = 131072·128·2*7/8/490.28e3 = 59.88 us;
+      //   fill 1.15·τ0 = 68.87 us; streaming at the table's rate: busbw(S, f, 25+68.87, 490.28) = 488.78
       {"H100x8_AR_nvls_480", "dgx-h100-ndr", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, std::nullopt, 480, 488.78,
        nullptr},
       // NVLS: 0.85 × 18 × 20.6 × 2·7/9 = 490.3; latency 25: busbw(8*GiB, 2*7/8, 25,
       //   0.85*18*20.6*2*(8-1)/(8+1)) = 489.88
-      // then the chunk pipeline (128 KiB chunks): fill 68.87 us, streaming 490.28 GB/s:
-      //   busbw(S, f, 25+68.87, 490.28) = 488.78
+      // then the chunk pipeline (128 pieces, 128 KiB chunks, the largest): τ0 = 131072·128·2*7/8/490.28e3 = 59.88 us;
+      //   fill 1.15·τ0 = 68.87 us; streaming at the table's rate: busbw(S, f, 25+68.87, 490.28) = 488.78
       {"H100x8_AR_nvls_476", "dgx-h100-ndr", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, std::nullopt, 476, 488.78,
        nullptr},
 
@@ -114,36 +117,36 @@ const std::vector<Row>& rows() {
       {"H100_default_AR_3gpus", "dgx-h100-ndr", OpKind::all_reduce, 3, 4 * kGiB, DType::bf16, std::nullopt, 370, 359.50,
        nullptr},
       // NVLS with h = 4 heads: busbw(4*GiB, 2*(4-1)/4, 25, 0.85*18*20.6*2*(4-1)/(4+1)) = 377.66
-      // then the chunk pipeline (128 KiB chunks): fill 38.26 us, streaming 378.22 GB/s:
-      //   busbw(S, f, 25+38.26, 378.22) = 376.82
+      // then the chunk pipeline (64 pieces, 128 KiB chunks, the largest): τ0 = 131072·64·2*3/4/378.22e3 = 33.27 us;
+      //   fill 1.15·τ0 = 38.26 us; streaming at the table's rate: busbw(S, f, 25+38.26, 378.22) = 376.82
       {"H100_default_AR_4gpus", "dgx-h100-ndr", OpKind::all_reduce, 4, 4 * kGiB, DType::bf16, std::nullopt, 370, 376.82,
        nullptr},
       // NVLS with h = 5 heads: busbw(4*GiB, 2*(5-1)/5, 25, 0.85*18*20.6*2*(5-1)/(5+1)) = 419.60
-      // then the chunk pipeline (128 KiB chunks): fill 45.91 us, streaming 420.24 GB/s:
-      //   busbw(S, f, 25+45.91, 420.24) = 418.43
+      // then the chunk pipeline (80 pieces, 128 KiB chunks, the largest): τ0 = 131072·80·2*4/5/420.24e3 = 39.92 us;
+      //   fill 1.15·τ0 = 45.91 us; streaming at the table's rate: busbw(S, f, 25+45.91, 420.24) = 418.43
       {"H100_default_AR_5gpus", "dgx-h100-ndr", OpKind::all_reduce, 5, 4 * kGiB, DType::bf16, std::nullopt, 420, 418.43,
        nullptr},
       // NVLS with h = 6 heads: busbw(4*GiB, 2*(6-1)/6, 25, 0.85*18*20.6*2*(6-1)/(6+1)) = 449.55
-      // then the chunk pipeline (128 KiB chunks): fill 53.56 us, streaming 450.26 GB/s:
-      //   busbw(S, f, 25+53.56, 450.26) = 448.04
+      // then the chunk pipeline (96 pieces, 128 KiB chunks, the largest): τ0 = 131072·96·2*5/6/450.26e3 = 46.58 us;
+      //   fill 1.15·τ0 = 53.56 us; streaming at the table's rate: busbw(S, f, 25+53.56, 450.26) = 448.04
       {"H100_default_AR_6gpus", "dgx-h100-ndr", OpKind::all_reduce, 6, 4 * kGiB, DType::bf16, std::nullopt, 440, 448.04,
        nullptr},
       // NVLS with h = 7 heads: busbw(4*GiB, 2*(7-1)/7, 25, 0.85*18*20.6*2*(7-1)/(7+1)) = 472.01
-      // then the chunk pipeline (128 KiB chunks): fill 61.22 us, streaming 472.77 GB/s:
-      //   busbw(S, f, 25+61.22, 472.77) = 470.17
+      // then the chunk pipeline (112 pieces, 128 KiB chunks, the largest): τ0 = 131072·112·2*6/7/472.77e3 = 53.23 us;
+      //   fill 1.15·τ0 = 61.22 us; streaming at the table's rate: busbw(S, f, 25+61.22, 472.77) = 470.17
       {"H100_default_AR_7gpus", "dgx-h100-ndr", OpKind::all_reduce, 7, 4 * kGiB, DType::bf16, std::nullopt, 460, 470.17,
        nullptr},
       // NVLS with h = 8 heads: busbw(4*GiB, 2*(8-1)/8, 25, 0.85*18*20.6*2*(8-1)/(8+1)) = 489.48
-      // then the chunk pipeline (128 KiB chunks): fill 68.87 us, streaming 490.28 GB/s:
-      //   busbw(S, f, 25+68.87, 490.28) = 487.30
+      // then the chunk pipeline (128 pieces, 128 KiB chunks, the largest): τ0 = 131072·128·2*7/8/490.28e3 = 59.88 us;
+      //   fill 1.15·τ0 = 68.87 us; streaming at the table's rate: busbw(S, f, 25+68.87, 490.28) = 487.30
       {"H100_default_AR_8gpus", "dgx-h100-ndr", OpKind::all_reduce, 8, 4 * kGiB, DType::bf16, std::nullopt, 480, 487.30,
        nullptr},
 
       // Source: ml-engineering network/README: 8×H200, 16 GiB: AR NVLS 480.0, AR ring 367.2, AG 361.4,
       //   RS 362.9
       // NVLS 490.3: busbw(16*GiB, 2*7/8, 25, 0.85*18*20.6*2*(8-1)/(8+1)) = 490.08
-      // then the chunk pipeline (128 KiB chunks): fill 68.87 us, streaming 490.28 GB/s:
-      //   busbw(S, f, 25+68.87, 490.28) = 489.53
+      // then the chunk pipeline (128 pieces, 128 KiB chunks, the largest): τ0 = 131072·128·2*7/8/490.28e3 = 59.88 us;
+      //   fill 1.15·τ0 = 68.87 us; streaming at the table's rate: busbw(S, f, 25+68.87, 490.28) = 489.53
       {"H200x8_AR_nvls_16GiB", "hgx-h200-ndr", OpKind::all_reduce, 8, 16 * kGiB, DType::bf16, std::nullopt, 480.0,
        489.53, nullptr},
       // ring 360: busbw(16*GiB, 2*7/8, 8.4+14*3.4, 360) = 359.76
@@ -159,23 +162,23 @@ const std::vector<Row>& rows() {
       // Source: ml-engineering: 8×H200 AR NVLS vs GPUs at 8 GiB: 5: 414, 6: 436, 7: 460, 8: 473 (ring
       //   363-366)
       // NVLS h = 5: busbw(8*GiB, 2*(5-1)/5, 25, 0.85*18*20.6*2*(5-1)/(5+1)) = 419.92
-      // then the chunk pipeline (128 KiB chunks): fill 45.91 us, streaming 420.24 GB/s:
-      //   busbw(S, f, 25+45.91, 420.24) = 419.33
+      // then the chunk pipeline (80 pieces, 128 KiB chunks, the largest): τ0 = 131072·80·2*4/5/420.24e3 = 39.92 us;
+      //   fill 1.15·τ0 = 45.91 us; streaming at the table's rate: busbw(S, f, 25+45.91, 420.24) = 419.33
       {"H200_nvls_AR_5gpus", "hgx-h200-ndr", OpKind::all_reduce, 5, 8 * kGiB, DType::bf16, std::nullopt, 414, 419.33,
        nullptr},
       // NVLS h = 6: busbw(8*GiB, 2*(6-1)/6, 25, 0.85*18*20.6*2*(6-1)/(6+1)) = 449.90
-      // then the chunk pipeline (128 KiB chunks): fill 53.56 us, streaming 450.26 GB/s:
-      //   busbw(S, f, 25+53.56, 450.26) = 449.15
+      // then the chunk pipeline (96 pieces, 128 KiB chunks, the largest): τ0 = 131072·96·2*5/6/450.26e3 = 46.58 us;
+      //   fill 1.15·τ0 = 53.56 us; streaming at the table's rate: busbw(S, f, 25+53.56, 450.26) = 449.15
       {"H200_nvls_AR_6gpus", "hgx-h200-ndr", OpKind::all_reduce, 6, 8 * kGiB, DType::bf16, std::nullopt, 436, 449.15,
        nullptr},
       // NVLS h = 7: busbw(8*GiB, 2*(7-1)/7, 25, 0.85*18*20.6*2*(7-1)/(7+1)) = 472.39
-      // then the chunk pipeline (128 KiB chunks): fill 61.22 us, streaming 472.77 GB/s:
-      //   busbw(S, f, 25+61.22, 472.77) = 471.46
-      {"H200_nvls_AR_7gpus", "hgx-h200-ndr", OpKind::all_reduce, 7, 8 * kGiB, DType::bf16, std::nullopt, 460, 471.46,
+      // then the chunk pipeline (112 pieces, 128 KiB chunks, the largest): τ0 = 131072·112·2*6/7/472.77e3 = 53.23 us;
+      //   fill 1.15·τ0 = 61.22 us; streaming at the table's rate: busbw(S, f, 25+61.22, 472.77) = 471.47
+      {"H200_nvls_AR_7gpus", "hgx-h200-ndr", OpKind::all_reduce, 7, 8 * kGiB, DType::bf16, std::nullopt, 460, 471.47,
        nullptr},
       // NVLS h = 8: busbw(8*GiB, 2*(8-1)/8, 25, 0.85*18*20.6*2*(8-1)/(8+1)) = 489.88
-      // then the chunk pipeline (128 KiB chunks): fill 68.87 us, streaming 490.28 GB/s:
-      //   busbw(S, f, 25+68.87, 490.28) = 488.78
+      // then the chunk pipeline (128 pieces, 128 KiB chunks, the largest): τ0 = 131072·128·2*7/8/490.28e3 = 59.88 us;
+      //   fill 1.15·τ0 = 68.87 us; streaming at the table's rate: busbw(S, f, 25+68.87, 490.28) = 488.78
       {"H200_nvls_AR_8gpus", "hgx-h200-ndr", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, std::nullopt, 473, 488.78,
        nullptr},
       // ring 360 (mid of 363-366): busbw(8*GiB, 2*(5-1)/5, 8.4+2*(5-1)*3.4, 360) = 359.66
@@ -193,52 +196,55 @@ const std::vector<Row>& rows() {
 
       // Source: nccl-tests #272: 8×H200 AR NVLS 475 at 4 GB
       // NVLS 490.3: busbw(4*GiB, 2*7/8, 25, 0.85*18*20.6*2*(8-1)/(8+1)) = 489.48
-      // then the chunk pipeline (128 KiB chunks): fill 68.87 us, streaming 490.28 GB/s:
-      //   busbw(S, f, 25+68.87, 490.28) = 487.30
+      // then the chunk pipeline (128 pieces, 128 KiB chunks, the largest): τ0 = 131072·128·2*7/8/490.28e3 = 59.88 us;
+      //   fill 1.15·τ0 = 68.87 us; streaming at the table's rate: busbw(S, f, 25+68.87, 490.28) = 487.30
       {"H200x8_AR_4GB", "hgx-h200-ndr", OpKind::all_reduce, 8, 4 * kGiB, DType::bf16, std::nullopt, 475, 487.30,
        nullptr},
 
       // Source: ml-engineering: 8×B200 AR at 8 GiB: NVLS 838, ring 682; NVLS on 6 GPUs 778, 7 GPUs 811
       // NVLS 0.74 × 18 × 40.1 × 14/9 = 830.9: busbw(8*GiB, 2*7/8, 25, 0.74*18*40.1*2*(8-1)/(8+1)) =
       //   829.73
-      // then the chunk pipeline (128 KiB chunks): fill 137.81 us, streaming 830.87 GB/s:
-      //   busbw(S, f, 25+137.81, 830.87) = 823.46
+      // then the chunk pipeline (192 pieces, 128 KiB chunks, the largest): τ0 = 131072·192·2*7/8/830.87e3 = 53.00 us;
+      //   fill 2.6·τ0 = 137.81 us; streaming at the table's rate: busbw(S, f, 25+137.81, 830.87) = 823.46
       {"B200x8_AR_nvls_8GiB", "hgx-b200-ndr", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, std::nullopt, 838, 823.46,
        nullptr},
       // ring 16 ch × 45 = 720: busbw(8*GiB, 2*7/8, 8.4+14*3.4, 16*45) = 718.07
       {"B200x8_AR_ring_8GiB", "hgx-b200-ndr", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, NcclAlgo::ring, 682, 718.07,
        nullptr},
       // NVLS h = 6: busbw(8*GiB, 2*(6-1)/6, 25, 0.74*18*40.1*2*(6-1)/(6+1)) = 762.03
-      // then the chunk pipeline (128 KiB chunks): fill 107.19 us, streaming 763.05 GB/s:
-      //   busbw(S, f, 25+107.19, 763.05) = 757.71
+      // then the chunk pipeline (144 pieces, 128 KiB chunks, the largest): τ0 = 131072·144·2*5/6/763.05e3 = 41.23 us;
+      //   fill 2.6·τ0 = 107.19 us; streaming at the table's rate: busbw(S, f, 25+107.19, 763.05) = 757.71
       {"B200_nvls_AR_6gpus", "hgx-b200-ndr", OpKind::all_reduce, 6, 8 * kGiB, DType::bf16, std::nullopt, 778, 757.71,
        nullptr},
       // NVLS h = 7: busbw(8*GiB, 2*(7-1)/7, 25, 0.74*18*40.1*2*(7-1)/(7+1)) = 800.11
-      // then the chunk pipeline (128 KiB chunks): fill 122.50 us, streaming 801.20 GB/s:
-      //   busbw(S, f, 25+122.50, 801.20) = 794.82
+      // then the chunk pipeline (168 pieces, 128 KiB chunks, the largest): τ0 = 131072·168·2*6/7/801.20e3 = 47.12 us;
+      //   fill 2.6·τ0 = 122.50 us; streaming at the table's rate: busbw(S, f, 25+122.50, 801.20) = 794.82
       {"B200_nvls_AR_7gpus", "hgx-b200-ndr", OpKind::all_reduce, 7, 8 * kGiB, DType::bf16, std::nullopt, 811, 794.82,
        nullptr},
 
       // Source: ml-engineering (torch 2.9.1, NCCL 2.27.7): 8×B200 AR NVLS 16 GiB 846; 1 GiB 723; 128 MiB
       //   568; 16 MiB 255; 1 MiB 36
       // NVLS 830.9: busbw(16*GiB, 2*7/8, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 830.30
-      // then the chunk pipeline (128 KiB chunks): fill 137.81 us, streaming 830.87 GB/s:
-      //   busbw(S, f, 25+137.81, 830.87) = 827.15
+      // then the chunk pipeline (192 pieces, 128 KiB chunks, the largest): τ0 = 131072·192·2*7/8/830.87e3 = 53.00 us;
+      //   fill 2.6·τ0 = 137.81 us; streaming at the table's rate: busbw(S, f, 25+137.81, 830.87) = 827.15
       {"B200x8_AR_16GiB", "hgx-b200-ndr", OpKind::all_reduce, 8, 16 * kGiB, DType::bf16, std::nullopt, 846, 827.15,
        nullptr},
       // NVLS 830.9 + 25 us: busbw(GiB, 2*7/8, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 821.79
-      // then the chunk pipeline (64 KiB chunks): fill 76.12 us, streaming 752.12 GB/s:
+      // then the chunk pipeline (192 pieces, 64 KiB chunks: S < 64·192·128 KiB): τ0 = 131072·192·2*7/8/830.87e3 = 53.00
+      //   us; τ = 0.5·(53.00 − 5.55) + 5.55 = 29.28 us; fill 2.6·τ = 76.12 us; B' = 830.87·0.5·53.00/29.28 = 752.12:
       //   busbw(S, f, 25+76.12, 752.12) = 722.86
       {"B200x8_AR_1GiB", "hgx-b200-ndr", OpKind::all_reduce, 8, kGiB, DType::bf16, std::nullopt, 723, 722.86, nullptr,
        true},
       // NVLS 830.9 + 25 us: busbw(128*MiB, 2*7/8, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 763.36
-      // then the chunk pipeline (64 KiB chunks): fill 76.12 us, streaming 752.12 GB/s:
+      // then the chunk pipeline (192 pieces, 64 KiB chunks: S < 64·192·128 KiB): τ0 = 131072·192·2*7/8/830.87e3 = 53.00
+      //   us; τ = 0.5·(53.00 − 5.55) + 5.55 = 29.28 us; fill 2.6·τ = 76.12 us; B' = 830.87·0.5·53.00/29.28 = 752.12:
       //   busbw(S, f, 25+76.12, 752.12) = 568.15
       {"B200x8_AR_128MiB", "hgx-b200-ndr", OpKind::all_reduce, 8, 128 * kMiB, DType::bf16, std::nullopt, 568, 568.15,
        nullptr, true},
       // NVLS 830.9 + 25 us: busbw(16*MiB, 2*7/8, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 486.61
-      // then the chunk pipeline (32 KiB chunks): fill 45.28 us, streaming 632.26 GB/s:
-      //   busbw(S, f, 25+45.28, 632.26) = 251.56
+      // then the chunk pipeline (192 pieces, 32 KiB chunks: S < 64·192·128 KiB, S < 8·192·64 KiB): τ0 =
+      //   131072·192·2*7/8/830.87e3 = 53.00 us; τ = 0.25·(53.00 − 5.55) + 5.55 = 17.41 us; fill 2.6·τ = 45.28 us; B' =
+      //   830.87·0.25·53.00/17.41 = 632.26: busbw(S, f, 25+45.28, 632.26) = 251.56
       {"B200x8_AR_16MiB", "hgx-b200-ndr", OpKind::all_reduce, 8, 16 * kMiB, DType::bf16, std::nullopt, 255, 251.56,
        nullptr},
       // ring LL: min(282, 360/2); latency 6.6 + 14·0.6: busbw(MiB, 2*7/8, 6.6+14*0.6, 282) = 85.32
@@ -249,8 +255,8 @@ const std::vector<Row>& rows() {
 
       // Source: nccl #1807: 8×B200 AR 830+ for large messages
       // NVLS 830.9: busbw(16*GiB, 2*7/8, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 830.30
-      // then the chunk pipeline (128 KiB chunks): fill 137.81 us, streaming 830.87 GB/s:
-      //   busbw(S, f, 25+137.81, 830.87) = 827.15
+      // then the chunk pipeline (192 pieces, 128 KiB chunks, the largest): τ0 = 131072·192·2*7/8/830.87e3 = 53.00 us;
+      //   fill 2.6·τ0 = 137.81 us; streaming at the table's rate: busbw(S, f, 25+137.81, 830.87) = 827.15
       {"B200x8_AR_large_830", "hgx-b200-ndr", OpKind::all_reduce, 8, 16 * kGiB, DType::bf16, std::nullopt, 830, 827.15,
        nullptr},
 
@@ -275,53 +281,55 @@ const std::vector<Row>& rows() {
 
       // Source: nccl #1374: 8×H800 AR NVLS 215, large
       // NVLS 0.85 × 8 × 20.6 × 14/9 = 217.9: busbw(8*GiB, 2*7/8, 25, 0.85*8*20.6*14/9) = 217.82
-      // then the chunk pipeline (128 KiB chunks): fill 154.95 us, streaming 217.90 GB/s:
-      //   busbw(S, f, 25+154.95, 217.90) = 217.34
+      // then the chunk pipeline (128 pieces, 128 KiB chunks, the largest): τ0 = 131072·128·2*7/8/217.90e3 = 134.74 us;
+      //   fill 1.15·τ0 = 154.95 us; streaming at the table's rate: busbw(S, f, 25+154.95, 217.90) = 217.34
       {"H800x8_AR_nvls", "h800-nvlink400.yaml", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, std::nullopt, 215, 217.34,
        nullptr},
 
       // Source: coreweave/nccl-tests README (NCCL 2.26.2, fp32 sum): GB200 NVL72, 72 GPUs AR 512 MB 586,
       //   1 GB 681, 2 GB 758, 4 GB 839, 8 GB 835-847
       // NVLS with 8 heads: 830.9: busbw(512*MiB, 2*71/72, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 814.89
-      // then the chunk pipeline (64 KiB chunks): fill 84.87 us, streaming 760.24 GB/s:
-      //   busbw(S, f, 25+84.87, 760.24) = 704.65
+      // then the chunk pipeline (192 pieces, 64 KiB chunks: S < 64·192·128 KiB): τ0 = 131072·192·2*71/72/830.87e3 =
+      //   59.74 us; τ = 0.5·(59.74 − 5.55) + 5.55 = 32.64 us; fill 2.6·τ = 84.87 us; B' = 830.87·0.5·59.74/32.64 =
+      //   760.24: busbw(S, f, 25+84.87, 760.24) = 704.65
       {"NVL72_AR_512MB", "gb200-nvl72", OpKind::all_reduce, 72, 512 * kMiB, DType::fp32, std::nullopt, 586, 704.65,
        "the 2.26.2 NVL72 sweep fits t = 0.55 ms + bytes/840 GB/s below 4 GB and no offset above "
        "(coreweave README); NCCL's 25 us plus the chunk pipeline's fill make 0.11 ms, so 512 MB comes out "
        "20 % high (1 GB and 2 GB are within 10 %)"},
       // NVLS with 8 heads: 830.9: busbw(GiB, 2*71/72, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 822.80
-      // then the chunk pipeline (64 KiB chunks): fill 84.87 us, streaming 760.24 GB/s:
-      //   busbw(S, f, 25+84.87, 760.24) = 731.39
+      // then the chunk pipeline (192 pieces, 64 KiB chunks: S < 64·192·128 KiB): τ0 = 131072·192·2*71/72/830.87e3 =
+      //   59.74 us; τ = 0.5·(59.74 − 5.55) + 5.55 = 32.64 us; fill 2.6·τ = 84.87 us; B' = 830.87·0.5·59.74/32.64 =
+      //   760.24: busbw(S, f, 25+84.87, 760.24) = 731.39
       {"NVL72_AR_1GB", "gb200-nvl72", OpKind::all_reduce, 72, kGiB, DType::fp32, std::nullopt, 681, 731.39, nullptr},
       // NVLS with 8 heads: 830.9: busbw(2*GiB, 2*71/72, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 826.82
-      // then the chunk pipeline (128 KiB chunks): fill 155.31 us, streaming 830.87 GB/s:
-      //   busbw(S, f, 25+155.31, 830.87) = 802.49
+      // then the chunk pipeline (192 pieces, 128 KiB chunks, the largest): τ0 = 131072·192·2*71/72/830.87e3 = 59.74 us;
+      //   fill 2.6·τ0 = 155.31 us; streaming at the table's rate: busbw(S, f, 25+155.31, 830.87) = 802.49
       {"NVL72_AR_2GB", "gb200-nvl72", OpKind::all_reduce, 72, 2 * kGiB, DType::fp32, std::nullopt, 758, 802.49,
        nullptr},
       // NVLS with 8 heads: 830.9: busbw(4*GiB, 2*71/72, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 828.84
-      // then the chunk pipeline (128 KiB chunks): fill 155.31 us, streaming 830.87 GB/s:
-      //   busbw(S, f, 25+155.31, 830.87) = 816.43
+      // then the chunk pipeline (192 pieces, 128 KiB chunks, the largest): τ0 = 131072·192·2*71/72/830.87e3 = 59.74 us;
+      //   fill 2.6·τ0 = 155.31 us; streaming at the table's rate: busbw(S, f, 25+155.31, 830.87) = 816.43
       {"NVL72_AR_4GB", "gb200-nvl72", OpKind::all_reduce, 72, 4 * kGiB, DType::fp32, std::nullopt, 839, 816.43,
        nullptr},
       // NVLS with 8 heads: 830.9: busbw(8*GiB, 2*71/72, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 829.85
-      // then the chunk pipeline (128 KiB chunks): fill 155.31 us, streaming 830.87 GB/s:
-      //   busbw(S, f, 25+155.31, 830.87) = 823.59
+      // then the chunk pipeline (192 pieces, 128 KiB chunks, the largest): τ0 = 131072·192·2*71/72/830.87e3 = 59.74 us;
+      //   fill 2.6·τ0 = 155.31 us; streaming at the table's rate: busbw(S, f, 25+155.31, 830.87) = 823.59
       {"NVL72_AR_8GB", "gb200-nvl72", OpKind::all_reduce, 72, 8 * kGiB, DType::fp32, std::nullopt, 841, 823.59,
        nullptr},
 
       // Source: NVIDIA GTC25 S72583 (via ml-engineering): NVL72 AR NVLS ~850 vs non-SHARP ~680; NVLink4
       //   (H100) NVLS 480 vs ring 370
       // NVLS 830.9: busbw(8*GiB, 2*71/72, 25, 0.74*18*40.1*2*(8-1)/(8+1)) = 829.85
-      // then the chunk pipeline (128 KiB chunks): fill 155.31 us, streaming 830.87 GB/s:
-      //   busbw(S, f, 25+155.31, 830.87) = 823.59
+      // then the chunk pipeline (192 pieces, 128 KiB chunks, the largest): τ0 = 131072·192·2*71/72/830.87e3 = 59.74 us;
+      //   fill 2.6·τ0 = 155.31 us; streaming at the table's rate: busbw(S, f, 25+155.31, 830.87) = 823.59
       {"NVL72_AR_nvls_slide", "gb200-nvl72", OpKind::all_reduce, 72, 8 * kGiB, DType::fp32, std::nullopt, 850, 823.59,
        nullptr},
       // ring 720; latency 8.4 + 142·3.4: busbw(8*GiB, 2*71/72, 8.4+142*3.4, 720) = 705.28
       {"NVL72_AR_ring_slide", "gb200-nvl72", OpKind::all_reduce, 72, 8 * kGiB, DType::fp32, NcclAlgo::ring, 680, 705.28,
        nullptr},
       // NVLS 490.3: busbw(8*GiB, 2*7/8, 25, 0.85*18*20.6*2*(8-1)/(8+1)) = 489.88
-      // then the chunk pipeline (128 KiB chunks): fill 68.87 us, streaming 490.28 GB/s:
-      //   busbw(S, f, 25+68.87, 490.28) = 488.78
+      // then the chunk pipeline (128 pieces, 128 KiB chunks, the largest): τ0 = 131072·128·2*7/8/490.28e3 = 59.88 us;
+      //   fill 1.15·τ0 = 68.87 us; streaming at the table's rate: busbw(S, f, 25+68.87, 490.28) = 488.78
       {"H100x8_AR_nvls_slide", "dgx-h100-ndr", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, std::nullopt, 480, 488.78,
        nullptr},
       // ring 360: busbw(8*GiB, 2*7/8, 8.4+14*3.4, 360) = 359.52
@@ -390,8 +398,8 @@ const std::vector<Row>& rows() {
        "more"},
       // NVLSTree: min(490, 331.2·255/256, 8·45.5); latency 25 + 2·5·20.9: busbw(2*GiB, 2*255/256,
       //   25+2*5*20.9, 331.2*255/256) = 324.06
-      // then the chunk pipeline (64 KiB chunks): fill 58.25 us, streaming 329.91 GB/s:
-      //   busbw(S, f, 234+58.25, 329.91) = 322.64
+      // then the chunk pipeline (128 pieces, 64 KiB chunks, the largest): τ0 = 65536·128·2*255/256/329.91e3 = 50.66 us;
+      //   fill 1.15·τ0 = 58.25 us; streaming at the table's rate: busbw(S, f, 234+58.25, 329.91) = 322.64
       {"H100_RoCE_32nodes_AR_2GB", "h100-roce-8x400g.yaml", OpKind::all_reduce, 256, 2 * kGiB, DType::bf16,
        std::nullopt, 340, 322.64, nullptr},
 
@@ -401,8 +409,8 @@ const std::vector<Row>& rows() {
       {"H100_RoCE_1node_nvls_off", "h100-roce-8x400g.yaml", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16,
        NcclAlgo::ring, 330, 359.52, nullptr},
       // NVLS 490.3: busbw(8*GiB, 2*7/8, 25, 0.85*18*20.6*2*(8-1)/(8+1)) = 489.88
-      // then the chunk pipeline (128 KiB chunks): fill 68.87 us, streaming 490.28 GB/s:
-      //   busbw(S, f, 25+68.87, 490.28) = 488.78
+      // then the chunk pipeline (128 pieces, 128 KiB chunks, the largest): τ0 = 131072·128·2*7/8/490.28e3 = 59.88 us;
+      //   fill 1.15·τ0 = 68.87 us; streaming at the table's rate: busbw(S, f, 25+68.87, 490.28) = 488.78
       {"H100_RoCE_1node_nvls_on", "h100-roce-8x400g.yaml", OpKind::all_reduce, 8, 8 * kGiB, DType::bf16, std::nullopt,
        430, 488.78,
        "this cluster's single node measures 330 ring / 430 NVLS where DGX H100 measures 360-370 / "
@@ -413,8 +421,8 @@ const std::vector<Row>& rows() {
        NcclAlgo::ring, 330, 329.95, nullptr},
       // NVLSTree: min(490, 2·331.2·15/16, 8·57.7 = 461.6): busbw(8*GiB, 2*15/16, 25+2*20.9, 8*57.7) =
       //   460.72
-      // then the chunk pipeline (128 KiB chunks): fill 78.37 us, streaming 461.60 GB/s:
-      //   busbw(S, f, 66.8+78.37, 461.60) = 459.69
+      // then the chunk pipeline (128 pieces, 128 KiB chunks, the largest): τ0 = 131072·128·2*15/16/461.60e3 = 68.15 us;
+      //   fill 1.15·τ0 = 78.37 us; streaming at the table's rate: busbw(S, f, 66.8+78.37, 461.60) = 459.69
       {"H100_RoCE_2nodes_nvls_on", "h100-roce-8x400g.yaml", OpKind::all_reduce, 16, 8 * kGiB, DType::bf16, std::nullopt,
        430, 459.69, nullptr},
       // ring 331.2: busbw(8*GiB, 2*31/32, (8.4+56*3.4+6*14)*1.4, 331.2) = 328.61
@@ -435,8 +443,8 @@ const std::vector<Row>& rows() {
        "the topology has both ports"},
       // NVLSTree min(490.3, 2·331.2·15/16, 16·57.7): busbw(8*GiB, 2*15/16, 25+2*20.9,
       //   0.85*18*20.6*2*(8-1)/(8+1)) = 489.29
-      // then the chunk pipeline (128 KiB chunks): fill 73.79 us, streaming 490.28 GB/s:
-      //   busbw(S, f, 66.8+73.79, 490.28) = 488.19
+      // then the chunk pipeline (128 pieces, 128 KiB chunks, the largest): τ0 = 131072·128·2*15/16/490.28e3 = 64.16 us;
+      //   fill 1.15·τ0 = 73.79 us; streaming at the table's rate: busbw(S, f, 66.8+73.79, 490.28) = 488.19
       {"H100_RoCE2x200_2nodes_nvlstree", "h100-roce-8x2x200g.yaml", OpKind::all_reduce, 16, 8 * kGiB, DType::bf16,
        NcclAlgo::nvls_tree, 310, 488.19,
        "measured 310 (NCCL 2.18) is 37 % below the in-node NVLS bound; NCCL 2.18's NVLSTree had no "
@@ -445,22 +453,23 @@ const std::vector<Row>& rows() {
       // Source: nccl #1244 (NCCL 2.21.5, NCCL_ALGO=NVLSTree, fp32): 2 × 8 H20, 16 CX7 NDR: 16 MB 155, 64
       //   MB 269, 512 MB 313 (the issue: below expectation)
       // NVLSTree 461.6; latency 66.8: busbw(16*MiB, 2*15/16, 25+2*20.9, 8*57.7) = 233.11
-      // then the chunk pipeline (64 KiB chunks): fill 41.57 us, streaming 435.10 GB/s:
-      //   busbw(S, f, 66.8+41.57, 435.10) = 174.11
+      // then the chunk pipeline (128 pieces, 64 KiB chunks: S < 4·128·128 KiB): τ0 = 131072·128·2*15/16/461.60e3 =
+      //   68.15 us; τ = 0.5·(68.15 − 4.15) + 4.15 = 36.15 us; fill 1.15·τ = 41.57 us; B' = 461.60·0.5·68.15/36.15 =
+      //   435.10: busbw(S, f, 66.8+41.57, 435.10) = 174.11
       {"H20_2nodes_nvlstree_16MB", "h20-16x-ndr.yaml", OpKind::all_reduce, 16, 16 * kMiB, DType::fp32,
        NcclAlgo::nvls_tree, 155, 174.11,
        "the issue reports this H20 NVLSTree result as below expectation (the H20 keeps H100's NVLink4); "
        "the model's 2-node NVLSTree bound is min(490, 2·368·15/16, 8·57.7) = 461.6"},
       // NVLSTree 461.6; latency 66.8: busbw(64*MiB, 2*15/16, 25+2*20.9, 8*57.7) = 370.75
-      // then the chunk pipeline (128 KiB chunks): fill 78.37 us, streaming 461.60 GB/s:
-      //   busbw(S, f, 66.8+78.37, 461.60) = 301.20
+      // then the chunk pipeline (128 pieces, 128 KiB chunks, the largest): τ0 = 131072·128·2*15/16/461.60e3 = 68.15 us;
+      //   fill 1.15·τ0 = 78.37 us; streaming at the table's rate: busbw(S, f, 66.8+78.37, 461.60) = 301.20
       {"H20_2nodes_nvlstree_64MB", "h20-16x-ndr.yaml", OpKind::all_reduce, 16, 64 * kMiB, DType::fp32,
        NcclAlgo::nvls_tree, 269, 301.20,
        "the issue reports this H20 NVLSTree result as below expectation (the H20 keeps H100's NVLink4); "
        "the model's 2-node NVLSTree bound is min(490, 2·368·15/16, 8·57.7) = 461.6"},
       // NVLSTree 461.6; latency 66.8: busbw(512*MiB, 2*15/16, 25+2*20.9, 8*57.7) = 447.88
-      // then the chunk pipeline (128 KiB chunks): fill 78.37 us, streaming 461.60 GB/s:
-      //   busbw(S, f, 66.8+78.37, 461.60) = 432.79
+      // then the chunk pipeline (128 pieces, 128 KiB chunks, the largest): τ0 = 131072·128·2*15/16/461.60e3 = 68.15 us;
+      //   fill 1.15·τ0 = 78.37 us; streaming at the table's rate: busbw(S, f, 66.8+78.37, 461.60) = 432.79
       {"H20_2nodes_nvlstree_512MB", "h20-16x-ndr.yaml", OpKind::all_reduce, 16, 512 * kMiB, DType::fp32,
        NcclAlgo::nvls_tree, 313, 432.79,
        "the issue reports this H20 NVLSTree result as below expectation (the H20 keeps H100's NVLink4); "
@@ -481,15 +490,15 @@ const std::vector<Row>& rows() {
        "published NCCL latencyInter for EFA, so the model's tree/NVLSTree latencies are InfiniBand's"},
       // NVLSTree: min(830.9, 368·31/32, 8·43.8 = 350.4): busbw(128*MiB, 2*31/32, 25+2*2*20.9, 8*43.8) =
       //   305.67
-      // then the chunk pipeline (64 KiB chunks): fill 180.90 us, streaming 350.40 GB/s:
-      //   busbw(S, f, 108.6+180.90, 350.40) = 252.07
+      // then the chunk pipeline (192 pieces, 64 KiB chunks, the largest): τ0 = 65536·192·2*31/32/350.40e3 = 69.58 us;
+      //   fill 2.6·τ0 = 180.90 us; streaming at the table's rate: busbw(S, f, 108.6+180.90, 350.40) = 252.07
       {"B200_EFA_4nodes_128MiB", "b200-efa-8x400g.yaml", OpKind::all_reduce, 32, 128 * kMiB, DType::bf16, std::nullopt,
        198, 252.07,
        "EFA's per-message latency (the sweep implies ~0.4 ms at 1 MiB) is not in the topology: no "
        "published NCCL latencyInter for EFA, so the model's tree/NVLSTree latencies are InfiniBand's"},
       // NVLSTree 350.4: busbw(GiB, 2*31/32, 25+2*2*20.9, 8*43.8) = 344.11
-      // then the chunk pipeline (64 KiB chunks): fill 180.90 us, streaming 350.40 GB/s:
-      //   busbw(S, f, 108.6+180.90, 350.40) = 334.11
+      // then the chunk pipeline (192 pieces, 64 KiB chunks, the largest): τ0 = 65536·192·2*31/32/350.40e3 = 69.58 us;
+      //   fill 2.6·τ0 = 180.90 us; streaming at the table's rate: busbw(S, f, 108.6+180.90, 350.40) = 334.11
       {"B200_EFA_4nodes_1GiB", "b200-efa-8x400g.yaml", OpKind::all_reduce, 32, kGiB, DType::bf16, std::nullopt, 362,
        334.11, nullptr},
       // ring min(720, 8 × 46 = 368): busbw(16*GiB, 2*31/32, (8.4+56*3.4+6*14)*1.4, 8*0.92*50) = 366.40
@@ -524,44 +533,44 @@ const std::vector<Row>& rows() {
       //   MB 494, 1 GB 596, 2 GB 680, 8 GB 793, 16 GB 810-820
       // NVLSTree: min(830.9, 2·16·46·143/144, 16·96); latency 25 + 2·20.9: busbw(512*MiB, 2*143/144,
       //   25+2*20.9, 0.74*18*40.1*2*(8-1)/(8+1)) = 789.76
-      // then the chunk pipeline (128 KiB chunks): fill 156.41 us, streaming 830.87 GB/s:
-      //   busbw(S, f, 66.8+156.41, 830.87) = 707.77
+      // then the chunk pipeline (192 pieces, 128 KiB chunks, the largest): τ0 = 131072·192·2*143/144/830.87e3 = 60.16
+      //   us; fill 2.6·τ0 = 156.41 us; streaming at the table's rate: busbw(S, f, 66.8+156.41, 830.87) = 707.77
       {"GB200_2racks_AR_512MB", "gb200-nvl72", OpKind::all_reduce, 144, 512 * kMiB, DType::fp32, std::nullopt, 494,
        707.77,
        "the 2-rack sweep fits t ≈ 0.9-1.1 ms + bytes/820 GB/s below 8 GB; NCCL's NVLSTree latency (66.8 "
        "us) plus the chunk pipeline's fill make 0.22 ms, so sizes below 8 GB come out 17-43 % high"},
       // NVLSTree: min(830.9, 2·16·46·143/144, 16·96); latency 25 + 2·20.9: busbw(GiB, 2*143/144,
       //   25+2*20.9, 0.74*18*40.1*2*(8-1)/(8+1)) = 809.80
-      // then the chunk pipeline (128 KiB chunks): fill 156.41 us, streaming 830.87 GB/s:
-      //   busbw(S, f, 66.8+156.41, 830.87) = 764.40
+      // then the chunk pipeline (192 pieces, 128 KiB chunks, the largest): τ0 = 131072·192·2*143/144/830.87e3 = 60.16
+      //   us; fill 2.6·τ0 = 156.41 us; streaming at the table's rate: busbw(S, f, 66.8+156.41, 830.87) = 764.40
       {"GB200_2racks_AR_1GB", "gb200-nvl72", OpKind::all_reduce, 144, kGiB, DType::fp32, std::nullopt, 596, 764.40,
        "the 2-rack sweep fits t ≈ 0.9-1.1 ms + bytes/820 GB/s below 8 GB; NCCL's NVLSTree latency (66.8 "
        "us) plus the chunk pipeline's fill make 0.22 ms, so sizes below 8 GB come out 17-43 % high"},
       // NVLSTree: min(830.9, 2·16·46·143/144, 16·96); latency 25 + 2·20.9: busbw(2*GiB, 2*143/144,
       //   25+2*20.9, 0.74*18*40.1*2*(8-1)/(8+1)) = 820.20
-      // then the chunk pipeline (128 KiB chunks): fill 156.41 us, streaming 830.87 GB/s:
-      //   busbw(S, f, 66.8+156.41, 830.87) = 796.25
+      // then the chunk pipeline (192 pieces, 128 KiB chunks, the largest): τ0 = 131072·192·2*143/144/830.87e3 = 60.16
+      //   us; fill 2.6·τ0 = 156.41 us; streaming at the table's rate: busbw(S, f, 66.8+156.41, 830.87) = 796.25
       {"GB200_2racks_AR_2GB", "gb200-nvl72", OpKind::all_reduce, 144, 2 * kGiB, DType::fp32, std::nullopt, 680, 796.25,
        "the 2-rack sweep fits t ≈ 0.9-1.1 ms + bytes/820 GB/s below 8 GB; NCCL's NVLSTree latency (66.8 "
        "us) plus the chunk pipeline's fill make 0.22 ms, so sizes below 8 GB come out 17-43 % high"},
       // NVLSTree: min(830.9, 2·16·46·143/144, 16·96); latency 25 + 2·20.9: busbw(8*GiB, 2*143/144,
       //   25+2*20.9, 0.74*18*40.1*2*(8-1)/(8+1)) = 828.18
-      // then the chunk pipeline (128 KiB chunks): fill 156.41 us, streaming 830.87 GB/s:
-      //   busbw(S, f, 66.8+156.41, 830.87) = 821.94
+      // then the chunk pipeline (192 pieces, 128 KiB chunks, the largest): τ0 = 131072·192·2*143/144/830.87e3 = 60.16
+      //   us; fill 2.6·τ0 = 156.41 us; streaming at the table's rate: busbw(S, f, 66.8+156.41, 830.87) = 821.94
       {"GB200_2racks_AR_8GB", "gb200-nvl72", OpKind::all_reduce, 144, 8 * kGiB, DType::fp32, std::nullopt, 793, 821.94,
        nullptr},
       // NVLSTree: min(830.9, 2·16·46·143/144, 16·96); latency 25 + 2·20.9: busbw(16*GiB, 2*143/144,
       //   25+2*20.9, 0.74*18*40.1*2*(8-1)/(8+1)) = 829.52
-      // then the chunk pipeline (128 KiB chunks): fill 156.41 us, streaming 830.87 GB/s:
-      //   busbw(S, f, 66.8+156.41, 830.87) = 826.38
+      // then the chunk pipeline (192 pieces, 128 KiB chunks, the largest): τ0 = 131072·192·2*143/144/830.87e3 = 60.16
+      //   us; fill 2.6·τ0 = 156.41 us; streaming at the table's rate: busbw(S, f, 66.8+156.41, 830.87) = 826.38
       {"GB200_2racks_AR_16GB", "gb200-nvl72", OpKind::all_reduce, 144, 16 * kGiB, DType::fp32, std::nullopt, 815,
        826.38, nullptr},
 
       // Source: coreweave/nccl-tests README (NCCL 2.26.2, fp32): GB200 NVL72 × 20 racks (1440 GPUs) AR
       //   512 MB 151, 1 GB 219, 2 GB 287, 4 GB 346, 8 GB 381, 16 GB 405
       // NVLSTree 16 heads × 43.8: busbw(512*MiB, 2*1439/1440, 25+2*4*20.9, 16*43.8) = 622.64
-      // then the chunk pipeline (64 KiB chunks): fill 93.30 us, streaming 700.80 GB/s:
-      //   busbw(S, f, 192.2+93.30, 700.80) = 590.66
+      // then the chunk pipeline (192 pieces, 64 KiB chunks, the largest): τ0 = 65536·192·2*1439/1440/700.80e3 = 35.89
+      //   us; fill 2.6·τ0 = 93.30 us; streaming at the table's rate: busbw(S, f, 192.2+93.30, 700.80) = 590.66
       {"GB200_20racks_AR_512MB", "gb200-nvl72", OpKind::all_reduce, 1440, 512 * kMiB, DType::fp32, std::nullopt, 151,
        590.66,
        "the 20-rack sweep fits t ≈ 4.4-5.4 ms + bytes/420 GB/s: NCCL 2.26.2 used fewer NICs between "
@@ -569,16 +578,16 @@ const std::vector<Row>& rows() {
        "far below NCCL's model (cf. nccl #2035); model NVLSTree min(830.9, 16·46, 16·43.8) = 700.8 with "
        "0.19 ms latency and a 0.09 ms pipeline fill"},
       // NVLSTree 16 heads × 43.8: busbw(GiB, 2*1439/1440, 25+2*4*20.9, 16*43.8) = 659.41
-      // then the chunk pipeline (64 KiB chunks): fill 93.30 us, streaming 700.80 GB/s:
-      //   busbw(S, f, 192.2+93.30, 700.80) = 641.03
+      // then the chunk pipeline (192 pieces, 64 KiB chunks, the largest): τ0 = 65536·192·2*1439/1440/700.80e3 = 35.89
+      //   us; fill 2.6·τ0 = 93.30 us; streaming at the table's rate: busbw(S, f, 192.2+93.30, 700.80) = 641.03
       {"GB200_20racks_AR_1GB", "gb200-nvl72", OpKind::all_reduce, 1440, kGiB, DType::fp32, std::nullopt, 219, 641.03,
        "the 20-rack sweep fits t ≈ 4.4-5.4 ms + bytes/420 GB/s: NCCL 2.26.2 used fewer NICs between "
        "MNNVL domains than the 16 of 2.27+ that the preset models, and its NVLSTree at >= 3 domains ran "
        "far below NCCL's model (cf. nccl #2035); model NVLSTree min(830.9, 16·46, 16·43.8) = 700.8 with "
        "0.19 ms latency and a 0.09 ms pipeline fill"},
       // NVLSTree 16 heads × 43.8: busbw(2*GiB, 2*1439/1440, 25+2*4*20.9, 16*43.8) = 679.48
-      // then the chunk pipeline (64 KiB chunks): fill 93.30 us, streaming 700.80 GB/s:
-      //   busbw(S, f, 192.2+93.30, 700.80) = 669.59
+      // then the chunk pipeline (192 pieces, 64 KiB chunks, the largest): τ0 = 65536·192·2*1439/1440/700.80e3 = 35.89
+      //   us; fill 2.6·τ0 = 93.30 us; streaming at the table's rate: busbw(S, f, 192.2+93.30, 700.80) = 669.59
       {"GB200_20racks_AR_2GB", "gb200-nvl72", OpKind::all_reduce, 1440, 2 * kGiB, DType::fp32, std::nullopt, 287,
        669.59,
        "the 20-rack sweep fits t ≈ 4.4-5.4 ms + bytes/420 GB/s: NCCL 2.26.2 used fewer NICs between "
@@ -586,8 +595,8 @@ const std::vector<Row>& rows() {
        "far below NCCL's model (cf. nccl #2035); model NVLSTree min(830.9, 16·46, 16·43.8) = 700.8 with "
        "0.19 ms latency and a 0.09 ms pipeline fill"},
       // NVLSTree 16 heads × 43.8: busbw(4*GiB, 2*1439/1440, 25+2*4*20.9, 16*43.8) = 689.97
-      // then the chunk pipeline (64 KiB chunks): fill 93.30 us, streaming 700.80 GB/s:
-      //   busbw(S, f, 192.2+93.30, 700.80) = 684.84
+      // then the chunk pipeline (192 pieces, 64 KiB chunks, the largest): τ0 = 65536·192·2*1439/1440/700.80e3 = 35.89
+      //   us; fill 2.6·τ0 = 93.30 us; streaming at the table's rate: busbw(S, f, 192.2+93.30, 700.80) = 684.84
       {"GB200_20racks_AR_4GB", "gb200-nvl72", OpKind::all_reduce, 1440, 4 * kGiB, DType::fp32, std::nullopt, 346,
        684.84,
        "the 20-rack sweep fits t ≈ 4.4-5.4 ms + bytes/420 GB/s: NCCL 2.26.2 used fewer NICs between "
@@ -595,8 +604,8 @@ const std::vector<Row>& rows() {
        "far below NCCL's model (cf. nccl #2035); model NVLSTree min(830.9, 16·46, 16·43.8) = 700.8 with "
        "0.19 ms latency and a 0.09 ms pipeline fill"},
       // NVLSTree 16 heads × 43.8: busbw(8*GiB, 2*1439/1440, 25+2*4*20.9, 16*43.8) = 695.34
-      // then the chunk pipeline (64 KiB chunks): fill 93.30 us, streaming 700.80 GB/s:
-      //   busbw(S, f, 192.2+93.30, 700.80) = 692.73
+      // then the chunk pipeline (192 pieces, 64 KiB chunks, the largest): τ0 = 65536·192·2*1439/1440/700.80e3 = 35.89
+      //   us; fill 2.6·τ0 = 93.30 us; streaming at the table's rate: busbw(S, f, 192.2+93.30, 700.80) = 692.73
       {"GB200_20racks_AR_8GB", "gb200-nvl72", OpKind::all_reduce, 1440, 8 * kGiB, DType::fp32, std::nullopt, 381,
        692.73,
        "the 20-rack sweep fits t ≈ 4.4-5.4 ms + bytes/420 GB/s: NCCL 2.26.2 used fewer NICs between "
@@ -604,8 +613,8 @@ const std::vector<Row>& rows() {
        "far below NCCL's model (cf. nccl #2035); model NVLSTree min(830.9, 16·46, 16·43.8) = 700.8 with "
        "0.19 ms latency and a 0.09 ms pipeline fill"},
       // NVLSTree 16 heads × 43.8: busbw(16*GiB, 2*1439/1440, 25+2*4*20.9, 16*43.8) = 698.06
-      // then the chunk pipeline (64 KiB chunks): fill 93.30 us, streaming 700.80 GB/s:
-      //   busbw(S, f, 192.2+93.30, 700.80) = 696.74
+      // then the chunk pipeline (192 pieces, 64 KiB chunks, the largest): τ0 = 65536·192·2*1439/1440/700.80e3 = 35.89
+      //   us; fill 2.6·τ0 = 93.30 us; streaming at the table's rate: busbw(S, f, 192.2+93.30, 700.80) = 696.74
       {"GB200_20racks_AR_16GB", "gb200-nvl72", OpKind::all_reduce, 1440, 16 * kGiB, DType::fp32, std::nullopt, 405,
        696.74,
        "the 20-rack sweep fits t ≈ 4.4-5.4 ms + bytes/420 GB/s: NCCL 2.26.2 used fewer NICs between "
