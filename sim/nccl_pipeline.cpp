@@ -18,14 +18,14 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/units.h"
 #include "sim/nccl_model.h"
 
 namespace fsdpsim::nccl {
 namespace {
 
-constexpr double kKiB = 1024;
 // nvlsChunkSize: NCCL_NVLS_CHUNKSIZE's default, 128 KiB (src/init.cc).
-constexpr double kNvlsChunkBytes = 128 * kKiB;
+constexpr double kNvlsChunkBytes = 128.0 * kKiB;
 // The pipeline's two constants are the GPU profile's (nvls_chunk_handshake_ns, nvls_pipeline_fill_chunks), fitted per
 // architecture with the test data held apart (tests/sim/nvls_pipeline_test.cpp, collective_reference_test.cpp):
 // - Hopper 4.15 us and 1.15 chunk steps, on one 8xH100 all_reduce_perf sweep from 4 MiB to 16 GiB (NVIDIA's
