@@ -6,8 +6,8 @@
 #include <string>
 
 #include "exec/host/host_runner.h"
-#include "schedule/builder.h"
-#include "schedule/model.h"
+#include "schedule/build/builder.h"
+#include "schedule/model/model.h"
 #include "topologies/hardware.h"
 
 #include "tests/support/llama_shaped.h"

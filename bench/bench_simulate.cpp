@@ -5,8 +5,8 @@
 #include <chrono>
 #include <string>
 
-#include "schedule/builder.h"
-#include "schedule/model.h"
+#include "schedule/build/builder.h"
+#include "schedule/model/model.h"
 #include "sim/engine.h"
 #include "topologies/hardware.h"
 
@@ -43,7 +43,7 @@ void BM_SimulateStep(benchmark::State& state) {
   double seconds = 0;
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
-    const SimRun run = run_schedule(schedule, topology, options);
+    const RunRecord run = run_schedule(schedule, topology, options);
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     events += run.events;
     benchmark::DoNotOptimize(run.steps.back().end_ns);

@@ -3,13 +3,13 @@
 #include <optional>
 
 #include "cli/commands.h"
-#include "cli/job.h"
+#include "cli/job_options.h"
 #include "cli/output.h"
 #include "common/error.h"
 #include "common/units.h"
 #include "exec/host/host_runner.h"
+#include "report/report.h"
 #include "sim/engine.h"
-#include "sim/report.h"
 #ifdef FSDPSIM_HAVE_CUDA
 #include "exec/cuda/cuda_runner.h"
 #endif
@@ -52,7 +52,7 @@ TimeNs collective_timeout_ns(const ExecCliOptions& o) {
   return *ns;
 }
 
-SimRun simulate_steps(const Schedule& schedule, const Topology& topology, int32_t steps) {
+RunRecord simulate_steps(const Schedule& schedule, const Topology& topology, int32_t steps) {
   SimOptions sim;
   sim.steps = steps;
   sim.record_timeline = false;
@@ -70,7 +70,7 @@ ExecResult run_on_host(const Schedule& schedule, const Topology& topology, const
   std::optional<MemoryPeak> peak;
   if (o.order == "predicted") {
     // Perform allocations and releases in the order the simulator predicts, so the measured peak is comparable.
-    const SimRun predicted = simulate_steps(schedule, topology, o.steps);
+    const RunRecord predicted = simulate_steps(schedule, topology, o.steps);
     host.memory_order = predicted_memory_order(schedule, predicted.steps.back());
     peak = predicted.steps.back().peak_allocated;
   }
@@ -106,7 +106,7 @@ ExecResult run_on_gpus(const Schedule& schedule, const Topology& topology, const
   cuda.predict_with_memory = [&schedule, &topology, &o](int64_t bytes) -> std::string {
     Topology t = topology;
     t.gpu.hbm_bytes = bytes;
-    const SimRun run = simulate_steps(schedule, t, o.steps);
+    const RunRecord run = simulate_steps(schedule, t, o.steps);
     const std::string given =
         "given the same " + format_bytes(bytes) + " (the device's memory less the executor's scratch), the simulator ";
     if (!run.oom) return given + "predicts the schedule fits";
@@ -116,18 +116,7 @@ ExecResult run_on_gpus(const Schedule& schedule, const Topology& topology, const
            (e.op >= 0 ? schedule.ops[static_cast<size_t>(e.op)].name : std::string("setup")) + "' (step " +
            std::to_string(e.step) + ") with " + format_bytes(e.reserved_bytes) + " reserved";
   };
-  CudaOverheads measured;
-  ExecResult result = run_cuda(schedule, cuda, measured);
-  MeasuredDeviceMemory memory;
-  memory.device_total_bytes = measured.device_total_bytes;
-  memory.overheads.cuda_context_bytes = measured.measured_context_bytes;
-  memory.overheads.cublas_workspace_bytes = measured.measured_cublas_bytes;
-  memory.overheads.nccl_bytes = measured.measured_nccl_bytes;
-  memory.overheads.communicators = measured.communicators;
-  memory.executor_scratch_bytes = measured.scratch_bytes + measured.check_bytes;
-  result.device_memory = memory;
-  result.collectives_emulated = o.emulate_world > 0;
-  return result;
+  return run_cuda(schedule, cuda);
 #else
   (void)schedule;
   (void)topology;
@@ -149,7 +138,7 @@ void execute(const ExecCliOptions& o) {
     job.sets.push_back("nodes=" + std::to_string(o.emulate_world / t.gpus_per_node));
   }
   Topology topology;
-  const Schedule schedule = load_or_build_schedule(o.schedule_file, job, &topology);
+  const Schedule schedule = load_or_build_schedule_for_cli(o.schedule_file, job, &topology);
   if (o.emulate_world > 0 && o.emulate_world != schedule.info.world_size) {
     throw ConfigError(SourceLocation{"<--emulate-world>", 0, 0}, "--emulate-world",
                       "the schedule is for " + std::to_string(schedule.info.world_size) + " GPUs",
@@ -157,19 +146,7 @@ void execute(const ExecCliOptions& o) {
   }
   const ExecResult result =
       o.backend == "cuda" ? run_on_gpus(schedule, topology, o) : run_on_host(schedule, topology, o);
-  Report report = make_report(schedule, topology, result.run);
-  report.source = "fsdpsim exec (" + o.backend + ", " + result.device + ")";
-  report.collectives_emulated = result.collectives_emulated;
-  if (result.device_memory) {
-    // A GPU run states its overheads and its GPU's memory as measured, not as the profile gives them.
-    report.overheads = result.device_memory->overheads;
-    report.overheads_measured = true;
-    report.executor_scratch_bytes = result.device_memory->executor_scratch_bytes;
-    report.gpu_memory_bytes = result.device_memory->device_total_bytes;
-    report.memory_breakdown["cuda_context"] = report.overheads.cuda_context_bytes;
-    report.memory_breakdown["cublas_workspace"] = report.overheads.cublas_workspace_bytes;
-    report.memory_breakdown["nccl"] = report.overheads.nccl_bytes;
-  }
+  const Report report = make_report(schedule, topology, result.run);
   std::cout << report_text(report);
   if (!o.json.empty()) write_text_file(o.json, report_json(report), "--json");
   if (!o.trace.empty()) write_text_file(o.trace, chrome_trace(schedule, result.run), "--trace");

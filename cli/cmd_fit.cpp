@@ -2,7 +2,7 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "cli/job.h"
+#include "cli/job_options.h"
 #include "cli/output.h"
 #include "plan/advice.h"
 #include "plan/fit.h"

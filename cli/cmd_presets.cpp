@@ -3,9 +3,9 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "schedule/fsdp_config.h"
-#include "schedule/megatron_args.h"
-#include "schedule/model.h"
+#include "schedule/config/fsdp_config.h"
+#include "schedule/config/megatron_args.h"
+#include "schedule/model/model.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim::cli {

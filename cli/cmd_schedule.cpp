@@ -3,13 +3,13 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "cli/job.h"
+#include "cli/job_options.h"
 #include "cli/output.h"
 #include "common/error.h"
-#include "schedule/builder.h"
-#include "schedule/ir_yaml.h"
-#include "schedule/summary.h"
-#include "schedule/validate.h"
+#include "schedule/build/builder.h"
+#include "schedule/ir/ir_yaml.h"
+#include "schedule/ir/summary.h"
+#include "schedule/ir/validate.h"
 
 namespace fsdpsim::cli {
 namespace {

@@ -3,13 +3,13 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "cli/job.h"
+#include "cli/job_options.h"
 #include "cli/output.h"
 #include "common/error.h"
 #include "plan/advice.h"
 #include "plan/html_report.h"
+#include "report/report.h"
 #include "sim/engine.h"
-#include "sim/report.h"
 
 namespace fsdpsim::cli {
 namespace {
@@ -48,14 +48,14 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--margin", options->margin, "memory margin the OOM advice keeps free")->capture_default_str();
   cmd->callback([options] {
     Topology topology;
-    const Schedule schedule = load_or_build_schedule(options->schedule_file, options->job, &topology);
+    const Schedule schedule = load_or_build_schedule_for_cli(options->schedule_file, options->job, &topology);
     if (!options->profile.empty()) topology.gpu = load_gpu_profile(options->profile);
     SimOptions sim;
     sim.steps = options->steps;
     sim.expandable_segments = options->expandable_segments;
     sim.record_timeline = true;
     sim.allocator_capacity_bytes = 0;
-    const SimRun run = run_schedule(schedule, topology, sim);
+    const RunRecord run = run_schedule(schedule, topology, sim);
     const Report report = make_report(schedule, topology, run);
     std::cout << report_text(report);
     std::vector<AdviceItem> advice;

@@ -4,7 +4,7 @@
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "common/error.h"
-#include "sim/report_compare.h"
+#include "report/report_compare.h"
 
 namespace fsdpsim::cli {
 namespace {

@@ -1,5 +1,6 @@
 #include "common/json_location.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
@@ -128,6 +129,14 @@ SourceLocation json_path_location(std::string_view text, const std::string& path
     }
   }
   return where;
+}
+
+SourceLocation json_parse_error_location(std::string_view text, size_t bytes_read, const std::string& source) {
+  const size_t offset = std::min(bytes_read == 0 ? 0 : bytes_read - 1, text.size());
+  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n');
+  const size_t line_start = text.rfind('\n', offset == 0 ? 0 : offset - 1);
+  const auto column = static_cast<int>(offset - (line_start == std::string_view::npos ? 0 : line_start + 1)) + 1;
+  return SourceLocation{source, static_cast<int>(line), column};
 }
 
 }  // namespace fsdpsim

@@ -9,10 +9,9 @@
 #include <vector>
 
 #include "common/units.h"
-#include "schedule/ir.h"
-#include "sim/engine.h"
-#include "sim/memory_overheads.h"
-#include "sim/memory_tracker.h"
+#include "memory/memory_tracker.h"
+#include "run/run_record.h"
+#include "schedule/ir/ir.h"
 
 namespace fsdpsim {
 
@@ -27,22 +26,13 @@ struct StepMeasurement {
   CategoryBytes peak_breakdown{};    ///< live bytes per buffer category at the allocated peak
 };
 
-/// Device memory a GPU run measured beyond the IR's buffers.
-struct MeasuredDeviceMemory {
-  int64_t device_total_bytes = 0;      ///< what CUDA lets a process use on the GPU
-  MemoryOverheads overheads;           ///< CUDA context, cuBLAS, NCCL as measured
-  int64_t executor_scratch_bytes = 0;  ///< GEMM operands and collective staging outside the IR's buffers
-};
-
-/// What an executor run produced: rank 0's steps in the simulator's shape, and every problem any rank found.
+/// What an executor run produced: rank 0's steps as a measured run record (its origin says the backend, the device
+/// and, on GPUs, the memory measured beyond the IR's buffers), and every problem any rank found.
 struct ExecResult {
-  SimRun run;
+  RunRecord run;
   std::vector<std::string> problems;
-  std::string device;  ///< "host (8 threads as ranks)", "NVIDIA H100 80GB HBM3", ...
-  /// GPU runs: the overheads rank 0 measured (cudaMemGetInfo), its executor's scratch and the memory CUDA lets it
-  /// use; absent for the host backend, whose memory is not a GPU's.
-  std::optional<MeasuredDeviceMemory> device_memory;
-  bool collectives_emulated = false;  ///< every collective ran as a device copy of its bytes (--emulate-world)
+  [[nodiscard]] const Measurement& measurement() const { return std::get<Measurement>(run.origin); }
+  [[nodiscard]] Measurement& measurement() { return std::get<Measurement>(run.origin); }
 };
 
 /// A device, as the interpreter sees it. Every call but end_step() only enqueues; work runs asynchronously on the

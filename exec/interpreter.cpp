@@ -1,7 +1,7 @@
 #include "exec/interpreter.h"
 
 #include "common/error.h"
-#include "schedule/schedule_graph.h"
+#include "schedule/ir/schedule_graph.h"
 
 namespace fsdpsim {
 namespace {
@@ -27,13 +27,14 @@ StepRun to_step_run(const StepMeasurement& m, TimeNs step_start, int32_t step) {
 
 }  // namespace
 
-SimRun interpret(const Schedule& schedule, Backend& backend, const ExecOptions& options) {
+RunRecord interpret(const Schedule& schedule, Backend& backend, const ExecOptions& options) {
   const std::vector<int32_t> order = issue_order(schedule);
   if (order.size() != schedule.ops.size()) {
     throw ScheduleError("the executor cannot run this schedule", {"its dependencies form a cycle (run validation)"});
   }
   backend.setup(schedule);
-  SimRun result;
+  RunRecord result;
+  result.origin = Measurement{};  // the runner names the backend and the device
   TimeNs clock = 0;
   for (int32_t step = 0; step < options.steps; ++step) {
     backend.begin_step(step);

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "exec/backend.h"
-#include "schedule/ir.h"
-#include "sim/engine.h"
+#include "run/run_record.h"
+#include "schedule/ir/ir.h"
 
 namespace fsdpsim {
 
@@ -19,6 +19,6 @@ struct ExecOptions {
 
 /// Runs `steps` steps of `schedule` on `backend` and returns them in the simulator's shape (StepRun per step, with
 /// the measured peaks), so that make_report() renders measured and predicted runs alike.
-SimRun interpret(const Schedule& schedule, Backend& backend, const ExecOptions& options);
+RunRecord interpret(const Schedule& schedule, Backend& backend, const ExecOptions& options);
 
 }  // namespace fsdpsim

@@ -3,7 +3,7 @@
 #include <sstream>
 
 #include "fuzz/fuzz_target.h"
-#include "schedule/fsdp_config.h"
+#include "schedule/config/fsdp_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text = fsdpsim::fuzz::text_of(data, size);

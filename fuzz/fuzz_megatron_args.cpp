@@ -3,7 +3,7 @@
 #include <optional>
 
 #include "fuzz/fuzz_target.h"
-#include "schedule/megatron_args.h"
+#include "schedule/config/megatron_args.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text = fsdpsim::fuzz::text_of(data, size);

@@ -1,7 +1,7 @@
 // Fuzz target: executor and simulator reports given to `fsdpsim validate` (report_from_json), then compared with
 // themselves: every error must be 0 and the tables must render.
 #include "fuzz/fuzz_target.h"
-#include "sim/report_compare.h"
+#include "report/report_compare.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text = fsdpsim::fuzz::text_of(data, size);

@@ -10,13 +10,13 @@
 #include <string>
 
 #include "common/error.h"
-#include "schedule/builder.h"
-#include "schedule/model.h"
-#include "schedule/parallel_layout.h"
-#include "schedule/validate.h"
+#include "job/placement_check.h"
+#include "report/report.h"
+#include "schedule/build/builder.h"
+#include "schedule/config/parallel_layout.h"
+#include "schedule/ir/validate.h"
+#include "schedule/model/model.h"
 #include "sim/engine.h"
-#include "sim/placement_check.h"
-#include "sim/report.h"
 #include "topologies/hardware.h"
 
 /// libFuzzer's entry point: one per target binary.
@@ -93,7 +93,7 @@ inline void exercise_job(const ModelSpec& model, FsdpConfig config, const Topolo
   SimOptions options;
   options.steps = 1;
   options.record_timeline = false;
-  const SimRun run = run_schedule(schedule, topology, options);
+  const RunRecord run = run_schedule(schedule, topology, options);
   (void)make_report(schedule, topology, run, ReportDetail::summary);
 }
 

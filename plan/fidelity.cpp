@@ -9,9 +9,9 @@
 #include "common/error.h"
 #include "common/units.h"
 #include "common/yaml_reader.h"
-#include "schedule/builder.h"
+#include "job/job.h"
+#include "report/report.h"
 #include "sim/engine.h"
-#include "sim/report.h"
 
 namespace fsdpsim {
 namespace {
@@ -174,10 +174,10 @@ std::vector<FidelityResult> run_fidelity(const std::vector<FidelityRow>& rows) {
     }
     try {
       FsdpConfig config = row.config;
-      const Schedule s = build_schedule(row.model, config, row.topology.gpus_per_node);
+      const Schedule s = build_job_schedule(row.model, config, row.topology);
       SimOptions options;
       options.record_timeline = false;
-      const SimRun run = run_schedule(s, row.topology, options);
+      const RunRecord run = run_schedule(s, row.topology, options);
       const Report rep = make_report(s, row.topology, run, ReportDetail::summary);
       r.simulated = true;
       const FidelityMeasured& m = row.measured;

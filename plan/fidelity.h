@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "schedule/fsdp_config.h"
-#include "schedule/model.h"
+#include "schedule/config/fsdp_config.h"
+#include "schedule/model/model.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {

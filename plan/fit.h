@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "plan/sweep.h"
-#include "schedule/fsdp_config.h"
-#include "schedule/model.h"
+#include "schedule/config/fsdp_config.h"
+#include "schedule/model/model.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "plan/sweep.h"
-#include "schedule/ir.h"
+#include "report/report.h"
+#include "schedule/ir/ir.h"
 #include "sim/engine.h"
-#include "sim/report.h"
 
 namespace fsdpsim::html {
 
@@ -19,7 +19,7 @@ std::string timeline_chart(const Schedule& schedule, const StepRun& step);
 
 /// Memory over every step of `run`, stacked by buffer category, with the reserved bytes, the usable capacity (GPU
 /// memory minus the overheads), the step boundaries and the steady step's peak. Wrapped in <div id="memory">.
-std::string memory_chart(const SimRun& run, const Report& report);
+std::string memory_chart(const RunRecord& run, const Report& report);
 
 /// The breakdown at the peak (report.memory_breakdown): a horizontal stacked bar and a table.
 /// Wrapped in <div id="breakdown">.

@@ -149,7 +149,7 @@ std::string y_axis(const Frame& f) {
   return out;
 }
 
-std::string step_marks(const SimRun& run, const Frame& f) {
+std::string step_marks(const RunRecord& run, const Frame& f) {
   std::string out;
   for (size_t k = 0; k < run.steps.size(); ++k) {
     const std::string x = px(f.x(static_cast<double>(run.steps[k].start_ns)));
@@ -161,7 +161,7 @@ std::string step_marks(const SimRun& run, const Frame& f) {
   return out;
 }
 
-std::string capacity_and_peak(const SimRun& run, const Report& report, const Frame& f) {
+std::string capacity_and_peak(const RunRecord& run, const Report& report, const Frame& f) {
   const int64_t capacity = report.gpu_memory_bytes - report.overheads.total();
   const std::string yc = px(f.y(static_cast<double>(capacity)));
   std::string out = "<line data-capacity=\"1\" x1=\"" + px(kMarginLeftPx) + "\" y1=\"" + yc + "\" x2=\"" +
@@ -202,7 +202,7 @@ std::vector<std::pair<std::string, int64_t>> breakdown_items(const Report& repor
   return items;
 }
 
-Frame memory_frame(const SimRun& run, const Report& report) {
+Frame memory_frame(const RunRecord& run, const Report& report) {
   Frame f;
   f.t0_ns = std::min(run.steps.front().start_ns, run.timeline.front().time_ns);
   f.span_ns = static_cast<double>(
@@ -216,7 +216,7 @@ Frame memory_frame(const SimRun& run, const Report& report) {
 
 }  // namespace
 
-std::string memory_chart(const SimRun& run, const Report& report) {
+std::string memory_chart(const RunRecord& run, const Report& report) {
   if (run.timeline.empty() || run.steps.empty()) {
     return "<div id=\"memory\"><p class=\"note\">No memory timeline was recorded for this run.</p></div>\n";
   }

@@ -76,7 +76,7 @@ std::string advice_table(const std::vector<AdviceItem>& advice) {
 
 }  // namespace
 
-std::string html_run_report(const Schedule& schedule, const SimRun& run, const Report& report,
+std::string html_run_report(const Schedule& schedule, const RunRecord& run, const Report& report,
                             const std::vector<AdviceItem>& advice) {
   FSDPSIM_CHECK(!run.steps.empty(), "html_run_report needs a run with at least one step");
   FSDPSIM_CHECK(run.steps.back().ops.size() == schedule.ops.size(), "the run's op timings do not match the schedule");

@@ -10,15 +10,15 @@
 
 #include "plan/advice.h"
 #include "plan/sweep.h"
-#include "schedule/ir.h"
+#include "report/report.h"
+#include "schedule/ir/ir.h"
 #include "sim/engine.h"
-#include "sim/report.h"
 
 namespace fsdpsim {
 
 /// The report of one run (simulated or measured): `run` must hold the steps and the memory timeline; `advice` may be
 /// empty.
-std::string html_run_report(const Schedule& schedule, const SimRun& run, const Report& report,
+std::string html_run_report(const Schedule& schedule, const RunRecord& run, const Report& report,
                             const std::vector<AdviceItem>& advice);
 
 /// The report of a sweep: the ranked table and memory against throughput with the Pareto front.

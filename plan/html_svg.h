@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "schedule/ir.h"
+#include "schedule/ir/ir.h"
 
 namespace fsdpsim::html {
 

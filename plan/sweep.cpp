@@ -9,11 +9,11 @@
 #include "common/error.h"
 #include "common/limits.h"
 #include "common/text.h"
-#include "schedule/builder.h"
-#include "schedule/parallel_layout.h"
+#include "job/job.h"
+#include "report/report.h"
+#include "schedule/build/builder.h"
+#include "schedule/config/parallel_layout.h"
 #include "sim/engine.h"
-#include "sim/placement_check.h"
-#include "sim/report.h"
 
 namespace fsdpsim {
 namespace {
@@ -86,9 +86,7 @@ SweepResult evaluate_config(const ModelSpec& model, const Topology& topology, Fs
   SweepResult r;
   Schedule schedule;
   try {
-    const ParallelLayout layout = resolve_layout(model, config, topology.gpus_per_node);
-    schedule = build_schedule(model, config, layout);
-    check_group_placements(schedule, topology, config);
+    schedule = build_job_schedule(model, config, topology, ScheduleCheck::validate);
   } catch (const ConfigError& e) {
     r.invalid_reason = e.problem().empty() ? e.what() : e.key() + ": " + e.problem();
     return r;
@@ -99,7 +97,7 @@ SweepResult evaluate_config(const ModelSpec& model, const Topology& topology, Fs
   options.record_timeline = false;
   Topology steady = topology;
   if (steps == 1) steady.gpu.cuda_malloc_ns = 0;  // one step standing for the steady state
-  SimRun run;
+  RunRecord run;
   try {
     run = run_schedule(schedule, steady, options);
   } catch (const ConfigError& e) {
@@ -128,6 +126,27 @@ SweepResult evaluate_config(const ModelSpec& model, const Topology& topology, Fs
   return r;
 }
 
+namespace {
+
+// One point of the grid. Whatever it throws (a schedule the builder got wrong, an internal check) is that point's
+// error: the other points still run, and the table shows which one failed and why.
+SweepResult evaluate_point(const SweepSpec& spec, const std::vector<std::string>& assignments) {
+  SweepResult r;
+  try {
+    FsdpConfig config = spec.base;
+    for (const auto& a : assignments) apply_override(config, a, "--grid");
+    r = spec.evaluate ? spec.evaluate(config)
+                      : evaluate_config(spec.model, spec.topology, config, spec.memory_margin, spec.steps);
+  } catch (const std::exception& e) {
+    r = SweepResult{};
+    r.invalid_reason = std::string("error: ") + e.what();
+  }
+  r.assignments = assignments;
+  return r;
+}
+
+}  // namespace
+
 std::vector<SweepResult> run_sweep(const SweepSpec& spec, const SweepProgress& progress) {
   const int64_t total = sweep_size(spec);
   std::vector<SweepResult> results(static_cast<size_t>(total));
@@ -136,11 +155,8 @@ std::vector<SweepResult> run_sweep(const SweepSpec& spec, const SweepProgress& p
   std::mutex progress_mutex;
   const auto worker = [&] {
     for (int64_t i = next++; i < total; i = next++) {
-      FsdpConfig config = spec.base;
       const std::vector<std::string> assignments = point_assignments(spec.axes, i);
-      for (const auto& a : assignments) apply_override(config, a, "--grid");
-      SweepResult r = evaluate_config(spec.model, spec.topology, config, spec.memory_margin, spec.steps);
-      r.assignments = assignments;
+      SweepResult r = evaluate_point(spec, assignments);
       results[static_cast<size_t>(i)] = std::move(r);
       const int64_t d = ++done;
       if (progress) {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "schedule/fsdp_config.h"
-#include "schedule/model.h"
+#include "schedule/config/fsdp_config.h"
+#include "schedule/model/model.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {
@@ -55,6 +55,9 @@ struct SweepSpec {
   /// Steps to simulate per point. 1 (the default for sweeps) simulates the steady state directly: the allocator's
   /// first-step cudaMalloc costs are left out, which is the only thing that makes a first step differ.
   int32_t steps = 1;
+  /// Evaluates one point's configuration; empty: evaluate_config with the fields above. A what-if (or a test) may
+  /// replace it. Whatever it throws becomes that point's error, and the sweep goes on.
+  std::function<SweepResult(const FsdpConfig& config)> evaluate;
 };
 
 /// Progress: (done, total) after each point, from worker threads (the callee serialises).

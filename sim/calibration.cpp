@@ -8,7 +8,7 @@
 
 #include "common/error.h"
 #include "common/text.h"
-#include "sim/collective_model.h"
+#include "sim/nccl/collective_model.h"
 
 namespace fsdpsim {
 namespace {

@@ -9,41 +9,12 @@
 #include <vector>
 
 #include "common/error.h"
-#include "schedule/dtype.h"
-#include "schedule/ir.h"
+#include "run/measurements.h"
+#include "schedule/ir/dtype.h"
+#include "schedule/ir/ir.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {
-
-/// One GEMM measurement.
-struct GemmSample {
-  int64_t m = 0, n = 0, k = 0;
-  DType dtype = DType::bf16;
-  double flops_per_s = 0;
-};
-
-/// One collective measurement, in nccl-tests' conventions.
-struct CollectiveSample {
-  OpKind kind = OpKind::all_gather;
-  int32_t ranks = 0;
-  int32_t nodes = 1;       ///< hosts the ranks ran on
-  int64_t size_bytes = 0;  ///< the size nccl-tests prints (whole gathered/scattered buffer)
-  DType dtype = DType::fp32;
-  double time_s = 0;
-  double busbw_bytes_per_s = 0;
-  int64_t wrong = 0;     ///< nccl-tests' #wrong
-  SourceLocation where;  ///< the log and line it was read from (empty for a measurement)
-};
-
-/// What the GPUs present measured (`fsdpsim calibrate`).
-struct GpuMeasurements {
-  std::string device;  ///< cudaGetDeviceProperties name
-  int32_t sm_count = 0;
-  int64_t memory_bytes = 0;
-  std::vector<GemmSample> gemms;
-  std::vector<CollectiveSample> collectives;
-  double copy_bw_bytes_per_s = 0;  ///< HBM bytes read + written per second by a device-to-device copy
-};
 
 /// Parses the output of an nccl-tests binary. `kind` names the collective when the log does not say (older
 /// versions); rows with #wrong > 0 are kept and flagged. Errors name the file and line.

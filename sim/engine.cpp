@@ -5,9 +5,10 @@
 #include <string>
 
 #include "common/error.h"
+#include "memory/memory_tracker.h"
 #include "sim/event_queue.h"
 #include "sim/flow_solver.h"
-#include "sim/memory_overheads.h"
+#include "sim/memory_overhead_model.h"
 
 namespace fsdpsim {
 namespace {
@@ -37,11 +38,30 @@ struct OpRuntime {
 // What the caching allocator can reserve: the GPU's memory less what the CUDA context, cuBLAS and NCCL hold before
 // the first tensor (measured on an H100: the pool failed at the device's total less those and the executor's scratch,
 // bench/results/2026-11-23-h100.md).
-int64_t allocator_capacity(const Schedule& s, const Topology& t, const std::vector<OpCost>& costs) {
+int64_t allocator_capacity(const Topology& t, const MemoryOverheads& overheads) {
   // Overheads that fill the whole GPU leave one byte: the first allocation then fails and the run is reported out
   // of memory, which is the answer.
-  return std::max<int64_t>(1, t.gpu.hbm_bytes - memory_overheads(s, t, costs).total());
+  return std::max<int64_t>(1, t.gpu.hbm_bytes - overheads.total());
 }
+
+// What the cost model chose for each collective, as the run record keeps it.
+std::vector<CollectiveChoice> collective_choices(const Schedule& s, const std::vector<OpCost>& costs) {
+  std::vector<CollectiveChoice> choices(s.ops.size());
+  for (const Op& op : s.ops) {
+    if (!is_collective(op.kind)) continue;
+    const CollectiveCost& c = costs[static_cast<size_t>(op.id)].nccl;
+    choices[static_cast<size_t>(op.id)] = CollectiveChoice{
+        .algorithm = to_string(c.algo), .protocol = to_string(c.proto), .busbw_bytes_per_s = c.bus_bw_bytes_per_s};
+  }
+  return choices;
+}
+
+// The slowest compute runs while communication kernels hold SMs. A guard, not a measurement: when the collectives
+// running at once hold as many SMs as the GPU has (several concurrent calls of a what-if profile), the hardware still
+// schedules compute CTAs as communication CTAs wait on their peers, so compute slows but never stops; 5% keeps such a
+// step finite. The shipped profiles never come near it (an FSDP step's concurrent all-gather and reduce-scatter hold a
+// few dozen of an H100's 132 SMs, docs/architecture.md §5.4), so no reported figure depends on its value.
+constexpr double kMinComputeSpeed = 0.05;
 
 class Engine {
  public:
@@ -51,11 +71,13 @@ class Engine {
         t_(t),
         o_(o),
         costs_(std::move(costs)),
+        overheads_(memory_overheads(s, t, costs_)),
         links_(),
         memory_(s,
-                AllocatorConfig{
-                    o.allocator_capacity_bytes > 0 ? o.allocator_capacity_bytes : allocator_capacity(s, t, costs_),
-                    o.expandable_segments, 0},
+                AllocatorConfig{.capacity_bytes = o.allocator_capacity_bytes > 0 ? o.allocator_capacity_bytes
+                                                                                 : allocator_capacity(t, overheads_),
+                                .expandable_segments = o.expandable_segments,
+                                .max_split_size_bytes = 0},
                 o.record_timeline) {
     FSDPSIM_CHECK(costs_.size() == s.ops.size(), "one cost per op");
     for (const double cap : link_caps) links_.push_back(FlowLink{cap});
@@ -85,8 +107,8 @@ class Engine {
     compute_stream_ = std::max(0, s.stream_index("compute"));
   }
 
-  SimRun run() {
-    SimRun result;
+  RunRecord run() {
+    RunRecord result;
     // Persistent buffers exist before the first step (model, optimizer and FSDP buffers are set up at init).
     for (const Buffer& b : s_.buffers) {
       if (b.persistent) memory_.allocate(b.id, -1, compute_stream_, 0, 0);
@@ -102,7 +124,7 @@ class Engine {
       now = run.end_ns;
       result.steps.push_back(std::move(run));
     }
-    result.costs = std::move(costs_);
+    result.origin = Prediction{.collectives = collective_choices(s_, costs_), .overheads = overheads_};
     result.timeline = memory_.timeline();
     result.oom = memory_.oom();
     result.allocator = memory_.allocator_stats();
@@ -182,17 +204,37 @@ class Engine {
           finish(op_id, now);
           return;
         }
-        a = Activity{op_id, true, false, false, static_cast<double>(malloc_ns), 0, now, a.version + 1};
+        a = Activity{.op = op_id,
+                     .active = true,
+                     .transfer = false,
+                     .in_latency = false,
+                     .remaining = static_cast<double>(malloc_ns),
+                     .rate = 0,
+                     .since = now,
+                     .version = a.version + 1};
         fresh_.push_back(static_cast<size_t>(op.stream));
         return;
       case CostModel::compute:
-        a = Activity{op_id, true, false,        false, static_cast<double>(cost.compute_ns + malloc_ns),
-                     0,     now,  a.version + 1};
+        a = Activity{.op = op_id,
+                     .active = true,
+                     .transfer = false,
+                     .in_latency = false,
+                     .remaining = static_cast<double>(cost.compute_ns + malloc_ns),
+                     .rate = 0,
+                     .since = now,
+                     .version = a.version + 1};
         fresh_.push_back(static_cast<size_t>(op.stream));
         return;
       case CostModel::transfer: {
         const TimeNs latency = cost.latency_ns + malloc_ns;
-        a = Activity{op_id, true, true, latency > 0, cost.bytes, 0, now, a.version + 1};
+        a = Activity{.op = op_id,
+                     .active = true,
+                     .transfer = true,
+                     .in_latency = latency > 0,
+                     .remaining = cost.bytes,
+                     .rate = 0,
+                     .since = now,
+                     .version = a.version + 1};
         comm_changed_ = true;
         if (a.in_latency) queue_.push(now + latency, 0, op.stream, a.version);
         if (!a.in_latency && cost.bytes <= 0) finish(op_id, now);
@@ -247,7 +289,7 @@ class Engine {
       }
     }
     const double sms = std::max(1, t_.gpu.sm_count);
-    compute_speed_ = std::max(0.05, (sms - comm_sms) / sms);
+    compute_speed_ = std::max(kMinComputeSpeed, (sms - comm_sms) / sms);
     if (comm_running) compute_speed_ *= (1.0 - t_.gpu.overlap_slowdown);
     solver_.solve(links_, flows_, rates_);
     for (size_t st = 0; st < acts_.size(); ++st) {
@@ -286,6 +328,7 @@ class Engine {
   const Topology& t_;
   SimOptions o_;
   std::vector<OpCost> costs_;
+  MemoryOverheads overheads_;
   std::vector<FlowLink> links_;
   MemoryTracker memory_;
   std::vector<std::vector<int32_t>> stream_ops_;
@@ -312,12 +355,12 @@ class Engine {
 
 }  // namespace
 
-SimRun run_schedule(const Schedule& schedule, const Topology& topology, const SimOptions& options) {
+RunRecord run_schedule(const Schedule& schedule, const Topology& topology, const SimOptions& options) {
   return Engine(schedule, topology, options, compute_op_costs(schedule, topology), link_capacities(topology)).run();
 }
 
-SimRun run_schedule_with_costs(const Schedule& schedule, const Topology& topology, const SimOptions& options,
-                               std::vector<OpCost> costs, std::vector<double> link_caps) {
+RunRecord run_schedule_with_costs(const Schedule& schedule, const Topology& topology, const SimOptions& options,
+                                  std::vector<OpCost> costs, std::vector<double> link_caps) {
   return Engine(schedule, topology, options, std::move(costs), link_caps).run();
 }
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "common/units.h"
-#include "schedule/ir.h"
-#include "sim/memory_tracker.h"
+#include "run/run_record.h"
+#include "schedule/ir/ir.h"
 #include "sim/op_costs.h"
 #include "topologies/hardware.h"
 
@@ -24,38 +24,13 @@ struct SimOptions {
   int64_t allocator_capacity_bytes = 0;  ///< what the allocator may reserve; 0: the GPU's memory less the overheads
 };
 
-/// When one op ran in one step.
-struct OpTiming {
-  TimeNs start_ns = -1;
-  TimeNs end_ns = -1;
-};
-
-/// One simulated step.
-struct StepRun {
-  TimeNs start_ns = 0;
-  TimeNs end_ns = 0;
-  std::vector<OpTiming> ops;  ///< by op id
-  MemoryPeak peak_allocated;
-  MemoryPeak peak_reserved;
-  int64_t cuda_malloc_calls = 0;  ///< new allocator segments during this step
-};
-
-/// Everything a run produced.
-struct SimRun {
-  std::vector<StepRun> steps;
-  std::vector<OpCost> costs;           ///< by op id
-  std::vector<MemorySample> timeline;  ///< across all steps
-  std::optional<OomEvent> oom;
-  AllocatorStats allocator;
-  uint64_t events = 0;  ///< events processed (engine speed)
-};
-
-/// Runs `schedule` on `topology` (its world size must equal the schedule's; the caller checks and explains).
-SimRun run_schedule(const Schedule& schedule, const Topology& topology, const SimOptions& options);
+/// Runs `schedule` on `topology` and records it as a Prediction (its world size must equal the schedule's; the caller
+/// checks and explains).
+RunRecord run_schedule(const Schedule& schedule, const Topology& topology, const SimOptions& options);
 
 /// Runs with given op costs and link capacities instead of the cost models' (tests of the engine's semantics, and
 /// what-if studies). `costs` is indexed by op id; `link_capacities` by LinkId.
-SimRun run_schedule_with_costs(const Schedule& schedule, const Topology& topology, const SimOptions& options,
-                               std::vector<OpCost> costs, std::vector<double> link_capacities);
+RunRecord run_schedule_with_costs(const Schedule& schedule, const Topology& topology, const SimOptions& options,
+                                  std::vector<OpCost> costs, std::vector<double> link_capacities);
 
 }  // namespace fsdpsim

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "common/units.h"
-#include "schedule/ir.h"
-#include "sim/collective_model.h"
+#include "schedule/ir/ir.h"
+#include "sim/nccl/collective_model.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {

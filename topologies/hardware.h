@@ -47,9 +47,9 @@ struct GpuProfile {
   int32_t ring_sms = 24;       ///< ring/tree kernels (NCCL channels = CTAs)
   int32_t nvls_sms = 16;       ///< NVLS kernels without registered buffers (0: the GPU has no NVLS, e.g. Ampere)
   int32_t registered_sms = 6;  ///< NVLS / IB SHARP / symmetric kernels with registered buffers (nccl_ub); 0: none
-  /// The chunk pipeline of NVLS / NVLSTree kernels (sim/nccl_pipeline.cpp), which NCCL's tuning model leaves out: the
-  /// fixed cost of one chunk step of a (channel, head) piece, and the chunk steps the pipeline takes to fill. Fitted
-  /// per architecture on measured all-reduce size sweeps; both 0: NCCL's tuning model alone.
+  /// The chunk pipeline of NVLS / NVLSTree kernels (sim/nccl/nccl_pipeline.cpp), which NCCL's tuning model leaves out:
+  /// the fixed cost of one chunk step of a (channel, head) piece, and the chunk steps the pipeline takes to fill.
+  /// Fitted per architecture on measured all-reduce size sweeps; both 0: NCCL's tuning model alone.
   TimeNs nvls_chunk_handshake_ns = 0;
   double nvls_pipeline_fill_chunks = 0;
   double overlap_slowdown = 0;  ///< extra fractional slowdown of compute overlapped with communication (memory)

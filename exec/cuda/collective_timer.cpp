@@ -7,6 +7,7 @@
 #include "exec/cuda/check_kernels.h"
 #include "exec/cuda/cuda_check.h"
 #include "exec/cuda/cuda_runner.h"
+#include "run/bus_bandwidth.h"
 
 namespace fsdpsim {
 namespace {
@@ -32,12 +33,6 @@ Shape shape_of(OpKind kind, int64_t size_bytes, int32_t n) {
   s.out_bytes = kind == OpKind::all_gather ? slot * n : slot;
   s.printed_bytes = slot * n;
   return s;
-}
-
-// nccl-tests' bus-bandwidth factors: AG and RS (n−1)/n, AR 2(n−1)/n.
-double busbw_factor(OpKind kind, int32_t n) {
-  const double f = static_cast<double>(n - 1) / static_cast<double>(n);
-  return kind == OpKind::all_reduce ? 2.0 * f : f;
 }
 
 check_kernels::Collective checked(OpKind kind) {

@@ -7,7 +7,7 @@
 #include "common/units.h"
 #include "exec/cuda/cuda_backend.h"
 #include "exec/cuda/cuda_check.h"
-#include "exec/cuda/measured_peak.h"
+#include "memory/replay_peak.h"
 
 namespace fsdpsim {
 namespace {

@@ -23,7 +23,7 @@ struct RankShared {
 
 /// What one rank produced.
 struct RankOutcome {
-  SimRun run;
+  RunRecord run;
   std::vector<std::string> problems;
   CudaOverheads overheads;
 };

@@ -143,7 +143,7 @@ ExecResult run_cuda_mpi(const Schedule& schedule, const CudaOptions& options, Cu
   ExecResult result;
   result.run = std::move(outcome.run);
   result.problems = gather_problems(outcome.problems, rank, size);
-  result.device =
+  result.measurement().device =
       describe_devices({device}, "rank " + std::to_string(rank) + " of " + std::to_string(size) + " MPI processes");
   overheads = outcome.overheads;
   return result;

@@ -85,7 +85,7 @@ ExecResult collect(const std::vector<RankOutcome>& outcomes, const std::vector<i
   for (size_t r = 0; r < outcomes.size(); ++r) {
     for (const auto& p : outcomes[r].problems) result.problems.push_back("rank " + std::to_string(r) + ": " + p);
   }
-  result.device = describe_devices(devices, mode);
+  result.measurement().device = describe_devices(devices, mode);
   overheads = outcomes.front().overheads;
   return result;
 }
@@ -289,11 +289,28 @@ ExecResult run_cuda(const Schedule& schedule, const CudaOptions& options) {
 
 ExecResult run_cuda(const Schedule& schedule, const CudaOptions& options, CudaOverheads& overheads) {
   check_cuda_options(schedule, options);
-  if (options.mpi) return run_cuda_mpi(schedule, options, overheads);
-  std::string why;
-  if (!cuda_device_available(&why)) throw CudaError("cannot run the schedule on GPUs: " + why, false);
-  if (options.emulate_world > 0) return run_emulated(schedule, options, overheads);
-  return run_threads(schedule, options, overheads);
+  ExecResult result;
+  if (options.mpi) {
+    result = run_cuda_mpi(schedule, options, overheads);
+  } else {
+    std::string why;
+    if (!cuda_device_available(&why)) throw CudaError("cannot run the schedule on GPUs: " + why, false);
+    result = options.emulate_world > 0 ? run_emulated(schedule, options, overheads)
+                                       : run_threads(schedule, options, overheads);
+  }
+  // The run states the memory it measured beyond the IR's buffers; the report shows it in place of the profile's.
+  Measurement& measured = result.measurement();
+  measured.backend = "cuda";
+  measured.device_memory =
+      MeasuredDeviceMemory{.device_total_bytes = overheads.device_total_bytes,
+                           .overheads = MemoryOverheads{.cuda_context_bytes = overheads.measured_context_bytes,
+                                                        .cublas_workspace_bytes = overheads.measured_cublas_bytes,
+                                                        .nccl_bytes = overheads.measured_nccl_bytes,
+                                                        .nccl_registration_bytes = 0,
+                                                        .communicators = overheads.communicators},
+                           .executor_scratch_bytes = overheads.scratch_bytes + overheads.check_bytes};
+  measured.collectives_emulated = options.emulate_world > 0;
+  return result;
 }
 
 }  // namespace fsdpsim

@@ -15,9 +15,9 @@
 #include "common/units.h"
 #include "exec/backend.h"
 #include "exec/fault_report.h"
-#include "schedule/dtype.h"
-#include "schedule/ir.h"
-#include "sim/calibration.h"  // GemmSample, CollectiveSample, GpuMeasurements: one definition, shared with calibrate
+#include "run/measurements.h"  // GemmSample, CollectiveSample, GpuMeasurements: one definition, shared with calibrate
+#include "schedule/ir/dtype.h"
+#include "schedule/ir/ir.h"
 
 namespace fsdpsim {
 

@@ -23,7 +23,7 @@
 
 #include "exec/cuda/collective_plan.h"
 #include "exec/cuda/nccl_nonblocking.h"
-#include "schedule/ir.h"
+#include "schedule/ir/ir.h"
 
 namespace fsdpsim {
 

@@ -119,9 +119,9 @@ StepMeasurement HostBackend::end_step() {
   m.start_ns = start_ns_;
   m.end_ns = end_ns_;
   for (const TimeNs end : end_ns_) m.step_ns = std::max(m.step_ns, end);
-  const HostMemoryPeak peak = memory_->peak();
-  m.peak_allocated_bytes = peak.allocated_bytes;
-  m.peak_reserved_bytes = peak.allocated_bytes;  // no caching allocator holds memory on the host
+  const MemoryPeak peak = memory_->peak();
+  m.peak_allocated_bytes = peak.bytes;
+  m.peak_reserved_bytes = peak.bytes;  // no caching allocator holds memory on the host
   m.peak_op = peak.op;
   m.peak_breakdown = peak.breakdown;
   memory_->end_step();

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "schedule/ir.h"
+#include "schedule/ir/ir.h"
 
 namespace fsdpsim {
 

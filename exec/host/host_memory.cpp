@@ -51,7 +51,11 @@ struct RankMemory::RegionRead {
 
 RankMemory::RankMemory(const Schedule& schedule, const HostPlan& plan, int32_t rank, AllocatorConfig allocator,
                        ProblemLog& problems)
-    : schedule_(schedule), plan_(plan), rank_(rank), problems_(problems), allocator_(allocator) {
+    : schedule_(schedule),
+      plan_(plan),
+      rank_(rank),
+      problems_(problems),
+      accounting_(schedule, allocator, /*record_timeline=*/false) {
   buffers_.resize(schedule.buffers.size());
   for (size_t b = 0; b < buffers_.size(); ++b) buffers_[b].records.resize(plan.buffers[b].regions.size());
 }
@@ -84,9 +88,10 @@ void RankMemory::setup_persistent(int32_t stream) {
   }
 }
 
-void RankMemory::begin_step(int32_t /*step*/) {
+void RankMemory::begin_step(int32_t step) {
   const std::lock_guard lock(mutex_);
-  peak_ = HostMemoryPeak{allocated_bytes_locked(), -1, live_};
+  step_ = step;
+  accounting_.reset_peaks(0, step);
 }
 
 void RankMemory::end_step() {
@@ -124,7 +129,7 @@ void RankMemory::release(int32_t buffer, const Op& op) {
     st.live = false;
     storage = std::move(st.storage);
     storage->released.store(true, std::memory_order_relaxed);
-    account_release(buffer);
+    accounting_.release(buffer, 0);
   }
   storage->poison();  // a late reader reads poison, never freed memory
   const std::lock_guard lock(mutex_);
@@ -134,67 +139,35 @@ void RankMemory::release(int32_t buffer, const Op& op) {
 AllocationFailure RankMemory::fail_allocation(int32_t buffer, const Op& op, int32_t step) {
   const std::lock_guard lock(mutex_);
   buffers_[static_cast<size_t>(buffer)].failed = true;
-  return AllocationFailure{buffer, op.id, step, allocated_bytes_locked(), live_};
+  return AllocationFailure{buffer, op.id, step, accounting_.allocated_bytes(), accounting_.live_bytes()};
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 void RankMemory::account_allocate(int32_t buffer, int32_t op, int32_t stream) {
-  const Buffer& b = schedule_.buffers[static_cast<size_t>(buffer)];
-  if (b.size_bytes == 0) return;  // as MemoryTracker: PyTorch hands out no block for an empty tensor
-  BufferState& st = buffers_[static_cast<size_t>(buffer)];
-  const int64_t rounded = CachingAllocator::round_size(b.size_bytes);
-  // As MemoryTracker: after the first failure the allocator is not asked again; the bytes are still counted.
-  const auto block = oom_ ? std::nullopt : allocator_.allocate(b.size_bytes, stream);
-  if (block) {
-    st.block = *block;
-  } else {
-    if (!oom_) {
-      problems_.add("the caching-allocator model has no room for buffer " + what(buffer) + " (" +
-                    std::to_string(b.size_bytes) + " B) allocated by op " + std::to_string(op) +
-                    ": the rank would run out of memory (HostOptions::allocator_capacity_bytes)");
-    }
-    oom_ = true;
-    st.block = -1;
-    unbacked_bytes_ += rounded;
+  const bool had_failed = accounting_.oom().has_value();
+  accounting_.allocate(buffer, op, stream, 0, step_);
+  if (!had_failed && accounting_.oom()) {
+    problems_.add("the caching-allocator model has no room for buffer " + what(buffer) + " (" +
+                  std::to_string(schedule_.buffers[static_cast<size_t>(buffer)].size_bytes) + " B) allocated by op " +
+                  std::to_string(op) + ": the rank would run out of memory (HostOptions::allocator_capacity_bytes)");
   }
-  live_[static_cast<size_t>(b.category)] += rounded;
-  const int64_t allocated = allocated_bytes_locked();
-  if (allocated > peak_.allocated_bytes) peak_ = HostMemoryPeak{allocated, op, live_};
-}
-
-void RankMemory::account_release(int32_t buffer) {
-  const Buffer& b = schedule_.buffers[static_cast<size_t>(buffer)];
-  if (b.size_bytes == 0) return;
-  BufferState& st = buffers_[static_cast<size_t>(buffer)];
-  const int64_t rounded = CachingAllocator::round_size(b.size_bytes);
-  if (st.block >= 0) {
-    allocator_.free(st.block);
-  } else {
-    unbacked_bytes_ -= rounded;
-  }
-  st.block = -1;
-  live_[static_cast<size_t>(b.category)] -= rounded;
-}
-
-int64_t RankMemory::allocated_bytes_locked() const {
-  return allocator_.stats().allocated_bytes + unbacked_bytes_;
 }
 
 int64_t RankMemory::allocated_bytes() const {
   const std::lock_guard lock(mutex_);
-  return allocated_bytes_locked();
+  return accounting_.allocated_bytes();
 }
 
 int64_t RankMemory::live_rounded_bytes() const {
   const std::lock_guard lock(mutex_);
   int64_t total = 0;
-  for (const int64_t bytes : live_) total += bytes;
+  for (const int64_t bytes : accounting_.live_bytes()) total += bytes;
   return total;
 }
 
-HostMemoryPeak RankMemory::peak() const {
+MemoryPeak RankMemory::peak() const {
   const std::lock_guard lock(mutex_);
-  return peak_;
+  return accounting_.peak_allocated();
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 #pragma once
 /// One rank's buffers in host memory: real words for every live buffer, poison on allocation and release, tagged
 /// data, a record of who wrote each region last (and the checksum of what it wrote), and the memory accounting
-/// the simulator does (the same caching-allocator model driven by the same allocation calls, so the allocated
-/// bytes — which count a whole block where PyTorch does not split it — are the simulator's).
+/// the simulator does (the same MemoryTracker, memory/memory_tracker.h, driven by the same allocation calls, so the
+/// allocated bytes — which count a whole block where PyTorch does not split it — are the simulator's).
 ///
 /// Thread safety: every stream worker of the rank calls in concurrently. Metadata sit behind one mutex; the words
 /// are accessed through relaxed atomics, so a missing dependency is a detectable logical race, never undefined
@@ -18,9 +18,8 @@
 
 #include "exec/fault_report.h"
 #include "exec/host/host_plan.h"
-#include "schedule/ir.h"
-#include "sim/caching_allocator.h"
-#include "sim/memory_tracker.h"
+#include "memory/memory_tracker.h"
+#include "schedule/ir/ir.h"
 
 namespace fsdpsim {
 
@@ -41,13 +40,6 @@ class ProblemLog {
   mutable std::mutex mutex_;
   std::vector<std::string> messages_;
   size_t dropped_ = 0;
-};
-
-/// The memory peak of a step, as StepMeasurement reports it.
-struct HostMemoryPeak {
-  int64_t allocated_bytes = 0;
-  int32_t op = -1;
-  CategoryBytes breakdown{};
 };
 
 /// One rank's memory.
@@ -86,8 +78,8 @@ class RankMemory {
   /// Words of regions [first, first + count) of `buffer`.
   [[nodiscard]] int64_t region_words(int32_t buffer, int32_t first, int32_t count) const;
 
-  /// The peak of the current step.
-  [[nodiscard]] HostMemoryPeak peak() const;
+  /// The allocated peak of the current step (its time is not kept: host times are not the GPU's).
+  [[nodiscard]] MemoryPeak peak() const;
   /// Allocated bytes now (the allocator model's).
   [[nodiscard]] int64_t allocated_bytes() const;
   /// Live buffer bytes now, each rounded as the allocator rounds a request (what a Σ over live buffers gives).
@@ -108,7 +100,6 @@ class RankMemory {
     int32_t generation = 0;
     bool live = false;
     bool failed = false;  // its allocation failed (fail_allocation): its release is a no-op
-    BlockHandle block = -1;
     std::vector<RegionRecord> records;
   };
   struct RegionRead;
@@ -123,8 +114,6 @@ class RankMemory {
   /// allocated, a missing dependency, and returns null storage.
   LiveStorage live_storage_or_report(int32_t buffer, const Op& op, const char* verb);
   void account_allocate(int32_t buffer, int32_t op, int32_t stream);
-  void account_release(int32_t buffer);
-  [[nodiscard]] int64_t allocated_bytes_locked() const;
   bool check_region(const RegionRead& r, const Op& reader, std::span<const uint32_t> words);
   [[nodiscard]] std::string who(const Op& op) const;
   [[nodiscard]] std::string what(int32_t buffer) const;
@@ -137,11 +126,8 @@ class RankMemory {
   mutable std::mutex mutex_;
   std::vector<BufferState> buffers_;
   std::vector<std::shared_ptr<Storage>> quarantine_;
-  CachingAllocator allocator_;
-  CategoryBytes live_{};
-  int64_t unbacked_bytes_ = 0;  // rounded bytes the allocator model could not place (counted, as MemoryTracker does)
-  bool oom_ = false;            // the allocator model failed once; it is not asked again
-  HostMemoryPeak peak_;
+  MemoryTracker accounting_;  // the simulator's: allocator model, bytes per category, peak, first failure
+  int32_t step_ = 0;
 };
 
 }  // namespace fsdpsim

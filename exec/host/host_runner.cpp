@@ -10,7 +10,7 @@
 #include "common/error.h"
 #include "exec/host/host_backend.h"
 #include "exec/interpreter.h"
-#include "schedule/schedule_graph.h"
+#include "schedule/ir/schedule_graph.h"
 
 namespace fsdpsim {
 namespace {
@@ -69,7 +69,7 @@ ExecResult run_host(const Schedule& schedule, const HostOptions& options) {
     backends.push_back(std::make_unique<HostBackend>(schedule, plan, options, world, r,
                                                      HostRankFaults{faults[static_cast<size_t>(r)], &predicted}));
   }
-  std::vector<SimRun> runs(static_cast<size_t>(ranks));
+  std::vector<RunRecord> runs(static_cast<size_t>(ranks));
   std::vector<std::thread> threads;
   for (int32_t r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
@@ -91,8 +91,10 @@ ExecResult run_host(const Schedule& schedule, const HostOptions& options) {
   // The reports of what went wrong first, the notes of the faults injected on purpose after them.
   std::stable_partition(result.problems.begin(), result.problems.end(),
                         [](const std::string& p) { return p.find(": injected fault: ") == std::string::npos; });
-  result.device = options.emulate ? "host (rank 0 of " + std::to_string(schedule.info.world_size) + ", emulated)"
-                                  : "host (" + std::to_string(ranks) + " threads as ranks)";
+  Measurement& measured = result.measurement();
+  measured.backend = "host";
+  measured.device = options.emulate ? "host (rank 0 of " + std::to_string(schedule.info.world_size) + ", emulated)"
+                                    : "host (" + std::to_string(ranks) + " threads as ranks)";
   return result;
 }
 

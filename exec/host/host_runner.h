@@ -15,8 +15,8 @@
 #include "exec/backend.h"
 #include "exec/fault_report.h"
 #include "exec/host/host_faults.h"
-#include "schedule/ir.h"
-#include "sim/engine.h"
+#include "run/run_record.h"
+#include "schedule/ir/ir.h"
 
 namespace fsdpsim {
 

@@ -5,8 +5,8 @@
 
 #include "common/units.h"
 #include "exec/cuda/cuda_runner.h"
-#include "schedule/builder.h"
-#include "schedule/model.h"
+#include "schedule/build/builder.h"
+#include "schedule/model/model.h"
 #include "sim/engine.h"
 #include "topologies/hardware.h"
 
@@ -32,7 +32,7 @@ TEST(CudaEmulate, RankZeroOfAnEightGpuLlamaJobRunsOnOneGpu) {
   CudaOverheads overheads;
   const ExecResult r = run_cuda(s, options, overheads);
   EXPECT_TRUE(r.problems.empty()) << r.problems.front();
-  EXPECT_NE(r.device.find("emulating rank 0 of 8 GPUs"), std::string::npos) << r.device;
+  EXPECT_NE(r.measurement().device.find("emulating rank 0 of 8 GPUs"), std::string::npos) << r.measurement().device;
   ASSERT_EQ(r.run.steps.size(), 2u);
   for (const StepRun& step : r.run.steps) {
     ASSERT_EQ(step.ops.size(), s.ops.size());
@@ -56,7 +56,7 @@ TEST(CudaEmulate, RankZeroOfAnEightGpuLlamaJobRunsOnOneGpu) {
   // a DGX H100.
   SimOptions sim;
   sim.record_timeline = false;
-  const SimRun predicted = run_schedule(s, load_topology("dgx-h100-ndr"), sim);
+  const RunRecord predicted = run_schedule(s, load_topology("dgx-h100-ndr"), sim);
   RecordProperty("measured_peak_allocated_bytes", std::to_string(r.run.steps.back().peak_allocated.bytes));
   RecordProperty("predicted_peak_allocated_bytes", std::to_string(predicted.steps.back().peak_allocated.bytes));
   RecordProperty("executor_scratch_bytes", std::to_string(overheads.scratch_bytes));

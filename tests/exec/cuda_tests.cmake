@@ -4,7 +4,7 @@
 if(FSDPSIM_HAVE_CUDA)
   fsdpsim_test(test_exec_cuda
     SOURCES cuda_backend_test.cpp cuda_emulate_test.cpp cuda_measure_test.cpp
-    DEPS fsdpsim_exec_cuda fsdpsim_sim fsdpsim_schedule fsdpsim_topology
+    DEPS fsdpsim_exec_cuda fsdpsim_sim fsdpsim_report fsdpsim_schedule fsdpsim_topology
     LABELS gpu)
   fsdpsim_test(test_exec_cuda_plan
     SOURCES cuda_plan_test.cpp cuda_options_test.cpp cuda_check_test.cpp

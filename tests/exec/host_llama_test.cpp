@@ -7,8 +7,8 @@
 #include <algorithm>
 
 #include "exec/host/host_runner.h"
-#include "schedule/builder.h"
-#include "schedule/model.h"
+#include "schedule/build/builder.h"
+#include "schedule/model/model.h"
 #include "sim/engine.h"
 #include "topologies/hardware.h"
 
@@ -76,7 +76,7 @@ class HostMatchesSimulator : public ::testing::TestWithParam<Case> {};
 TEST_P(HostMatchesSimulator, SameIrSamePeakNoProblems) {
   const Schedule s = build(GetParam());
   ASSERT_EQ(s.info.micro_batches, 2);
-  const SimRun predicted = run_schedule(s, topology_preset("dgx-h100-ndr"), SimOptions{});
+  const RunRecord predicted = run_schedule(s, topology_preset("dgx-h100-ndr"), SimOptions{});
   ASSERT_FALSE(predicted.oom.has_value());  // the equality is about a job that fits
   const StepRun& steady = predicted.steps.back();
 
@@ -127,7 +127,7 @@ TEST(HostLlama, EmulatedRankOfA1024GpuJobMatchesThePrediction) {
   // 128 nodes × 8 GPUs; rank 0 alone stands in for every rank of every collective.
   const Schedule s = build({"emulated", {"nodes=128", "global_batch_size=2048"}});
   ASSERT_EQ(s.info.world_size, 1024);
-  const SimRun predicted = run_schedule(s, topology_preset("dgx-h100-ndr"), SimOptions{});
+  const RunRecord predicted = run_schedule(s, topology_preset("dgx-h100-ndr"), SimOptions{});
   HostOptions o;
   o.bytes_scale = kBytesScale;
   o.emulate = true;

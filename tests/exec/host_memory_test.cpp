@@ -113,8 +113,8 @@ TEST(RankMemory, AccountingFollowsTheAllocatorModel) {
   f.memory.allocate(1, f.ag, 1);   // 400 B → 512 B: 1,536
   f.memory.allocate(2, f.fwd, 0);  // 50 B → 512 B: 2,048, the peak, reached by op 1
   f.memory.release(1, f.fwd);      // 1,536
-  const HostMemoryPeak peak = f.memory.peak();
-  EXPECT_EQ(peak.allocated_bytes, 2048);
+  const MemoryPeak peak = f.memory.peak();
+  EXPECT_EQ(peak.bytes, 2048);
   EXPECT_EQ(peak.op, 1);
   EXPECT_EQ(peak.breakdown[static_cast<size_t>(BufferCategory::param_shard)], 512);
   EXPECT_EQ(peak.breakdown[static_cast<size_t>(BufferCategory::gathered_param)], 512);

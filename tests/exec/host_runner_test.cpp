@@ -28,7 +28,7 @@ TEST(RunHost, TinyScheduleRunsCleanOnFourRanks) {
   const Schedule s = testing::tiny_schedule();
   const ExecResult r = run_host(s, small_options());
   EXPECT_TRUE(r.problems.empty()) << ::testing::PrintToString(r.problems);
-  EXPECT_EQ(r.device, "host (4 threads as ranks)");
+  EXPECT_EQ(r.measurement().device, "host (4 threads as ranks)");
   ASSERT_EQ(r.run.steps.size(), 2u);
   // Persistent: param shard and grad shard, 100 B each → 512 B each (allocator rounding) = 1,024 B. The AG adds
   // 400 B → 512 B (1,536), the forward 50 B → 512 B (2,048) while the gathered params are still live; the forward
@@ -113,7 +113,7 @@ TEST(RunHost, EmulateRunsRankZeroAlone) {
   o.emulate = true;
   const ExecResult r = run_host(s, o);
   EXPECT_TRUE(r.problems.empty()) << ::testing::PrintToString(r.problems);
-  EXPECT_EQ(r.device, "host (rank 0 of 4, emulated)");
+  EXPECT_EQ(r.measurement().device, "host (rank 0 of 4, emulated)");
   EXPECT_EQ(r.run.steps.back().peak_allocated.bytes, 2048);  // as on four ranks: memory does not depend on peers
 }
 

@@ -11,5 +11,5 @@ fsdpsim_test(test_exec_host
   LABELS unit)
 fsdpsim_test(test_exec_host_llama
   SOURCES host_llama_test.cpp
-  DEPS fsdpsim_exec
+  DEPS fsdpsim_exec fsdpsim_sim
   LABELS integration)

@@ -16,10 +16,10 @@
 #include <string>
 
 #include "plan/html_report.h"
-#include "schedule/builder.h"
-#include "schedule/model.h"
+#include "report/report.h"
+#include "schedule/build/builder.h"
+#include "schedule/model/model.h"
 #include "sim/engine.h"
-#include "sim/report.h"
 
 namespace fsdpsim {
 namespace {
@@ -166,7 +166,7 @@ SweepResult point(const std::string& name, int64_t needed_gib, double tokens_per
 TEST(HtmlChromium, RunReportOfLlama8bDrawsEveryChart) {
   const Topology topology = topology_preset("dgx-h100-ndr");
   const Schedule schedule = build_schedule(model_preset("llama3-8b"), FsdpConfig{}, topology.gpus_per_node);
-  const SimRun run = run_schedule(schedule, topology, SimOptions{});
+  const RunRecord run = run_schedule(schedule, topology, SimOptions{});
   const Report report = make_report(schedule, topology, run);
   // Two hand-made advice rows: the advice table must show both.
   AdviceItem a{"recompute_granularity=full",

@@ -32,7 +32,7 @@ Op make_op(int32_t id, int32_t stream, OpKind kind, const std::string& name) {
 //   rs:      three ops of 1 ns at 0, 100 and 200 ns (ids 5002..5004).
 struct Case {
   Schedule schedule;
-  SimRun run;
+  RunRecord run;
   Report report;
 };
 

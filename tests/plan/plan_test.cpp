@@ -57,6 +57,29 @@ TEST(Sweep, InvalidPointsCarryTheirReason) {
   EXPECT_NE(results[1].invalid_reason.find("tp"), std::string::npos);
 }
 
+TEST(Sweep, APointThatThrowsIsThatPointsErrorAndTheSweepGoesOn) {
+  SweepSpec spec = llama8b_spec();
+  spec.axes = {parse_grid_axis("micro_batch_size=1,2,4")};
+  spec.threads = 2;
+  // A builder bug or a broken invariant at one point (here: micro_batch_size=2) must not end the other points'
+  // threads, nor the program.
+  spec.evaluate = [&spec](const FsdpConfig& config) {
+    if (config.micro_batch_size == 2) throw InternalError("a broken invariant at this point");
+    return evaluate_config(spec.model, spec.topology, config, spec.memory_margin, spec.steps);
+  };
+  const auto results = run_sweep(spec);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_TRUE(results[0].valid);
+  EXPECT_TRUE(results[2].valid);
+  EXPECT_FALSE(results[1].valid);
+  EXPECT_EQ(results[1].assignments, (std::vector<std::string>{"micro_batch_size=2"}));
+  EXPECT_NE(results[1].invalid_reason.find("error: "), std::string::npos) << results[1].invalid_reason;
+  EXPECT_NE(results[1].invalid_reason.find("a broken invariant at this point"), std::string::npos);
+  // The table names the failed point and its error below the ones that ran.
+  const std::string table = sweep_table(results, rank_results(results, RankBy::throughput), 10);
+  EXPECT_NE(table.find("micro_batch_size=2 — error: "), std::string::npos) << table;
+}
+
 TEST(Sweep, RankingPutsFittingFirstThenByTheCriterion) {
   std::vector<SweepResult> r(4);
   r[0].valid = true;  // fits, slow, cheap on memory

@@ -1,9 +1,9 @@
 // Persistent memory per strategy against hand-derived formulas (reference/megatron-fsdp.md §3.1, §5, §10).
 #include <gtest/gtest.h>
 
-#include "schedule/builder.h"
-#include "schedule/model.h"
-#include "schedule/summary.h"
+#include "schedule/build/builder.h"
+#include "schedule/ir/summary.h"
+#include "schedule/model/model.h"
 
 namespace fsdpsim {
 namespace {

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <map>
 
-#include "schedule/builder.h"
-#include "schedule/model.h"
-#include "schedule/validate.h"
+#include "schedule/build/builder.h"
+#include "schedule/ir/validate.h"
+#include "schedule/model/model.h"
 
 namespace fsdpsim {
 namespace {

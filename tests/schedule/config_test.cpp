@@ -1,9 +1,9 @@
-#include "schedule/fsdp_config.h"
+#include "schedule/config/fsdp_config.h"
 
 #include <gtest/gtest.h>
 
-#include "schedule/model.h"
-#include "schedule/parallel_layout.h"
+#include "schedule/config/parallel_layout.h"
+#include "schedule/model/model.h"
 #include "tests/support/error_of.h"
 
 namespace fsdpsim {

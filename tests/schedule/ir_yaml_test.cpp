@@ -1,9 +1,9 @@
-#include "schedule/ir_yaml.h"
+#include "schedule/ir/ir_yaml.h"
 
 #include <gtest/gtest.h>
 
-#include "schedule/builder.h"
-#include "schedule/model.h"
+#include "schedule/build/builder.h"
+#include "schedule/model/model.h"
 #include "tests/schedule/tiny_schedule.h"
 
 namespace fsdpsim {

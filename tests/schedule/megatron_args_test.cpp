@@ -1,9 +1,9 @@
-#include "schedule/megatron_args.h"
+#include "schedule/config/megatron_args.h"
 
 #include <gtest/gtest.h>
 
-#include "schedule/builder.h"
-#include "schedule/summary.h"
+#include "schedule/build/builder.h"
+#include "schedule/ir/summary.h"
 #include "tests/support/error_of.h"
 
 namespace fsdpsim {

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "common/error.h"
-#include "schedule/model.h"
+#include "schedule/model/model.h"
 #include "tests/support/error_of.h"
 
 namespace fsdpsim {

@@ -4,8 +4,8 @@
 // fp32-upcast logits.
 #include <gtest/gtest.h>
 
-#include "schedule/builder.h"
-#include "schedule/model_units.h"
+#include "schedule/build/builder.h"
+#include "schedule/model/model_units.h"
 
 namespace fsdpsim {
 namespace {

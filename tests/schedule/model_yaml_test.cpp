@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "schedule/model.h"
+#include "schedule/model/model.h"
 #include "tests/support/error_of.h"
 
 namespace fsdpsim {

@@ -7,9 +7,9 @@
 
 #include "common/error.h"
 #include "common/units.h"
-#include "schedule/dtype.h"
-#include "schedule/ir.h"
-#include "sim/collective_model.h"
+#include "schedule/ir/dtype.h"
+#include "schedule/ir/ir.h"
+#include "sim/nccl/collective_model.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {
@@ -80,7 +80,7 @@ TEST(CollectiveLatency, NvlsTreeOnTwoNodes) {
   // §5.3: 25 + 2·log2(2)·20.9 = 66.8 us (NCCL 2.28.9+; the 46-47 us measured on 2×8 H20 ran 2.21's 14 us hop).
   const CollectiveCost c = collective_cost(r, t);
   EXPECT_EQ(c.latency_ns - c.pipeline_fill_ns, 66'800);
-  // On top, the chunk pipeline fills (sim/nccl_pipeline.cpp): a 4-byte call is one chunk step, which is h100-sxm's
+  // On top, the chunk pipeline fills (sim/nccl/nccl_pipeline.cpp): a 4-byte call is one chunk step, which is h100-sxm's
   // 4.15 us handshake (plus 4 B / 128 pieces at ~2 GB/s, nothing), filled 1.15 times: 4.7725 us.
   EXPECT_NEAR(static_cast<double>(c.pipeline_fill_ns), 4'772.5, 1.0);
 }

@@ -10,9 +10,9 @@
 
 #include "common/error.h"
 #include "common/units.h"
-#include "schedule/dtype.h"
-#include "schedule/ir.h"
-#include "sim/collective_model.h"
+#include "schedule/ir/dtype.h"
+#include "schedule/ir/ir.h"
+#include "sim/nccl/collective_model.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {

@@ -1,5 +1,5 @@
 // Every measured bus bandwidth of ../shared/reference/collectives.md ("collectives.md") §5.1 and §5.2 against the
-// NCCL model (sim/collective_model.h): one row per measured number, each under its source. Systems that are not
+// NCCL model (sim/nccl/collective_model.h): one row per measured number, each under its source. Systems that are not
 // presets are YAML files in tests/data/nccl/ that say what differs and why.
 //
 // Each row carries the model's busbw derived by hand, written as busbw(S, f, lat, B) = S·f / (lat + S·f / B): S the
@@ -9,13 +9,13 @@
 // 12 × 20 = 240 (A100), 16 × 45 = 720 (B200); NVLS drives 0.85 (Hopper) / 0.74 (Blackwell) of the NVLink figure with
 // busbw factor 2(h−1)/(h+1), h = min(ranks per domain, 8); a NIC gives 0.92 of its line rate (NDR 46, HDR 23).
 //
-// NVLS and NVLSTree rows then pay the chunk pipeline (sim/nccl_pipeline.cpp), with the profile's handshake o (Hopper
-// 4.15 us, Blackwell 5.55 us) and fill p (1.15, 2.6 chunk steps). The call runs over pieces = channels × heads (16 × 8
-// on 8×H100, 24 × 8 on Blackwell) in chunks of C bytes, which NCCL shrinks below its largest, C_max (128 KiB; 64 KiB
-// for NVLSTree at >= 4 domains), for smaller S. τ0 = C_max·pieces·f/B is the table's time for one step of largest
-// chunks; a step of C-byte chunks takes τ = (C/C_max)·(τ0 − o) + o; the fill adds p·τ to the latency and the streaming
-// rate is B' = B·(C/C_max)·τ0/τ (B itself for the largest chunks): busbw(S, f, lat+fill, B'). Two rows (8×B200 1 GiB
-// and 128 MiB) are the Blackwell constants' calibration rows and are marked so.
+// NVLS and NVLSTree rows then pay the chunk pipeline (sim/nccl/nccl_pipeline.cpp), with the profile's handshake o
+// (Hopper 4.15 us, Blackwell 5.55 us) and fill p (1.15, 2.6 chunk steps). The call runs over pieces = channels × heads
+// (16 × 8 on 8×H100, 24 × 8 on Blackwell) in chunks of C bytes, which NCCL shrinks below its largest, C_max (128 KiB;
+// 64 KiB for NVLSTree at >= 4 domains), for smaller S. τ0 = C_max·pieces·f/B is the table's time for one step of
+// largest chunks; a step of C-byte chunks takes τ = (C/C_max)·(τ0 − o) + o; the fill adds p·τ to the latency and the
+// streaming rate is B' = B·(C/C_max)·τ0/τ (B itself for the largest chunks): busbw(S, f, lat+fill, B'). Two rows
+// (8×B200 1 GiB and 128 MiB) are the Blackwell constants' calibration rows and are marked so.
 //
 // A row the model misses by more than 10 % says why in `unmatched`; its test checks that the gap is still there, so a
 // model change that closes it fails the test until the row is moved to the matched ones.
@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "common/units.h"
-#include "schedule/dtype.h"
-#include "schedule/ir.h"
-#include "sim/collective_model.h"
+#include "schedule/ir/dtype.h"
+#include "schedule/ir/ir.h"
+#include "sim/nccl/collective_model.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {

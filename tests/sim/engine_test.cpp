@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/units.h"
-#include "sim/memory_overheads.h"
+#include "sim/memory_overhead_model.h"
 #include "tests/schedule/tiny_schedule.h"
 
 namespace fsdpsim {
@@ -45,13 +45,13 @@ std::vector<double> links() {
   return {kLinkBytesPerS, kLinkBytesPerS, kLinkBytesPerS};
 }
 
-SimRun run(const Schedule& s, std::vector<OpCost> costs) {
+RunRecord run(const Schedule& s, std::vector<OpCost> costs) {
   SimOptions o;
   o.steps = 2;
   return run_schedule_with_costs(s, test_topology(), o, std::move(costs), links());
 }
 
-TimeNs step_ns(const SimRun& r, size_t step) {
+TimeNs step_ns(const RunRecord& r, size_t step) {
   return r.steps[step].end_ns - r.steps[step].start_ns;
 }
 
@@ -59,8 +59,8 @@ TEST(Engine, OneUnitWithoutOverlapTakesAgPlusComputePlusRs) {
   // all-gather → forward → backward → reduce-scatter form a chain: nothing overlaps.
   // AG: 5 us + 1e9 B / 1e11 B/s = 10.005 ms; forward 4 ms; backward 8 ms; RS 10.005 ms → 32.010 ms.
   const Schedule s = testing::tiny_schedule();
-  const SimRun r = run(s, {transfer_cost(5'000, 1e9, 20), compute_cost(4'000'000), compute_cost(8'000'000),
-                           transfer_cost(5'000, 1e9, 20)});
+  const RunRecord r = run(s, {transfer_cost(5'000, 1e9, 20), compute_cost(4'000'000), compute_cost(8'000'000),
+                              transfer_cost(5'000, 1e9, 20)});
   EXPECT_EQ(step_ns(r, 0), 32'010'000);
   EXPECT_EQ(step_ns(r, 1), 32'010'000);  // the steady step is the same: nothing carries over
   EXPECT_EQ(r.steps[1].ops[1].start_ns - r.steps[1].start_ns, 10'005'000);  // forward starts when the AG is done
@@ -91,7 +91,7 @@ Schedule overlap_schedule() {
 
 TEST(Engine, FullyOverlappedCollectiveCostsNothingWhenItHoldsNoSms) {
   // The all-gather runs entirely under the 10 ms compute and takes no SMs: the step is the compute time.
-  const SimRun r = run(overlap_schedule(), {compute_cost(10'000'000), transfer_cost(0, 2e8, 0)});
+  const RunRecord r = run(overlap_schedule(), {compute_cost(10'000'000), transfer_cost(0, 2e8, 0)});
   EXPECT_EQ(step_ns(r, 1), 10'000'000);
   EXPECT_EQ(r.steps[1].ops[1].end_ns - r.steps[1].start_ns, 2'000'000);
 }
@@ -99,7 +99,7 @@ TEST(Engine, FullyOverlappedCollectiveCostsNothingWhenItHoldsNoSms) {
 TEST(Engine, OverlappedComputeSlowsByTheCommunicationSms) {
   // The all-gather's kernel holds 20 of 100 SMs for its 2 ms: compute runs at 80% then, so it does 1.6 ms of its
   // 10 ms of work by then and the remaining 8.4 ms at full speed: 2 + 8.4 = 10.4 ms.
-  const SimRun r = run(overlap_schedule(), {compute_cost(10'000'000), transfer_cost(0, 2e8, 20)});
+  const RunRecord r = run(overlap_schedule(), {compute_cost(10'000'000), transfer_cost(0, 2e8, 20)});
   EXPECT_EQ(step_ns(r, 1), 10'400'000);
 }
 
@@ -114,14 +114,14 @@ TEST(Engine, TwoEqualCollectivesOnOneLinkEachRunAtHalfRate) {
   s.ops[1].stream = 2;
   s.ops[1].name = "ag1";
   s.ops[0].stream = 1;
-  const SimRun r = run(s, {transfer_cost(0, 1e9, 0), transfer_cost(0, 1e9, 0)});
+  const RunRecord r = run(s, {transfer_cost(0, 1e9, 0), transfer_cost(0, 1e9, 0)});
   EXPECT_EQ(r.steps[1].ops[0].end_ns - r.steps[1].start_ns, 20'000'000);
   EXPECT_EQ(r.steps[1].ops[1].end_ns - r.steps[1].start_ns, 20'000'000);
   // One that is capped below its share leaves the rest to the other: cap 2e10 → the other gets 8e10 B/s and ends at
   // 12.5 ms; the capped one at 50 ms.
   std::vector<OpCost> costs{transfer_cost(0, 1e9, 0), transfer_cost(0, 1e9, 0)};
   costs[0].cap_bytes_per_s = 2e10;
-  const SimRun capped = run(s, costs);
+  const RunRecord capped = run(s, costs);
   EXPECT_EQ(capped.steps[1].ops[1].end_ns - capped.steps[1].start_ns, 12'500'000);
   EXPECT_EQ(capped.steps[1].ops[0].end_ns - capped.steps[1].start_ns, 50'000'000);
 }
@@ -134,7 +134,7 @@ TEST(Engine, FirstStepPaysForNewAllocatorSegments) {
   const Schedule s = testing::tiny_schedule();
   Topology t = test_topology();
   t.gpu.cuda_malloc_ns = 1'000'000;
-  const SimRun r = run_schedule_with_costs(
+  const RunRecord r = run_schedule_with_costs(
       s, t, SimOptions{},
       {transfer_cost(5'000, 1e9, 20), compute_cost(4'000'000), compute_cost(8'000'000), transfer_cost(5'000, 1e9, 20)},
       links());
@@ -158,7 +158,7 @@ TEST(Engine, PeakOfAHandBuiltSchedule) {
   s.ops[0].recv_bytes = 16 * mib;
   s.ops[3].send_bytes = 16 * mib;
   s.ops[3].recv_bytes = 4 * mib;
-  const SimRun r =
+  const RunRecord r =
       run(s, {transfer_cost(0, 1e9, 0), compute_cost(4'000'000), compute_cost(8'000'000), transfer_cost(0, 1e9, 0)});
   const MemoryPeak& peak = r.steps[1].peak_allocated;
   EXPECT_EQ(peak.bytes, 32 * mib);
@@ -196,7 +196,7 @@ TEST(Engine, AllocationBeyondCapacityIsReportedAsOom) {
   // only segment holds live blocks, so nothing can be released.
   SimOptions o;
   o.allocator_capacity_bytes = 32 * kMiB;
-  const SimRun r =
+  const RunRecord r =
       run_schedule_with_costs(sixteen_mib_gather_schedule(), test_topology(), o, sixteen_mib_gather_costs(), links());
   ASSERT_TRUE(r.oom.has_value());
   EXPECT_EQ(r.oom->op, 0);  // the all-gather's buffer is the first that does not fit
@@ -215,7 +215,7 @@ TEST(Engine, TheAllocatorCannotUseWhatTheOverheadsHold) {
   ASSERT_GT(overheads, 0);
   SimOptions whole_gpu;
   whole_gpu.allocator_capacity_bytes = kGiB;
-  const SimRun unconstrained = run_schedule_with_costs(s, t, whole_gpu, costs, links());
+  const RunRecord unconstrained = run_schedule_with_costs(s, t, whole_gpu, costs, links());
   ASSERT_FALSE(unconstrained.oom.has_value());
   int64_t need = 0;
   for (const auto& step : unconstrained.steps) need = std::max(need, step.peak_reserved.bytes);

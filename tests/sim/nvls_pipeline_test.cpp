@@ -1,4 +1,4 @@
-// The chunk pipeline of NVLS / NVLSTree calls (sim/nccl_pipeline.cpp): one call derived by hand, NCCL's chunk-size
+// The chunk pipeline of NVLS / NVLSTree calls (sim/nccl/nccl_pipeline.cpp): one call derived by hand, NCCL's chunk-size
 // thresholds, the limits (largest calls, profiles without the constants, algorithms it does not apply to), NCCL's
 // algorithm choice left alone, and measured 8×H100 / 8×H200 all-reduce sweeps from 4 MiB to 16 GiB: the Hopper
 // constants' calibration sweep and a held-out one. "collectives.md" = ../shared/reference/collectives.md.
@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "common/units.h"
-#include "schedule/dtype.h"
-#include "schedule/ir.h"
-#include "sim/collective_model.h"
+#include "schedule/ir/dtype.h"
+#include "schedule/ir/ir.h"
+#include "sim/nccl/collective_model.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {

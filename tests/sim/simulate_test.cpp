@@ -4,21 +4,21 @@
 
 #include <nlohmann/json.hpp>
 
-#include "schedule/builder.h"
-#include "schedule/model.h"
+#include "report/report.h"
+#include "schedule/build/builder.h"
+#include "schedule/model/model.h"
 #include "sim/engine.h"
-#include "sim/report.h"
 
 namespace fsdpsim {
 namespace {
 
-Report simulate(const std::string& model, const std::vector<std::string>& sets, SimRun* out = nullptr,
+Report simulate(const std::string& model, const std::vector<std::string>& sets, RunRecord* out = nullptr,
                 Schedule* schedule_out = nullptr) {
   FsdpConfig config;
   for (const auto& s : sets) apply_override(config, s);
   const Topology topology = topology_preset("dgx-h100-ndr");
   Schedule schedule = build_schedule(model_preset(model), config, topology.gpus_per_node);
-  SimRun run = run_schedule(schedule, topology, SimOptions{});
+  RunRecord run = run_schedule(schedule, topology, SimOptions{});
   Report report = make_report(schedule, topology, run);
   if (out) *out = std::move(run);
   if (schedule_out) *schedule_out = std::move(schedule);
@@ -93,7 +93,7 @@ TEST(Simulate, Zero1HoldsFullWeightsAndGradsWhereZero3HoldsShards) {
 }
 
 TEST(Simulate, TraceHasATrackPerStreamAndMemoryCounters) {
-  SimRun run;
+  RunRecord run;
   Schedule schedule;
   simulate("llama3-8b", {}, &run, &schedule);
   const nlohmann::json trace = nlohmann::json::parse(chrome_trace(schedule, run));

@@ -132,7 +132,7 @@ TEST(GpuProfilePresets, H200B200Gb200MatchCitedFigures) {
 }
 
 TEST(GpuProfilePresets, NvlsChunkPipelineConstantsPerArchitecture) {
-  // Fitted per architecture (sim/nccl_pipeline.cpp): Hopper on one 8×H100 all_reduce_perf sweep, Blackwell on two
+  // Fitted per architecture (sim/nccl/nccl_pipeline.cpp): Hopper on one 8×H100 all_reduce_perf sweep, Blackwell on two
   // 8×B200 rows; profiles of the same NVSwitch generation share them, and Ampere has no NVLS at all.
   for (const char* name : {"h100-sxm", "h100-96gb", "h200-sxm"}) {
     EXPECT_EQ(gpu_profile(name).nvls_chunk_handshake_ns, 4'150) << name;

@@ -1,0 +1,30 @@
+#include "cli/job_options.h"
+
+#include <iostream>
+
+namespace fsdpsim::cli {
+
+void add_job_options(CLI::App& command, JobOptions& options) {
+  command.add_option("--model,-m", options.model,
+                     "model: a preset (see 'fsdpsim presets'), a model YAML file, or a "
+                     "Hugging Face config.json");
+  command.add_option("--topology,-t", options.topology, "topology: a preset or a topology YAML file")
+      ->capture_default_str();
+  command.add_option("--config,-c", options.config, "parallel/FSDP configuration YAML file");
+  command.add_option("--megatron-args", options.megatron_args,
+                     "a Megatron-LM command line (its parallel, FSDP and model flags are read)");
+  command.add_option("--set,-s", options.sets, "override one configuration key: --set nodes=8 (repeatable)");
+  command.add_flag("--print-config", options.print_config, "print the effective configuration");
+}
+
+void maybe_print_config(const JobOptions& options, const Job& job) {
+  if (options.print_config) std::cout << config_to_yaml(job.config) << "\n";
+}
+
+Schedule load_or_build_schedule_for_cli(const std::string& schedule_file, const JobOptions& options,
+                                        Topology* topology) {
+  return load_or_build_schedule(schedule_file, options, topology,
+                                [&options](const Job& job) { maybe_print_config(options, job); });
+}
+
+}  // namespace fsdpsim::cli

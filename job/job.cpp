@@ -1,0 +1,98 @@
+#include "job/job.h"
+
+#include <optional>
+
+#include "common/error.h"
+#include "common/yaml_reader.h"
+#include "job/placement_check.h"
+#include "schedule/build/builder.h"
+#include "schedule/config/megatron_args.h"
+#include "schedule/ir/ir_yaml.h"
+#include "schedule/ir/validate.h"
+
+namespace fsdpsim {
+namespace {
+
+// A schedule read from a file must fit the topology: its world size must be whole nodes (and agree with --set
+// nodes when given).
+// The line of info.world_size in the schedule file, for the message (the parsed IR keeps no locations).
+SourceLocation world_size_location(const std::string& file) {
+  const YamlDocument doc = load_yaml_file(file);
+  return location_of(doc.root["info"]["world_size"], file);
+}
+
+void check_world(const Schedule& s, const Topology& t, const JobOptions& options) {
+  const int32_t gpn = t.gpus_per_node;
+  if (s.info.world_size % gpn != 0) {
+    throw ConfigError(world_size_location(options.schedule_file_hint), "info.world_size",
+                      "the schedule is for " + std::to_string(s.info.world_size) +
+                          " GPUs, which is not a whole number of " + t.name + " nodes (" + std::to_string(gpn) +
+                          " GPUs each)",
+                      "build the schedule for this topology, or pick a topology whose node size divides it");
+  }
+}
+
+}  // namespace
+
+JobInputs load_job_inputs(const JobOptions& options) {
+  FsdpConfig config = load_config(options.config);
+  std::optional<ModelSpec> model;
+  if (!options.model.empty()) model = load_model(options.model);
+  if (!options.megatron_args.empty()) apply_megatron_args(options.megatron_args, config, model);
+  for (const auto& assignment : options.sets) apply_override(config, assignment);
+  if (!model) {
+    throw ConfigError(
+        "no model: give --model PRESET|FILE, or --megatron-args with --num-layers, --hidden-size, "
+        "--num-attention-heads and --vocab-size");
+  }
+  return JobInputs{std::move(*model), load_topology(options.topology), std::move(config)};
+}
+
+Job resolve_job(const JobOptions& options) {
+  JobInputs in = load_job_inputs(options);
+  ParallelLayout layout = resolve_layout(in.model, in.config, in.topology.gpus_per_node);
+  return Job{std::move(in.model), std::move(in.topology), std::move(in.config), std::move(layout)};
+}
+
+Schedule build_job_schedule(const ModelSpec& model, FsdpConfig& config, const Topology& topology, ScheduleCheck check) {
+  const ParallelLayout layout = resolve_layout(model, config, topology.gpus_per_node);
+  Schedule s = build_schedule(model, config, layout);
+  if (check == ScheduleCheck::validate) validate_or_throw(s, "the built schedule");
+  check_group_placements(s, topology, config);  // blame the key, before the simulator meets the group
+  return s;
+}
+
+Schedule build_job_schedule(const Job& job) {
+  FsdpConfig config = job.config;  // already resolved: resolving again changes nothing
+  return build_job_schedule(job.model, config, job.topology);
+}
+
+Schedule load_or_build_schedule(const std::string& schedule_file, const JobOptions& options, Topology* topology,
+                                const std::function<void(const Job&)>& on_resolved) {
+  if (schedule_file.empty()) {
+    const Job job = resolve_job(options);
+    if (on_resolved) on_resolved(job);
+    *topology = job.topology;
+    return build_job_schedule(job);
+  }
+  Schedule s = load_schedule(schedule_file);
+  validate_or_throw(s, schedule_file);
+  *topology = load_topology(options.topology);
+  JobOptions hinted = options;
+  hinted.schedule_file_hint = schedule_file;
+  check_world(s, *topology, hinted);
+  for (const auto& assignment : options.sets) {
+    FsdpConfig probe;
+    apply_override(probe, assignment);
+    const int64_t gpus = int64_t{probe.nodes} * topology->gpus_per_node;  // both up to 2^20: int64
+    if (probe.origin.count("nodes") && gpus != s.info.world_size) {
+      throw ConfigError(probe.where("nodes"), "nodes",
+                        "the schedule in " + schedule_file + " is for " + std::to_string(s.info.world_size) +
+                            " GPUs but nodes=" + std::to_string(probe.nodes) + " gives " + std::to_string(gpus),
+                        "drop --set nodes or rebuild the schedule for this node count");
+    }
+  }
+  return s;
+}
+
+}  // namespace fsdpsim

@@ -1,0 +1,67 @@
+#pragma once
+/// One job path for every command, the sweep, fit and the fidelity suite: the inputs (--model, --topology, --config,
+/// --megatron-args, --set) resolve into a model, a topology, a configuration and the layout that ties them together;
+/// the schedule is then built, validated and its groups checked against the topology, in that order, whoever asks.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "schedule/config/fsdp_config.h"
+#include "schedule/config/parallel_layout.h"
+#include "schedule/ir/ir.h"
+#include "schedule/model/model.h"
+#include "topologies/hardware.h"
+
+namespace fsdpsim {
+
+/// What the user gave, as text (the command line's shared options).
+struct JobOptions {
+  std::string model;
+  std::string topology = "dgx-h100-ndr";
+  std::string config;
+  std::string megatron_args;
+  std::vector<std::string> sets;
+  bool print_config = false;
+  std::string schedule_file_hint;  ///< names a schedule file in errors about it
+};
+
+/// A resolved job.
+struct Job {
+  ModelSpec model;
+  Topology topology;
+  FsdpConfig config;
+  ParallelLayout layout;
+};
+
+/// The job's inputs before the layout is resolved (the configuration as the user gave it, nothing forced yet).
+struct JobInputs {
+  ModelSpec model;
+  Topology topology;
+  FsdpConfig config;
+};
+
+/// Loads model, topology and configuration: config file, then Megatron-LM flags, then --set overrides (last wins).
+JobInputs load_job_inputs(const JobOptions& options);
+/// Loads and checks everything: the inputs, then the layout.
+Job resolve_job(const JobOptions& options);
+
+/// Whether a built schedule is checked against every IR invariant (schedule/ir/validate.h) before it is returned. The
+/// builders' own tests prove their output valid; a sweep of thousands of points may skip the check to stay fast.
+enum class ScheduleCheck : uint8_t { validate, trust_builder };
+
+/// The one path from a configuration to a runnable schedule: resolve the layout (which applies the overrides
+/// Megatron-FSDP forces to `config`), build, validate, then check that every group can be placed on `topology`
+/// (blaming the configuration key that sized a group that cannot). Throws ConfigError or ScheduleError.
+Schedule build_job_schedule(const ModelSpec& model, FsdpConfig& config, const Topology& topology,
+                            ScheduleCheck check = ScheduleCheck::validate);
+/// The same for a resolved job.
+Schedule build_job_schedule(const Job& job);
+
+/// The schedule to run: read from `schedule_file` (validated, and checked against the topology's node size and any
+/// --set nodes) or built from the job. Sets `topology`. When the schedule is built, `on_resolved` (when given) sees
+/// the resolved job before the build (the CLI prints --print-config there, so a failing build still shows it).
+Schedule load_or_build_schedule(const std::string& schedule_file, const JobOptions& options, Topology* topology,
+                                const std::function<void(const Job&)>& on_resolved = {});
+
+}  // namespace fsdpsim

@@ -1,0 +1,193 @@
+#include "report/report.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "run/bus_bandwidth.h"
+#include "topologies/hardware.h"
+
+namespace fsdpsim {
+namespace {
+
+std::string kind_label(const Schedule& s, const Op& op) {
+  const std::string& stream = s.streams[static_cast<size_t>(op.stream)].name;
+  if (is_collective(op.kind)) return std::string(to_string(op.kind));
+  if (op.kind == OpKind::copy && (op.send_bytes > 0 || op.recv_bytes > 0)) return "offload";
+  if (op.kind == OpKind::sync) return "sync";
+  return stream == "compute" ? "compute" : stream + " stream";  // e.g. grad_accum after a reduce-scatter
+}
+
+// Gaps on the compute stream, each attributed to the dependency that finished last, and collectives that run on
+// the compute stream itself (TP/CP/EP): both are communication the compute stream waits for.
+void add_exposure(const Schedule& s, const StepRun& step, Report& r) {
+  const int32_t compute = s.stream_index("compute");
+  TimeNs prev_end = step.start_ns;
+  std::vector<ComputeWait> waits;
+  for (const Op& op : s.ops) {
+    if (op.stream != compute) continue;
+    const OpTiming& t = step.ops[static_cast<size_t>(op.id)];
+    const TimeNs gap = t.start_ns - prev_end;
+    if (gap > 0) {
+      int32_t blocker = -1;
+      for (const int32_t d : op.deps) {
+        if (blocker < 0 || step.ops[static_cast<size_t>(d)].end_ns > step.ops[static_cast<size_t>(blocker)].end_ns)
+          blocker = d;
+      }
+      waits.push_back(ComputeWait{op.id, blocker, gap});
+      const std::string kind = blocker >= 0 ? kind_label(s, s.ops[static_cast<size_t>(blocker)]) : "start";
+      r.exposed_comm_s += static_cast<double>(gap) / 1e9;
+      r.exposed_comm_by_phase_s[std::string(to_string(op.phase))] += static_cast<double>(gap) / 1e9;
+      r.exposed_comm_by_kind_s[kind] += static_cast<double>(gap) / 1e9;
+    }
+    if (is_collective(op.kind)) {
+      const double d = static_cast<double>(t.end_ns - t.start_ns) / 1e9;
+      r.exposed_comm_s += d;
+      r.exposed_comm_by_phase_s[std::string(to_string(op.phase))] += d;
+      r.exposed_comm_by_kind_s[std::string(to_string(op.kind)) + " (on compute stream)"] += d;
+    }
+    prev_end = std::max(prev_end, t.end_ns);
+  }
+  std::stable_sort(waits.begin(), waits.end(),
+                   [](const ComputeWait& a, const ComputeWait& b) { return a.wait_ns > b.wait_ns; });
+  if (waits.size() > 8) waits.resize(8);
+  r.longest_waits = waits;
+  for (const auto& w : waits) {
+    r.longest_wait_lines.push_back(
+        format_time_ns(w.wait_ns) + "  " + s.ops[static_cast<size_t>(w.op)].name + " waited for " +
+        (w.blocker >= 0 ? s.ops[static_cast<size_t>(w.blocker)].name : std::string("the step start")));
+  }
+}
+
+void add_collectives(const Schedule& s, const Topology& t, const RunRecord& run, Report& r) {
+  const StepRun& step = run.steps.back();
+  std::map<std::pair<OpKind, int32_t>, size_t> index;
+  for (const Op& op : s.ops) {
+    if (!is_collective(op.kind)) continue;
+    const auto key = std::make_pair(op.kind, op.group);
+    auto it = index.find(key);
+    if (it == index.end()) {
+      const Group& g = s.groups[static_cast<size_t>(op.group)];
+      const GroupPlacement p = place_group(t, s.info.world_size, g.size, g.stride);
+      r.collectives.push_back(CollectiveTotals{.kind = op.kind,
+                                               .group = g.name,
+                                               .ranks = g.size,
+                                               .domains = p.domains,
+                                               .count = 0,
+                                               .size_bytes = 0,
+                                               .busy_ns = 0,
+                                               .algorithm = "",
+                                               .busbw_bytes_per_s = 0});
+      it = index.emplace(key, r.collectives.size() - 1).first;
+    }
+    CollectiveTotals& c = r.collectives[it->second];
+    const OpTiming& timing = step.ops[static_cast<size_t>(op.id)];
+    ++c.count;
+    c.busy_ns += timing.end_ns - timing.start_ns;
+    if (collective_size_bytes(op) > c.size_bytes) {
+      c.size_bytes = collective_size_bytes(op);
+      if (const Prediction* predicted = run.prediction()) {
+        const CollectiveChoice& choice = predicted->collectives[static_cast<size_t>(op.id)];
+        c.algorithm = std::string(choice.algorithm) + "/" + std::string(choice.protocol);
+        c.busbw_bytes_per_s = choice.busbw_bytes_per_s;
+      } else {
+        // A measured run: the busbw nccl-tests would print for this call's measured time.
+        const double seconds = static_cast<double>(timing.end_ns - timing.start_ns) / 1e9;
+        c.algorithm = "measured";
+        c.busbw_bytes_per_s = busbw_bytes_per_s(op.kind, c.size_bytes, c.ranks, seconds);
+      }
+    }
+  }
+}
+
+void add_memory(const Schedule& s, const Topology& t, const RunRecord& run, Report& r) {
+  const StepRun& steady = run.steps.back();
+  const StepRun& first = run.steps.front();
+  r.gpu_memory_bytes = t.gpu.hbm_bytes;
+  if (const Prediction* predicted = run.prediction()) r.overheads = predicted->overheads;
+  const Measurement* measured = run.measurement();
+  if (measured != nullptr && measured->device_memory) {
+    // A GPU run states its overheads and its GPU's memory as measured, not as the profile gives them.
+    r.overheads = measured->device_memory->overheads;
+    r.overheads_measured = true;
+    r.executor_scratch_bytes = measured->device_memory->executor_scratch_bytes;
+    r.gpu_memory_bytes = measured->device_memory->device_total_bytes;
+  }
+  r.peak_allocated_bytes = steady.peak_allocated.bytes;
+  r.peak_reserved_bytes = 0;
+  for (const auto& st : run.steps) r.peak_reserved_bytes = std::max(r.peak_reserved_bytes, st.peak_reserved.bytes);
+  r.first_step_peak_reserved_bytes = first.peak_reserved.bytes;
+  // What the caching allocator holds beyond the allocated peak: block rounding, per-stream pools, split blocks.
+  r.fragmentation_bytes = std::max<int64_t>(0, r.peak_reserved_bytes - r.peak_allocated_bytes);
+  r.cuda_malloc_calls_first_step = first.cuda_malloc_calls;
+  r.peak_time_s = static_cast<double>(steady.peak_allocated.time_ns - steady.start_ns) / 1e9;
+  if (steady.peak_allocated.op >= 0) {
+    const Op& op = s.ops[static_cast<size_t>(steady.peak_allocated.op)];
+    r.peak_op = op.name;
+    r.peak_phase = std::string(to_string(op.phase));
+  }
+  for (const BufferCategory c : all_buffer_categories()) {
+    r.memory_breakdown[std::string(to_string(c))] = steady.peak_allocated.breakdown[static_cast<size_t>(c)];
+  }
+  for (const Buffer& b : s.buffers) {
+    if (!b.persistent) continue;
+    r.persistent_bytes[std::string(to_string(b.category))] += b.size_bytes;
+    r.persistent_total_bytes += b.size_bytes;
+  }
+  r.memory_breakdown["cuda_context"] = r.overheads.cuda_context_bytes;
+  r.memory_breakdown["cublas_workspace"] = r.overheads.cublas_workspace_bytes;
+  r.memory_breakdown["nccl"] = r.overheads.nccl_bytes + r.overheads.nccl_registration_bytes;
+  const int64_t needed = r.peak_reserved_bytes + r.overheads.total();
+  if (run.oom) {
+    const OomEvent& e = *run.oom;
+    r.oom = true;
+    r.oom_reason = "allocating " + format_bytes(e.request_bytes) + " for " +
+                   s.buffers[static_cast<size_t>(e.buffer)].name + " in " +
+                   (e.op >= 0 ? s.ops[static_cast<size_t>(e.op)].name : std::string("setup")) + " (step " +
+                   std::to_string(e.step + 1) + ") fails with " + format_bytes(e.reserved_bytes) + " reserved";
+  } else if (needed > r.gpu_memory_bytes) {
+    r.oom = true;
+    r.oom_reason = "peak reserved " + format_bytes(r.peak_reserved_bytes) + " + overheads " +
+                   format_bytes(r.overheads.total()) + " exceeds the GPU's " + format_bytes(r.gpu_memory_bytes);
+  }
+}
+
+}  // namespace
+
+Report make_report(const Schedule& s, const Topology& t, const RunRecord& run, ReportDetail detail) {
+  Report r;
+  r.model = s.info.model;
+  r.implementation = s.info.implementation;
+  r.strategy = s.info.strategy;
+  r.topology = t.name;
+  r.gpu = t.gpu.name;
+  r.world_size = s.info.world_size;
+  r.nodes = s.info.world_size / std::max(1, t.gpus_per_node);
+  r.micro_batches = s.info.micro_batches;
+  r.events = run.events;
+  if (const Measurement* measured = run.measurement()) {
+    r.source = "fsdpsim exec (" + measured->backend + ", " + measured->device + ")";
+    r.collectives_emulated = measured->collectives_emulated;
+  }
+  const StepRun& steady = run.steps.back();
+  const double step_s = static_cast<double>(steady.end_ns - steady.start_ns) / 1e9;
+  r.step_time_s = step_s;
+  r.first_step_time_s = static_cast<double>(run.steps.front().end_ns - run.steps.front().start_ns) / 1e9;
+  if (step_s > 0) {
+    r.tokens_per_s_per_gpu = static_cast<double>(s.info.global_tokens_per_step) / s.info.world_size / step_s;
+    r.tflops_per_gpu = static_cast<double>(s.info.model_flops_per_gpu) / step_s / 1e12;
+    r.mfu = static_cast<double>(s.info.model_flops_per_gpu) / step_s / t.gpu.dense_bf16_flops_per_s;
+  }
+  add_exposure(s, steady, r);
+  add_memory(s, t, run, r);
+  if (detail == ReportDetail::summary) return r;
+  add_collectives(s, t, run, r);
+  for (const Op& op : s.ops) {
+    const OpTiming& timing = steady.ops[static_cast<size_t>(op.id)];
+    r.ops.push_back(OpRecord{op.id, op.name, op.kind, op.phase, s.streams[static_cast<size_t>(op.stream)].name,
+                             timing.start_ns - steady.start_ns, timing.end_ns - timing.start_ns});
+  }
+  return r;
+}
+
+}  // namespace fsdpsim

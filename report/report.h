@@ -1,0 +1,111 @@
+#pragma once
+/// A run's answer as one value: step time, rates per GPU, exposed communication, the memory peak with its breakdown
+/// and the OOM verdict, the longest waits, the collectives. Assembled here from a run record, predicted (sim/) or
+/// measured (exec/) alike, so the two compare field by field and op by op; rendered as text, JSON and a Chrome trace.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/units.h"
+#include "memory/memory_overheads.h"
+#include "run/run_record.h"
+#include "schedule/ir/ir.h"
+#include "topologies/hardware.h"
+
+namespace fsdpsim {
+
+/// A gap on the compute stream: the op that waited and the op it waited for.
+struct ComputeWait {
+  int32_t op = -1;
+  int32_t blocker = -1;
+  TimeNs wait_ns = 0;
+};
+
+/// Per-kind totals of the step's collectives.
+struct CollectiveTotals {
+  OpKind kind = OpKind::all_gather;
+  std::string group;
+  int32_t ranks = 0;
+  int32_t domains = 0;
+  int64_t count = 0;
+  int64_t size_bytes = 0;        ///< of the largest call
+  TimeNs busy_ns = 0;            ///< sum of durations in the steady step
+  std::string algorithm;         ///< NCCL algorithm/protocol chosen for the largest call
+  double busbw_bytes_per_s = 0;  ///< standalone busbw of the largest call
+};
+
+/// One op's times in the steady step (for op-by-op comparison with a measured run).
+struct OpRecord {
+  int32_t id = 0;
+  std::string name;
+  OpKind kind = OpKind::compute;
+  Phase phase = Phase::fwd;
+  std::string stream;
+  TimeNs start_ns = 0;  ///< from the start of the step
+  TimeNs duration_ns = 0;
+};
+
+/// Everything a user reads after a run.
+struct Report {
+  std::string source = "fsdpsim simulate";  ///< or "fsdpsim exec (cuda|host)"
+  std::string model, implementation, strategy, topology, gpu;
+  int32_t world_size = 0, nodes = 0, micro_batches = 0;
+
+  double step_time_s = 0;
+  double first_step_time_s = 0;
+  double tokens_per_s_per_gpu = 0;
+  double tflops_per_gpu = 0;
+  double mfu = 0;  ///< model FLOPs per second / dense BF16 peak
+  double exposed_comm_s = 0;
+  std::map<std::string, double> exposed_comm_by_phase_s;
+  std::map<std::string, double> exposed_comm_by_kind_s;
+
+  int64_t peak_allocated_bytes = 0;
+  int64_t peak_reserved_bytes = 0;
+  int64_t first_step_peak_reserved_bytes = 0;
+  int64_t gpu_memory_bytes = 0;
+  MemoryOverheads overheads;
+  /// A GPU run's overheads are what cudaMemGetInfo measured (CUDA context, cuBLAS, NCCL), not the profile's figures.
+  bool overheads_measured = false;
+  /// Device memory a GPU run's executor held beyond the IR's buffers and the overheads (GEMM operands and collective
+  /// staging it keeps in scratch); a training framework holds no such memory, so it is reported apart.
+  int64_t executor_scratch_bytes = 0;
+  /// The run replaced every collective by a device copy of the same bytes (`exec --emulate-world`): its collective
+  /// durations and exposed communication are not those of a real job and are not compared.
+  bool collectives_emulated = false;
+  bool oom = false;
+  std::string oom_reason;
+  double peak_time_s = 0;  ///< from the start of the steady step
+  std::string peak_op;     ///< the op whose allocation reached the peak
+  std::string peak_phase;
+  std::map<std::string, int64_t> memory_breakdown;  ///< bytes per category at the peak, plus the overheads
+  std::map<std::string, int64_t> persistent_bytes;  ///< memory that lives the whole step, per category
+  int64_t persistent_total_bytes = 0;
+  int64_t cuda_malloc_calls_first_step = 0;
+  int64_t fragmentation_bytes = 0;  ///< peak reserved − peak allocated
+
+  std::vector<ComputeWait> longest_waits;
+  std::vector<std::string> longest_wait_lines;
+  std::vector<CollectiveTotals> collectives;
+  std::vector<OpRecord> ops;
+  uint64_t events = 0;
+};
+
+/// How much of the report to build: sweeps only need the headline figures.
+enum class ReportDetail : uint8_t { full, summary };
+
+/// Builds the report of a run. `summary` leaves out the per-op records and the collectives table.
+Report make_report(const Schedule& schedule, const Topology& topology, const RunRecord& run,
+                   ReportDetail detail = ReportDetail::full);
+
+/// Human-readable report.
+std::string report_text(const Report& report);
+/// JSON with every field of DESIGN.md §6 (and more), deterministic byte for byte.
+std::string report_json(const Report& report);
+/// Chrome-trace JSON (opens in Perfetto): one track per stream with every op of every step, and counter tracks of
+/// memory per category.
+std::string chrome_trace(const Schedule& schedule, const RunRecord& run);
+
+}  // namespace fsdpsim

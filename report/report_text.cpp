@@ -1,0 +1,93 @@
+// The human-readable report of `fsdpsim simulate` (and of `fsdpsim exec`).
+#include <cstdio>
+#include <sstream>
+
+#include "report/report.h"
+
+namespace fsdpsim {
+namespace {
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+void memory_section(const Report& r, std::ostringstream& out) {
+  out << "\nmemory per GPU\n";
+  out << "  persistent      " << format_bytes(r.persistent_total_bytes) << " (";
+  bool first = true;
+  for (const auto& [category, bytes] : r.persistent_bytes) {
+    out << (first ? "" : ", ") << category << " " << format_bytes(bytes);
+    first = false;
+  }
+  out << ")\n";
+  out << "  peak allocated  " << format_bytes(r.peak_allocated_bytes) << " at " << fixed(r.peak_time_s, 3)
+      << " s into the step";
+  if (!r.peak_op.empty()) out << ", during " << r.peak_op << " (" << r.peak_phase << ")";
+  out << "\n";
+  const int64_t needed = r.peak_reserved_bytes + r.overheads.total();
+  out << "  peak reserved   " << format_bytes(r.peak_reserved_bytes)
+      << (r.overheads_measured ? " + measured overheads " : " + overheads ") << format_bytes(r.overheads.total())
+      << " (CUDA context " << format_bytes(r.overheads.cuda_context_bytes) << ", cuBLAS "
+      << format_bytes(r.overheads.cublas_workspace_bytes) << ", NCCL "
+      << format_bytes(r.overheads.nccl_bytes + r.overheads.nccl_registration_bytes) << " over "
+      << r.overheads.communicators << " communicators) = " << format_bytes(needed) << " of "
+      << format_bytes(r.gpu_memory_bytes) << "\n";
+  if (r.executor_scratch_bytes > 0) {
+    out << "  executor        " << format_bytes(r.executor_scratch_bytes)
+        << " of scratch beyond that (GEMM operands and collective staging the IR does not hold; not counted above)\n";
+  }
+  if (r.oom) {
+    out << "  verdict         OUT OF MEMORY: " << r.oom_reason << "\n";
+  } else {
+    out << "  verdict         fits, " << format_bytes(r.gpu_memory_bytes - needed - r.executor_scratch_bytes)
+        << " to spare" << (r.executor_scratch_bytes > 0 ? " (after the executor's scratch)" : "") << "\n";
+  }
+  out << "  at the peak (allocated):\n";
+  for (const auto& [category, bytes] : r.memory_breakdown) {
+    if (bytes == 0) continue;
+    char line[128];
+    std::snprintf(line, sizeof line, "    %-18s %12s\n", category.c_str(), format_bytes(bytes).c_str());
+    out << line;
+  }
+  out << "  allocator: " << r.cuda_malloc_calls_first_step << " cudaMalloc calls in the first step; "
+      << format_bytes(r.fragmentation_bytes) << " reserved beyond the allocated peak (rounding, per-stream pools, "
+      << "split blocks)\n";
+}
+
+}  // namespace
+
+std::string report_text(const Report& r) {
+  std::ostringstream out;
+  out << r.source << ": " << r.model << " on " << r.topology << ", " << r.nodes << " nodes, " << r.world_size
+      << " GPUs (" << r.gpu << ")\n";
+  out << "  " << r.implementation << " " << r.strategy << ", " << r.micro_batches << " micro-batch"
+      << (r.micro_batches == 1 ? "" : "es") << " per step\n\n";
+  out << "step time       " << fixed(r.step_time_s, 3) << " s steady state (first step "
+      << fixed(r.first_step_time_s, 3) << " s)\n";
+  out << "throughput      " << fixed(r.tokens_per_s_per_gpu, 0) << " tokens/s per GPU, " << fixed(r.tflops_per_gpu, 1)
+      << " TFLOP/s per GPU, MFU " << fixed(100 * r.mfu, 1) << "% of dense BF16 peak\n";
+  out << "exposed comm    " << fixed(r.exposed_comm_s, 3) << " s ("
+      << fixed(r.step_time_s > 0 ? 100 * r.exposed_comm_s / r.step_time_s : 0, 1) << "% of the step) by phase:";
+  for (const auto& [phase, s] : r.exposed_comm_by_phase_s) out << " " << phase << " " << fixed(s, 3) << " s";
+  out << "\n                by cause:";
+  for (const auto& [kind, s] : r.exposed_comm_by_kind_s) out << " " << kind << " " << fixed(s, 3) << " s;";
+  out << "\n";
+  memory_section(r, out);
+  out << "\ncollectives per step\n";
+  for (const auto& c : r.collectives) {
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "  %-15s %-10s %5d ranks %4d domains %6lld× up to %10s  %-14s busbw %6.1f GB/s  busy %s\n",
+                  std::string(to_string(c.kind)).c_str(), c.group.c_str(), c.ranks, c.domains,
+                  static_cast<long long>(c.count), format_bytes(c.size_bytes).c_str(), c.algorithm.c_str(),
+                  c.busbw_bytes_per_s / 1e9, format_time_ns(c.busy_ns).c_str());
+    out << line;
+  }
+  out << "\nlongest waits of the compute stream\n";
+  for (const auto& line : r.longest_wait_lines) out << "  " << line << "\n";
+  return out.str();
+}
+
+}  // namespace fsdpsim

@@ -1,0 +1,80 @@
+#pragma once
+/// The record of one run of a schedule, predicted or measured, in one shape: when each op ran in each step, the
+/// memory peaks, the timeline, the first allocation that did not fit. The simulator (sim/) and the executor (exec/)
+/// both produce it; the report layer (report/) renders and compares it without knowing which one did. Which one
+/// did is said by the type of `origin`, not inferred from what is empty.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "common/units.h"
+#include "memory/caching_allocator.h"
+#include "memory/memory_overheads.h"
+#include "memory/memory_tracker.h"
+
+namespace fsdpsim {
+
+/// When one op ran in one step.
+struct OpTiming {
+  TimeNs start_ns = -1;
+  TimeNs end_ns = -1;
+};
+
+/// One step of a run.
+struct StepRun {
+  TimeNs start_ns = 0;
+  TimeNs end_ns = 0;
+  std::vector<OpTiming> ops;  ///< by op id
+  MemoryPeak peak_allocated;
+  MemoryPeak peak_reserved;
+  int64_t cuda_malloc_calls = 0;  ///< new allocator segments during this step
+};
+
+/// What the collective cost model chose for one call of a predicted run.
+struct CollectiveChoice {
+  std::string_view algorithm;    ///< NCCL_ALGO name ("ring", "nvls", ...); empty for ops that are not collectives
+  std::string_view protocol;     ///< NCCL_PROTO name ("simple", "ll128", "ll")
+  double busbw_bytes_per_s = 0;  ///< the call's standalone bus bandwidth (nccl-tests convention)
+};
+
+/// A run the simulator predicted.
+struct Prediction {
+  std::vector<CollectiveChoice> collectives;  ///< by op id
+  MemoryOverheads overheads;                  ///< from the GPU profile and the chosen algorithms
+};
+
+/// Device memory a GPU run measured beyond the IR's buffers.
+struct MeasuredDeviceMemory {
+  int64_t device_total_bytes = 0;      ///< what CUDA lets a process use on the GPU
+  MemoryOverheads overheads;           ///< CUDA context, cuBLAS, NCCL as measured
+  int64_t executor_scratch_bytes = 0;  ///< GEMM operands and collective staging outside the IR's buffers
+};
+
+/// A run the executor measured.
+struct Measurement {
+  std::string backend;  ///< "host" or "cuda"
+  std::string device;   ///< "host (8 threads as ranks)", "NVIDIA H100 80GB HBM3", ...
+  /// GPU runs: the overheads rank 0 measured (cudaMemGetInfo), its executor's scratch and the memory CUDA lets it
+  /// use; absent for the host backend, whose memory is not a GPU's.
+  std::optional<MeasuredDeviceMemory> device_memory;
+  bool collectives_emulated = false;  ///< every collective ran as a device copy of its bytes (--emulate-world)
+};
+
+/// Everything a run produced.
+struct RunRecord {
+  std::vector<StepRun> steps;
+  std::vector<MemorySample> timeline;  ///< across all steps (predicted runs that record it)
+  std::optional<OomEvent> oom;
+  AllocatorStats allocator;
+  uint64_t events = 0;  ///< events the simulator processed (its speed); 0 for a measured run
+  std::variant<Prediction, Measurement> origin;
+
+  [[nodiscard]] const Prediction* prediction() const { return std::get_if<Prediction>(&origin); }
+  [[nodiscard]] const Measurement* measurement() const { return std::get_if<Measurement>(&origin); }
+};
+
+}  // namespace fsdpsim

@@ -1,0 +1,385 @@
+// The PyTorch FSDP2 builder (torch.distributed.fsdp.fully_shard, reference/megatron-fsdp.md §10): one
+// FSDPParamGroup per decoder layer plus the root group (embedding, final norm, output layer); copy-in, all-gather
+// and copy-out per unshard; reshard after forward except for the root; one-unit implicit forward prefetch and
+// one-unit backward prefetch; reduce-scatter per backward with one reduce-scatter input in flight; HSDP all-reduce.
+#include "schedule/build/build_fsdp2.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "schedule/build/builder_common.h"
+
+namespace fsdpsim {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// One shard group's slice of an FSDP2 group (dense over dp_shard, experts over edp).
+struct Part {
+  bool expert = false;
+  int32_t shard = 1;
+  int64_t padded_elems = 0;  // per-parameter dim-0 padding to the shard group (_get_dim0_padded_size)
+  int32_t flat = -1;         // the flat all-gather output
+  int32_t unsharded = -1;    // the per-parameter unsharded copy (copy-out)
+  int32_t ag_op = -1;
+};
+
+struct ParamGroup {
+  std::string name;
+  std::vector<int32_t> units;  // model units it covers (root: embedding and output)
+  std::vector<Part> parts;
+  int32_t copy_out_op = -1;    // the compute stream waits on the all-gather once, at copy-out
+  bool unsharded = false;      // unsharded params are alive
+  bool issued = false;         // an unshard (copy-in + AG) was issued and not yet copied out
+  std::vector<int32_t> grads;  // this micro-batch's unsharded gradients
+};
+
+class Fsdp2Builder {
+ public:
+  Fsdp2Builder(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout)
+      : ctx_(model, config, layout) {}
+
+  Schedule build() {
+    setup();
+    for (int32_t mb = 0; mb < ctx_.layout.micro_batches; ++mb) {
+      Activations acts(ctx_, mb);
+      forward(mb, acts);
+      backward(mb, acts);
+    }
+    optimizer_step();
+    return ctx_.w.finish();
+  }
+
+ private:
+  [[nodiscard]] int64_t weight_bytes() const { return dtype_bytes(ctx_.config.param_dtype); }
+  [[nodiscard]] int64_t shard_elem_bytes() const { return main_param_bytes(ctx_.config) > 0 ? 4 : 2; }
+  [[nodiscard]] int64_t reduce_bytes() const { return dtype_bytes(grad_comm_dtype(ctx_.config)); }
+  [[nodiscard]] int32_t group_of_unit(int32_t unit) const {
+    return ctx_.is_layer(unit) ? unit : 0;  // group 0 is the root
+  }
+
+  void setup();
+  void unshard(int32_t g, Phase phase, int32_t mb);
+  void copy_out(int32_t g, Phase phase, int32_t mb, bool free_flat_now);
+  void forward(int32_t mb, Activations& acts);
+  void backward(int32_t mb, Activations& acts);
+  void post_backward(int32_t g, int32_t mb);
+  void optimizer_step();
+
+  BuildContext ctx_;
+  std::vector<ParamGroup> groups_;
+  int32_t copy_in_stream_ = -1, ag_stream_ = -1, rs_stream_ = -1, ar_stream_ = -1;
+  int32_t shard_params_ = -1, shard_grads_ = -1, optimizer_state_ = -1;
+  int64_t shard_elems_ = 0;
+  int32_t last_copy_out_ = -1;      // copy-in waits on the previous copy-out (all_gather_state)
+  int32_t pending_flat_free_ = -1;  // forward: the previous group's flat output, freed at the next copy-out
+  int32_t rs_in_flight_op_ = -1;    // the last reduce-scatter's final op
+  int32_t rs_in_flight_input_ = -1;
+};
+
+void Fsdp2Builder::setup() {
+  const ParallelLayout& l = ctx_.layout;
+  // FSDPCommContext.lazy_init: copy-in, all-gather and reduce-scatter streams at high priority, the HSDP
+  // all-reduce stream at normal priority.
+  ctx_.w.info().prefetch_depth = ctx_.config.forward_prefetch;
+  copy_in_stream_ = ctx_.w.stream("ag_copy_in", -1);
+  ag_stream_ = ctx_.w.stream("ag", -1);
+  rs_stream_ = ctx_.w.stream("rs", -1);
+  if (l.outer > 1) ar_stream_ = ctx_.w.stream("outer_ar");
+  groups_.resize(static_cast<size_t>(ctx_.layers()) + 1);
+  for (int32_t g = 0; g <= ctx_.layers(); ++g) {
+    ParamGroup& pg = groups_[static_cast<size_t>(g)];
+    pg.units = g == 0 ? std::vector<int32_t>{0, ctx_.layers() + 1} : std::vector<int32_t>{g};
+    pg.name = g == 0 ? "root" : ctx_.units[static_cast<size_t>(g)].name;
+    int64_t dense = 0, expert = 0, dense_row = 1, expert_row = 1;
+    for (const int32_t u : pg.units) {
+      const UnitCost& c = ctx_.units[static_cast<size_t>(u)];
+      dense += c.dense_params;
+      expert += c.expert_params;
+      dense_row = std::max(dense_row, c.dense_row_elems);
+      expert_row = std::max(expert_row, c.expert_row_elems);
+    }
+    for (const bool is_expert : {false, true}) {
+      const int64_t elems = is_expert ? expert : dense;
+      if (elems == 0) continue;
+      Part part;
+      part.expert = is_expert;
+      part.shard = is_expert ? l.expert_shard : l.dense_shard;
+      // Each parameter is padded to ceil(dim0 / N)·N rows; the unit's largest row stands in for the rows.
+      const int64_t row = is_expert ? expert_row : dense_row;
+      part.padded_elems = ceil_div(elems, part.shard * row) * part.shard * row;
+      shard_elems_ += part.padded_elems / part.shard;
+      pg.parts.push_back(part);
+    }
+  }
+  // §10 memory: sharded parameters in their original dtype (FP32 master copy), sharded FP32 gradients, Adam.
+  shard_params_ = ctx_.w.buffer("param_shard", BufferCategory::main_weight, shard_elem_bytes() * shard_elems_, true);
+  shard_grads_ = ctx_.w.buffer("grad_shard", BufferCategory::grad_shard, shard_elem_bytes() * shard_elems_, true);
+  const int64_t adam = dtype_bytes(ctx_.config.exp_avg_dtype) + dtype_bytes(ctx_.config.exp_avg_sq_dtype);
+  optimizer_state_ = ctx_.w.buffer("optimizer_state", BufferCategory::optimizer_state, adam * shard_elems_, true);
+}
+
+void Fsdp2Builder::unshard(int32_t g, Phase phase, int32_t mb) {
+  // foreach_all_gather: copy-in (cast the shard into its slot of the flat output) on the copy-in stream, then
+  // all_gather_into_tensor on the AG stream. The AG streams wait only on the previous copy-out.
+  ParamGroup& pg = groups_[static_cast<size_t>(g)];
+  if (pg.unsharded || pg.issued) return;
+  const std::string phase_name = phase == Phase::fwd ? "" : "." + std::string(to_string(phase));
+  for (Part& part : pg.parts) {
+    const std::string name = pg.name + (part.expert ? ".experts" : "");
+    const int64_t bytes = part.padded_elems * weight_bytes();
+    part.flat = ctx_.w.buffer(op_name("ag_out" + phase_name, name, mb), BufferCategory::comm_staging, bytes, false);
+    Op copy_in = make_memory_op(OpKind::copy, op_name("ag_copy_in" + phase_name, name, mb), phase, copy_in_stream_,
+                                part.padded_elems / part.shard * (shard_elem_bytes() + weight_bytes()));
+    copy_in.unit = pg.units.front();
+    copy_in.micro_batch = mb;
+    if (last_copy_out_ >= 0) copy_in.deps = {last_copy_out_};
+    if (last_copy_out_ < 0 && ctx_.w.tail(ctx_.compute) >= 0) copy_in.deps = {ctx_.w.tail(ctx_.compute)};
+    copy_in.reads = {shard_params_};
+    copy_in.allocs = {part.flat};
+    copy_in.writes = {part.flat};
+    const int32_t copy_in_id = ctx_.w.add(std::move(copy_in));
+    Op ag = make_collective({.kind = OpKind::all_gather,
+                             .name = op_name("ag" + phase_name, name, mb),
+                             .phase = phase,
+                             .stream = ag_stream_,
+                             .group = ctx_.group(part.expert ? "edp" : "dp_shard"),
+                             .group_size = part.shard,
+                             .payload_bytes = bytes / part.shard,
+                             .dtype = ctx_.config.param_dtype,
+                             .reduce_op = ReduceOp::none});
+    ag.unit = pg.units.front();
+    ag.micro_batch = mb;
+    ag.deps = {copy_in_id};
+    ag.reads = {part.flat};
+    ag.writes = {part.flat};
+    part.ag_op = ctx_.w.add(std::move(ag));
+  }
+  pg.issued = true;
+}
+
+void Fsdp2Builder::copy_out(int32_t g, Phase phase, int32_t mb, bool free_flat_now) {
+  // wait_for_unshard: the compute stream waits on the AG, then split_with_sizes_copy into per-parameter tensors.
+  ParamGroup& pg = groups_[static_cast<size_t>(g)];
+  if (pg.unsharded) return;
+  FSDPSIM_CHECK(pg.issued, "copy-out before unshard of " + pg.name);
+  const std::string phase_name = phase == Phase::fwd ? "" : "." + std::string(to_string(phase));
+  for (Part& part : pg.parts) {
+    const std::string name = pg.name + (part.expert ? ".experts" : "");
+    const int64_t bytes = part.padded_elems * weight_bytes();
+    part.unsharded =
+        ctx_.w.buffer(op_name("params" + phase_name, name, mb), BufferCategory::gathered_param, bytes, false);
+    Op op = make_memory_op(OpKind::copy, op_name("ag_copy_out" + phase_name, name, mb), phase, ctx_.compute, 2 * bytes);
+    op.unit = pg.units.front();
+    op.micro_batch = mb;
+    op.deps = {part.ag_op};
+    op.reads = {part.flat};
+    op.allocs = {part.unsharded};
+    op.writes = {part.unsharded};
+    if (free_flat_now) {
+      op.frees.push_back(part.flat);  // backward: the AG result is freed right after its copy-out
+    } else {
+      // forward: all_gather_state keeps this output until the next group's copy-out.
+      if (pending_flat_free_ >= 0) op.frees.push_back(pending_flat_free_);
+      pending_flat_free_ = part.flat;
+    }
+    last_copy_out_ = pg.copy_out_op = ctx_.w.add(std::move(op));
+  }
+  pg.unsharded = true;
+  pg.issued = false;
+}
+
+void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
+  const auto units = static_cast<int32_t>(ctx_.units.size());
+  const int32_t ahead = std::max(1, ctx_.config.forward_prefetch);
+  unshard(0, Phase::fwd, mb);  // the root's pre-forward
+  for (int32_t u = 0; u < units; ++u) {
+    const int32_t g = group_of_unit(u);
+    unshard(g, Phase::fwd, mb);
+    copy_out(g, Phase::fwd, mb, false);
+    // Implicit prefetch: the CPU reaches the next pre-forwards while the GPU computes this unit (explicit
+    // set_modules_to_forward_prefetch issues `forward_prefetch` groups ahead).
+    for (int32_t next = u + 1; next <= std::min(units - 2, u + ahead) && ctx_.config.forward_prefetch > 0; ++next) {
+      if (ctx_.is_layer(next)) unshard(next, Phase::fwd, mb);
+    }
+    emit_unit_collectives(ctx_, u, Phase::fwd, mb);
+    const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
+    Op fwd =
+        make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, cost.fwd_gemms, cost.fwd_bytes_touched);
+    fwd.unit = u;
+    fwd.micro_batch = mb;
+    ParamGroup& pg = groups_[static_cast<size_t>(g)];
+    for (const Part& part : pg.parts) fwd.reads.push_back(part.unsharded);
+    acts.on_forward(fwd, u);
+    // reshard_after_forward: free the unsharded parameters of non-root groups (the root is kept for backward).
+    if (g != 0 && ctx_.config.reshard_after_forward) {
+      for (const Part& part : pg.parts) fwd.frees.push_back(part.unsharded);
+      pg.unsharded = false;
+    }
+    acts.after_forward(u, ctx_.w.add(std::move(fwd)));
+  }
+  // The root's post-forward frees the last flat all-gather output.
+  if (pending_flat_free_ >= 0) {
+    Op sync = make_sync(op_name("ag_out_release", "", mb), Phase::fwd, ctx_.compute, {}, {pending_flat_free_});
+    sync.micro_batch = mb;
+    ctx_.w.add(std::move(sync));
+    pending_flat_free_ = -1;
+  }
+}
+
+void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
+  const auto units = static_cast<int32_t>(ctx_.units.size());
+  for (int32_t u = units - 1; u >= 0; --u) {
+    const int32_t g = group_of_unit(u);
+    if (acts.chunk_end(u)) {
+      for (int32_t r = acts.chunk_start(u); r <= u; ++r) {
+        unshard(r, Phase::recompute, mb);
+        copy_out(r, Phase::recompute, mb, true);
+        const UnitCost& rc = ctx_.units[static_cast<size_t>(r)];
+        Op op = make_compute(op_name("recompute", rc.name, mb), Phase::recompute, ctx_.compute, rc.fwd_gemms,
+                             rc.fwd_bytes_touched);
+        op.unit = r;
+        op.micro_batch = mb;
+        for (const Part& part : groups_[static_cast<size_t>(r)].parts) op.reads.push_back(part.unsharded);
+        acts.on_recompute(op, r);
+        ctx_.w.add(std::move(op));
+      }
+    }
+    // Pre-backward: unshard this group, then prefetch the next `backward_prefetch` groups in reverse order.
+    unshard(g, Phase::bwd, mb);
+    copy_out(g, Phase::bwd, mb, true);
+    for (int32_t k = 1; k <= ctx_.config.backward_prefetch; ++k) {
+      if (ctx_.is_layer(u - k)) unshard(u - k, Phase::bwd, mb);
+    }
+    acts.reload(u, ctx_.w.tail(ctx_.compute));
+    acts.reload(u - 1, ctx_.w.tail(ctx_.compute));
+    emit_unit_collectives(ctx_, u, Phase::bwd, mb);
+    const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
+    Op bwd =
+        make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, cost.bwd_gemms, cost.bwd_bytes_touched);
+    bwd.unit = u;
+    bwd.micro_batch = mb;
+    ParamGroup& pg = groups_[static_cast<size_t>(g)];
+    for (const Part& part : pg.parts) bwd.reads.push_back(part.unsharded);
+    acts.on_backward(bwd, u);
+    // Autograd writes the unsharded gradients in the parameter dtype.
+    const int32_t grads = ctx_.w.buffer(op_name("grads", cost.name, mb), BufferCategory::unsharded_grad,
+                                        cost.params() * weight_bytes(), false);
+    bwd.allocs.push_back(grads);
+    bwd.writes.push_back(grads);
+    pg.grads.push_back(grads);
+    const bool group_done = g != 0 || u == 0;  // the root's backward ends with the embedding
+    if (group_done) {
+      for (const Part& part : pg.parts) bwd.frees.push_back(part.unsharded);  // reshard
+      pg.unsharded = false;
+    }
+    ctx_.w.add(std::move(bwd));
+    if (group_done) post_backward(g, mb);
+  }
+  // Root post-backward (is_last_backward): the compute stream waits on the last reduce-scatter and frees its input.
+  Op sync = make_sync(op_name("rs_join", "", mb), Phase::bwd, ctx_.compute, {rs_in_flight_op_}, {rs_in_flight_input_});
+  sync.micro_batch = mb;
+  ctx_.w.add(std::move(sync));
+  rs_in_flight_op_ = rs_in_flight_input_ = -1;
+}
+
+void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
+  ParamGroup& pg = groups_[static_cast<size_t>(g)];
+  int64_t elems = 0;
+  for (const Part& part : pg.parts) elems += part.padded_elems;
+  // The compute stream waits on the previous reduce-scatter and drops its input (one RS input in flight).
+  if (rs_in_flight_op_ >= 0) {
+    Op sync =
+        make_sync(op_name("rs_wait", pg.name, mb), Phase::bwd, ctx_.compute, {rs_in_flight_op_}, {rs_in_flight_input_});
+    sync.micro_batch = mb;
+    ctx_.w.add(std::move(sync));
+  }
+  // chunk_cat the gradients into the RS input (cast to the reduce dtype) on the compute stream.
+  const int32_t input =
+      ctx_.w.buffer(op_name("rs_in", pg.name, mb), BufferCategory::unsharded_grad, elems * reduce_bytes(), false);
+  Op copy = make_memory_op(OpKind::copy, op_name("rs_copy_in", pg.name, mb), Phase::bwd, ctx_.compute,
+                           elems * (weight_bytes() + reduce_bytes()));
+  copy.unit = pg.units.front();
+  copy.micro_batch = mb;
+  copy.reads = pg.grads;
+  copy.frees = pg.grads;
+  copy.allocs = {input};
+  copy.writes = {input};
+  const int32_t copy_id = ctx_.w.add(std::move(copy));
+  pg.grads.clear();
+  int32_t last = -1;
+  for (const Part& part : pg.parts) {
+    const std::string name = pg.name + (part.expert ? ".experts" : "");
+    const int64_t out_bytes = part.padded_elems / part.shard * reduce_bytes();
+    const int32_t output = ctx_.w.buffer(op_name("rs_out", name, mb), BufferCategory::comm_staging, out_bytes, false);
+    // FSDP2 reduces with ncclAvg for FP32/BF16 (which rules out NVLS, PAT and symmetric kernels).
+    Op rs = make_collective({.kind = OpKind::reduce_scatter,
+                             .name = op_name("rs", name, mb),
+                             .phase = Phase::bwd,
+                             .stream = rs_stream_,
+                             .group = ctx_.group(part.expert ? "edp" : "dp_shard"),
+                             .group_size = part.shard,
+                             .payload_bytes = out_bytes,
+                             .dtype = grad_comm_dtype(ctx_.config),
+                             .reduce_op = ctx_.config.calculate_per_token_loss ? ReduceOp::sum : ReduceOp::avg});
+    rs.unit = pg.units.front();
+    rs.micro_batch = mb;
+    rs.deps = {copy_id};
+    rs.reads = {input};
+    rs.allocs = {output};
+    rs.writes = {output};
+    last = ctx_.w.add(std::move(rs));
+    if (ar_stream_ >= 0) {
+      Op ar = make_collective({.kind = OpKind::all_reduce,
+                               .name = op_name("outer_ar", name, mb),
+                               .phase = Phase::bwd,
+                               .stream = ar_stream_,
+                               .group = ctx_.group(part.expert ? "edp_outer" : "dp_outer"),
+                               .group_size = ctx_.layout.outer,
+                               .payload_bytes = out_bytes,
+                               .dtype = grad_comm_dtype(ctx_.config),
+                               .reduce_op = ReduceOp::avg});
+      ar.unit = pg.units.front();
+      ar.micro_batch = mb;
+      ar.deps = {last};
+      ar.reads = {output};
+      ar.writes = {output};
+      last = ctx_.w.add(std::move(ar));
+    }
+    // Cast to the original dtype and accumulate into the sharded .grad.
+    Op acc = make_compute(op_name("grad_accum", name, mb), Phase::bwd, rs_stream_, {},
+                          part.padded_elems / part.shard * (reduce_bytes() + 2 * shard_elem_bytes()));
+    acc.unit = pg.units.front();
+    acc.micro_batch = mb;
+    acc.deps = {last};
+    acc.reads = {output, shard_grads_};
+    acc.writes = {shard_grads_};
+    acc.frees = {output};
+    last = ctx_.w.add(std::move(acc));
+  }
+  rs_in_flight_op_ = last;
+  rs_in_flight_input_ = input;
+}
+
+void Fsdp2Builder::optimizer_step() {
+  Op sync =
+      make_sync("grad_sync", Phase::optim, ctx_.compute, ctx_.w.tails({rs_stream_, ar_stream_, ctx_.offload}), {});
+  ctx_.w.add(std::move(sync));
+  // Adam over the sharded parameters in their original dtype; the next unshard's copy-in casts them.
+  const int64_t moments = dtype_bytes(ctx_.config.exp_avg_dtype) + dtype_bytes(ctx_.config.exp_avg_sq_dtype);
+  Op adam = make_memory_op(OpKind::optimizer, "optimizer", Phase::optim, ctx_.compute,
+                           shard_elems_ * (3 * shard_elem_bytes() + 2 * moments));
+  adam.reads = {shard_params_, shard_grads_, optimizer_state_};
+  adam.writes = {shard_params_, optimizer_state_};
+  ctx_.w.add(std::move(adam));
+}
+
+}  // namespace
+
+Schedule build_fsdp2_schedule(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout) {
+  return Fsdp2Builder(model, config, layout).build();
+}
+
+}  // namespace fsdpsim

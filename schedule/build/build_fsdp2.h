@@ -1,0 +1,14 @@
+#pragma once
+/// The PyTorch FSDP2 (fully_shard) schedule builder.
+
+#include "schedule/config/fsdp_config.h"
+#include "schedule/config/parallel_layout.h"
+#include "schedule/ir/ir.h"
+#include "schedule/model/model.h"
+
+namespace fsdpsim {
+
+/// Builds one FSDP2 step (see build_fsdp2.cpp for the behaviour modelled).
+Schedule build_fsdp2_schedule(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout);
+
+}  // namespace fsdpsim

@@ -1,0 +1,352 @@
+// The Megatron-FSDP builder: setup, the all-gather pipeline and the forward pass. The backward pass, the gradient
+// reduction and the optimizer step are in megatron_backward.cpp.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "common/error.h"
+#include "schedule/build/megatron_builder.h"
+
+namespace fsdpsim {
+
+MegatronBuilder::MegatronBuilder(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout)
+    : ctx_(model, config, layout), plan_(plan_megatron_buckets(ctx_.units, config, layout)) {
+  ctx_.w.info().prefetch_depth = plan_.prefetch_depth;
+  ag_.resize(plan_.groups.size());
+  grad_buffers_.resize(plan_.groups.size());
+  full_grads_.assign(plan_.groups.size(), -1);
+}
+
+bool MegatronBuilder::zero3() const {
+  return ctx_.config.data_parallel_sharding_strategy == ShardingStrategy::optim_grads_params;
+}
+
+bool MegatronBuilder::shards_grads() const {
+  const auto s = ctx_.config.data_parallel_sharding_strategy;
+  return s == ShardingStrategy::optim_grads || s == ShardingStrategy::optim_grads_params;
+}
+
+bool MegatronBuilder::hfsdp() const {
+  return hsdp() && ctx_.config.outer_dp_sharding_strategy == OuterStrategy::optim;
+}
+
+int64_t MegatronBuilder::grad_bytes(const BucketGroup& g) const {
+  return g.padded_elems * dtype_bytes(grad_comm_dtype(ctx_.config));
+}
+
+int32_t MegatronBuilder::shard_group(const BucketGroup& g) {
+  return ctx_.group(g.expert ? "edp" : "dp_shard");
+}
+
+bool MegatronBuilder::uses_pool(int32_t group) const {
+  const BucketGroup& g = plan_.groups[static_cast<size_t>(group)];
+  if (param_pool_.empty() || g.non_unit) return false;
+  int64_t unit_bytes = 0;
+  for (const int32_t other : plan_.unit_groups[static_cast<size_t>(g.units.front())]) {
+    unit_bytes += plan_.groups[static_cast<size_t>(other)].gathered_bytes;
+  }
+  return unit_bytes == modal_unit_bytes_;
+}
+
+Schedule MegatronBuilder::build() {
+  setup_streams();
+  add_persistent_buffers();
+  start_param_sync();
+  for (int32_t mb = 0; mb < ctx_.layout.micro_batches; ++mb) {
+    Activations acts(ctx_, mb);
+    forward(mb, acts);
+    backward(mb, acts);
+  }
+  finalize();
+  return ctx_.w.finish();
+}
+
+// ---- setup ------------------------------------------------------------------------------------------------------
+void MegatronBuilder::setup_streams() {
+  // §1.5: the AG stream (side_stream_for_param_gather), the RS stream (side_stream_for_buffer_copy_and_grad_accum),
+  // and the HSDP outer streams.
+  if (ctx_.config.data_parallel_sharding_strategy != ShardingStrategy::no_shard) ag_stream_ = ctx_.w.stream("ag");
+  rs_stream_ = ctx_.w.stream("rs");
+  if (hsdp()) outer_rs_stream_ = ctx_.w.stream("outer_rs");
+  if (hfsdp()) outer_ag_stream_ = ctx_.w.stream("outer_ag");
+}
+
+void MegatronBuilder::add_persistent_buffers() {
+  // §3.1: which buffers are sharded by strategy; HFSDP shards main weights, grads' optimizer view and Adam state
+  // over inner × outer (§5).
+  const FsdpConfig& c = ctx_.config;
+  const bool ub = c.nccl_ub;
+  int64_t shard_bytes[2] = {0, 0}, shard_elems[2] = {0, 0}, full_elems = 0;
+  for (const auto& g : plan_.groups) {
+    shard_bytes[g.expert] += g.shard_bytes();
+    shard_elems[g.expert] += g.shard_elems();
+    full_elems += g.padded_elems;
+  }
+  const auto mark = [&](int32_t b) {
+    if (ub) ctx_.w.mark_registered(b);
+    return b;
+  };
+  if (zero3()) {
+    param_shard_ = mark(ctx_.w.buffer("param_shard", BufferCategory::param_shard, shard_bytes[0], true));
+    if (shard_bytes[1] > 0) {
+      param_shard_expert_ =
+          mark(ctx_.w.buffer("param_shard.experts", BufferCategory::param_shard, shard_bytes[1], true));
+    }
+    // §1.3: non-unit buckets are gathered once per step and stay unsharded (PRESERVED).
+    ag_[0].buffer =
+        mark(ctx_.w.buffer("params.non_unit", BufferCategory::gathered_param, plan_.groups[0].gathered_bytes, true));
+  } else {
+    for (size_t g = 0; g < plan_.groups.size(); ++g) {
+      ag_[g].buffer = mark(ctx_.w.buffer("params." + plan_.groups[g].name, BufferCategory::gathered_param,
+                                         plan_.groups[g].gathered_bytes, true));
+      if (c.data_parallel_sharding_strategy == ShardingStrategy::no_shard) ag_[g].status = AgStatus::ready;
+    }
+  }
+  const int64_t outer_shards = hfsdp() ? ctx_.layout.outer : 1;
+  optimizer_elems_ = c.data_parallel_sharding_strategy == ShardingStrategy::no_shard
+                         ? full_elems
+                         : (shard_elems[0] + shard_elems[1]) / outer_shards;
+  if (main_param_bytes(c) > 0) {
+    main_weights_ =
+        mark(ctx_.w.buffer("main_weights", BufferCategory::main_weight, main_param_bytes(c) * optimizer_elems_, true));
+  }
+  const int64_t adam_bytes = dtype_bytes(c.exp_avg_dtype) + dtype_bytes(c.exp_avg_sq_dtype);
+  optimizer_state_ =
+      ctx_.w.buffer("optimizer_state", BufferCategory::optimizer_state, adam_bytes * optimizer_elems_, true);
+  const int64_t grad_elem_bytes = dtype_bytes(main_grad_dtype(c));
+  if (shards_grads()) {
+    grad_shard_ = mark(ctx_.w.buffer("grad_shard", BufferCategory::grad_shard, grad_elem_bytes * shard_elems[0], true));
+    if (shard_elems[1] > 0) {
+      grad_shard_expert_ =
+          mark(ctx_.w.buffer("grad_shard.experts", BufferCategory::grad_shard, grad_elem_bytes * shard_elems[1], true));
+    }
+  } else {
+    for (size_t g = 0; g < plan_.groups.size(); ++g) {
+      full_grads_[g] = mark(ctx_.w.buffer("grads." + plan_.groups[g].name, BufferCategory::unsharded_grad,
+                                          grad_elem_bytes * plan_.groups[g].padded_elems, true));
+    }
+  }
+  if (c.fsdp_double_buffer && shards_grads()) add_double_buffer_pools();
+}
+
+void MegatronBuilder::add_double_buffer_pools() {
+  // §3.4 FixedPoolAllocator: the most common unit signature gets 2 persistent slots per buffer kind; other units
+  // fall back to dynamic allocation.
+  std::map<int64_t, int32_t> count;
+  std::map<int64_t, int64_t> grad_bytes_of;
+  for (int32_t u = 1; u <= ctx_.layers(); ++u) {
+    int64_t bytes = 0, grads = 0;
+    for (const int32_t g : plan_.unit_groups[static_cast<size_t>(u)]) {
+      bytes += plan_.groups[static_cast<size_t>(g)].gathered_bytes;
+      grads += grad_bytes(plan_.groups[static_cast<size_t>(g)]);
+    }
+    ++count[bytes];
+    grad_bytes_of[bytes] = grads;
+  }
+  int32_t best = 0;
+  for (const auto& [bytes, n] : count) {
+    if (n > best) {
+      best = n;
+      modal_unit_bytes_ = bytes;
+    }
+  }
+  for (int32_t slot = 0; slot < 2; ++slot) {
+    const std::string suffix = ".slot" + std::to_string(slot);
+    if (zero3()) {
+      param_pool_.push_back(
+          ctx_.w.buffer("pool.params" + suffix, BufferCategory::comm_staging, modal_unit_bytes_, true));
+    }
+    grad_pool_.push_back(
+        ctx_.w.buffer("pool.grads" + suffix, BufferCategory::comm_staging, grad_bytes_of[modal_unit_bytes_], true));
+    if (ctx_.config.nccl_ub) {
+      if (zero3()) ctx_.w.mark_registered(param_pool_.back());
+      ctx_.w.mark_registered(grad_pool_.back());
+    }
+  }
+  grad_pool_last_reader_.assign(2, -1);
+  if (!zero3()) modal_unit_bytes_ = -1;  // ZeRO-2 keeps full weights; only grads use the pool
+}
+
+// ---- all-gather pipeline ----------------------------------------------------------------------------------------
+std::vector<int32_t> MegatronBuilder::prefetch_list(const std::vector<int32_t>& requested, Prefetch direction) const {
+  const bool forward = direction == Prefetch::forward;
+  // AllGatherPipeline.all_gather_params: append the next bucket group (upwards in forward, downwards in backward)
+  // while the prefetched elements (listed minus requested) are below suggested_AG_prefetch_size, checked before
+  // each addition. The double buffer also stops once more than 2 distinct units (non-units count as one) would be
+  // listed, and never prefetches non-unit buckets.
+  std::vector<int32_t> list = requested;
+  std::set<int32_t> units;
+  for (const int32_t g : requested)
+    units.insert(plan_.groups[static_cast<size_t>(g)].non_unit ? -1
+                                                               : plan_.groups[static_cast<size_t>(g)].units.front());
+  int64_t prefetched = 0;
+  const auto count = static_cast<int32_t>(plan_.groups.size());
+  int32_t next = forward ? *std::max_element(requested.begin(), requested.end()) + 1
+                         : *std::min_element(requested.begin(), requested.end()) - 1;
+  while (next >= 0 && next < count && prefetched < plan_.ag_prefetch_budget_elems) {
+    const BucketGroup& g = plan_.groups[static_cast<size_t>(next)];
+    if (ctx_.config.fsdp_double_buffer) {
+      if (g.non_unit) break;
+      std::set<int32_t> with = units;
+      with.insert(g.units.front());
+      if (with.size() > 2) break;
+      units = with;
+    }
+    list.push_back(next);
+    prefetched += g.padded_elems;
+    next += forward ? 1 : -1;
+  }
+  return list;
+}
+
+void MegatronBuilder::gather(const std::vector<int32_t>& requested, Prefetch prefetch, Phase phase, int32_t mb) {
+  if (ctx_.config.data_parallel_sharding_strategy == ShardingStrategy::no_shard) return;
+  std::vector<int32_t> list = prefetch == Prefetch::none ? requested : prefetch_list(requested, prefetch);
+  std::sort(list.begin(), list.end());
+  // Only EMPTY buckets are gathered, in ascending bucket-ID order even in backward (§1.3 ordering caveat).
+  std::vector<int32_t> to_issue;
+  for (const int32_t g : list) {
+    if (ag_[static_cast<size_t>(g)].status == AgStatus::empty) to_issue.push_back(g);
+    ag_[static_cast<size_t>(g)].releasable = false;  // what is about to be used is not recycled
+  }
+  if (to_issue.empty()) return;
+  recycle_releasable(mb);
+  for (const int32_t g : to_issue) issue_all_gather(g, phase, mb);
+}
+
+void MegatronBuilder::recycle_releasable(int32_t mb) {
+  // recycle_unused_buckets(), run at each all-gather allocation: lazily released buckets are freed now.
+  std::vector<int32_t> frees;
+  for (auto& state : ag_) {
+    if (!state.releasable || state.status == AgStatus::empty) continue;
+    if (!ctx_.w.buffer_at(state.buffer).persistent) frees.push_back(state.buffer);
+    state = AgState{};
+  }
+  if (frees.empty()) return;
+  Op sync = make_sync(op_name("ag_recycle", "", mb), Phase::bwd, ag_stream_, ctx_.w.tails({ctx_.compute}), frees);
+  sync.micro_batch = mb;
+  ctx_.w.add(std::move(sync));
+}
+
+void MegatronBuilder::issue_all_gather(int32_t group, Phase phase, int32_t mb) {
+  const BucketGroup& g = plan_.groups[static_cast<size_t>(group)];
+  AgState& state = ag_[static_cast<size_t>(group)];
+  const int32_t unit = g.non_unit ? -1 : g.units.front();
+  const std::string what = "ag" + std::string(phase == Phase::fwd ? "" : "." + std::string(to_string(phase)));
+  int32_t buffer = state.buffer;
+  bool transient = false;
+  if (zero3() && !g.non_unit) {
+    if (uses_pool(group)) {
+      buffer = param_pool_[static_cast<size_t>(unit % 2)];
+    } else {
+      buffer = ctx_.w.buffer(op_name("params." + std::string(to_string(phase)), g.name, mb),
+                             BufferCategory::gathered_param, g.gathered_bytes, false);
+      transient = true;
+    }
+  }
+  std::vector<int32_t> deps = ctx_.w.tails({ctx_.compute});  // ag_stream.wait_stream(current_stream)
+  const int32_t source = g.expert ? param_shard_expert_ : param_shard_;
+  if (hfsdp() && mb == 0) {
+    // §5 HFSDP: on the first micro-batch every unit AG is preceded by an outer AG of the P/(N_in·M) slice.
+    const int32_t outer = ctx_.group(g.expert ? "edp_outer" : "dp_outer");
+    Op op = make_collective({.kind = OpKind::all_gather,
+                             .name = op_name("outer_" + what, g.name, mb),
+                             .phase = phase,
+                             .stream = outer_ag_stream_,
+                             .group = outer,
+                             .group_size = ctx_.layout.outer,
+                             .payload_bytes = g.shard_bytes() / ctx_.layout.outer,
+                             .dtype = DType::bf16,
+                             .reduce_op = ReduceOp::none});
+    op.unit = unit;
+    op.micro_batch = mb;
+    op.deps = deps;
+    op.reads = {source};
+    op.writes = {source};
+    deps = {ctx_.w.add(std::move(op))};
+  }
+  Op op = make_collective({.kind = OpKind::all_gather,
+                           .name = op_name(what, g.name, mb),
+                           .phase = phase,
+                           .stream = ag_stream_,
+                           .group = shard_group(g),
+                           .group_size = g.shard_size,
+                           .payload_bytes = g.shard_bytes(),
+                           .dtype = ctx_.config.param_dtype == DType::fp8 && !g.non_unit ? DType::fp8 : DType::bf16,
+                           .reduce_op = ReduceOp::none});
+  op.unit = unit;
+  op.micro_batch = mb;
+  op.deps = deps;
+  if (source >= 0) op.reads = {source};
+  if (transient) op.allocs = {buffer};
+  op.writes = {buffer};
+  state.status = AgStatus::in_flight;
+  state.buffer = buffer;
+  state.ag_op = ctx_.w.add(std::move(op));
+  state.releasable = false;
+}
+
+std::vector<int32_t> MegatronBuilder::wait_for(const std::vector<int32_t>& groups) {
+  // wait_bucket_ready(): the compute stream waits for the current unit's all-gathers only.
+  std::vector<int32_t> deps;
+  for (const int32_t g : groups) {
+    AgState& state = ag_[static_cast<size_t>(g)];
+    if (state.status == AgStatus::in_flight) {
+      deps.push_back(state.ag_op);
+      state.status = AgStatus::ready;
+    }
+  }
+  return deps;
+}
+
+void MegatronBuilder::release(const std::vector<int32_t>& groups, Op& op) {
+  // release_bucket(): a storage resize to 0 after the op that used the weights.
+  for (const int32_t g : groups) {
+    AgState& state = ag_[static_cast<size_t>(g)];
+    if (state.status == AgStatus::empty) continue;
+    if (!ctx_.w.buffer_at(state.buffer).persistent) op.frees.push_back(state.buffer);
+    state = AgState{};
+  }
+}
+
+// ---- forward ----------------------------------------------------------------------------------------------------
+void MegatronBuilder::start_param_sync() {
+  // DistributedOptimizer.start_param_sync(): with overlap, all-gather bucket 0 (the non-unit group) with prefetch;
+  // without, gather every bucket synchronously before the first forward.
+  const auto strategy = ctx_.config.data_parallel_sharding_strategy;
+  if (strategy == ShardingStrategy::no_shard) return;
+  if (ctx_.config.overlap_param_gather) {
+    gather({0}, Prefetch::forward, Phase::fwd, 0);
+    return;
+  }
+  std::vector<int32_t> all;
+  for (size_t g = 0; g < plan_.groups.size(); ++g) all.push_back(static_cast<int32_t>(g));
+  gather(all, Prefetch::none, Phase::fwd, 0);
+  Op sync = make_sync("param_sync", Phase::fwd, ctx_.compute, wait_for(all), {});
+  sync.micro_batch = 0;
+  ctx_.w.add(std::move(sync));
+}
+
+void MegatronBuilder::forward(int32_t mb, Activations& acts) {
+  const auto unit_count = static_cast<int32_t>(ctx_.units.size());
+  for (int32_t u = 0; u < unit_count; ++u) {
+    const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
+    const std::vector<int32_t>& groups = plan_.unit_groups[static_cast<size_t>(u)];
+    // Pre-forward hook (every unit and every non-unit module with parameters): gather + forward prefetch.
+    gather(groups, ctx_.config.overlap_param_gather ? Prefetch::forward : Prefetch::none, Phase::fwd, mb);
+    emit_unit_collectives(ctx_, u, Phase::fwd, mb);
+    Op fwd =
+        make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, cost.fwd_gemms, cost.fwd_bytes_touched);
+    fwd.unit = u;
+    fwd.micro_batch = mb;
+    fwd.deps = wait_for(groups);
+    for (const int32_t g : groups) fwd.reads.push_back(ag_[static_cast<size_t>(g)].buffer);
+    acts.on_forward(fwd, u);
+    // Post-forward hook (units only, optim_grads_params): release the gathered weights at once.
+    if (zero3() && ctx_.is_layer(u)) release(groups, fwd);
+    const int32_t id = ctx_.w.add(std::move(fwd));
+    acts.after_forward(u, id);
+  }
+}
+
+}  // namespace fsdpsim

@@ -1,0 +1,18 @@
+#include "schedule/build/builder.h"
+
+#include "schedule/build/build_fsdp2.h"
+#include "schedule/build/megatron_builder.h"
+
+namespace fsdpsim {
+
+Schedule build_schedule(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout) {
+  if (config.implementation == Implementation::fsdp2) return build_fsdp2_schedule(model, config, layout);
+  return MegatronBuilder(model, config, layout).build();
+}
+
+Schedule build_schedule(const ModelSpec& model, FsdpConfig config, int32_t gpus_per_node) {
+  const ParallelLayout layout = resolve_layout(model, config, gpus_per_node);
+  return build_schedule(model, config, layout);
+}
+
+}  // namespace fsdpsim

@@ -1,0 +1,21 @@
+#pragma once
+/// Builds the schedule IR of one optimizer step from a model and a parallel/FSDP configuration. Two builders:
+/// Megatron-FSDP (reference/megatron-fsdp.md §1–§7) and PyTorch FSDP2's fully_shard (§10).
+
+#include <string>
+
+#include "schedule/config/fsdp_config.h"
+#include "schedule/config/parallel_layout.h"
+#include "schedule/ir/ir.h"
+#include "schedule/model/model.h"
+
+namespace fsdpsim {
+
+/// Builds the step of one representative rank. `config` must have been passed through resolve_layout(), which
+/// produced `layout`. Throws ConfigError when the model cannot be sharded this way.
+Schedule build_schedule(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout);
+
+/// Convenience: resolve the layout for `gpus_per_node` and build.
+Schedule build_schedule(const ModelSpec& model, FsdpConfig config, int32_t gpus_per_node);
+
+}  // namespace fsdpsim

@@ -1,0 +1,223 @@
+#include "schedule/build/builder_common.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace fsdpsim {
+
+BuildContext::BuildContext(const ModelSpec& model_spec, const FsdpConfig& cfg, const ParallelLayout& lay)
+    : model(model_spec),
+      config(cfg),
+      layout(lay),
+      units(derive_units(model_spec, lay.shape)),
+      w(make_schedule_info(model_spec, cfg, lay, units)) {
+  for (const auto& unit : units) w.unit(unit.name, unit.params());
+  compute = w.stream("compute");
+}
+
+int32_t BuildContext::group(const std::string& name) {
+  // Megatron's rank order is tp-cp-ep-dp (dense) and etp-ep-edp (experts); HSDP splits dp·cp into a contiguous
+  // inner shard group and an outer replica group.
+  const ParallelLayout& l = layout;
+  if (name == "tp") return w.group(name, l.tp, 1);
+  if (name == "cp") return w.group(name, l.cp, l.tp);
+  if (name == "ep") return w.group(name, l.ep, l.etp);
+  if (name == "etp") return w.group(name, l.etp, 1);
+  if (name == "dp_shard") return w.group(name, l.dense_shard, l.tp);
+  if (name == "dp_outer") return w.group(name, l.outer, l.tp * l.dense_shard);
+  if (name == "edp") return w.group(name, l.expert_shard, l.ep * l.etp);
+  if (name == "edp_outer") return w.group(name, l.outer, l.ep * l.etp * l.expert_shard);
+  FSDPSIM_CHECK(false, "unknown group name " + name);
+}
+
+std::string op_name(const std::string& what, const std::string& unit_name, int32_t micro_batch) {
+  std::string out = what;
+  if (!unit_name.empty()) out += "." + unit_name;
+  if (micro_batch >= 0) out += ".mb" + std::to_string(micro_batch);
+  return out;
+}
+
+ScheduleInfo make_schedule_info(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout,
+                                const std::vector<UnitCost>& units) {
+  ScheduleInfo info;
+  info.model = model.name;
+  info.implementation = std::string(to_string(config.implementation));
+  info.strategy = std::string(to_string(config.data_parallel_sharding_strategy));
+  info.world_size = layout.world_size;
+  info.micro_batches = layout.micro_batches;
+  info.global_tokens_per_step = layout.global_batch_size * config.seq_length;
+  int64_t flops = 0;
+  for (const auto& unit : units) flops += unit.model_flops;
+  info.model_flops_per_gpu = flops * layout.micro_batches;
+  info.compute_dtype = layout.shape.compute_dtype;
+  return info;
+}
+
+std::vector<int32_t> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch) {
+  const UnitCost& cost = ctx.units.at(static_cast<size_t>(unit));
+  const auto& list = phase == Phase::fwd || phase == Phase::recompute ? cost.fwd_collectives : cost.bwd_collectives;
+  std::vector<int32_t> ids;
+  for (const auto& c : list) {
+    Op op;
+    op.name = op_name(c.name + (phase == Phase::recompute ? ".recompute" : ""), cost.name, micro_batch);
+    op.kind = c.kind;
+    op.phase = phase;
+    op.unit = unit;
+    op.micro_batch = micro_batch;
+    op.stream = ctx.compute;
+    op.group = ctx.group(c.group);
+    op.dtype = DType::bf16;
+    op.reduce_op = c.kind == OpKind::reduce_scatter || c.kind == OpKind::all_reduce ? ReduceOp::sum : ReduceOp::none;
+    op.send_bytes = c.send_bytes;
+    op.recv_bytes = c.recv_bytes;
+    ids.push_back(ctx.w.add(std::move(op)));
+  }
+  return ids;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+Activations::Activations(BuildContext& ctx, int32_t micro_batch)
+    : ctx_(ctx), mb_(micro_batch), slots_(ctx.units.size()) {}
+
+int32_t Activations::chunk_start(int32_t layer_unit) const {
+  const FsdpConfig& c = ctx_.config;
+  if (c.recompute_granularity != Recompute::full || !ctx_.is_layer(layer_unit)) return -1;
+  const int32_t layer = layer_unit - 1;
+  if (c.recompute_method == RecomputeMethod::block) return layer < c.recompute_num_layers ? layer_unit : -1;
+  return (layer / c.recompute_num_layers) * c.recompute_num_layers + 1;
+}
+
+bool Activations::chunk_end(int32_t layer_unit) const {
+  if (chunk_start(layer_unit) < 0) return false;
+  const FsdpConfig& c = ctx_.config;
+  if (c.recompute_method == RecomputeMethod::block) return true;
+  const int32_t layer = layer_unit - 1;
+  return layer % c.recompute_num_layers == c.recompute_num_layers - 1 || layer_unit == ctx_.layers();
+}
+
+int64_t Activations::saved_bytes(int32_t unit) const {
+  const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
+  const auto mode = ctx_.config.recompute_granularity;
+  if (!ctx_.is_layer(unit)) return cost.saved_activation_bytes[static_cast<size_t>(Recompute::none)];
+  if (mode != Recompute::full) return cost.saved_activation_bytes[static_cast<size_t>(mode)];
+  const int32_t start = chunk_start(unit);
+  if (start < 0) return cost.saved_activation_bytes[static_cast<size_t>(Recompute::none)];
+  // Korthikanti et al. 2022 §4: a checkpointed chunk keeps only its input; the rest is recomputed in backward.
+  return start == unit ? cost.saved_activation_bytes[static_cast<size_t>(Recompute::full)] : 0;
+}
+
+bool Activations::offloaded(int32_t unit) const {
+  const FsdpConfig& c = ctx_.config;
+  if (!c.cpu_offloading_activations || !ctx_.is_layer(unit)) return false;
+  const int32_t count = c.cpu_offloading_num_layers == 0 ? ctx_.layers() - 1 : c.cpu_offloading_num_layers;
+  return unit - 1 < count;
+}
+
+void Activations::add_transients(Op& op, const std::vector<int64_t>& tensors, const std::string& what,
+                                 const std::string& unit_name) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const int32_t b =
+        ctx_.w.buffer(op_name(what + std::to_string(i), unit_name, mb_), BufferCategory::workspace, tensors[i], false);
+    op.allocs.push_back(b);
+    op.frees.push_back(b);
+  }
+}
+
+void Activations::on_forward(Op& fwd, int32_t unit) {
+  const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
+  const int64_t saved = saved_bytes(unit);
+  if (saved > 0) {
+    const int32_t b = ctx_.w.buffer(op_name("act", cost.name, mb_), BufferCategory::activation, saved, false);
+    slots_[static_cast<size_t>(unit)].saved = b;
+    fwd.allocs.push_back(b);
+    fwd.writes.push_back(b);
+  }
+  if (cost.fwd_workspace_bytes > 0) {
+    const int32_t ws =
+        ctx_.w.buffer(op_name("ws.fwd", cost.name, mb_), BufferCategory::workspace, cost.fwd_workspace_bytes, false);
+    fwd.allocs.push_back(ws);
+    fwd.frees.push_back(ws);
+  }
+  add_transients(fwd, cost.fwd_transient_tensors, "tmp.fwd", cost.name);
+}
+
+void Activations::after_forward(int32_t unit, int32_t fwd_op) {
+  ActivationSlot& slot = slots_[static_cast<size_t>(unit)];
+  if (!offloaded(unit) || slot.saved < 0) return;
+  if (ctx_.offload < 0) ctx_.offload = ctx_.w.stream("offload");
+  const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
+  Op op = make_memory_op(OpKind::copy, op_name("offload_d2h", cost.name, mb_), Phase::fwd, ctx_.offload, 0);
+  op.unit = unit;
+  op.micro_batch = mb_;
+  op.send_bytes = ctx_.w.buffer_at(slot.saved).size_bytes;
+  op.deps = {fwd_op};
+  op.reads = {slot.saved};
+  op.frees = {slot.saved};
+  slot.offload_op = ctx_.w.add(std::move(op));
+}
+
+void Activations::reload(int32_t unit, int32_t after_op) {
+  if (unit < 0 || unit >= static_cast<int32_t>(slots_.size())) return;
+  ActivationSlot& slot = slots_[static_cast<size_t>(unit)];
+  if (slot.offload_op < 0) return;
+  const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
+  const int64_t bytes = ctx_.w.buffer_at(slot.saved).size_bytes;
+  const int32_t back = ctx_.w.buffer(op_name("act.reload", cost.name, mb_), BufferCategory::activation, bytes, false);
+  Op op = make_memory_op(OpKind::copy, op_name("offload_h2d", cost.name, mb_), Phase::bwd, ctx_.offload, 0);
+  op.unit = unit;
+  op.micro_batch = mb_;
+  op.recv_bytes = bytes;
+  if (after_op >= 0) op.deps = {after_op};
+  op.allocs = {back};
+  op.writes = {back};
+  slot.saved = back;
+  slot.offload_op = -1;
+  slot.reload_op = ctx_.w.add(std::move(op));
+}
+
+void Activations::on_recompute(Op& op, int32_t unit) {
+  const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
+  if (cost.recomputed_activation_bytes <= 0) return;
+  const int32_t b = ctx_.w.buffer(op_name("act.recomputed", cost.name, mb_), BufferCategory::activation,
+                                  cost.recomputed_activation_bytes, false);
+  slots_[static_cast<size_t>(unit)].recomputed = b;
+  op.allocs.push_back(b);
+  op.writes.push_back(b);
+  if (slots_[static_cast<size_t>(unit)].saved >= 0) op.reads.push_back(slots_[static_cast<size_t>(unit)].saved);
+}
+
+void Activations::on_backward(Op& bwd, int32_t unit) {
+  ActivationSlot& slot = slots_[static_cast<size_t>(unit)];
+  if (slot.reload_op >= 0) bwd.deps.push_back(slot.reload_op);
+  for (int32_t* b : {&slot.saved, &slot.recomputed}) {
+    if (*b < 0) continue;
+    bwd.reads.push_back(*b);
+    bwd.frees.push_back(*b);
+    *b = -1;
+  }
+  const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
+  if (ctx_.config.recompute_granularity == Recompute::selective_op && ctx_.is_layer(unit)) {
+    // torchtitan's op-level SAC re-runs the unsaved matmuls and every elementwise op first, then the backward; the
+    // re-created tensors live until the block's backward ends.
+    bwd.gemms.insert(bwd.gemms.begin(), cost.op_sac_recompute_gemms.begin(), cost.op_sac_recompute_gemms.end());
+    bwd.bytes_touched += cost.op_sac_recompute_bytes;
+    const int64_t recreated = cost.saved_activation_bytes[static_cast<size_t>(Recompute::none)] -
+                              cost.saved_activation_bytes[static_cast<size_t>(Recompute::selective_op)];
+    if (recreated > 0) {
+      const int32_t b =
+          ctx_.w.buffer(op_name("act.sac_recomputed", cost.name, mb_), BufferCategory::activation, recreated, false);
+      bwd.allocs.push_back(b);
+      bwd.frees.push_back(b);
+    }
+  }
+  if (cost.bwd_workspace_bytes > 0) {
+    const int32_t ws =
+        ctx_.w.buffer(op_name("ws.bwd", cost.name, mb_), BufferCategory::workspace, cost.bwd_workspace_bytes, false);
+    bwd.allocs.push_back(ws);
+    bwd.frees.push_back(ws);
+  }
+  add_transients(bwd, cost.bwd_transient_tensors, "tmp.bwd", cost.name);
+}
+
+}  // namespace fsdpsim

@@ -1,0 +1,87 @@
+#pragma once
+/// Pieces both builders share: the build context, unit registration, the collectives inside a unit (TP/CP/EP),
+/// activation buffers under each recompute setting, and activation offload.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "schedule/build/schedule_writer.h"
+#include "schedule/config/fsdp_config.h"
+#include "schedule/config/parallel_layout.h"
+#include "schedule/model/model.h"
+#include "schedule/model/model_units.h"
+
+namespace fsdpsim {
+
+/// Everything a builder reads and the writer it appends to.
+struct BuildContext {
+  BuildContext(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout);
+
+  const ModelSpec& model;
+  const FsdpConfig& config;
+  const ParallelLayout& layout;
+  std::vector<UnitCost> units;  ///< embedding, layer.0 … layer.L-1, output (indices match Schedule::units)
+  ScheduleWriter w;
+  int32_t compute = -1;  ///< the compute (default) stream
+  int32_t offload = -1;  ///< the activation offload stream, when offloading
+
+  [[nodiscard]] int32_t layers() const { return static_cast<int32_t>(units.size()) - 2; }
+  [[nodiscard]] bool is_layer(int32_t unit) const { return unit >= 1 && unit <= layers(); }
+  /// A group by name, created on first use with the layout's size and Megatron rank stride.
+  int32_t group(const std::string& name);
+};
+
+/// Where a unit's forward saves its activations and how backward gets them back.
+struct ActivationSlot {
+  int32_t saved = -1;       ///< buffer allocated by the forward (or -1 when nothing is saved)
+  int32_t recomputed = -1;  ///< buffer allocated by a recompute op (full recompute)
+  int32_t offload_op = -1;  ///< the device→host copy (activation offload), until the reload is issued
+  int32_t reload_op = -1;   ///< the host→device reload the backward waits for
+};
+
+/// The activation bookkeeping of one micro-batch.
+class Activations {
+ public:
+  Activations(BuildContext& ctx, int32_t micro_batch);
+
+  /// Saved bytes of `unit`'s forward under the configuration's recompute setting.
+  [[nodiscard]] int64_t saved_bytes(int32_t unit) const;
+  /// The first layer of the recompute chunk that `layer_unit` belongs to, or -1 when it is not recomputed.
+  [[nodiscard]] int32_t chunk_start(int32_t layer_unit) const;
+  /// True when `layer_unit` is the last layer of a recompute chunk (backward recomputes the chunk there).
+  [[nodiscard]] bool chunk_end(int32_t layer_unit) const;
+  /// Adds the saved-activation buffer to a forward op (allocs + writes) and the workspace.
+  void on_forward(Op& fwd, int32_t unit);
+  /// After the forward op `fwd_op` was added: offload its activations when configured.
+  void after_forward(int32_t unit, int32_t fwd_op);
+  /// Adds recompute allocation to a recompute op.
+  void on_recompute(Op& op, int32_t unit);
+  /// Issues the host→device reload of `unit`'s offloaded activations (once), after `after_op` on the compute stream;
+  /// the backward of `unit` then waits for it. Does nothing for units that were not offloaded.
+  void reload(int32_t unit, int32_t after_op);
+  /// Adds reads/frees of the activations and the workspace to a backward op, and under selective_op the
+  /// recomputed matmuls, elementwise bytes and re-created tensors.
+  void on_backward(Op& bwd, int32_t unit);
+
+ private:
+  [[nodiscard]] bool offloaded(int32_t unit) const;
+  /// Allocates and frees each transient tensor of `op` as its own workspace buffer.
+  void add_transients(Op& op, const std::vector<int64_t>& tensors, const std::string& what,
+                      const std::string& unit_name);
+  BuildContext& ctx_;
+  int32_t mb_;
+  std::vector<ActivationSlot> slots_;
+};
+
+/// Emits the unit's TP/CP/EP collectives of `phase` on the compute stream; returns their op ids.
+std::vector<int32_t> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch);
+
+/// Model FLOPs and tokens of the step, and the other ScheduleInfo fields.
+ScheduleInfo make_schedule_info(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout,
+                                const std::vector<UnitCost>& units);
+
+/// "name.mb3" style op names.
+std::string op_name(const std::string& what, const std::string& unit_name, int32_t micro_batch);
+
+}  // namespace fsdpsim

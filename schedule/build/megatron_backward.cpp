@@ -1,0 +1,293 @@
+// The Megatron-FSDP builder: backward, gradient reduction (GradReducePipeline) and the optimizer step.
+#include <algorithm>
+
+#include "common/error.h"
+#include "schedule/build/megatron_builder.h"
+
+namespace fsdpsim {
+namespace {
+
+// gradient_reduce_preprocessing(): per-token loss sums; average_in_collective uses ncclAvg; otherwise non-BF16 grads
+// use NCCL PreMulSum(1/N) and BF16 grads get an explicit mul_ over the bucket before a plain sum (§1.4).
+ReduceOp grad_reduce_op(const FsdpConfig& c, bool* needs_scale_pass) {
+  *needs_scale_pass = false;
+  if (c.calculate_per_token_loss) return ReduceOp::sum;
+  if (c.average_in_collective) return ReduceOp::avg;
+  if (grad_comm_dtype(c) != DType::bf16) return ReduceOp::premul_sum;
+  *needs_scale_pass = true;
+  return ReduceOp::sum;
+}
+
+}  // namespace
+
+void MegatronBuilder::backward(int32_t mb, Activations& acts) {
+  // Root pre-backward (§1.2): every unit bucket still gathered becomes lazily releasable.
+  if (zero3()) {
+    for (auto& state : ag_) {
+      if (state.status != AgStatus::empty) state.releasable = true;
+    }
+    ag_[0].releasable = false;  // non-unit buckets are never released inside the step
+  }
+  const auto unit_count = static_cast<int32_t>(ctx_.units.size());
+  for (int32_t u = unit_count - 1; u >= 0; --u) {
+    if (acts.chunk_end(u)) recompute_chunk(acts.chunk_start(u), u, acts, mb);
+    backward_unit(u, acts, mb);
+    std::vector<int32_t> done;  // bucket groups whose gradients are complete after this unit
+    if (ctx_.is_layer(u)) done = plan_.unit_groups[static_cast<size_t>(u)];
+    if (u == 0) done = {0};  // the non-unit group completes with the embedding's gradient
+    for (const int32_t g : done) {
+      if (shards_grads()) {
+        reduce_group(g, mb);
+      } else if (mb == ctx_.layout.micro_batches - 1) {
+        if (ctx_.config.overlap_grad_reduce) {
+          reduce_group(g, mb);
+        } else {
+          deferred_reductions_.push_back(g);
+        }
+      }
+    }
+  }
+  // Root post-backward: grad_reduce_pipeline.reset() joins every outstanding reduce-scatter and frees its bucket.
+  if (shards_grads()) pop_reduce_queue(0, mb);
+}
+
+void MegatronBuilder::recompute_chunk(int32_t first_unit, int32_t last_unit, Activations& acts, int32_t mb) {
+  // Full recompute: the checkpointed chunk re-runs its forward inside backward. The pre-forward hook in PRE_BACKWARD
+  // re-gathers each layer without prefetch (§7); the weights stay gathered for that layer's backward.
+  for (int32_t u = first_unit; u <= last_unit; ++u) {
+    const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
+    const std::vector<int32_t>& groups = plan_.unit_groups[static_cast<size_t>(u)];
+    gather(groups, Prefetch::none, Phase::recompute, mb);
+    emit_unit_collectives(ctx_, u, Phase::recompute, mb);
+    Op op = make_compute(op_name("recompute", cost.name, mb), Phase::recompute, ctx_.compute, cost.fwd_gemms,
+                         cost.fwd_bytes_touched);
+    op.unit = u;
+    op.micro_batch = mb;
+    op.deps = wait_for(groups);
+    for (const int32_t g : groups) op.reads.push_back(ag_[static_cast<size_t>(g)].buffer);
+    acts.on_recompute(op, u);
+    ctx_.w.add(std::move(op));
+  }
+}
+
+void MegatronBuilder::backward_unit(int32_t u, Activations& acts, int32_t mb) {
+  const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
+  const std::vector<int32_t>& groups = plan_.unit_groups[static_cast<size_t>(u)];
+  // Pre-backward hook (units): gather + backward prefetch (§1.3). Non-unit weights stay gathered.
+  if (zero3() && ctx_.is_layer(u)) gather(groups, Prefetch::backward, Phase::bwd, mb);
+  acts.reload(u, ctx_.w.tail(ctx_.compute));      // an offloaded unit that was not prefetched
+  acts.reload(u - 1, ctx_.w.tail(ctx_.compute));  // prefetch the next unit's activations one layer ahead
+  emit_unit_collectives(ctx_, u, Phase::bwd, mb);
+  // Without TE's wgrad fusion (the recommended --no-gradient-accumulation-fusion), each param.grad is written in the
+  // parameter dtype and copied into the unsharded gradient bucket: read 2 B + write b_c per parameter.
+  const int64_t grad_copy_bytes = cost.params() * (2 + dtype_bytes(grad_comm_dtype(ctx_.config)));
+  Op bwd = make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, cost.bwd_gemms,
+                        cost.bwd_bytes_touched + grad_copy_bytes);
+  bwd.unit = u;
+  bwd.micro_batch = mb;
+  bwd.deps = wait_for(groups);
+  for (const int32_t g : groups) bwd.reads.push_back(ag_[static_cast<size_t>(g)].buffer);
+  acts.on_backward(bwd, u);
+  grad_buckets_for(u, bwd, mb);
+  // Post-backward (RegisterFSDPBackwardFunction): release the unit's gathered weights.
+  if (zero3() && ctx_.is_layer(u)) release(groups, bwd);
+  ctx_.w.add(std::move(bwd));
+}
+
+void MegatronBuilder::grad_buckets_for(int32_t u, Op& bwd, int32_t mb) {
+  const std::vector<int32_t>& groups = plan_.unit_groups[static_cast<size_t>(u)];
+  if (!shards_grads()) {
+    // ZeRO-0/1: gradients accumulate into the persistent full buffer (main_grad.add_).
+    for (const int32_t g : groups) bwd.writes.push_back(full_grads_[static_cast<size_t>(g)]);
+    return;
+  }
+  const int64_t comm_bytes = dtype_bytes(grad_comm_dtype(ctx_.config));
+  for (const int32_t g : groups) {
+    const BucketGroup& bg = plan_.groups[static_cast<size_t>(g)];
+    int32_t buffer = -1;
+    if (!bg.non_unit && !grad_pool_.empty() && uses_pool(g)) {
+      // The double buffer reuses slot u % 2: this unit's gradients wait until the slot's last reduction read it.
+      const auto slot = static_cast<size_t>(u % 2);
+      buffer = grad_pool_[slot];
+      if (grad_pool_last_reader_[slot] >= 0) bwd.deps.push_back(grad_pool_last_reader_[slot]);
+    } else {
+      // main_grad_getter allocates the unsharded bucket at the first gradient of the group; the non-unit group's
+      // output-layer part is allocated early in backward and its embedding part at the end (§1.4).
+      const int64_t elems = bg.non_unit ? ctx_.units[static_cast<size_t>(u)].dense_params : bg.padded_elems;
+      buffer = ctx_.w.buffer(
+          op_name("grads", bg.non_unit ? bg.name + "." + ctx_.units[static_cast<size_t>(u)].name : bg.name, mb),
+          BufferCategory::unsharded_grad, elems * comm_bytes, false);
+      bwd.allocs.push_back(buffer);
+    }
+    bwd.writes.push_back(buffer);
+    grad_buffers_[static_cast<size_t>(g)].push_back(buffer);
+  }
+}
+
+void MegatronBuilder::pop_reduce_queue(int64_t capacity_elems, int32_t mb) {
+  // wait_for_previous_grad_reduce(capacity): while the queued unsharded sizes exceed the capacity, the compute
+  // stream waits on the oldest reduce-scatter's event and its bucket is freed.
+  int64_t queued = 0;
+  for (const auto& q : rs_queue_) queued += q.elems;
+  std::vector<int32_t> deps, frees;
+  while (!rs_queue_.empty() && (capacity_elems == 0 || queued > capacity_elems)) {
+    const QueuedReduce& q = rs_queue_.front();
+    deps.push_back(q.last_op);
+    for (const int32_t b : q.buffers) {
+      if (!ctx_.w.buffer_at(b).persistent) frees.push_back(b);
+    }
+    queued -= q.elems;
+    rs_queue_.pop_front();
+  }
+  if (deps.empty()) return;
+  Op sync = make_sync(op_name(capacity_elems == 0 ? "rs_join" : "rs_queue_pop", "", mb), Phase::bwd, ctx_.compute, deps,
+                      frees);
+  sync.micro_batch = mb;
+  ctx_.w.add(std::move(sync));
+}
+
+void MegatronBuilder::reduce_group(int32_t group, int32_t mb) {
+  const FsdpConfig& c = ctx_.config;
+  const BucketGroup& g = plan_.groups[static_cast<size_t>(group)];
+  const bool last_mb = mb == ctx_.layout.micro_batches - 1;
+  const int32_t unit = g.non_unit ? -1 : g.units.front();
+  if (shards_grads()) {
+    // The double buffer keeps gradient buckets of at most 2 units (_enforce_double_buffer_limit).
+    pop_reduce_queue(c.fsdp_double_buffer ? 1 : plan_.rs_queue_capacity_elems, mb);
+  }
+  bool scale_pass = false;
+  const ReduceOp reduce_op = grad_reduce_op(c, &scale_pass);
+  const DType comm = grad_comm_dtype(c);
+  std::vector<int32_t> buffers = shards_grads() ? grad_buffers_[static_cast<size_t>(group)]
+                                                : std::vector<int32_t>{full_grads_[static_cast<size_t>(group)]};
+  const std::vector<int32_t> deps = ctx_.w.tails({ctx_.compute});  // rs_stream.wait_stream(current_stream)
+  if (scale_pass) {
+    Op scale = make_compute(op_name("grad_scale", g.name, mb), Phase::bwd, rs_stream_, {}, 2 * grad_bytes(g));
+    scale.unit = unit;
+    scale.micro_batch = mb;
+    scale.deps = deps;
+    scale.reads = buffers;
+    scale.writes = buffers;
+    ctx_.w.add(std::move(scale));
+  }
+  const bool all_reduce = c.data_parallel_sharding_strategy == ShardingStrategy::no_shard;
+  const int32_t grads_out = g.expert ? grad_shard_expert_ : grad_shard_;
+  Op op = make_collective({.kind = all_reduce ? OpKind::all_reduce : OpKind::reduce_scatter,
+                           .name = op_name(all_reduce ? "ar" : "rs", g.name, mb),
+                           .phase = Phase::bwd,
+                           .stream = rs_stream_,
+                           .group = shard_group(g),
+                           .group_size = g.shard_size,
+                           .payload_bytes = all_reduce ? grad_bytes(g) : grad_bytes(g) / g.shard_size,
+                           .dtype = comm,
+                           .reduce_op = reduce_op});
+  op.unit = unit;
+  op.micro_batch = mb;
+  op.deps = deps;
+  op.reads = buffers;
+  op.writes = shards_grads() ? std::vector<int32_t>{grads_out} : buffers;
+  int32_t last = ctx_.w.add(std::move(op));
+  if (shards_grads()) {
+    // On the RS stream: main_grad_shard += reduced (read the reduced shard and the accumulator, write it back).
+    const int64_t shard_elems = g.shard_elems();
+    Op acc = make_compute(op_name("grad_accum", g.name, mb), Phase::bwd, rs_stream_, {},
+                          shard_elems * (dtype_bytes(comm) + 2 * dtype_bytes(main_grad_dtype(c))));
+    acc.unit = unit;
+    acc.micro_batch = mb;
+    acc.reads = {grads_out};
+    acc.writes = {grads_out};
+    last = ctx_.w.add(std::move(acc));
+  }
+  if (hsdp() && last_mb) {
+    // §5: after the inner reduction of the last micro-batch, the outer group all-reduces (HSDP) or reduce-scatters
+    // (HFSDP) the accumulated shard, on the outer stream that waits on the RS stream.
+    const int32_t outer = ctx_.group(g.expert ? "edp_outer" : "dp_outer");
+    const int64_t shard_grad_bytes = g.shard_elems() * dtype_bytes(main_grad_dtype(c));
+    Op o = make_collective({.kind = hfsdp() ? OpKind::reduce_scatter : OpKind::all_reduce,
+                            .name = op_name(hfsdp() ? "outer_rs" : "outer_ar", g.name, mb),
+                            .phase = Phase::bwd,
+                            .stream = outer_rs_stream_,
+                            .group = outer,
+                            .group_size = ctx_.layout.outer,
+                            .payload_bytes = hfsdp() ? shard_grad_bytes / ctx_.layout.outer : shard_grad_bytes,
+                            .dtype = main_grad_dtype(c),
+                            .reduce_op = c.average_in_collective ? ReduceOp::avg : ReduceOp::sum});
+    o.unit = unit;
+    o.micro_batch = mb;
+    o.deps = {last};
+    o.reads = {grads_out >= 0 ? grads_out : buffers.front()};
+    o.writes = o.reads;
+    ctx_.w.add(std::move(o));
+  }
+  if (!grad_pool_.empty() && !g.non_unit && uses_pool(group))
+    grad_pool_last_reader_[static_cast<size_t>(unit % 2)] = last;
+  if (shards_grads()) {
+    rs_queue_.push_back(QueuedReduce{last, grad_buffers_[static_cast<size_t>(group)], g.padded_elems});
+    grad_buffers_[static_cast<size_t>(group)].clear();
+  }
+}
+
+void MegatronBuilder::finalize() {
+  const FsdpConfig& c = ctx_.config;
+  for (const int32_t g : deferred_reductions_) reduce_group(g, ctx_.layout.micro_batches - 1);
+  // finish_grad_sync(): wait for every reduction, including the outer ones.
+  Op sync = make_sync("grad_sync", Phase::optim, ctx_.compute,
+                      ctx_.w.tails({rs_stream_, outer_rs_stream_, outer_ag_stream_, ctx_.offload}), {});
+  ctx_.w.add(std::move(sync));
+  std::vector<int32_t> grads = shards_grads() ? std::vector<int32_t>{grad_shard_} : full_grads_;
+  if (grad_shard_expert_ >= 0) grads.push_back(grad_shard_expert_);
+  const int64_t elems = optimizer_elems_;
+  const int64_t grad_elem = dtype_bytes(main_grad_dtype(c));
+  const int64_t main_elem = main_param_bytes(c);
+  int32_t optimizer_grads = -1;
+  if (main_elem > 0 && grad_elem != main_elem) {
+    // update_main_grads(): each grad shard becomes a new copy in the main-param dtype, alive through the step (§3.1).
+    optimizer_grads = ctx_.w.buffer("optimizer_grads", BufferCategory::grad_shard, main_elem * elems, false);
+    Op cast =
+        make_memory_op(OpKind::copy, "update_main_grads", Phase::optim, ctx_.compute, elems * (grad_elem + main_elem));
+    cast.reads = grads;
+    cast.allocs = {optimizer_grads};
+    cast.writes = {optimizer_grads};
+    ctx_.w.add(std::move(cast));
+  }
+  // Adam: read and write the weights and both moments, read the gradient.
+  const int64_t weight_elem = main_elem > 0 ? main_elem : dtype_bytes(c.param_dtype);
+  const int64_t moments = dtype_bytes(c.exp_avg_dtype) + dtype_bytes(c.exp_avg_sq_dtype);
+  Op adam = make_memory_op(OpKind::optimizer, "optimizer", Phase::optim, ctx_.compute,
+                           elems * (2 * weight_elem + 2 * moments + (optimizer_grads >= 0 ? main_elem : grad_elem)));
+  adam.reads = {optimizer_state_};
+  if (main_weights_ >= 0) adam.reads.push_back(main_weights_);
+  if (optimizer_grads >= 0)
+    adam.reads.push_back(optimizer_grads);
+  else
+    adam.reads.insert(adam.reads.end(), grads.begin(), grads.end());
+  adam.writes = {optimizer_state_};
+  if (main_weights_ >= 0) adam.writes.push_back(main_weights_);
+  if (optimizer_grads >= 0) adam.frees = {optimizer_grads};
+  ctx_.w.add(std::move(adam));
+  if (main_weights_ < 0) return;
+  // copy_main_weights_to_model_weights(): cast (or FP8-quantize) the main shard into the compute shard.
+  Op copy = make_memory_op(OpKind::copy, "copy_main_to_model", Phase::optim, ctx_.compute,
+                           elems * (main_elem + dtype_bytes(c.param_dtype)));
+  copy.reads = {main_weights_};
+  if (param_shard_ >= 0) copy.writes.push_back(param_shard_);
+  if (param_shard_expert_ >= 0) copy.writes.push_back(param_shard_expert_);
+  for (size_t g = 0; g < plan_.groups.size() && param_shard_ < 0; ++g) copy.writes.push_back(ag_[g].buffer);
+  ctx_.w.add(std::move(copy));
+  if (c.param_dtype == DType::fp8) {
+    // Tensor-scaling FP8 parameters: a global amax all-reduce of one FP32 value per weight tensor.
+    const int64_t tensors = 8 * static_cast<int64_t>(ctx_.layers());
+    Op amax = make_collective({.kind = OpKind::all_reduce,
+                               .name = "fp8_amax",
+                               .phase = Phase::optim,
+                               .stream = ctx_.compute,
+                               .group = ctx_.group("dp_shard"),
+                               .group_size = ctx_.layout.dense_shard,
+                               .payload_bytes = tensors * 4,  // one fp32 amax per FP8 tensor
+                               .dtype = DType::fp32,
+                               .reduce_op = ReduceOp::sum});
+    ctx_.w.add(std::move(amax));
+  }
+}
+
+}  // namespace fsdpsim

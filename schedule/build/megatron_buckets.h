@@ -1,0 +1,47 @@
+#pragma once
+/// Megatron-FSDP's parameter buckets (reference/megatron-fsdp.md §2): one bucket per (unit, dtype, dense|expert),
+/// coalesced per (unit, dense|expert) into one collective; non-unit parameters (embedding, final norm, output layer)
+/// form one group; every bucket is padded to a multiple of shard-group size × chunk factor. Also the communication
+/// budget that sets the all-gather prefetch depth and the reduce-scatter queue (§1.3, §1.4).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "schedule/config/fsdp_config.h"
+#include "schedule/config/parallel_layout.h"
+#include "schedule/model/model_units.h"
+
+namespace fsdpsim {
+
+/// Every bucket of one (unit, dense|expert) pair: one coalesced all-gather / reduce-scatter.
+struct BucketGroup {
+  std::string name;            ///< "layer.3", "layer.3.experts", "non_unit"
+  std::vector<int32_t> units;  ///< unit indices covered (two for the non-unit group: embedding and output)
+  bool expert = false;
+  bool non_unit = false;
+  int32_t shard_size = 1;      ///< ranks sharing the bucket (dense shard group or expert shard group)
+  int64_t elems = 0;           ///< parameters, unpadded
+  int64_t padded_elems = 0;    ///< Σ buckets padded to a multiple of shard_size × chunk factor
+  int64_t gathered_bytes = 0;  ///< the unsharded bucket in the compute dtypes (fp8 linear weights, bf16 the rest)
+  [[nodiscard]] int64_t shard_elems() const { return padded_elems / shard_size; }
+  [[nodiscard]] int64_t shard_bytes() const { return gathered_bytes / shard_size; }
+};
+
+/// The bucket groups of a model in bucket-ID order (non-unit group first), and the communication budget.
+struct BucketPlan {
+  std::vector<BucketGroup> groups;
+  std::vector<std::vector<int32_t>> unit_groups;  ///< unit index → its bucket groups, ascending
+  int64_t ag_prefetch_budget_elems = 0;           ///< suggested_AG_prefetch_size
+  int64_t rs_queue_capacity_elems = 0;            ///< suggested_RS_queue_capacity
+  int32_t prefetch_depth = 0;                     ///< units gathered ahead of the current one, for a typical layer
+};
+
+/// Plans the buckets of `units` under `config` (sharded over the layout's shard groups).
+BucketPlan plan_megatron_buckets(const std::vector<UnitCost>& units, const FsdpConfig& config,
+                                 const ParallelLayout& layout);
+
+/// Elements of a unit's GEMM weights (what FP8 parameters store in one byte); the rest (norms, biases) stay BF16.
+int64_t linear_weight_elems(const UnitCost& unit, bool expert);
+
+}  // namespace fsdpsim

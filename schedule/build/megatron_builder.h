@@ -1,0 +1,93 @@
+#pragma once
+/// Internal to the Megatron-FSDP builder: the state it keeps while it writes one step — the all-gather pipeline's
+/// bucket states (AllGatherPipeline), the reduce-scatter queue (GradReducePipeline) and the persistent buffers.
+/// Each method follows the Megatron-FSDP function named in its comment (reference/megatron-fsdp.md).
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "schedule/build/builder_common.h"
+#include "schedule/build/megatron_buckets.h"
+
+namespace fsdpsim {
+
+/// Whether an all-gather request also prefetches the next bucket groups within the budget, and in which direction
+/// the model is being walked (AllGatherPipeline.all_gather_params' prefetch and its bwd flag).
+enum class Prefetch : uint8_t { none, forward, backward };
+
+/// State of one bucket group in the all-gather pipeline (AllGatherPipeline.bucket_status).
+enum class AgStatus : uint8_t { empty, in_flight, ready };
+
+/// One bucket group's gathered weights.
+struct AgState {
+  AgStatus status = AgStatus::empty;
+  int32_t buffer = -1;      ///< the gathered buffer (a persistent one for non-units, pools and ZeRO-0/1/2)
+  int32_t ag_op = -1;       ///< the all-gather that filled it, until the compute stream waited for it
+  bool releasable = false;  ///< lazily releasable (root pre-backward; recycled at the next all-gather allocation)
+};
+
+/// A gradient bucket whose reduce-scatter has been issued and not yet joined by the compute stream.
+struct QueuedReduce {
+  int32_t last_op = -1;          ///< the last op of its reduction on the reduce-scatter stream
+  std::vector<int32_t> buffers;  ///< unsharded gradient buffers to free when it is joined
+  int64_t elems = 0;
+};
+
+/// Writes one Megatron-FSDP step.
+class MegatronBuilder {
+ public:
+  MegatronBuilder(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout);
+  Schedule build();
+
+ private:
+  [[nodiscard]] bool zero3() const;
+  [[nodiscard]] bool shards_grads() const;
+  [[nodiscard]] bool hsdp() const { return ctx_.layout.outer > 1; }
+  [[nodiscard]] bool hfsdp() const;
+  [[nodiscard]] int64_t grad_bytes(const BucketGroup& g) const;
+  [[nodiscard]] bool uses_pool(int32_t group) const;
+  [[nodiscard]] int32_t shard_group(const BucketGroup& g);
+
+  // Setup (MegatronFSDP._init_fsdp_param_and_grad_buffer, ParamAndGradBuffer._init_each_parameter_group_buffers).
+  void setup_streams();
+  void add_persistent_buffers();
+  void add_double_buffer_pools();
+
+  // All-gather pipeline (AllGatherPipeline.all_gather_params, wait_bucket_ready, release_bucket).
+  [[nodiscard]] std::vector<int32_t> prefetch_list(const std::vector<int32_t>& requested, Prefetch direction) const;
+  void gather(const std::vector<int32_t>& requested, Prefetch prefetch, Phase phase, int32_t mb);
+  void issue_all_gather(int32_t group, Phase phase, int32_t mb);
+  void recycle_releasable(int32_t mb);
+  std::vector<int32_t> wait_for(const std::vector<int32_t>& groups);
+  void release(const std::vector<int32_t>& groups, Op& op);
+
+  // The step.
+  void start_param_sync();
+  void forward(int32_t mb, Activations& acts);
+  void backward(int32_t mb, Activations& acts);
+  void recompute_chunk(int32_t first_unit, int32_t last_unit, Activations& acts, int32_t mb);
+  void backward_unit(int32_t unit, Activations& acts, int32_t mb);
+  void grad_buckets_for(int32_t unit, Op& bwd, int32_t mb);
+  void reduce_group(int32_t group, int32_t mb);
+  void pop_reduce_queue(int64_t capacity_elems, int32_t mb);
+  void finalize();
+
+  BuildContext ctx_;
+  BucketPlan plan_;
+  std::vector<AgState> ag_;
+  std::vector<std::vector<int32_t>> grad_buffers_;  ///< per bucket group: this micro-batch's unsharded grads
+  std::deque<QueuedReduce> rs_queue_;
+  std::vector<int32_t> deferred_reductions_;  ///< groups reduced after backward (overlap_grad_reduce off)
+  int32_t ag_stream_ = -1, rs_stream_ = -1, outer_rs_stream_ = -1, outer_ag_stream_ = -1;
+  int32_t param_shard_ = -1, param_shard_expert_ = -1;  ///< compute-weight shards (ZeRO-3)
+  int32_t grad_shard_ = -1, grad_shard_expert_ = -1;    ///< sharded main grads (ZeRO-2/3)
+  int32_t main_weights_ = -1, optimizer_state_ = -1;
+  int64_t optimizer_elems_ = 0;                  ///< elements the optimizer updates on this rank
+  std::vector<int32_t> full_grads_;              ///< ZeRO-0/1: per group persistent full gradient buffers
+  std::vector<int32_t> param_pool_, grad_pool_;  ///< fsdp_double_buffer slots
+  std::vector<int32_t> grad_pool_last_reader_;   ///< per grad slot: the last reduction op that read it
+  int64_t modal_unit_bytes_ = -1;                ///< gathered bytes of the units that use the pool
+};
+
+}  // namespace fsdpsim

@@ -1,0 +1,287 @@
+#include "schedule/config/fsdp_config.h"
+
+#include <functional>
+#include <sstream>
+
+#include "common/limits.h"
+#include "common/text.h"
+#include "common/yaml_reader.h"
+
+namespace fsdpsim {
+namespace {
+
+// One declared key: how to read it from a YAML scalar and how to print it.
+struct KeyDef {
+  ConfigKeyInfo info;
+  std::function<void(FsdpConfig&, const YamlValue&)> set;
+  std::function<std::string(const FsdpConfig&)> get;
+};
+
+template <typename E>
+struct EnumNames {
+  std::vector<std::pair<E, std::string>> values;
+  [[nodiscard]] std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& v : values) out.push_back(v.second);
+    return out;
+  }
+  [[nodiscard]] const std::string& name(E e) const {
+    for (const auto& v : values) {
+      if (v.first == e) return v.second;
+    }
+    return values.front().second;
+  }
+  [[nodiscard]] E value(const std::string& n) const {
+    for (const auto& v : values) {
+      if (v.second == n) return v.first;
+    }
+    return values.front().first;
+  }
+};
+
+const EnumNames<Implementation> kImplementations{
+    {{Implementation::megatron_fsdp, "megatron_fsdp"}, {Implementation::fsdp2, "fsdp2"}}};
+const EnumNames<ShardingStrategy> kStrategies{{{ShardingStrategy::no_shard, "no_shard"},
+                                               {ShardingStrategy::optim, "optim"},
+                                               {ShardingStrategy::optim_grads, "optim_grads"},
+                                               {ShardingStrategy::optim_grads_params, "optim_grads_params"}}};
+const EnumNames<OuterStrategy> kOuterStrategies{
+    {{OuterStrategy::no_shard, "no_shard"}, {OuterStrategy::optim, "optim"}}};
+const EnumNames<BudgetRule> kBudgetRules{{{BudgetRule::floor, "floor"}, {BudgetRule::cap, "cap"}}};
+const EnumNames<RecomputeMethod> kRecomputeMethods{
+    {{RecomputeMethod::uniform, "uniform"}, {RecomputeMethod::block, "block"}}};
+const EnumNames<Recompute> kRecompute{{{Recompute::none, "none"},
+                                       {Recompute::selective, "selective"},
+                                       {Recompute::full, "full"},
+                                       {Recompute::selective_op, "selective_op"}}};
+const EnumNames<DType> kDtypes{
+    {{DType::fp32, "fp32"}, {DType::bf16, "bf16"}, {DType::fp16, "fp16"}, {DType::fp8, "fp8"}}};
+
+template <typename T>
+KeyDef int_key(const std::string& name, T FsdpConfig::*field, int64_t min, int64_t max, const std::string& help) {
+  return KeyDef{{name, "int", help},
+                [=](FsdpConfig& c, const YamlValue& v) { c.*field = static_cast<T>(v.as_int(min, max)); },
+                [=](const FsdpConfig& c) { return std::to_string(c.*field); }};
+}
+
+// `min` and `max` bound the value where it is read (max from common/limits.h), so that nothing downstream multiplies
+// an absurd count (micro_batch_size × dp, global_batch_size × seq_length).
+KeyDef count_key(const std::string& name, int64_t FsdpConfig::*field, int64_t min, int64_t max,
+                 const std::string& help) {
+  return KeyDef{{name, "count", help},
+                [=](FsdpConfig& c, const YamlValue& v) { c.*field = v.as_count(min, max); },
+                [=](const FsdpConfig& c) { return std::to_string(c.*field); }};
+}
+
+KeyDef bool_key(const std::string& name, bool FsdpConfig::*field, const std::string& help) {
+  return KeyDef{{name, "bool", help},
+                [=](FsdpConfig& c, const YamlValue& v) { c.*field = v.as_bool(); },
+                [=](const FsdpConfig& c) { return std::string(c.*field ? "true" : "false"); }};
+}
+
+template <typename E>
+KeyDef enum_key(const std::string& name, E FsdpConfig::*field, const EnumNames<E>& names, const std::string& help) {
+  return KeyDef{{name, join(names.names(), "|"), help},
+                [=, &names](FsdpConfig& c, const YamlValue& v) { c.*field = names.value(v.as_choice(names.names())); },
+                [=, &names](const FsdpConfig& c) { return names.name(c.*field); }};
+}
+
+KeyDef text_choice_key(const std::string& name, std::string FsdpConfig::*field, std::vector<std::string> choices,
+                       const std::string& help) {
+  return KeyDef{{name, join(choices, "|"), help},
+                [=](FsdpConfig& c, const YamlValue& v) { c.*field = v.as_choice(choices); },
+                [=](const FsdpConfig& c) { return c.*field; }};
+}
+
+const std::vector<KeyDef>& key_table() {
+  static const std::vector<KeyDef> table{
+      enum_key("implementation", &FsdpConfig::implementation, kImplementations,
+               "which schedule builder: Megatron-FSDP or PyTorch FSDP2 (fully_shard)"),
+      enum_key("data_parallel_sharding_strategy", &FsdpConfig::data_parallel_sharding_strategy, kStrategies,
+               "what is sharded over the data-parallel group: nothing, optimizer, +grads, +params (ZeRO-0..3)"),
+      enum_key("outer_dp_sharding_strategy", &FsdpConfig::outer_dp_sharding_strategy, kOuterStrategies,
+               "HSDP outer group: replicate (no_shard) or also shard the optimizer state (optim, HFSDP)"),
+      int_key("num_distributed_optimizer_instances", &FsdpConfig::num_distributed_optimizer_instances, 1, 1 << 20,
+              "outer (HSDP) group size: the data-parallel group is split into this many replicas"),
+      int_key("nodes", &FsdpConfig::nodes, 1, limits::kMaxNodes, "number of nodes of the topology"),
+      int_key("tp", &FsdpConfig::tp, 1, 1024, "tensor-model-parallel size (with sequence parallelism)"),
+      int_key("cp", &FsdpConfig::cp, 1, 1024, "context-parallel size"),
+      int_key("ep", &FsdpConfig::ep, 1, 4096, "expert-model-parallel size"),
+      int_key("etp", &FsdpConfig::etp, 1, 1024, "expert-tensor-parallel size"),
+      count_key("micro_batch_size", &FsdpConfig::micro_batch_size, 1, limits::kMaxMicroBatchSize,
+                "sequences per micro-batch per rank"),
+      count_key("global_batch_size", &FsdpConfig::global_batch_size, 0, limits::kMaxTokensPerStep,
+                "sequences per optimizer step over the job; 0 means micro_batch_size × data-parallel size"),
+      count_key("seq_length", &FsdpConfig::seq_length, 1, int64_t{1} << 50, "tokens per sequence"),
+      enum_key("param_dtype", &FsdpConfig::param_dtype, kDtypes,
+               "compute weight dtype: bf16, or fp8 for FP8 parameters (fp8_param_gather)"),
+      bool_key("fp8_compute", &FsdpConfig::fp8_compute,
+               "FP8 GEMMs (Megatron --fp8-format); implied by param_dtype fp8"),
+      text_choice_key("main_params_dtype", &FsdpConfig::main_params_dtype, {"fp32", "auto"},
+                      "master weights: fp32, or auto for none (the compute shard is optimized)"),
+      text_choice_key("main_grads_dtype", &FsdpConfig::main_grads_dtype, {"auto", "fp32", "bf16"},
+                      "accumulated gradient dtype; auto is the parameter dtype (bf16 for fp8 parameters)"),
+      text_choice_key("grad_comm_dtype", &FsdpConfig::grad_comm_dtype, {"auto", "fp32", "bf16"},
+                      "gradient reduce-scatter dtype; auto is the main-grads dtype"),
+      enum_key("exp_avg_dtype", &FsdpConfig::exp_avg_dtype, kDtypes, "Adam first-moment dtype"),
+      enum_key("exp_avg_sq_dtype", &FsdpConfig::exp_avg_sq_dtype, kDtypes, "Adam second-moment dtype"),
+      bool_key("fsdp_double_buffer", &FsdpConfig::fsdp_double_buffer,
+               "persistent double buffers for gathered params and grads (caps prefetch at one unit)"),
+      bool_key("nccl_ub", &FsdpConfig::nccl_ub,
+               "NCCL user-buffer registration (SM-light NVLS/SHARP kernels); forces fsdp_double_buffer"),
+      bool_key("overlap_param_gather", &FsdpConfig::overlap_param_gather, "prefetch all-gathers under compute"),
+      bool_key("overlap_grad_reduce", &FsdpConfig::overlap_grad_reduce, "overlap reduce-scatters with backward"),
+      count_key("suggested_communication_unit_size", &FsdpConfig::suggested_communication_unit_size, 0,
+                limits::kMaxParameters,
+                "communication budget in elements (sets prefetch depth and the reduce-scatter queue); 0: default"),
+      enum_key("communication_budget_rule", &FsdpConfig::communication_budget_rule, kBudgetRules,
+               "default budget: floor = max(1e9, 2×unit) (snapshot), cap = min(1e9, 2×unit) (PR #7134)"),
+      enum_key("recompute_granularity", &FsdpConfig::recompute_granularity, kRecompute,
+               "activation recompute: none, selective (attention core), full (whole layers), "
+               "selective_op (torchtitan op-level SAC)"),
+      enum_key("recompute_method", &FsdpConfig::recompute_method, kRecomputeMethods,
+               "full recompute: uniform (chunks of recompute_num_layers) or block (first N layers)"),
+      int_key("recompute_num_layers", &FsdpConfig::recompute_num_layers, 1, 1 << 20,
+              "full recompute: layers per checkpointed chunk (uniform) or layers recomputed (block)"),
+      bool_key("init_model_with_meta_device", &FsdpConfig::init_model_with_meta_device,
+               "initialize layer by layer from the meta device (lower initialization peak)"),
+      bool_key("calculate_per_token_loss", &FsdpConfig::calculate_per_token_loss,
+               "sum gradients without scaling (no BF16 pre-scaling pass; ncclSum)"),
+      bool_key("average_in_collective", &FsdpConfig::average_in_collective,
+               "average in the reduce-scatter (ncclAvg: rules out NVLS/PAT)"),
+      bool_key("cpu_offloading_activations", &FsdpConfig::cpu_offloading_activations,
+               "offload saved activations to host memory during forward, reload in backward"),
+      int_key("cpu_offloading_num_layers", &FsdpConfig::cpu_offloading_num_layers, 0, 1 << 20,
+              "decoder layers whose activations are offloaded; 0: all but the last"),
+      bool_key("flash_attention", &FsdpConfig::flash_attention, "fused attention: no s×s scores are stored"),
+      bool_key(
+          "fused_elementwise", &FsdpConfig::fused_elementwise,
+          "fused norm/rotary/activation kernels (TE, Apex, torch.compile); false: PyTorch eager, one kernel per op"),
+      bool_key("fused_cross_entropy", &FsdpConfig::fused_cross_entropy,
+               "Megatron's fused vocab-parallel cross-entropy; false: F.cross_entropy on fp32-upcast logits "
+               "(torchtitan, HF)"),
+      bool_key("reshard_after_forward", &FsdpConfig::reshard_after_forward,
+               "FSDP2: free gathered params after forward (true) or keep them until backward (false)"),
+      int_key("forward_prefetch", &FsdpConfig::forward_prefetch, 0, 64, "FSDP2: units all-gathered ahead in forward"),
+      int_key("backward_prefetch", &FsdpConfig::backward_prefetch, 0, 64,
+              "FSDP2: units all-gathered ahead in backward"),
+  };
+  return table;
+}
+
+const KeyDef* find_key(const std::string& name) {
+  for (const auto& k : key_table()) {
+    if (k.info.name == name) return &k;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> key_names() {
+  std::vector<std::string> out;
+  for (const auto& k : key_table()) out.push_back(k.info.name);
+  return out;
+}
+
+}  // namespace
+
+SourceLocation FsdpConfig::where(const std::string& key) const {
+  const auto it = origin.find(key);
+  return it == origin.end() ? SourceLocation{"<default>", 0, 0} : it->second;
+}
+
+const std::vector<ConfigKeyInfo>& config_keys() {
+  static const std::vector<ConfigKeyInfo> keys = [] {
+    std::vector<ConfigKeyInfo> out;
+    for (const auto& k : key_table()) out.push_back(k.info);
+    return out;
+  }();
+  return keys;
+}
+
+FsdpConfig parse_config_yaml(const std::string& text, const std::string& source) {
+  const YamlDocument doc = load_yaml_text(text, source);
+  FsdpConfig config;
+  if (doc.root.IsNull()) return config;  // an empty file: all defaults
+  YamlMap map(doc.root, doc.source, "");
+  for (const auto& key : map.keys()) {
+    const KeyDef* def = find_key(key);
+    if (def == nullptr) continue;  // reported by finish() with the valid keys
+    const YamlValue value = map.get(key);
+    def->set(config, value);
+    config.origin[key] = value.location();
+  }
+  map.allow(key_names());
+  map.finish();
+  return config;
+}
+
+FsdpConfig load_config(const std::string& path) {
+  if (path.empty()) return FsdpConfig{};
+  return parse_config_yaml(read_text_file(path), path);
+}
+
+void apply_override(FsdpConfig& config, const std::string& assignment, const std::string& origin) {
+  const size_t eq = assignment.find('=');
+  const SourceLocation where{"<" + origin + " " + assignment + ">", 0, 0};
+  if (eq == std::string::npos || eq == 0) {
+    throw ConfigError(where, "", "expected key=value", "write e.g. --set nodes=8");
+  }
+  const std::string key = trim_copy(assignment.substr(0, eq));
+  const std::string text = trim_copy(assignment.substr(eq + 1));
+  const KeyDef* def = find_key(key);
+  if (def == nullptr) {
+    throw ConfigError(where, key, "unknown configuration key" + did_you_mean(key, key_names()),
+                      "run 'fsdpsim presets --keys' or see README.md for the keys");
+  }
+  const YamlDocument doc = load_yaml_text(text, where.file);
+  try {
+    def->set(config, YamlValue(doc.root, where.file, key));
+  } catch (const ConfigError& e) {
+    throw ConfigError(where, key, e.problem(), e.fix());  // a one-line value: "<--set k=v>:1:1" says nothing more
+  }
+  config.origin[key] = where;
+}
+
+std::string config_value(const FsdpConfig& config, const std::string& key) {
+  const KeyDef* def = find_key(key);
+  FSDPSIM_CHECK(def != nullptr, "config_value: unknown key " + key);
+  return def->get(config);
+}
+
+std::string config_to_yaml(const FsdpConfig& config) {
+  std::ostringstream out;
+  out << "# fsdpsim configuration (effective values)\n";
+  for (const auto& k : key_table()) {
+    out << k.info.name << ": " << k.get(config) << "  # " << k.info.help << "\n";
+  }
+  return out.str();
+}
+
+std::string_view to_string(Implementation v) {
+  return kImplementations.name(v);
+}
+std::string_view to_string(ShardingStrategy v) {
+  return kStrategies.name(v);
+}
+std::string_view to_string(OuterStrategy v) {
+  return kOuterStrategies.name(v);
+}
+
+int64_t main_param_bytes(const FsdpConfig& config) {
+  return config.main_params_dtype == "fp32" ? 4 : 0;
+}
+
+DType main_grad_dtype(const FsdpConfig& config) {
+  if (config.main_grads_dtype == "fp32") return DType::fp32;
+  if (config.main_grads_dtype == "bf16") return DType::bf16;
+  // auto: the parameter dtype, BF16 for FP8 parameters (MixedPrecisionPolicy at the reference snapshot, §3.5).
+  return config.param_dtype == DType::fp8 ? DType::bf16 : config.param_dtype;
+}
+
+DType grad_comm_dtype(const FsdpConfig& config) {
+  if (config.grad_comm_dtype == "fp32") return DType::fp32;
+  if (config.grad_comm_dtype == "bf16") return DType::bf16;
+  return main_grad_dtype(config);
+}
+
+}  // namespace fsdpsim

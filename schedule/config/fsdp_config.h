@@ -1,0 +1,112 @@
+#pragma once
+/// The parallel and FSDP configuration, with keys named as in Megatron-FSDP (DistributedDataParallelConfig and
+/// Megatron-LM's arguments). Every key is declared once — type, default and help — in fsdp_config.cpp; YAML files,
+/// `--set key=value` and `--print-config` all go through that one table.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "schedule/ir/dtype.h"
+#include "schedule/model/model_units.h"
+
+namespace fsdpsim {
+
+/// Which builder turns the configuration into a schedule.
+enum class Implementation : uint8_t { megatron_fsdp, fsdp2 };
+
+/// Megatron-FSDP's data_parallel_sharding_strategy (ZeRO-0 … ZeRO-3).
+enum class ShardingStrategy : uint8_t { no_shard, optim, optim_grads, optim_grads_params };
+
+/// Megatron-FSDP's outer_dp_sharding_strategy for HSDP: replicate (no_shard) or shard the optimizer (optim, HFSDP).
+enum class OuterStrategy : uint8_t { no_shard, optim };
+
+/// How the default communication budget is derived (Megatron's suggested_communication_unit_size): `floor` is the
+/// code at the reference snapshot (max(1e9, X)), `cap` is NVIDIA/Megatron-LM PR #7134 (min(1e9, X)).
+enum class BudgetRule : uint8_t { floor, cap };
+
+/// Recompute method for full recompute (Megatron's --recompute-method).
+enum class RecomputeMethod : uint8_t { uniform, block };
+
+/// One training job's parallel and FSDP settings. Defaults follow Megatron-FSDP at the reference snapshot.
+struct FsdpConfig {
+  Implementation implementation = Implementation::megatron_fsdp;
+  ShardingStrategy data_parallel_sharding_strategy = ShardingStrategy::optim_grads_params;
+  OuterStrategy outer_dp_sharding_strategy = OuterStrategy::no_shard;
+  int32_t num_distributed_optimizer_instances = 1;  ///< the outer (HSDP) group size
+  int32_t nodes = 1;
+  int32_t tp = 1;
+  int32_t cp = 1;
+  int32_t ep = 1;
+  int32_t etp = 1;
+  int64_t micro_batch_size = 1;
+  int64_t global_batch_size = 0;  ///< 0: one micro-batch per data-parallel rank
+  int64_t seq_length = 4096;
+  DType param_dtype = DType::bf16;         ///< compute weights (fp8: FP8 parameters, fp8_param_gather)
+  bool fp8_compute = false;                ///< FP8 GEMMs (Megatron's --fp8-format); implied by param fp8
+  std::string main_params_dtype = "fp32";  ///< fp32 | auto (no separate main weights)
+  std::string main_grads_dtype = "auto";   ///< auto (parameter dtype; bf16 for fp8 params) | fp32 | bf16
+  std::string grad_comm_dtype = "auto";    ///< auto (the main-grads dtype) | fp32 | bf16
+  DType exp_avg_dtype = DType::fp32;       ///< Adam first moment
+  DType exp_avg_sq_dtype = DType::fp32;    ///< Adam second moment
+  bool fsdp_double_buffer = false;
+  bool nccl_ub = false;
+  bool overlap_param_gather = true;
+  bool overlap_grad_reduce = true;
+  int64_t suggested_communication_unit_size = 0;  ///< elements; 0: Megatron's default rule
+  BudgetRule communication_budget_rule = BudgetRule::floor;
+  Recompute recompute_granularity = Recompute::none;
+  RecomputeMethod recompute_method = RecomputeMethod::uniform;
+  int32_t recompute_num_layers = 1;
+  bool init_model_with_meta_device = false;
+  bool calculate_per_token_loss = false;
+  bool average_in_collective = false;
+  bool cpu_offloading_activations = false;
+  int32_t cpu_offloading_num_layers = 0;  ///< 0: every decoder layer but the last
+  bool flash_attention = true;
+  bool fused_elementwise = true;      ///< false: PyTorch eager elementwise kernels (no torch.compile, no TE)
+  bool fused_cross_entropy = true;    ///< false: F.cross_entropy on fp32-upcast logits (torchtitan, Hugging Face)
+  bool reshard_after_forward = true;  ///< FSDP2 only
+  int32_t forward_prefetch = 1;       ///< FSDP2: units gathered ahead in forward
+  int32_t backward_prefetch = 1;      ///< FSDP2: units gathered ahead in backward
+
+  /// Where each key was last set (file:line, "<--set>", "<megatron-args>"), for errors about combinations.
+  std::map<std::string, SourceLocation> origin;
+
+  /// The source of `key`, or "<default>" when it was never set.
+  [[nodiscard]] SourceLocation where(const std::string& key) const;
+};
+
+/// One declared configuration key.
+struct ConfigKeyInfo {
+  std::string name;
+  std::string type;  ///< "int", "bool", "count", one of "a|b|c"
+  std::string help;
+};
+
+/// Every key, in the order `--print-config` shows them.
+const std::vector<ConfigKeyInfo>& config_keys();
+
+/// Parses a configuration YAML document (flat `key: value` lines); unknown keys and bad values are ConfigErrors.
+FsdpConfig parse_config_yaml(const std::string& text, const std::string& source);
+/// Loads a configuration file; an empty path gives the defaults.
+FsdpConfig load_config(const std::string& path);
+/// Applies one `key=value` override (from `--set`); `origin` names it in errors.
+void apply_override(FsdpConfig& config, const std::string& assignment, const std::string& origin = "--set");
+/// The effective configuration as YAML, every key with its value (`--print-config`).
+std::string config_to_yaml(const FsdpConfig& config);
+/// The value of one key as text.
+std::string config_value(const FsdpConfig& config, const std::string& key);
+
+std::string_view to_string(Implementation v);
+std::string_view to_string(ShardingStrategy v);
+std::string_view to_string(OuterStrategy v);
+
+/// Bytes per element of the main weights (0 when there are none), main grads and gradient communication.
+int64_t main_param_bytes(const FsdpConfig& config);
+DType main_grad_dtype(const FsdpConfig& config);
+DType grad_comm_dtype(const FsdpConfig& config);
+
+}  // namespace fsdpsim

@@ -1,0 +1,177 @@
+#include "schedule/config/parallel_layout.h"
+
+#include <string>
+
+#include "common/error.h"
+#include "schedule/config/job_limits.h"
+
+namespace fsdpsim {
+namespace {
+
+[[noreturn]] void reject(const FsdpConfig& config, const std::string& key, const std::string& problem,
+                         const std::string& fix) {
+  throw ConfigError(config.where(key), key, problem, fix);
+}
+
+std::string divisors_of(int64_t n, int64_t limit = 4096) {
+  std::string out;
+  for (int64_t d = 1; d <= n && d <= limit; ++d) {
+    if (n % d == 0) out += (out.empty() ? "" : ", ") + std::to_string(d);
+  }
+  return out;
+}
+
+// Megatron-FSDP forces these (MegatronFSDP.__init__; nccl_ub docstring): apply them so the schedule matches.
+void apply_forced_options(FsdpConfig& config) {
+  if (config.nccl_ub) config.fsdp_double_buffer = true;
+  if (config.implementation != Implementation::megatron_fsdp) return;
+  if (config.data_parallel_sharding_strategy == ShardingStrategy::optim_grads_params) {
+    config.overlap_param_gather = true;
+    config.overlap_grad_reduce = true;
+  } else if (config.data_parallel_sharding_strategy == ShardingStrategy::optim_grads) {
+    config.overlap_grad_reduce = true;
+  }
+}
+
+void check_combinations(const ModelSpec& model, const FsdpConfig& c) {
+  const auto strategy = c.data_parallel_sharding_strategy;
+  if (c.outer_dp_sharding_strategy == OuterStrategy::optim && strategy != ShardingStrategy::optim_grads_params) {
+    reject(c, "outer_dp_sharding_strategy", "outer 'optim' (HFSDP) requires optim_grads_params",
+           "set data_parallel_sharding_strategy: optim_grads_params or outer_dp_sharding_strategy: no_shard");
+  }
+  if (c.outer_dp_sharding_strategy == OuterStrategy::optim && c.num_distributed_optimizer_instances < 2) {
+    reject(c, "outer_dp_sharding_strategy", "outer 'optim' needs an outer group",
+           "set num_distributed_optimizer_instances to 2 or more");
+  }
+  if (c.implementation == Implementation::fsdp2) {
+    if (strategy != ShardingStrategy::optim_grads_params && strategy != ShardingStrategy::optim_grads) {
+      reject(c, "data_parallel_sharding_strategy", "FSDP2 shards parameters, gradients and optimizer state",
+             "use optim_grads_params (reshard_after_forward) or optim_grads, or implementation: megatron_fsdp");
+    }
+    if (c.outer_dp_sharding_strategy == OuterStrategy::optim) {
+      reject(c, "outer_dp_sharding_strategy", "FSDP2's HSDP replicates across the outer group",
+             "use outer_dp_sharding_strategy: no_shard with implementation: fsdp2");
+    }
+    if (c.fsdp_double_buffer || c.nccl_ub) {
+      reject(c, c.nccl_ub ? "nccl_ub" : "fsdp_double_buffer", "this is a Megatron-FSDP option",
+             "remove it or use implementation: megatron_fsdp");
+    }
+  }
+  if (c.init_model_with_meta_device && strategy == ShardingStrategy::no_shard) {
+    reject(c, "init_model_with_meta_device", "Megatron-FSDP rejects meta-device init for no_shard",
+           "set init_model_with_meta_device: false or shard something");
+  }
+  if (c.cpu_offloading_activations && c.recompute_granularity != Recompute::none) {
+    reject(c, "cpu_offloading_activations", "activation offloading cannot be combined with recompute",
+           "set recompute_granularity: none or cpu_offloading_activations: false (Megatron-Bridge constraint)");
+  }
+  if (c.param_dtype == DType::fp8 && c.main_params_dtype != "fp32") {
+    reject(c, "param_dtype", "FP8 parameters need FP32 main weights", "set main_params_dtype: fp32");
+  }
+  if (c.param_dtype != DType::bf16 && c.param_dtype != DType::fp8) {
+    reject(c, "param_dtype", "unsupported compute-weight dtype", "use bf16 or fp8");
+  }
+  if (c.recompute_granularity == Recompute::full && c.recompute_num_layers > model.num_layers) {
+    reject(c, "recompute_num_layers",
+           "recompute_num_layers=" + std::to_string(c.recompute_num_layers) + " exceeds the model's " +
+               std::to_string(model.num_layers) + " layers",
+           "use a value between 1 and " + std::to_string(model.num_layers));
+  }
+  if (c.cpu_offloading_num_layers > model.num_layers) {
+    reject(c, "cpu_offloading_num_layers", "more layers than the model has",
+           "use a value between 0 and " + std::to_string(model.num_layers));
+  }
+}
+
+}  // namespace
+
+ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_t gpus_per_node) {
+  apply_forced_options(config);
+  check_combinations(model, config);
+  if (config.micro_batch_size < 1) reject(config, "micro_batch_size", "must be at least 1", "set micro_batch_size: 1");
+  if (config.seq_length > (int64_t{1} << 24)) {
+    reject(config, "seq_length",
+           "a sequence of " + std::to_string(config.seq_length) + " tokens is beyond what fsdpsim models",
+           "use at most 16,777,216 tokens");
+  }
+  if (config.seq_length < 1) reject(config, "seq_length", "must be at least 1", "set seq_length, e.g. 4096");
+  ParallelLayout l;
+  l.gpus_per_node = gpus_per_node;
+  const int64_t world = int64_t{config.nodes} * gpus_per_node;
+  if (world > (int64_t{1} << 22)) {
+    reject(config, "nodes", "a job of " + std::to_string(world) + " GPUs is beyond what fsdpsim models",
+           "use at most 4,194,304 GPUs");
+  }
+  l.world_size = static_cast<int32_t>(world);
+  l.tp = config.tp;
+  l.cp = config.cp;
+  l.ep = config.ep;
+  l.etp = config.etp;
+  const int64_t tp_cp = int64_t{l.tp} * l.cp;
+  if (world % tp_cp != 0) {
+    reject(config, config.origin.count("tp") ? "tp" : "cp",
+           "world size " + std::to_string(world) + " (nodes=" + std::to_string(config.nodes) + " × " +
+               std::to_string(gpus_per_node) + " GPUs) is not divisible by tp·cp = " + std::to_string(tp_cp),
+           "choose tp·cp among the divisors of the world size: " + divisors_of(world, 1024));
+  }
+  l.dp = static_cast<int32_t>(world / tp_cp);
+  const int64_t ep_etp = int64_t{l.ep} * l.etp;
+  if (world % ep_etp != 0) {
+    reject(config, "ep",
+           "world size " + std::to_string(world) + " is not divisible by ep·etp = " + std::to_string(ep_etp),
+           "choose ep·etp among: " + divisors_of(world, 1024));
+  }
+  if (l.ep > 1 && !model.is_moe()) {
+    reject(config, "ep", "ep=" + std::to_string(l.ep) + " but " + model.name + " has no experts", "set ep: 1");
+  }
+  l.expert_dp = static_cast<int32_t>(world / ep_etp);
+  l.outer = config.num_distributed_optimizer_instances;
+  const int32_t dp_cp = l.dp * l.cp;
+  if (dp_cp % l.outer != 0 || (model.is_moe() && l.expert_dp % l.outer != 0)) {
+    reject(config, "num_distributed_optimizer_instances",
+           std::to_string(l.outer) + " outer replicas do not divide the data-parallel group of " +
+               std::to_string(dp_cp) +
+               (model.is_moe() ? " (expert data-parallel " + std::to_string(l.expert_dp) + ")" : ""),
+           "choose among: " + divisors_of(dp_cp, 1024));
+  }
+  l.dense_shard = dp_cp / l.outer;
+  l.expert_shard = l.expert_dp / l.outer;
+  const int64_t per_step = config.micro_batch_size * l.dp;
+  l.global_batch_size = config.global_batch_size == 0 ? per_step : config.global_batch_size;
+  if (l.global_batch_size % per_step != 0) {
+    reject(config, "global_batch_size",
+           "global_batch_size=" + std::to_string(l.global_batch_size) +
+               " is not a multiple of micro_batch_size × dp = " + std::to_string(config.micro_batch_size) + " × " +
+               std::to_string(l.dp),
+           "use a multiple of " + std::to_string(per_step));
+  }
+  const int64_t micro_batches = l.global_batch_size / per_step;
+  if (micro_batches > 100000) {
+    reject(config, "global_batch_size",
+           std::to_string(micro_batches) + " micro-batches per step is beyond what fsdpsim models",
+           "use at most 100,000 micro-batches per step (raise micro_batch_size or lower global_batch_size)");
+  }
+  l.micro_batches = static_cast<int32_t>(micro_batches);
+  check_job_limits(model, config, l);  // tokens, ops and FLOPs of the step, before anything multiplies them
+  l.shape = RankShape{l.tp,
+                      l.cp,
+                      l.ep,
+                      l.etp,
+                      config.micro_batch_size,
+                      config.seq_length,
+                      (config.fp8_compute || config.param_dtype == DType::fp8) ? DType::fp8 : DType::bf16,
+                      DType::bf16,
+                      config.flash_attention,
+                      config.fused_elementwise,
+                      config.fused_cross_entropy};
+  // The model must divide by this shape (heads by tp, experts by ep, ...): report it at the key's own origin.
+  try {
+    check_rank_shape(model, l.shape);
+  } catch (const ConfigError& e) {
+    if (e.key().empty() || config.origin.count(e.key()) == 0) throw;
+    throw ConfigError(config.where(e.key()), e.key(), e.problem(), e.fix());
+  }
+  return l;
+}
+
+}  // namespace fsdpsim

@@ -1,0 +1,36 @@
+#pragma once
+/// The job's process-group sizes, derived from the configuration and the topology's node size and checked for
+/// consistency: the world must divide into TP×CP, EP×ETP and HSDP groups, and the global batch into micro-batches.
+
+#include <cstdint>
+
+#include "schedule/config/fsdp_config.h"
+#include "schedule/model/model.h"
+#include "schedule/model/model_units.h"
+
+namespace fsdpsim {
+
+/// Group sizes of one job (Megatron's tp-cp-ep-dp rank order, no pipeline parallelism).
+struct ParallelLayout {
+  int32_t world_size = 1;  ///< nodes × gpus_per_node
+  int32_t gpus_per_node = 1;
+  int32_t tp = 1;
+  int32_t cp = 1;
+  int32_t ep = 1;
+  int32_t etp = 1;
+  int32_t dp = 1;             ///< world / (tp·cp)
+  int32_t outer = 1;          ///< HSDP replicas (num_distributed_optimizer_instances)
+  int32_t dense_shard = 1;    ///< dense FSDP shard group: dp·cp / outer ranks, stride tp
+  int32_t expert_dp = 1;      ///< expert data parallel: world / (ep·etp)
+  int32_t expert_shard = 1;   ///< expert FSDP shard group: expert_dp / outer
+  int32_t micro_batches = 1;  ///< gradient-accumulation steps per optimizer step
+  int64_t global_batch_size = 1;
+  RankShape shape;  ///< what one rank computes per micro-batch
+};
+
+/// Resolves and checks the layout; also applies the overrides Megatron-FSDP forces (nccl_ub turns on the double
+/// buffer, optim_grads_params turns on both overlaps) to `config`. Throws ConfigError naming the offending key, where
+/// it was set and what would be valid.
+ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_t gpus_per_node);
+
+}  // namespace fsdpsim

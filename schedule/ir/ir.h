@@ -1,0 +1,182 @@
+#pragma once
+/// The schedule IR: one optimizer step of one representative rank — process groups, streams with CUDA stream
+/// semantics, buffers, and ops with explicit cross-stream dependencies. It is the single contract between the
+/// builders (schedule/), the simulator (sim/) and the executor (exec/). See DESIGN.md §3.
+///
+/// Execution semantics, shared by the simulator and the executor:
+///  - ops on one stream run one at a time, in the order of their ids;
+///  - an op starts when it heads its stream and every op in `deps` has finished;
+///  - `allocs` are allocated when the op starts, `frees` are released when it ends (a `sync` op frees at once);
+///  - persistent buffers exist for the whole step; every other buffer is allocated once and freed once per step;
+///  - a step ends when every stream has drained; the next step starts after it (Megatron's optimizer and
+///    start_param_sync run on the compute stream, which every stream waits on).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schedule/ir/dtype.h"
+
+namespace fsdpsim {
+
+/// What an op does.
+enum class OpKind : uint8_t {
+  all_gather,      ///< NCCL all-gather over `group`: send_bytes per rank, recv_bytes = send_bytes × group size
+  reduce_scatter,  ///< NCCL reduce-scatter: send_bytes = recv_bytes × group size
+  all_reduce,      ///< NCCL all-reduce: send_bytes = recv_bytes
+  all_to_all,      ///< NCCL all-to-all (expert-parallel token dispatch and combine)
+  compute,         ///< GEMMs (`gemms`) plus memory-bound work (`bytes_touched`)
+  optimizer,       ///< the optimizer update over this rank's shard (memory-bound)
+  copy,            ///< a copy or cast: on device (`bytes_touched`), to host (`send_bytes`) or from host (`recv_bytes`)
+  sync,            ///< no work: its stream waits for `deps`, then `frees` are released (an event wait + free)
+};
+
+/// Which part of the step an op belongs to.
+enum class Phase : uint8_t { fwd, bwd, recompute, optim };
+
+/// What a buffer holds; the memory report breaks the peak down by these.
+enum class BufferCategory : uint8_t {
+  param_shard,      ///< this rank's shard of the compute weights
+  main_weight,      ///< high-precision (FP32) master weights
+  optimizer_state,  ///< Adam moments
+  grad_shard,       ///< this rank's shard of the accumulated gradients
+  unsharded_grad,   ///< a unit's full gradient bucket before its reduce-scatter (or a full grad buffer)
+  gathered_param,   ///< a unit's all-gathered (unsharded) weights
+  activation,       ///< activations saved for backward, and recomputed ones
+  workspace,        ///< transient working memory of a compute op
+  comm_staging,     ///< communication staging: FSDP2 copy-in/out, HSDP buffers, double-buffer pools
+};
+
+/// The reduction of a reducing collective. `avg` and `premul_sum` exclude NVLS, PAT and symmetric kernels in NCCL.
+enum class ReduceOp : uint8_t { none, sum, avg, premul_sum };
+
+/// A process group, by name (dp_shard, dp_outer, tp, cp, ep, edp, ...). Its members are ranks
+/// r0, r0+stride, ..., r0+(size-1)·stride of Megatron's tp-cp-ep-dp order; the topology maps them onto nodes and
+/// NVLink domains.
+struct Group {
+  std::string name;
+  int32_t size = 1;
+  int32_t stride = 1;
+  bool operator==(const Group&) const = default;
+};
+
+/// A FIFO queue with CUDA stream semantics.
+struct Stream {
+  std::string name;
+  int32_t priority = 0;  ///< CUDA stream priority: 0 normal, -1 high (FSDP2's communication streams)
+  bool operator==(const Stream&) const = default;
+};
+
+/// A region of device memory the step uses.
+struct Buffer {
+  int32_t id = 0;
+  std::string name;
+  BufferCategory category = BufferCategory::workspace;
+  int64_t size_bytes = 0;
+  bool persistent = false;       ///< exists for the whole step; otherwise allocated and freed by ops
+  bool nccl_registered = false;  ///< registered with NCCL (nccl_ub): enables SM-light NVLS/SHARP kernels
+  bool operator==(const Buffer&) const = default;
+};
+
+/// One GEMM (or a batch of equal GEMMs) a compute op runs: FLOPs = 2·m·n·k·batch. The executor runs exactly these
+/// shapes with cuBLAS; the simulator derives its efficiency from them.
+struct Gemm {
+  std::string name;  ///< "qkv", "attn_scores", "mlp_down.dgrad", ...
+  int64_t m = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  int64_t batch = 1;
+  bool attention = false;  ///< part of the attention core (fused attention kernels run at their own efficiency)
+  bool operator==(const Gemm&) const = default;
+};
+
+/// One unit of work on one stream.
+struct Op {
+  int32_t id = 0;
+  std::string name;
+  OpKind kind = OpKind::compute;
+  Phase phase = Phase::fwd;
+  int32_t unit = -1;         ///< FSDP unit index into Schedule::units, -1 when none
+  int32_t micro_batch = -1;  ///< -1 for step-level ops
+  int32_t stream = 0;        ///< index into Schedule::streams
+  int32_t group = -1;        ///< index into Schedule::groups (collectives only)
+  ReduceOp reduce_op = ReduceOp::none;
+  DType dtype = DType::bf16;
+  int64_t send_bytes = 0;     ///< per rank: collective input, or bytes copied device→host
+  int64_t recv_bytes = 0;     ///< per rank: collective output, or bytes copied host→device
+  int64_t bytes_touched = 0;  ///< HBM bytes read + written by memory-bound work (norms, casts, optimizer, copies)
+  std::vector<Gemm> gemms;
+  std::vector<int32_t> allocs;  ///< buffers allocated when the op starts
+  std::vector<int32_t> frees;   ///< buffers released when the op ends
+  std::vector<int32_t> reads;   ///< buffers the op reads
+  std::vector<int32_t> writes;  ///< buffers the op writes
+  std::vector<int32_t> deps;    ///< ops (on any stream) that must finish before this one starts
+  bool operator==(const Op&) const = default;
+
+  /// FLOPs of all GEMMs.
+  [[nodiscard]] int64_t gemm_flops() const;
+};
+
+/// One FSDP unit (embedding, a decoder layer, the output layer) as the builder saw it.
+struct UnitInfo {
+  std::string name;
+  int64_t params = 0;  ///< parameters of this unit held by this rank before FSDP sharding (after TP/EP)
+  bool operator==(const UnitInfo&) const = default;
+};
+
+/// What the schedule was built from, and the figures the reports need to turn time into per-GPU rates.
+struct ScheduleInfo {
+  std::string model;
+  std::string implementation;  ///< megatron_fsdp | fsdp2
+  std::string strategy;        ///< data_parallel_sharding_strategy
+  int32_t world_size = 1;      ///< GPUs in the job
+  int32_t micro_batches = 1;   ///< per optimizer step, per data-parallel rank
+  int64_t global_tokens_per_step = 0;
+  int64_t model_flops_per_gpu = 0;  ///< model FLOPs per GPU per step (forward + backward, no recompute), for MFU
+  DType compute_dtype = DType::bf16;
+  int32_t prefetch_depth = 0;  ///< units all-gathered ahead of the current one (the builder's setting)
+  bool operator==(const ScheduleInfo&) const = default;
+};
+
+/// The whole IR.
+struct Schedule {
+  static constexpr int32_t kVersion = 1;
+  int32_t version = kVersion;
+  ScheduleInfo info;
+  std::vector<UnitInfo> units;
+  std::vector<Group> groups;
+  std::vector<Stream> streams;
+  std::vector<Buffer> buffers;
+  std::vector<Op> ops;
+  bool operator==(const Schedule&) const = default;
+
+  /// Index of the stream or group with this name, or -1.
+  [[nodiscard]] int32_t stream_index(std::string_view name) const;
+  [[nodiscard]] int32_t group_index(std::string_view name) const;
+  /// Sum of the persistent buffers' sizes.
+  [[nodiscard]] int64_t persistent_bytes() const;
+};
+
+/// The size nccl-tests prints for a collective: the total gathered/scattered buffer for AG/RS, the buffer for AR.
+int64_t collective_size_bytes(const Op& op);
+/// True for all_gather, reduce_scatter, all_reduce, all_to_all.
+bool is_collective(OpKind kind);
+
+std::string_view to_string(OpKind v);
+std::string_view to_string(Phase v);
+std::string_view to_string(BufferCategory v);
+std::string_view to_string(ReduceOp v);
+std::optional<OpKind> parse_op_kind(std::string_view text);
+std::optional<Phase> parse_phase(std::string_view text);
+std::optional<BufferCategory> parse_buffer_category(std::string_view text);
+std::optional<ReduceOp> parse_reduce_op(std::string_view text);
+
+/// Every value of each enum, in declaration order (for reports and error messages).
+const std::vector<OpKind>& all_op_kinds();
+const std::vector<Phase>& all_phases();
+const std::vector<BufferCategory>& all_buffer_categories();
+const std::vector<ReduceOp>& all_reduce_ops();
+
+}  // namespace fsdpsim

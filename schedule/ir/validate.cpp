@@ -1,0 +1,249 @@
+#include "schedule/ir/validate.h"
+
+#include <map>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/limits.h"
+#include "schedule/ir/schedule_graph.h"
+
+namespace fsdpsim {
+namespace {
+
+class Checker {
+ public:
+  explicit Checker(const Schedule& s) : s_(s) {}
+
+  std::vector<std::string> run() {
+    check_ids();
+    check_references();
+    check_totals();
+    if (!problems_.empty()) return problems_;  // later rules index by these references
+    check_collective_bytes();
+    const std::vector<int32_t> order = issue_order(s_);
+    if (order.size() != s_.ops.size()) {  // a cycle: find one to name it (the rarer, slower search)
+      const std::vector<int32_t> cycle = find_cycle(s_);
+      FSDPSIM_CHECK(!cycle.empty(), "no issue order, yet no dependency cycle");
+      std::string path;
+      for (size_t i = 0; i < cycle.size(); ++i) path += (i ? " -> " : "") + describe_op(cycle[i]);
+      report("acyclic", "dependency cycle through deps and stream order: " + path);
+      return problems_;
+    }
+    const HappensBefore hb(s_, order);
+    check_buffer_lifetimes(hb);
+    check_gradient_reductions(hb);
+    return problems_;
+  }
+
+ private:
+  std::string describe_op(int32_t id) const {
+    return "op " + std::to_string(id) + " '" + s_.ops[static_cast<size_t>(id)].name + "'";
+  }
+  std::string describe_buffer(int32_t id) const {
+    return "buffer " + std::to_string(id) + " '" + s_.buffers[static_cast<size_t>(id)].name + "'";
+  }
+  void report(const std::string& rule, const std::string& text) { problems_.push_back(rule + ": " + text); }
+
+  void check_ids() {
+    for (size_t i = 0; i < s_.ops.size(); ++i) {
+      if (s_.ops[i].id != static_cast<int32_t>(i)) {
+        report("dense-ids", "op at position " + std::to_string(i) + " has id " + std::to_string(s_.ops[i].id) +
+                                " (ids must be 0, 1, 2, ... in order)");
+      }
+    }
+    for (size_t i = 0; i < s_.buffers.size(); ++i) {
+      if (s_.buffers[i].id != static_cast<int32_t>(i)) {
+        report("dense-ids", "buffer at position " + std::to_string(i) + " has id " + std::to_string(s_.buffers[i].id) +
+                                " (ids must be 0, 1, 2, ... in order)");
+      }
+      if (s_.buffers[i].size_bytes < 0) report("sizes", "buffer " + std::to_string(i) + " has a negative size");
+    }
+  }
+
+  void check_id_list(const Op& op, const std::vector<int32_t>& ids, const char* field, int32_t limit,
+                     const char* what) {
+    for (const int32_t id : ids) {
+      if (id < 0 || id >= limit) {
+        report("references", "op " + std::to_string(op.id) + " '" + op.name + "' " + field + " names " + what + " " +
+                                 std::to_string(id) + ", which does not exist");
+      }
+    }
+  }
+
+  void check_references() {
+    const auto ops = static_cast<int32_t>(s_.ops.size());
+    const auto buffers = static_cast<int32_t>(s_.buffers.size());
+    for (const Op& op : s_.ops) {
+      const auto who = [&op] { return "op " + std::to_string(op.id) + " '" + op.name + "'"; };
+      if (op.stream < 0 || op.stream >= static_cast<int32_t>(s_.streams.size()))
+        report("references", who() + " is on no known stream");
+      if (op.unit < -1 || op.unit >= static_cast<int32_t>(s_.units.size()))
+        report("references", who() + " names unit " + std::to_string(op.unit) + ", which does not exist");
+      if (is_collective(op.kind) && (op.group < 0 || op.group >= static_cast<int32_t>(s_.groups.size()))) {
+        report("references", who() + " is a collective without a valid group");
+      }
+      if (!is_collective(op.kind) && op.group != -1)
+        report("references", who() + " is not a collective but names a group");
+      check_id_list(op, op.allocs, "allocs", buffers, "buffer");
+      check_id_list(op, op.frees, "frees", buffers, "buffer");
+      check_id_list(op, op.reads, "reads", buffers, "buffer");
+      check_id_list(op, op.writes, "writes", buffers, "buffer");
+      check_id_list(op, op.deps, "deps", ops, "op");
+      for (const int32_t d : op.deps) {
+        if (d == op.id) report("references", who() + " depends on itself");
+      }
+      if (op.send_bytes < 0 || op.recv_bytes < 0 || op.bytes_touched < 0)
+        report("sizes", who() + " has a negative byte count");
+    }
+  }
+
+  // The step's totals within common/limits.h, so that the simulator's and the reports' 64-bit sums cannot
+  // overflow (a file can hold any counts; a built schedule is within them by check_job_limits()).
+  void check_totals() {
+    if (static_cast<int64_t>(s_.ops.size()) > limits::kMaxScheduleOps ||
+        static_cast<int64_t>(s_.streams.size()) > limits::kMaxStreams) {
+      report("limits", std::to_string(s_.ops.size()) + " ops on " + std::to_string(s_.streams.size()) +
+                           " streams is beyond what fsdpsim models (at most " +
+                           std::to_string(limits::kMaxScheduleOps) + " ops and " + std::to_string(limits::kMaxStreams) +
+                           " streams)");
+    }
+    long double buffer_bytes = 0, op_bytes = 0, flops = 0, outputs = 0;
+    for (const Buffer& b : s_.buffers) buffer_bytes += static_cast<long double>(b.size_bytes);
+    for (const Op& op : s_.ops) {
+      op_bytes += static_cast<long double>(op.send_bytes) + static_cast<long double>(op.recv_bytes) +
+                  static_cast<long double>(op.bytes_touched);
+      for (const Gemm& g : op.gemms) {
+        const long double out = static_cast<long double>(g.m) * static_cast<long double>(g.n) *
+                                static_cast<long double>(g.batch);  // the simulator tiles these (even when k = 0)
+        outputs += out;
+        flops += 2.0L * out * static_cast<long double>(g.k);
+      }
+    }
+    const auto over = [&](const char* what, long double total, int64_t limit) {
+      if (total <= static_cast<long double>(limit)) return;
+      std::ostringstream text;
+      text << what << " add up to " << static_cast<double>(total) << ", beyond what fsdpsim models (at most " << limit
+           << " per step)";
+      report("limits", text.str());
+    };
+    over("the buffers' sizes", buffer_bytes, limits::kMaxStepBytes);
+    over("the ops' byte counts", op_bytes, limits::kMaxStepBytes);
+    over("the GEMMs' FLOPs", flops, limits::kMaxStepFlopsPerGpu);
+    over("the GEMMs' output elements", outputs, limits::kMaxStepFlopsPerGpu);
+  }
+
+  void check_collective_bytes() {
+    for (const Op& op : s_.ops) {
+      if (!is_collective(op.kind)) continue;
+      const int64_t n = s_.groups[static_cast<size_t>(op.group)].size;
+      bool ok = true;
+      // recv == send × n without the product, which overflows for a file's absurd byte counts.
+      if (op.kind == OpKind::all_gather) ok = op.recv_bytes % n == 0 && op.recv_bytes / n == op.send_bytes;
+      if (op.kind == OpKind::reduce_scatter) ok = op.send_bytes % n == 0 && op.send_bytes / n == op.recv_bytes;
+      if (op.kind == OpKind::all_reduce) ok = op.send_bytes == op.recv_bytes;
+      if (!ok) {
+        report("collective-bytes", describe_op(op.id) + ": " + std::string(to_string(op.kind)) + " over a group of " +
+                                       std::to_string(n) + " sends " + std::to_string(op.send_bytes) +
+                                       " B and receives " + std::to_string(op.recv_bytes) +
+                                       " B per rank, which do not match");
+      }
+    }
+  }
+
+  void check_buffer_lifetimes(const HappensBefore& hb) {
+    const size_t nb = s_.buffers.size();
+    std::vector<std::vector<int32_t>> allocs(nb), frees(nb), readers(nb), writers(nb);
+    for (const Op& op : s_.ops) {
+      for (const int32_t b : op.allocs) allocs[static_cast<size_t>(b)].push_back(op.id);
+      for (const int32_t b : op.frees) frees[static_cast<size_t>(b)].push_back(op.id);
+      for (const int32_t b : op.reads) readers[static_cast<size_t>(b)].push_back(op.id);
+      for (const int32_t b : op.writes) writers[static_cast<size_t>(b)].push_back(op.id);
+    }
+    for (size_t i = 0; i < nb; ++i) {
+      const auto b = static_cast<int32_t>(i);
+      if (s_.buffers[i].persistent) {
+        if (!allocs[i].empty() || !frees[i].empty()) {
+          report("buffer-lifetime", describe_buffer(b) + " is persistent but an op allocates or frees it");
+        }
+        continue;
+      }
+      if (allocs[i].size() != 1 || frees[i].size() != 1) {
+        report("buffer-lifetime", describe_buffer(b) + " is allocated " + std::to_string(allocs[i].size()) +
+                                      " times and freed " + std::to_string(frees[i].size()) +
+                                      " times (a transient buffer is allocated once and freed once per step, "
+                                      "so memory at the end equals memory at the start)");
+        continue;
+      }
+      check_uses(hb, b, allocs[i].front(), frees[i].front(), readers[i], writers[i]);
+    }
+  }
+
+  void check_uses(const HappensBefore& hb, int32_t b, int32_t alloc, int32_t free, const std::vector<int32_t>& readers,
+                  const std::vector<int32_t>& writers) {
+    if (alloc != free && !hb.before(alloc, free)) {
+      report("buffer-lifetime", describe_buffer(b) + " may be freed by " + describe_op(free) + " before " +
+                                    describe_op(alloc) + " allocates it");
+    }
+    const auto in_lifetime = [&](int32_t op) {
+      return (op == alloc || hb.before(alloc, op)) && (op == free || hb.before(op, free));
+    };
+    for (const auto* users : {&readers, &writers}) {
+      for (const int32_t op : *users) {
+        if (!in_lifetime(op)) {
+          report("use-after-free", describe_op(op) + " uses " + describe_buffer(b) + " outside its lifetime (" +
+                                       describe_op(alloc) + " allocates it, " + describe_op(free) +
+                                       " frees it; add a dependency)");
+        }
+      }
+    }
+    for (const int32_t r : readers) {
+      bool written = false;
+      for (const int32_t w : writers) written = written || (w != r && hb.before(w, r));
+      if (!written) {
+        report("read-before-write", describe_op(r) + " reads " + describe_buffer(b) +
+                                        " but no op that writes it is guaranteed to finish first (missing dependency "
+                                        "on the op that fills it, e.g. its all-gather)");
+      }
+    }
+  }
+
+  void check_gradient_reductions(const HappensBefore& hb) {
+    std::map<std::pair<int32_t, int32_t>, std::vector<int32_t>> backward_ops;  // (unit, micro-batch) → bwd computes
+    for (const Op& op : s_.ops) {
+      if (op.kind == OpKind::compute && op.phase == Phase::bwd && op.unit >= 0 &&
+          s_.streams[static_cast<size_t>(op.stream)].name == "compute") {
+        backward_ops[{op.unit, op.micro_batch}].push_back(op.id);
+      }
+    }
+    for (const Op& op : s_.ops) {
+      const bool grad_reduction = (op.kind == OpKind::reduce_scatter || op.kind == OpKind::all_reduce) &&
+                                  op.phase == Phase::bwd && op.unit >= 0 &&
+                                  s_.streams[static_cast<size_t>(op.stream)].name != "compute";
+      if (!grad_reduction) continue;
+      const auto it = backward_ops.find({op.unit, op.micro_batch});
+      if (it == backward_ops.end()) continue;
+      for (const int32_t b : it->second) {
+        if (!hb.before(b, op.id)) {
+          report("reduce-after-backward", describe_op(op.id) + " reduces unit " + std::to_string(op.unit) +
+                                              "'s gradients but may start before " + describe_op(b) + " finishes");
+        }
+      }
+    }
+  }
+
+  const Schedule& s_;
+  std::vector<std::string> problems_;
+};
+
+}  // namespace
+
+std::vector<std::string> validate(const Schedule& schedule) {
+  return Checker(schedule).run();
+}
+
+void validate_or_throw(const Schedule& schedule, const std::string& context) {
+  std::vector<std::string> problems = validate(schedule);
+  if (!problems.empty()) throw ScheduleError(context + " breaks the schedule IR's invariants", std::move(problems));
+}
+
+}  // namespace fsdpsim

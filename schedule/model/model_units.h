@@ -1,0 +1,121 @@
+#pragma once
+/// From a model and the per-rank parallel shape, the FSDP units — embedding, each decoder layer, final norm + output
+/// layer — with their parameters per rank, the GEMMs of forward and backward per micro-batch, the memory-bound
+/// bytes, the collectives inside the unit (TP, CP, EP), and the activation bytes saved for backward under each
+/// recompute mode. Every formula cites its public source in model_units.cpp.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schedule/ir/dtype.h"
+#include "schedule/ir/ir.h"
+#include "schedule/model/model.h"
+
+namespace fsdpsim {
+
+/// Activation recompute granularity (Megatron's --recompute-granularity).
+/// selective_op is torchtitan's op-level selective activation checkpointing (activation_checkpoint.mode =
+/// "selective", selective_ac_option = "op"): every second projection matmul's output, the attention output and its
+/// log-sum-exp are saved; the rest of the layer is recomputed in backward.
+enum class Recompute : uint8_t { none, selective, full, selective_op };
+
+/// The slice of the parallel configuration that shapes one rank's work in a unit.
+struct RankShape {
+  int32_t tp = 1;   ///< tensor parallel (with sequence parallelism when tp > 1, as Megatron-FSDP runs it)
+  int32_t cp = 1;   ///< context parallel: each rank holds seq_length / cp tokens
+  int32_t ep = 1;   ///< expert parallel: each rank holds num_experts / ep experts
+  int32_t etp = 1;  ///< expert tensor parallel
+  int64_t micro_batch_size = 1;
+  int64_t seq_length = 4096;
+  DType compute_dtype = DType::bf16;     ///< GEMM input dtype (fp8 with FP8 training)
+  DType activation_dtype = DType::bf16;  ///< dtype of saved activations
+  bool flash_attention = true;           ///< fused attention: no s×s score matrix is stored
+  /// Fused norm, rotary and activation kernels (Transformer Engine, Apex, torch.compile); false: PyTorch eager, one
+  /// kernel per elementwise op with fp32 upcasts, which touches several times the bytes.
+  bool fused_elementwise = true;
+  /// Megatron's fused vocab-parallel cross-entropy (softmax in place over the fp32 logits); false: PyTorch's
+  /// F.cross_entropy on logits upcast to fp32 (torchtitan, Hugging Face), which keeps the fp32 copy, the
+  /// log-softmax output and, in backward, two more fp32 logit-sized gradients alive at once.
+  bool fused_cross_entropy = true;
+};
+
+/// Where a unit sits in the model.
+enum class UnitKind : uint8_t { embedding, decoder_layer, output };
+
+/// A collective inside a unit (TP sequence-parallel all-gather/reduce-scatter, CP KV exchange, EP all-to-all).
+struct UnitCollective {
+  std::string name;  ///< "tp_ag_attn", "ep_dispatch", ...
+  OpKind kind = OpKind::all_gather;
+  std::string group;       ///< "tp", "cp", "ep"
+  int64_t send_bytes = 0;  ///< per rank, as in Op
+  int64_t recv_bytes = 0;
+};
+
+/// One FSDP unit of one rank.
+///
+/// GEMM shapes: a linear layer's forward is m = tokens, n = output features, k = input features; its data gradient
+/// is (tokens, input, output) and its weight gradient (output, input, tokens). Attention GEMMs carry batch =
+/// micro_batch_size × heads on this rank and are shaped so that 2·m·n·k·batch equals the causal FLOPs. Routed-expert
+/// GEMMs carry batch = local experts and m = tokens per local expert.
+/// Per-rank parameters pad the vocabulary as Megatron does: to a multiple of 128 × tp (--make-vocab-size-divisible-by).
+struct UnitCost {
+  std::string name;  ///< "embedding", "layer.0", ..., "output"
+  UnitKind kind = UnitKind::decoder_layer;
+  int32_t layer = -1;  ///< decoder layer index, -1 for embedding/output
+  bool moe = false;
+  int64_t dense_params = 0;   ///< this rank's parameters before FSDP sharding (after TP); norms counted fully
+  int64_t expert_params = 0;  ///< this rank's routed-expert parameters (after EP and ETP)
+  /// The largest leading-dimension row of any parameter (Megatron's chunk_size_factor input): for padding.
+  int64_t dense_row_elems = 1;
+  int64_t expert_row_elems = 1;
+  /// Dense parameters replicated over the TP group under sequence parallelism (norms, router, MLA down-projections,
+  /// row-parallel biases): each TP rank computes a partial gradient on its T/tp tokens, and Megatron all-reduces them
+  /// over "tp" once per step (finalize_model_grads). Counted in dense_params too; 0 when tp = 1.
+  int64_t tp_replicated_params = 0;
+
+  // Per micro-batch, per rank.
+  std::vector<Gemm> fwd_gemms;
+  std::vector<Gemm> bwd_gemms;    ///< data-gradient and weight-gradient GEMMs (+ flash-attention recompute)
+  int64_t fwd_bytes_touched = 0;  ///< memory-bound work: norms, activations, residuals, rotary, softmax
+  int64_t bwd_bytes_touched = 0;
+  std::vector<UnitCollective> fwd_collectives;
+  std::vector<UnitCollective> bwd_collectives;
+  int64_t model_flops = 0;  ///< forward + backward model FLOPs (3 × forward, causal attention), no recompute
+
+  /// Bytes saved for backward per micro-batch, indexed by Recompute (none, selective, full, selective_op).
+  std::array<int64_t, 4> saved_activation_bytes{};
+  /// selective_op only: the forward GEMMs whose outputs were not saved, re-run at the start of the layer's backward,
+  /// and the memory-bound bytes of the elementwise ops recomputed with them.
+  std::vector<Gemm> op_sac_recompute_gemms;
+  int64_t op_sac_recompute_bytes = 0;
+  /// Activations a full-recompute forward re-creates inside backward (the `none` set), freed by the backward.
+  int64_t recomputed_activation_bytes = 0;
+  /// Transient working memory while the forward or backward op runs (largest intermediates, activation grads).
+  int64_t fwd_workspace_bytes = 0;
+  int64_t bwd_workspace_bytes = 0;
+  /// Further transient tensors of the forward or backward op, each its own allocation (the caching allocator reuses
+  /// blocks by size, so large tensors are not lumped into the workspace).
+  std::vector<int64_t> fwd_transient_tensors;
+  std::vector<int64_t> bwd_transient_tensors;
+
+  [[nodiscard]] int64_t fwd_flops() const;
+  [[nodiscard]] int64_t bwd_flops() const;
+  [[nodiscard]] int64_t params() const { return dense_params + expert_params; }
+};
+
+/// The units of `model` for one rank shaped by `shape`, in execution order: embedding, layer.0 … layer.L-1, output.
+/// Throws ConfigError when the shape does not divide the model (TP not dividing heads, EP not dividing experts, CP
+/// not dividing the sequence, ...), naming the key and what would be valid.
+std::vector<UnitCost> derive_units(const ModelSpec& model, const RankShape& shape);
+
+/// Only the checks of derive_units (the model, and that the shape divides it): cheap, for validating many layouts.
+void check_rank_shape(const ModelSpec& model, const RankShape& shape);
+
+std::string_view to_string(Recompute r);
+std::optional<Recompute> parse_recompute(std::string_view text);
+
+}  // namespace fsdpsim

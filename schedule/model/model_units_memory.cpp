@@ -1,0 +1,333 @@
+// Memory figures of each unit, per micro-batch and per rank: bytes touched by memory-bound kernels, activations saved
+// for backward under each recompute mode, and transient workspaces.
+//
+// Saved activations follow Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models"
+// (arXiv:2205.05198), §4: a GPT layer saves sbh(34 + 5as/h) bytes in 16-bit, divided by t with tensor and sequence
+// parallelism; selective recompute drops the 5as²b attention-core term; full recompute keeps only the 2sbh layer
+// input. Their 34 counts two 1-byte dropout masks (sbh each) that models trained without dropout do not have
+// (Llama, Mixtral, DeepSeek, Qwen), so without dropout a GPT layer saves 32sbh/t + 2as²b/t. The terms below
+// generalise each of theirs to GQA, SwiGLU, RMSNorm, MLA and MoE, with s·b/cp = T tokens per rank (T/t between
+// blocks under sequence parallelism) and `a` bytes per activation element.
+#include <algorithm>
+
+#include "schedule/model/model_units_internal.h"
+
+namespace fsdpsim {
+namespace {
+
+constexpr int64_t kFp32Bytes = 4;
+constexpr int64_t kIndexBytes = 8;  // int64 token ids (Megatron's get_batch)
+
+// Fused norms save per-token fp32 statistics: LayerNorm the mean and 1/σ, RMSNorm 1/rms (Apex/TE fused kernels).
+int64_t norm_stat_bytes(const ModelSpec& m) {
+  return m.norm == NormKind::layernorm ? 2 * kFp32Bytes : kFp32Bytes;
+}
+
+int64_t act_factor(const ModelSpec& m, int64_t gated, int64_t plain) {
+  return m.gated_mlp ? gated : plain;
+}
+
+// Korthikanti's attention-core term, which selective recompute removes. FlashAttention (Dao et al. 2022, §3.1;
+// FlashAttention-2 keeps the row log-sum-exp) stores no s×s matrix, only O (counted as the projection input) and one
+// fp32 log-sum-exp per query row and head; without it the softmax output, b·(heads/t)·(s/cp)·s elements, is stored
+// (their 5as²b/t minus the dropout mask and output).
+int64_t attention_core_saved(const UnitDims& d) {
+  if (d.shape.flash_attention) return d.tokens * d.heads * kFp32Bytes;
+  return d.score_elems * d.act_bytes;
+}
+
+// The attention block's other saved tensors (GQA).
+int64_t gqa_saved(const UnitDims& d) {
+  const ModelSpec& m = *d.model;
+  const int64_t a = d.act_bytes, h = m.hidden_size, hd = m.head_dim;
+  int64_t bytes = d.sp_tokens * h * a;                      // norm input (Korthikanti: LayerNorm 2sbh/t)
+  bytes += d.sp_tokens * norm_stat_bytes(m);                // norm statistics
+  bytes += d.sp_tokens * h * a;                             // QKV input, the norm output, SP shard (2sbh/t)
+  bytes += d.tokens * (d.heads + 2 * d.kv_heads) * hd * a;  // Q, K, V (4sbh/t + 2sbh/t, K and V with kv heads)
+  if (m.qk_norm) {
+    bytes += d.tokens * (d.heads + d.kv_heads) * (hd * a + kFp32Bytes);  // Q, K before their norms + statistics
+  }
+  bytes += d.tokens * d.heads * hd * a;  // O, the output projection's input (2sbh/t)
+  return bytes;
+}
+
+// MLA's saved tensors: the latents before and after their norms, then Q, K, V and O at MLA's head widths.
+int64_t mla_saved(const UnitDims& d) {
+  const ModelSpec& m = *d.model;
+  const MlaSpec& l = m.mla;
+  const int64_t a = d.act_bytes, h = m.hidden_size, stat = norm_stat_bytes(m);
+  int64_t bytes = d.sp_tokens * (h * a + stat);  // norm input + statistics
+  bytes += d.sp_tokens * h * a;                  // norm output: the down-projections' input
+  if (l.q_lora_rank > 0) bytes += d.sp_tokens * (2 * l.q_lora_rank * a + stat);  // q latent before/after its norm
+  bytes += d.sp_tokens * ((l.kv_lora_rank + l.qk_rope_head_dim) * a + stat);     // kv_a output (+ rotary key)
+  bytes += d.sp_tokens * l.kv_lora_rank * a;                                     // kv latent after its norm
+  bytes += d.tokens * d.heads * (2 * d.qk_head_dim + d.v_head_dim) * a;          // Q, K, V
+  bytes += d.tokens * d.heads * d.v_head_dim * a;                                // O
+  return bytes;
+}
+
+// Dense MLP: norm input and statistics, fc1 input (SP shard), and for SwiGLU the gate and up outputs (the
+// activation's inputs) plus the activation output (fc2's input) — Korthikanti's GeLU input 8sbh and fc2 input 8sbh
+// at width ffn — or, without gating, the fc1 output and the GeLU output.
+int64_t mlp_saved(const UnitDims& d, int64_t rows, int64_t width) {
+  return act_factor(*d.model, 3, 2) * rows * width * d.act_bytes;
+}
+
+int64_t mlp_norm_saved(const UnitDims& d) {
+  const ModelSpec& m = *d.model;
+  return d.sp_tokens * (2 * m.hidden_size * d.act_bytes + norm_stat_bytes(m));  // norm input + stats + norm output
+}
+
+// MoE block: router probabilities (fp32), the dispatched tokens (expert fc1 input), expert intermediates for every
+// token-expert pair (×top_k), the expert outputs kept for the routing-weight gradient (TE moe_unpermute saves its
+// input when probs need grad), and the shared experts' intermediates.
+int64_t moe_saved(const UnitDims& d) {
+  const ModelSpec& m = *d.model;
+  const int64_t a = d.act_bytes, h = m.hidden_size;
+  int64_t bytes = d.sp_tokens * m.moe.num_experts * kFp32Bytes;  // router probabilities
+  bytes += d.expert_pairs * h * a;                               // dispatched tokens
+  bytes += mlp_saved(d, d.expert_pairs, d.expert_ffn);           // expert intermediates
+  bytes += d.dispatch_tokens * h * a;                            // expert outputs returned for the combine
+  if (d.shared_ffn > 0) bytes += mlp_saved(d, d.tokens, d.shared_ffn);
+  return bytes;
+}
+
+// What PyTorch eager autograd saves beyond the fused kernels (RankShape::fused_elementwise = false): each RMSNorm
+// saves its fp32 upcast input (pow and mul need it) and its 16-bit normalised output before the weight product (the
+// weight's gradient needs it) instead of the input and a statistic: 4 more bytes per element for each of the two
+// norms. SwiGLU's product saves silu(gate) besides gate and up. LayerNorm is one native kernel either way.
+int64_t eager_saved_extra(const UnitDims& d, bool moe) {
+  if (d.shape.fused_elementwise) return 0;
+  const ModelSpec& m = *d.model;
+  int64_t bytes = 0;
+  if (m.norm == NormKind::rmsnorm) bytes += 2 * d.sp_tokens * m.hidden_size * kFp32Bytes;
+  if (m.gated_mlp) {
+    if (moe) {
+      bytes += d.expert_pairs * d.expert_ffn * d.act_bytes + d.tokens * d.shared_ffn * d.act_bytes;
+    } else {
+      bytes += d.tokens * d.ffn * d.act_bytes;
+    }
+  }
+  return bytes;
+}
+
+void set_layer_saved(const UnitDims& d, bool moe, UnitCost& unit) {
+  const int64_t attention = d.model->mla.enabled() ? mla_saved(d) : gqa_saved(d);
+  const int64_t core = attention_core_saved(d);
+  const int64_t mlp = mlp_norm_saved(d) + (moe ? moe_saved(d) : mlp_saved(d, d.tokens, d.ffn));
+  const auto none = static_cast<size_t>(Recompute::none);
+  unit.saved_activation_bytes[none] = attention + core + mlp + eager_saved_extra(d, moe);
+  unit.saved_activation_bytes[static_cast<size_t>(Recompute::selective)] = attention + mlp;
+  // Full recompute checkpoints the layer input only: 2sbh/t (Korthikanti Table 2 with sequence parallelism).
+  unit.saved_activation_bytes[static_cast<size_t>(Recompute::full)] = d.sp_tokens * d.model->hidden_size * d.act_bytes;
+  unit.saved_activation_bytes[static_cast<size_t>(Recompute::selective_op)] = unit.saved_activation_bytes[none];
+  unit.recomputed_activation_bytes = unit.saved_activation_bytes[none];
+}
+
+// FP8 GEMMs (Transformer Engine) cast each linear input to FP8 in forward and each output gradient in backward: read
+// `a` bytes, write 1 per element — an upper bound, since TE fuses some casts into the norm and activation kernels.
+int64_t fp8_cast_bytes(const UnitDims& d, const std::vector<Gemm>& gemms, bool backward) {
+  if (d.shape.compute_dtype != DType::fp8) return 0;
+  int64_t bytes = 0;
+  for (const Gemm& g : gemms) {
+    if (g.attention) continue;
+    const bool dgrad = g.name.size() > 6 && g.name.compare(g.name.size() - 6, 6, ".dgrad") == 0;
+    if (backward && !dgrad) continue;
+    bytes += g.m * g.k * g.batch * (d.act_bytes + 1);  // forward: the input X[m, k]; dgrad: dY[m, k]
+  }
+  return bytes;
+}
+
+// Attention-side memory-bound work: rotary embedding on Q and K (read + write), Qwen3's per-head norms, MLA's latent
+// norms and Q/K assembly, and the softmax when attention is not fused.
+void attention_bytes(const UnitDims& d, int64_t& fwd, int64_t& bwd) {
+  const ModelSpec& m = *d.model;
+  const int64_t a = d.act_bytes;
+  if (m.mla.enabled()) {
+    const MlaSpec& l = m.mla;
+    fwd += 2 * d.sp_tokens * (l.q_lora_rank + l.kv_lora_rank) * a;  // latent norms: read + write
+    bwd += 3 * d.sp_tokens * (l.q_lora_rank + l.kv_lora_rank) * a;  // read x and dy, write dx
+    fwd += 2 * d.tokens * (d.heads + 1) * l.qk_rope_head_dim * a;   // rotary on q_pe (per head) and the shared k_pe
+    bwd += 2 * d.tokens * (d.heads + 1) * l.qk_rope_head_dim * a;
+    fwd += 4 * d.tokens * d.heads * d.qk_head_dim * a;  // concatenating nope and rope parts into Q and K
+    bwd += 4 * d.tokens * d.heads * d.qk_head_dim * a;  // splitting their gradients
+  } else {
+    const int64_t qk = d.tokens * (d.heads + d.kv_heads) * m.head_dim * a;
+    // Rotary on Q and K (Su et al. 2021): a fused kernel reads and writes once. Eager (torchtitan apply_rotary_emb)
+    // upcasts to fp32 (read 2, write 4 bytes per element), multiplies as complex64 (read 4, write 4) and casts back
+    // (read 4, write 2): 20 bytes per element = 10 × the 2 bytes of qk; its backward runs the same three ops.
+    const int64_t rotary = d.shape.fused_elementwise ? 2 : 10;
+    fwd += rotary * qk;
+    bwd += rotary * qk;
+    if (m.qk_norm) {
+      fwd += 2 * qk;
+      bwd += 3 * qk;
+    }
+  }
+  if (!d.shape.flash_attention) {
+    fwd += 2 * d.score_elems * a;  // softmax: read scores, write probabilities
+    bwd += 3 * d.score_elems * a;  // read P and dP, write dS
+  }
+}
+
+// MLP-side memory-bound work: the activation function, and for MoE the router softmax/top-k, the permutation of
+// tokens into expert order and the weighted combine.
+void mlp_bytes(const UnitDims& d, bool moe, int64_t& fwd, int64_t& bwd) {
+  const ModelSpec& m = *d.model;
+  const int64_t a = d.act_bytes, h = m.hidden_size;
+  // SwiGLU reads gate and up and writes the product (backward reads both and dout, writes both grads); GeLU reads
+  // and writes one tensor (backward reads input and dout, writes din). Eager SwiGLU is two kernels, silu(gate)
+  // (read, write) then × up (read two, write one): 5 tensor passes; its backward is two products and silu_backward,
+  // three kernels of three passes each.
+  const bool fused = d.shape.fused_elementwise;
+  const auto activation = [&](int64_t rows, int64_t width) {
+    fwd += act_factor(m, fused ? 3 : 5, 2) * rows * width * a;
+    bwd += act_factor(m, fused ? 5 : 9, 3) * rows * width * a;
+  };
+  if (!moe) {
+    activation(d.tokens, d.ffn);
+    return;
+  }
+  const int64_t experts = m.moe.num_experts;
+  fwd += d.sp_tokens * experts * (a + 2 * kFp32Bytes);  // logits → fp32 probabilities → top-k
+  bwd += d.sp_tokens * experts * (a + 2 * kFp32Bytes);
+  fwd += 2 * d.dispatch_tokens * h * a;                  // permute: gather rows into expert order
+  fwd += (d.dispatch_tokens + d.sp_tokens) * h * a;      // unpermute: weighted sum back to token order
+  bwd += (d.sp_tokens + 2 * d.dispatch_tokens) * h * a;  // unpermute backward (dY, saved outputs → d outputs)
+  bwd += 2 * d.dispatch_tokens * h * a;                  // permute backward: scatter-add the gradients
+  activation(d.expert_pairs, d.expert_ffn);
+  if (d.shared_ffn > 0) activation(d.tokens, d.shared_ffn);
+}
+
+void set_layer_bytes(const UnitDims& d, bool moe, UnitCost& unit) {
+  const int64_t block = d.sp_tokens * d.model->hidden_size * d.act_bytes;  // one T/t × h activation
+  // Two norms (read x, write y; backward reads x and dy, writes dx) and two residual adds (read two, write one;
+  // backward adds the branch gradient to the skip gradient). An eager RMSNorm (ATen's composite rms_norm, as
+  // torch.nn.RMSNorm runs without torch.compile) is six kernels over the row: upcast to fp32 (read 2, write 4 bytes
+  // per element), pow (4 + 4), mean (4), × rsqrt (4 + 4), cast back (4 + 2), × weight (2 + 2) = 36 bytes = 18
+  // block-bytes; autograd's backward through them runs about twice that (40 block-bytes: the same kernels' grads plus
+  // the accumulation of the two paths into dx). LayerNorm is one native kernel even in eager mode.
+  const bool fused = d.shape.fused_elementwise || d.model->norm == NormKind::layernorm;
+  const int64_t norm_fwd = fused ? 2 : 18, norm_bwd = fused ? 3 : 40;
+  int64_t fwd = 2 * norm_fwd * block + 2 * 3 * block;
+  int64_t bwd = 2 * norm_bwd * block + 2 * 3 * block;
+  attention_bytes(d, fwd, bwd);
+  mlp_bytes(d, moe, fwd, bwd);
+  unit.fwd_bytes_touched = fwd + fp8_cast_bytes(d, unit.fwd_gemms, false);
+  unit.bwd_bytes_touched = bwd + fp8_cast_bytes(d, unit.bwd_gemms, true);
+}
+
+// Workspace of the attention block, estimated as the largest set of unsaved intermediates alive at once.
+void attention_workspace(const UnitDims& d, int64_t& fwd, int64_t& bwd) {
+  const ModelSpec& m = *d.model;
+  const int64_t a = d.act_bytes, h = m.hidden_size, t = d.tokens;
+  const bool tp = d.shape.tp > 1, flash = d.shape.flash_attention;
+  // What the block all-gathers per token: the hidden state, or MLA's latents.
+  int64_t in_width = h;
+  if (m.mla.enabled()) {
+    in_width = (m.mla.q_lora_rank > 0 ? m.mla.q_lora_rank : h) + m.mla.kv_lora_rank + m.mla.qk_rope_head_dim;
+  }
+  const int64_t qkv_width = d.heads * d.qk_head_dim + d.kv_heads * (d.qk_head_dim + d.v_head_dim);
+  fwd = (tp ? t * in_width * a : 0)              // the gathered input
+        + t * h * a                              // the projection output before its reduce-scatter / residual add
+        + (flash ? 0 : d.score_elems * a);       // unfused: the raw scores before the softmax
+  bwd = (tp ? t * h * a + t * in_width * a : 0)  // the gathered dY and the re-gathered input
+        + t * (qkv_width + d.heads * d.v_head_dim) * a       // dQ, dK, dV and dO
+        + t * in_width * a                                   // the input gradient before its reduce-scatter
+        + (flash ? t * d.heads * d.qk_head_dim * kFp32Bytes  // FlashAttention-2's fp32 dQ accumulator
+                 : 2 * d.score_elems * a);                   // unfused: dP and dS
+}
+
+void mlp_workspace(const UnitDims& d, bool moe, int64_t& fwd, int64_t& bwd) {
+  const ModelSpec& m = *d.model;
+  const int64_t a = d.act_bytes, h = m.hidden_size, t = d.tokens;
+  const bool tp = d.shape.tp > 1;
+  // A TP-split MLP: the gathered input and the output before its reduce-scatter; backward the gathered dY, the
+  // re-gathered input, the intermediate gradients and the input gradient.
+  const auto dense_mlp = [&](int64_t width) {
+    fwd += (tp ? t * h * a : 0) + t * h * a;
+    bwd += (tp ? 2 * t * h * a : 0) + act_factor(m, 3, 2) * t * width * a + t * h * a;
+  };
+  fwd = 0;
+  bwd = 0;
+  if (!moe) {
+    dense_mlp(d.ffn);
+    return;
+  }
+  fwd += 2 * d.dispatch_tokens * h * a + d.sp_tokens * h * a;  // all-to-all send and receive buffers, combined output
+  bwd += 2 * d.dispatch_tokens * h * a                         // all-to-all buffers
+         + act_factor(m, 3, 2) * d.expert_pairs * d.expert_ffn * a  // expert intermediate gradients
+         + 2 * d.expert_pairs * h * a;                              // d expert output and d expert input
+  if (d.shared_ffn > 0) dense_mlp(d.shared_ffn);
+}
+
+// Transient memory while the forward or backward op runs: the larger of the attention and MLP blocks' unsaved
+// intermediates alive at once (each term above).
+void set_layer_workspace(const UnitDims& d, bool moe, UnitCost& unit) {
+  int64_t attn_fwd = 0, attn_bwd = 0, mlp_fwd = 0, mlp_bwd = 0;
+  attention_workspace(d, attn_fwd, attn_bwd);
+  mlp_workspace(d, moe, mlp_fwd, mlp_bwd);
+  unit.fwd_workspace_bytes = std::max(attn_fwd, mlp_fwd);
+  unit.bwd_workspace_bytes = std::max(attn_bwd, mlp_bwd);
+}
+
+}  // namespace
+
+void add_layer_memory(const UnitDims& d, bool moe, UnitCost& unit) {
+  set_layer_saved(d, moe, unit);
+  set_layer_bytes(d, moe, unit);
+  set_layer_workspace(d, moe, unit);
+}
+
+void add_embedding_memory(const UnitDims& d, UnitCost& unit) {
+  const ModelSpec& m = *d.model;
+  const int64_t a = d.act_bytes, h = m.hidden_size, t = d.tokens;
+  const bool learned = m.position_embedding == PositionEmbedding::learned;
+  // Backward needs only the token (and position) ids; nothing here is recomputed, so every mode saves the same.
+  const int64_t saved = t * kIndexBytes * (learned ? 2 : 1);
+  unit.saved_activation_bytes = {saved, saved, saved, saved};
+  // Forward gathers T rows (read + write); learned positions read their rows and add them (read two, write one).
+  unit.fwd_bytes_touched = 2 * t * h * a + (learned ? 3 * t * h * a : 0);
+  // Backward (torch embedding_dense_backward) zero-fills a dense [vocab/tp, h] gradient, then scatter-adds T rows
+  // of dY into it (read dY, read-modify-write the row); the same for the position table.
+  unit.bwd_bytes_touched = d.vocab_rank * h * a + 3 * t * h * a;
+  if (learned) unit.bwd_bytes_touched += m.max_position_embeddings * h * a + 3 * t * h * a;
+  // Forward: the partial lookup before the TP reduce-scatter, or the word embeddings before the position add.
+  unit.fwd_workspace_bytes = (d.shape.tp > 1 || learned) ? t * h * a : 0;
+  // Backward: the dense weight gradient(s) before they are copied into the gradient bucket, and the gathered dY.
+  unit.bwd_workspace_bytes =
+      d.vocab_rank * h * a + (learned ? m.max_position_embeddings * h * a : 0) + (d.shape.tp > 1 ? t * h * a : 0);
+}
+
+void add_output_memory(const UnitDims& d, UnitCost& unit) {
+  const ModelSpec& m = *d.model;
+  const int64_t a = d.act_bytes, h = m.hidden_size, t = d.tokens;
+  const int64_t logits = t * d.vocab_rank;  // this rank's slice of the logits
+  // Final norm input and statistics, its output (the logits GEMM input, SP shard), and the vocab-parallel
+  // cross-entropy's saved fp32 softmax plus target ids and mask (Megatron _VocabParallelCrossEntropy saves
+  // exp_logits, target_mask, masked_target_1d). Not recomputed: the same under every mode.
+  const int64_t saved = d.sp_tokens * (2 * h * a + norm_stat_bytes(m)) + logits * kFp32Bytes + t * (kIndexBytes + 1);
+  unit.saved_activation_bytes = {saved, saved, saved, saved};
+  // Cross-entropy forward over fp32 logits: cast (read a, write 4), max (read 4), subtract in place (8), exp in
+  // place (8), sum (read 4), divide in place (8). Backward: subtract the one-hot and scale in place (8), cast the
+  // gradient back for the GEMM (read 4, write a).
+  unit.fwd_bytes_touched = 2 * d.sp_tokens * h * a + logits * (a + 36) + fp8_cast_bytes(d, unit.fwd_gemms, false);
+  unit.bwd_bytes_touched = 3 * d.sp_tokens * h * a + logits * (12 + a) + fp8_cast_bytes(d, unit.bwd_gemms, true);
+  // Forward: the gathered input and the 16-bit logits before the cast; backward: the 16-bit logit gradient, the
+  // re-gathered input and the input gradient before its reduce-scatter.
+  const bool tp = d.shape.tp > 1;
+  unit.fwd_workspace_bytes = (tp ? t * h * a : 0) + logits * a;
+  unit.bwd_workspace_bytes = logits * a + (tp ? t * h * a : 0) + t * h * a;
+  if (!d.shape.fused_cross_entropy) {
+    // F.cross_entropy(logits.float(), labels): forward holds the 16-bit logits and their fp32 copy while
+    // log_softmax writes its fp32 output (the saved tensor, counted above). Backward: nll_loss_backward writes a dense
+    // fp32 gradient and log_softmax_backward another fp32 tensor while the saved log-softmax output is still alive
+    // (ATen's autograd formulas for nll_loss, _log_softmax and _to_copy); the 16-bit cast of the gradient comes after
+    // the first two are freed, so it is not part of that peak and leaves the workspace.
+    unit.fwd_transient_tensors = {logits * kFp32Bytes};
+    unit.bwd_transient_tensors = {logits * kFp32Bytes, logits * kFp32Bytes};
+    unit.bwd_workspace_bytes -= logits * a;
+  }
+}
+
+}  // namespace fsdpsim

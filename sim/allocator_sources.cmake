@@ -1,1 +1,0 @@
-target_sources(fsdpsim_sim PRIVATE caching_allocator.cpp caching_allocator_blocks.cpp caching_allocator_expandable.cpp)

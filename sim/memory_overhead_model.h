@@ -1,0 +1,19 @@
+#pragma once
+/// The simulator's estimate of the memory a rank holds outside the caching allocator (memory/memory_overheads.h):
+/// the CUDA context and cuBLAS workspace from the GPU profile, whose YAML cites its source; NCCL's channel buffers
+/// from NCCL_BUFFSIZE and the channel counts of the algorithms the cost model chose; the 2 MiB rounding of
+/// NCCL-registered pools.
+
+#include <vector>
+
+#include "memory/memory_overheads.h"
+#include "schedule/ir/ir.h"
+#include "sim/op_costs.h"
+#include "topologies/hardware.h"
+
+namespace fsdpsim {
+
+/// The overheads of running `schedule` with the algorithms in `costs`.
+MemoryOverheads memory_overheads(const Schedule& schedule, const Topology& topology, const std::vector<OpCost>& costs);
+
+}  // namespace fsdpsim
