@@ -1,7 +1,7 @@
 // NCCL all-gather, reduce-scatter and all-reduce (bf16, sum) on every visible GPU, over power-of-two sizes from 1 MiB
 // to 4 GiB as nccl-tests prints them (AG: the whole output, RS: the whole input, AR: the buffer), with nccl-tests'
 // algbw = size / time and busbw = algbw·(n−1)/n (AG, RS) or ·2(n−1)/n (AR) (NVIDIA/nccl-tests doc/PERFORMANCE.md;
-// ../shared/reference/collectives.md §1). Times come from CUDA events around each call (manual time). Run it from the
+// docs/architecture.md §6.2). Times come from CUDA events around each call (manual time). Run it from the
 // build tree: build/bench/fsdpsim_bench_collectives_gpu --benchmark_filter=all_reduce
 #include <benchmark/benchmark.h>
 

@@ -1,7 +1,7 @@
 #pragma once
-/// The backend-independent interpreter (DESIGN.md §5): it walks the IR in a host issue order that respects every
-/// dependency, makes each op's stream wait for the ops it depends on, allocates and frees buffers exactly as the IR
-/// says, and records the start and end of every op. What it measures becomes the same Report the simulator writes.
+/// The backend-independent interpreter (docs/architecture.md §8.1): it walks the IR in a host issue order that respects
+/// every dependency, makes each op's stream wait for the ops it depends on, allocates and frees buffers exactly as the
+/// IR says, and records the start and end of every op. What it measures becomes the same Report the simulator writes.
 
 #include <cstdint>
 #include <vector>

@@ -1,8 +1,8 @@
 #pragma once
-/// The discrete-event engine (DESIGN.md §4): runs a schedule on a topology for a number of steps with CUDA stream
-/// semantics — an op starts when it heads its stream and its deps are done — sharing link bandwidth among concurrent
-/// transfers (max-min fair, re-solved whenever the set of running transfers changes) and slowing compute by the
-/// SMs that running communication kernels hold. Integer nanoseconds throughout.
+/// The discrete-event engine (docs/architecture.md §5): runs a schedule on a topology for a number of steps with CUDA
+/// stream semantics — an op starts when it heads its stream and its deps are done — sharing link bandwidth among
+/// concurrent transfers (max-min fair, re-solved whenever the set of running transfers changes) and slowing compute by
+/// the SMs that running communication kernels hold. Integer nanoseconds throughout.
 
 #include <cstdint>
 #include <optional>

@@ -1,6 +1,6 @@
 // Rank placement: how a process group's members spread over physical nodes and NVLink domains. NCCL's cost model
 // depends on both: "nodes" and "local ranks" are NVLink domains (MNNVL fuses a GB200 rack into one), while NIC
-// sharing is per physical node (reference/collectives.md §2.1, §7).
+// sharing is per physical node (docs/architecture.md §6.1).
 #include <algorithm>
 #include <cstdint>
 #include <limits>

@@ -1,6 +1,6 @@
 // CollectiveTimer: NCCL AG / RS / AR on the local GPUs from one thread, grouped as nccl-tests' single-thread mode
 // drives several GPUs, timed with CUDA events, with nccl-tests' size, algbw and busbw conventions
-// (NVIDIA/nccl-tests doc/PERFORMANCE.md; ../shared/reference/collectives.md §1) and its #wrong check.
+// (NVIDIA/nccl-tests doc/PERFORMANCE.md; docs/architecture.md §6.2) and its #wrong check.
 #include <algorithm>
 #include <string>
 

@@ -1,9 +1,9 @@
 #pragma once
-/// The CUDA/NCCL backend (DESIGN.md §5): one cudaStream_t per IR stream and cudaEvent_t per op for dependencies and
-/// timing; compute ops as cuBLAS GEMMs with the unit's real shapes reading the gathered weights and writing the
-/// unsharded gradients; collectives as NCCL calls on one communicator per IR group (ncclCommSplit); buffers from a
-/// stream-ordered pool (or ncclMemAlloc + window registration for nccl_ub buffers) so the peak allocated and reserved
-/// memory are read from the device. Compiled only when FSDPSIM_HAVE_CUDA; this header includes no CUDA header.
+/// The CUDA/NCCL backend (docs/architecture.md §8.4): one cudaStream_t per IR stream and cudaEvent_t per op for
+/// dependencies and timing; compute ops as cuBLAS GEMMs with the unit's real shapes reading the gathered weights and
+/// writing the unsharded gradients; collectives as NCCL calls on one communicator per IR group (ncclCommSplit); buffers
+/// from a stream-ordered pool (or ncclMemAlloc + window registration for nccl_ub buffers) so the peak allocated and
+/// reserved memory are read from the device. Compiled only when FSDPSIM_HAVE_CUDA; this header includes no CUDA header.
 
 #include <cstdint>
 #include <functional>

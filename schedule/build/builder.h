@@ -1,6 +1,6 @@
 #pragma once
 /// Builds the schedule IR of one optimizer step from a model and a parallel/FSDP configuration. Two builders:
-/// Megatron-FSDP (reference/megatron-fsdp.md §1–§7) and PyTorch FSDP2's fully_shard (§10).
+/// Megatron-FSDP (docs/architecture.md §4.6) and PyTorch FSDP2's fully_shard (§4.7).
 
 #include <string>
 

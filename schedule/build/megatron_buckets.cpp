@@ -11,9 +11,9 @@ int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
-// §2.2: bucket_size = ceil(data / (N × chunk_size_factor)) × N × chunk_size_factor; no padding for no_shard.
-// The chunk factor is approximated by the unit's largest row (the LCM of its row sizes is at most a small multiple
-// of it, and the padding stays below N × factor elements: < 0.5% of an LLM layer).
+// docs/architecture.md §4.6.1: bucket_size = ceil(data / (N × chunk_size_factor)) × N × chunk_size_factor; no padding
+// for no_shard. The chunk factor is approximated by the unit's largest row (the LCM of its row sizes is at most a small
+// multiple of it, and the padding stays below N × factor elements: < 0.5% of an LLM layer).
 int64_t pad_elems(int64_t elems, int64_t shard_size, int64_t row_elems, bool sharded) {
   if (!sharded || elems == 0) return elems;
   const int64_t quantum = shard_size * std::max<int64_t>(1, row_elems);
@@ -36,7 +36,8 @@ BucketGroup make_group(std::string name, std::vector<int32_t> units, bool expert
   return g;
 }
 
-// §1.3: the default budget X; S_AG = X / 2, C_RS = X. `floor` is the snapshot's max(1e9, X), `cap` PR #7134's min.
+// docs/architecture.md §4.6.2: the default budget X; S_AG = X / 2, C_RS = X. `floor` is the snapshot's max(1e9, X),
+// `cap` PR #7134's min.
 void set_budget(BucketPlan& plan, const FsdpConfig& config, const ParallelLayout& layout, int64_t layer_elems,
                 int32_t layers) {
   int64_t x = config.suggested_communication_unit_size;
@@ -76,7 +77,8 @@ BucketPlan plan_megatron_buckets(const std::vector<UnitCost>& units, const FsdpC
   const bool fp8 = config.param_dtype == DType::fp8;
   BucketPlan plan;
   plan.unit_groups.resize(units.size());
-  // §2.1: non-unit parameters with equal attributes share the first group: [embedding, final norm, output layer].
+  // docs/architecture.md §4.6.1: non-unit parameters with equal attributes share the first group: [embedding, final
+  // norm, output layer].
   const UnitCost& embedding = units.front();
   const UnitCost& output = units.back();
   plan.groups.push_back(make_group(
@@ -102,7 +104,7 @@ BucketPlan plan_megatron_buckets(const std::vector<UnitCost>& units, const FsdpC
   }
   const auto layers = static_cast<int32_t>(units.size() - 2);
   set_budget(plan, config, layout, layer_elems, layers);
-  // k = ceil(S_AG / U) for uniform units (§1.3), capped at 1 by the double buffer.
+  // k = ceil(S_AG / U) for uniform units (docs/architecture.md §4.6.2), capped at 1 by the double buffer.
   const int64_t unit_elems = std::max<int64_t>(1, layer_elems / std::max(1, layers));
   plan.prefetch_depth = static_cast<int32_t>(ceil_div(plan.ag_prefetch_budget_elems, unit_elems));
   if (config.fsdp_double_buffer) plan.prefetch_depth = std::min(plan.prefetch_depth, 1);

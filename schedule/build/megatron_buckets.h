@@ -1,8 +1,8 @@
 #pragma once
-/// Megatron-FSDP's parameter buckets (reference/megatron-fsdp.md §2): one bucket per (unit, dtype, dense|expert),
+/// Megatron-FSDP's parameter buckets (docs/architecture.md §4.6.1): one bucket per (unit, dtype, dense|expert),
 /// coalesced per (unit, dense|expert) into one collective; non-unit parameters (embedding, final norm, output layer)
 /// form one group; every bucket is padded to a multiple of shard-group size × chunk factor. Also the communication
-/// budget that sets the all-gather prefetch depth and the reduce-scatter queue (§1.3, §1.4).
+/// budget that sets the all-gather prefetch depth and the reduce-scatter queue (§4.6.2, §4.6.4).
 
 #include <cstdint>
 #include <string>

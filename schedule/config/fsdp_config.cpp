@@ -274,7 +274,8 @@ int64_t main_param_bytes(const FsdpConfig& config) {
 DType main_grad_dtype(const FsdpConfig& config) {
   if (config.main_grads_dtype == "fp32") return DType::fp32;
   if (config.main_grads_dtype == "bf16") return DType::bf16;
-  // auto: the parameter dtype, BF16 for FP8 parameters (MixedPrecisionPolicy at the reference snapshot, §3.5).
+  // auto: the parameter dtype, BF16 for FP8 parameters (MixedPrecisionPolicy at the reference snapshot,
+  // docs/architecture.md §4.6.6).
   return config.param_dtype == DType::fp8 ? DType::bf16 : config.param_dtype;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-/// Checks a schedule against every IR invariant of DESIGN.md §3 and reports each violation, naming the op or
-/// buffer and the rule it breaks.
+/// Checks a schedule against every IR invariant of docs/architecture.md §4.3 and reports each violation, naming the op
+/// or buffer and the rule it breaks.
 
 #include <string>
 #include <vector>

@@ -1,14 +1,13 @@
 // The NCCL collective cost model: gathers the (algorithm, protocol) candidates NCCL would consider for a call
 // (nccl_ring_tree.cpp, nccl_offload.cpp) and picks the fastest, as NCCL's topoGetAlgoInfo does.
-// "collectives.md" = ../shared/reference/collectives.md.
 //
-// NCCL 2.28's tables and formulas (collectives.md §2) are followed as written, except where measurements of §5 show
-// them off; each departure is documented where it is made:
+// NCCL 2.28's tables and formulas (docs/architecture.md §6.3) are followed as written, except where measurements
+// (§6.16) show them off; each departure (§6.12) is documented where it is made:
 // - NVLS all-reduce busbw = nvlsEff·NVLink·2(h−1)/(h+1), h = min(local ranks, 8 heads) (nccl_offload.cpp): the
 //   multicast traffic, which matches 5-8 GPUs and B200/NVL72 where 2.28's formula is 15 % low;
 // - ring all-gather/reduce-scatter lose bandwidth beyond 4 nodes (nccl #1229; nccl_ring_tree.cpp);
 // - a NIC gives 0.92 of its line rate and a group spanning domains is capped by its NIC shares (rings are
-//   rail-aligned; collectives.md §7-§8), where NCCL reads the graph's bwInter;
+//   rail-aligned; docs/architecture.md §6.5), where NCCL reads the graph's bwInter;
 // - with registered buffers candidates are ranked with NCCL's 2.5 %-per-SM charge (CTA policy efficiency);
 // - a chosen NVLS / NVLSTree call pays its chunk pipeline (fill and per-chunk handshakes; nccl_pipeline.cpp), which
 //   NCCL's model leaves out and which makes medium sizes slower than its tables (8×B200 128 MiB: 568 GB/s, not 763);
@@ -26,10 +25,10 @@
 namespace fsdpsim {
 namespace {
 
-// NCCL's symmetric-kernel selection charges 2.5 % extra time per SM a kernel uses (src/sym_kernels.cc; collectives.md
-// §2.6). With registered buffers Megatron-FSDP runs NCCL under NCCL_CTA_POLICY_EFFICIENCY, which prefers the low-SM
-// NVLS / CollNet kernels; the same charge ranks the candidates then, so NVLS AG/RS (4-6 SMs) beats a faster ring
-// (16-24 SMs) only when buffers are registered (collectives.md §2.5 last bullet).
+// NCCL's symmetric-kernel selection charges 2.5 % extra time per SM a kernel uses (src/sym_kernels.cc;
+// docs/architecture.md §6.3). With registered buffers Megatron-FSDP runs NCCL under NCCL_CTA_POLICY_EFFICIENCY, which
+// prefers the low-SM NVLS / CollNet kernels; the same charge ranks the candidates then, so NVLS AG/RS (4-6 SMs) beats a
+// faster ring (16-24 SMs) only when buffers are registered (§6.7, last bullet).
 constexpr double kRegisteredSmPenalty = 0.025;
 
 bool is_supported_kind(OpKind kind) {

@@ -1,8 +1,8 @@
 #pragma once
-/// NCCL's own cost model for all-gather, reduce-scatter, all-reduce and all-to-all (reference/collectives.md §2):
-/// for each algorithm and protocol NCCL would allow for this collective, reduction, dtype and group placement, a
-/// latency plus bytes over bus bandwidth; the fastest wins, as in NCCL's topoGetAlgoInfo. Also what the kernel
-/// costs the GPU (SMs) and how much of each link it loads, for the contention model.
+/// NCCL's own cost model for all-gather, reduce-scatter, all-reduce and all-to-all (docs/architecture.md §6.3): for
+/// each algorithm and protocol NCCL would allow for this collective, reduction, dtype and group placement, a latency
+/// plus bytes over bus bandwidth; the fastest wins, as in NCCL's topoGetAlgoInfo. Also what the kernel costs the GPU
+/// (SMs) and how much of each link it loads, for the contention model.
 
 #include <cstdint>
 #include <optional>

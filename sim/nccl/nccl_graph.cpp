@@ -1,5 +1,4 @@
 // What NCCL's topology graph search would find on a topology, and the shared helpers of the cost candidates.
-// "collectives.md" = ../shared/reference/collectives.md.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -20,9 +19,9 @@ constexpr int32_t kMaxChannels = 32;
 
 // NCCL's ring graph on an NVSwitch: try each per-channel speed from high to low, fit as many channels as the GPU's
 // NVLink figure allows, keep the largest total (the first one on ties); then ncclTopoDupChannels doubles the channels
-// at half speed when the speed is >= 25, unless SM > 80 and speed < 50 with more than 4 channels (collectives.md
-// §2.3). This reproduces the graphs of §2.3's table: H100 6 × 60 → 12 × 30 = 360; A100 6 × 40 → 12 × 20 = 240;
-// B200 8 × 90 → 16 × 45 = 720; an H800's 8-link NVLink (164.8) 4 × 40 → 8 × 20 = 160.
+// at half speed when the speed is >= 25, unless SM > 80 and speed < 50 with more than 4 channels
+// (docs/architecture.md §6.5). This reproduces the graphs listed there: H100 6 × 60 → 12 × 30 = 360;
+// A100 6 × 40 → 12 × 20 = 240; B200 8 × 90 → 16 × 45 = 720; an H800's 8-link NVLink (164.8) 4 × 40 → 8 × 20 = 160.
 std::pair<int32_t, double> ring_graph(double nvlink_gbps, const ArchTables& tables, GpuArch arch) {
   int32_t channels = 0;
   double speed = 0;
@@ -53,7 +52,7 @@ SystemGraph system_graph(const Topology& topology) {
   g.ring_gbps = channels * speed;
   g.nic_gbps = topology.nic_bw_bytes_per_s / 1e9 * kNicEfficiency;
   g.gpu_net_gbps = topology.gpus_per_node > 0 ? topology.nics_per_node * g.nic_gbps / topology.gpus_per_node : 0;
-  // NVLS drives the NVLink port at nvlsEff of NCCL's figure (0.85 Hopper, 0.74 Blackwell; collectives.md §2.4).
+  // NVLS drives the NVLink port at nvlsEff of NCCL's figure (0.85 Hopper, 0.74 Blackwell; docs/architecture.md §6.8).
   g.nvls_wire_gbps = tables.nvls_efficiency * g.nvlink_gbps;
   return g;
 }
@@ -65,7 +64,7 @@ GroupShape group_shape(const Topology& topology, const SystemGraph& system, cons
   s.ranks_per_domain = placement.ranks_per_domain;
   s.ranks_per_node = placement.ranks_per_node;
   // Rings are rail-aligned: each channel leaves a domain through one NIC, so the group's traffic between domains
-  // spreads over the NICs next to its members (collectives.md §7); MNNVL caps them at max_nics_between_domains.
+  // spreads over the NICs next to its members (docs/architecture.md §6.5); MNNVL caps them at max_nics_between_domains.
   const double nics_per_gpu = static_cast<double>(topology.nics_per_node) / topology.gpus_per_node;
   double nics = placement.ranks_per_domain * nics_per_gpu;
   if (topology.max_nics_between_domains > 0)
@@ -77,7 +76,8 @@ GroupShape group_shape(const Topology& topology, const SystemGraph& system, cons
 }
 
 double inter_latency_us(const Call& call, NcclAlgo algo, NcclProto proto) {
-  // interLat = hwLat[NET] + graph latencyInter, plus latencyInter again for Simple (the flush); collectives.md §2.2.
+  // interLat = hwLat[NET] + graph latencyInter, plus latencyInter again for Simple (the flush);
+  // docs/architecture.md §6.4.
   const double extra_us = static_cast<double>(call.topology->nic_latency_ns) / 1000.0;
   const double lat = net_hop_latency_us(algo)[proto_index(proto)] + extra_us;
   return proto == NcclProto::simple ? lat + extra_us : lat;
@@ -95,7 +95,7 @@ void finish(const Call& call, Candidate& candidate) {
 
 int32_t ring_sms(const Call& call) {
   // One channel = one CTA = one SM. The profile's ring_sms is the single-node default (24 on 8×H100/A100, 16 on
-  // Blackwell since 2.28); multi-node Hopper logs show 16 ring/tree channels (collectives.md §3).
+  // Blackwell since 2.28); multi-node Hopper logs show 16 ring/tree channels (docs/architecture.md §6.11).
   const GpuProfile& gpu = call.topology->gpu;
   if (gpu.arch == GpuArch::hopper && call.group.domains > 1) return std::min(gpu.ring_sms, 16);
   return gpu.ring_sms;
@@ -104,7 +104,7 @@ int32_t ring_sms(const Call& call) {
 int32_t offload_sms(const Call& call, bool nvls) {
   // Registered buffers under NCCL_CTA_POLICY_EFFICIENCY: NVLS / NVLS+SHARP / CollNet kernels use 4-6 CTAs on Hopper
   // (registered_sms). Otherwise NVLS uses NVLS_NCHANNELS (nvls_sms: 16 Hopper, 24 Blackwell) and CollNet the 16
-  // "collnet channels" of multi-node Hopper logs (collectives.md §3).
+  // "collnet channels" of multi-node Hopper logs (docs/architecture.md §6.11).
   const GpuProfile& gpu = call.topology->gpu;
   if (call.request.registered && gpu.registered_sms > 0) return gpu.registered_sms;
   return nvls ? gpu.nvls_sms : std::min(ring_sms(call), 16);
@@ -113,7 +113,7 @@ int32_t offload_sms(const Call& call, bool nvls) {
 bool nvls_reduction_ok(const CollectiveRequest& request) {
   if (request.kind == OpKind::all_gather) return true;  // no reduction
   // ncclNvlsSupported: Sum on fp16/bf16/fp32 (ncclAvg on floats is lowered to PreMulSum, which NVLS lacks; fp8 has no
-  // NVLS reduction in the 2.28 model); collectives.md §2.5.
+  // NVLS reduction in the 2.28 model); docs/architecture.md §6.7.
   const bool sum = request.reduce_op == ReduceOp::sum;
   const bool dtype = request.dtype == DType::bf16 || request.dtype == DType::fp16 || request.dtype == DType::fp32;
   return sum && dtype;

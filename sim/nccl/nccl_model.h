@@ -12,10 +12,10 @@ namespace fsdpsim::nccl {
 
 /// NVLS heads working in parallel inside a domain: the NVLS graph has 8 channels (heads) on both Hopper ("Pattern 5 …
 /// nChannels 8, bw 40/60", nccl #1197) and Blackwell ("8 heads @ 90"); the channel count follows the GPU's NVLink
-/// links, not the number of GPUs in the domain (nccl #1429, AddyLaddy). collectives.md §2.3.
+/// links, not the number of GPUs in the domain (nccl #1429, AddyLaddy). docs/architecture.md §6.5.
 inline constexpr int32_t kNvlsHeads = 8;
 
-/// What NCCL's topology graph search yields on one topology (collectives.md §2.3), independent of the group.
+/// What NCCL's topology graph search yields on one topology (docs/architecture.md §6.5), independent of the group.
 struct SystemGraph {
   double nvlink_gbps = 0;        ///< NCCL's own NVLink bandwidth per GPU and direction (links × per-link figure)
   int32_t ring_channels = 0;     ///< ring/tree graph channels after NCCL duplicates them at half speed
@@ -93,7 +93,8 @@ struct ChunkPipeline {
 };
 ChunkPipeline chunk_pipeline(const Call& call, const Candidate& chosen);
 
-/// Whether NCCL can run this reduction on NVLS: ncclSum on bf16/fp16/fp32 (ncclNvlsSupported; collectives.md §2.5).
+/// Whether NCCL can run this reduction on NVLS: ncclSum on bf16/fp16/fp32 (ncclNvlsSupported;
+/// docs/architecture.md §6.7).
 bool nvls_reduction_ok(const CollectiveRequest& request);
 
 }  // namespace fsdpsim::nccl

@@ -1,5 +1,5 @@
 // How an NVLS or NVLSTree kernel moves a call in chunks: the part of a medium-size call's time that NCCL's tuning
-// model (latency + bytes / bandwidth) leaves out. "collectives.md" = ../shared/reference/collectives.md.
+// model (latency + bytes / bandwidth) leaves out (docs/architecture.md §6.9).
 //
 // NCCL's enqueue (computeColl in src/enqueue.cc, 2.19 to 2.28) splits an NVLS call over ops = channels × heads
 // concurrent (channel, head) pieces and moves each in chunks of at most nvlsChunkSize (128 KiB); for smaller calls it
@@ -13,7 +13,7 @@
 // to fill. NCCL's bandwidth tables describe large calls, whose chunks are the largest (128 KiB; 64 KiB for NVLSTree at
 // >= 4 domains); smaller chunks pay the handshake on fewer bytes, and a call of few chunks pays the fill on little
 // work. That is why measured NVLS busbw keeps rising up to several GiB (8×B200 AR: 255 GB/s at 16 MiB, 568 at
-// 128 MiB, 723 at 1 GiB, 846 at 16 GiB; collectives.md §5.1) where the tuning model is at 92 % of its peak by
+// 128 MiB, 723 at 1 GiB, 846 at 16 GiB; docs/architecture.md §6.9) where the tuning model is at 92 % of its peak by
 // 128 MiB (763 GB/s).
 #include <algorithm>
 #include <cstdint>
@@ -30,8 +30,8 @@ constexpr double kNvlsChunkBytes = 128.0 * kKiB;
 // architecture with the test data held apart (tests/sim/nvls_pipeline_test.cpp, collective_reference_test.cpp):
 // - Hopper 4.15 us and 1.15 chunk steps, on one 8xH100 all_reduce_perf sweep from 4 MiB to 16 GiB (NVIDIA's
 //   dgxc-benchmarking sample); ml-engineering's 8xH200 sweep is held out.
-// - Blackwell 5.55 us and 2.6 chunk steps, on two 8xB200 rows only (1 GiB and 128 MiB, ml-engineering; collectives.md
-//   §5.1); 8xB200 16 MiB, NVL72 and GB200 2 racks are held out.
+// - Blackwell 5.55 us and 2.6 chunk steps, on two 8xB200 rows only (1 GiB and 128 MiB, ml-engineering;
+//   docs/architecture.md §6.9); 8xB200 16 MiB, NVL72 and GB200 2 racks are held out.
 // Read physically: a few microseconds of cross-GPU flag handshake per chunk step, and a fill of one to three steps
 // of the scatter → reduce-broadcast → gather pipeline. One shared pair fits neither sweep to 10 %: Blackwell's 1 GiB
 // call runs at 85 % of its peak, Hopper's at 97 %.

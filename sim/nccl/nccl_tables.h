@@ -1,7 +1,7 @@
 #pragma once
 /// Internal to sim/: NCCL 2.28's tuning constants (src/graph/tuning.cc, search.cc, topo.h) as the collective model
 /// reads them. Units follow NCCL's own tables: microseconds and GB/s (1 GB/s = 10^9 bytes/s). Every value cites
-/// ../shared/reference/collectives.md ("collectives.md"), which paraphrases the NCCL source.
+/// docs/architecture.md §6, which gives the NCCL source.
 
 #include <array>
 #include <cstdint>
@@ -59,9 +59,9 @@ double net_overhead_us(NcclProto proto);
 /// Tree all-reduce bandwidth correction by message size (ncclTopoGetAlgoTime); 1.0 outside the table.
 double tree_correction_factor(NcclProto proto, int64_t size_bytes);
 
-/// Fraction of a NIC's line rate that NCCL's rings reach per port: 0.92, the low end of the 0.92-0.96 that
-/// collectives.md §8 gives for NDR (NCCL reaches 46-48 of 50 GB/s per NDR NIC, nccl-tests #290; 20-24 of 25 per HDR
-/// NIC, nccl #412/#320). NCCL's own graph speed for a 400G NIC is 48 (SM90 inter-node list, §2.3).
+/// Fraction of a NIC's line rate that NCCL's rings reach per port: 0.92, the low end of the 0.92-0.96 measured for NDR
+/// (docs/architecture.md §6.5; NCCL reaches 46-48 of 50 GB/s per NDR NIC, nccl-tests #290; 20-24 of 25 per HDR NIC,
+/// nccl #412/#320). NCCL's own graph speed for a 400G NIC is 48 (SM90 inter-node list of src/graph/search.cc, §6.5).
 inline constexpr double kNicEfficiency = 0.92;
 
 }  // namespace fsdpsim::nccl

@@ -1,4 +1,4 @@
-// Persistent memory per strategy against hand-derived formulas (reference/megatron-fsdp.md §3.1, §5, §10).
+// Persistent memory per strategy against hand-derived formulas (docs/architecture.md §4.6.5, §4.7).
 #include <gtest/gtest.h>
 
 #include "schedule/build/builder.h"
@@ -30,7 +30,7 @@ norm: rmsnorm
                           "tiny.yaml");
 }
 
-// Padded sizes on one 8-GPU node (dense shard group N = 8), §2.2: ceil(elems / (N·row)) · N·row.
+// Padded sizes on one 8-GPU node (dense shard group N = 8), docs/architecture.md §4.6.1: ceil(elems / (N·row)) · N·row.
 //   non-unit group: 262,144 + 262,400 = 524,544; quantum 8·256 = 2,048 → 257 · 2,048 = 526,336
 //   each layer:     1,049,088;                   quantum 8·1024 = 8,192 → 129 · 8,192 = 1,056,768
 constexpr int64_t kNonUnitPadded = 526'336;
@@ -52,12 +52,13 @@ int64_t persistent(const std::vector<std::string>& sets, const std::string& cate
 
 TEST(PersistentMemory, Zero3WithFp32GradsIs18BytesPerShardElementPlusNonUnitWeights) {
   // BF16 weights (2) + FP32 main weights (4) + FP32 grads (4) + FP32 Adam (8) = 18 B per shard element, plus the
-  // non-unit parameters kept unsharded in BF16 after their first gather (§1.3): 2 · 526,336.
+  // non-unit parameters kept unsharded in BF16 after their first gather (docs/architecture.md §4.6.3): 2 · 526,336.
   EXPECT_EQ(persistent({"main_grads_dtype=fp32"}), 18 * kShard + 2 * kNonUnitPadded);
 }
 
 TEST(PersistentMemory, Zero3DefaultBf16GradsIs16BytesPerShardElement) {
-  // The snapshot's default main grads follow the parameter dtype (BF16): 2 + 4 + 2 + 8 = 16 B (§3.1).
+  // The snapshot's default main grads follow the parameter dtype (BF16): 2 + 4 + 2 + 8 = 16 B
+  // (docs/architecture.md §4.6.5).
   EXPECT_EQ(persistent({}), 16 * kShard + 2 * kNonUnitPadded);
 }
 
@@ -84,7 +85,8 @@ TEST(PersistentMemory, Zero3MinusZero1IsTheShardedWeightsAndGrads) {
 }
 
 TEST(PersistentMemory, HfsdpShardsOptimizerOverInnerTimesOuter) {
-  // §5 HFSDP on 2 nodes with 2 outer replicas: inner group N_in = 8 (as on one node, same padding), outer M = 2.
+  // HFSDP (docs/architecture.md §4.6.5) on 2 nodes with 2 outer replicas: inner group N_in = 8 (as on one node, same
+  // padding), outer M = 2.
   // Memory = b_w·P/N_in + b_g·P/N_in + (b_m + 8)·P/(N_in·M) = 2·shard + 2·shard + 12·shard/2, plus non-unit.
   const int64_t got =
       persistent({"nodes=2", "num_distributed_optimizer_instances=2", "outer_dp_sharding_strategy=optim"});
@@ -92,14 +94,16 @@ TEST(PersistentMemory, HfsdpShardsOptimizerOverInnerTimesOuter) {
 }
 
 TEST(PersistentMemory, DoubleBufferAddsTwoSlotsPerBufferKind) {
-  // §3.4 FixedPoolAllocator: 2 slots of the modal unit for weights (BF16) and grads (BF16): 2·U·(2 + 2).
+  // FixedPoolAllocator (docs/architecture.md §4.6.6): 2 slots of the modal unit for weights (BF16) and grads (BF16):
+  // 2·U·(2 + 2).
   EXPECT_EQ(persistent({"fsdp_double_buffer=true"}) - persistent({}), 2 * kLayerPadded * (2 + 2));
 }
 
 TEST(PersistentMemory, Fsdp2Is16BytesPerShardElementWithFp32Shards) {
-  // §10: FP32 sharded parameters, FP32 sharded grads and Adam: 4 + 4 + 8 = 16 B per element; no BF16 shard and no
-  // unsharded non-units. FSDP2 pads per parameter, approximated per group like Megatron: the root group holds
-  // embedding + output = 524,544 (same quantum 2,048 → 526,336), each layer 1,056,768 → the same shard size.
+  // FSDP2 (docs/architecture.md §4.7): FP32 sharded parameters, FP32 sharded grads and Adam: 4 + 4 + 8 = 16 B per
+  // element; no BF16 shard and no unsharded non-units. FSDP2 pads per parameter, approximated per group like Megatron:
+  // the root group holds embedding + output = 524,544 (same quantum 2,048 → 526,336), each layer 1,056,768 → the same
+  // shard size.
   EXPECT_EQ(persistent({"implementation=fsdp2"}), 16 * kShard);
 }
 

@@ -1,5 +1,4 @@
-// The NCCL model's algorithm choice, latency floors (collectives.md §5.3), SM counts and error paths.
-// "collectives.md" = ../shared/reference/collectives.md.
+// The NCCL model's algorithm choice, latency floors (docs/architecture.md §6.16), SM counts and error paths.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -34,12 +33,12 @@ std::string error_of(const CollectiveRequest& r, const Topology& t) {
   return "";
 }
 
-// ---- Latency floors (collectives.md §5.3) ----
+// ---- Latency floors (docs/architecture.md §6.16) ----
 
 TEST(CollectiveLatency, RingLLAllGatherOnOneH100Node) {
   const Topology t = topology_preset("dgx-h100-ndr");
   const CollectiveCost c = collective_cost(request(t, OpKind::all_gather, 8, 1, 1024), t);
-  // Ring LL: base 6.6 + 7 steps × 0.6 (NVLink LL hop) = 10.8 us (§5.3 model 10.8).
+  // Ring LL: base 6.6 + 7 steps × 0.6 (NVLink LL hop) = 10.8 us (docs/architecture.md §6.4).
   EXPECT_EQ(c.algo, NcclAlgo::ring);
   EXPECT_EQ(c.proto, NcclProto::ll);
   EXPECT_EQ(c.latency_ns, 10'800);
@@ -48,7 +47,7 @@ TEST(CollectiveLatency, RingLLAllGatherOnOneH100Node) {
 TEST(CollectiveLatency, RingLLAllReduceOnOneH100Node) {
   const Topology t = topology_preset("dgx-h100-ndr");
   const CollectiveCost c = collective_cost(request(t, OpKind::all_reduce, 8, 1, 1024), t);
-  // Ring LL: 6.6 + 2·7 × 0.6 = 15.0 us (§5.3: model 15.0; measured 12.5-16.4 on 8×H20).
+  // Ring LL: 6.6 + 2·7 × 0.6 = 15.0 us (measured 12.5-16.4 on 8×H20; docs/architecture.md §6.16).
   EXPECT_EQ(c.algo, NcclAlgo::ring);
   EXPECT_EQ(c.proto, NcclProto::ll);
   EXPECT_EQ(c.latency_ns, 15'000);
@@ -59,7 +58,7 @@ TEST(CollectiveLatency, RingLLGrowsWithRanksAcrossNodes) {
   CollectiveRequest r = request(t, OpKind::all_gather, 128, 1, 4096);
   r.algo = NcclAlgo::ring;
   r.proto = NcclProto::ll;
-  // §5.3: ring LL ≈ 6.6 + (n − N)·max(0.6, 1.0 net overhead) + (N − 1)·2.7; n = 128, N = 16:
+  // docs/architecture.md §6.4: ring LL ≈ 6.6 + (n − N)·max(0.6, 1.0 net overhead) + (N − 1)·2.7; n = 128, N = 16:
   // 6.6 + 112 × 1.0 + 15 × 2.7 = 6.6 + 112 + 40.5 = 159.1 us.
   EXPECT_EQ(collective_cost(r, t).latency_ns, 159'100);
 }
@@ -68,7 +67,7 @@ TEST(CollectiveLatency, PatAtOneRankPerNode) {
   const Topology t = topology_preset("dgx-h100-ndr");
   CollectiveRequest r = request(t, OpKind::all_gather, 128, 8, 4096);
   r.algo = NcclAlgo::pat;
-  // §2.2: 8 + log2(128)·14/3.5 + 2.8·128 = 8 + 7 × 4 + 358.4 = 394.4 us (§5.3: n = 128 → ~394 us).
+  // docs/architecture.md §6.4: 8 + log2(128)·14/3.5 + 2.8·128 = 8 + 7 × 4 + 358.4 = 394.4 us.
   EXPECT_EQ(collective_cost(r, t).latency_ns, 394'400);
 }
 
@@ -77,7 +76,8 @@ TEST(CollectiveLatency, NvlsTreeOnTwoNodes) {
   CollectiveRequest r = request(t, OpKind::all_reduce, 16, 1, 4);
   r.dtype = DType::fp32;
   r.algo = NcclAlgo::nvls_tree;
-  // §5.3: 25 + 2·log2(2)·20.9 = 66.8 us (NCCL 2.28.9+; the 46-47 us measured on 2×8 H20 ran 2.21's 14 us hop).
+  // docs/architecture.md §6.4: 25 + 2·log2(2)·20.9 = 66.8 us (NCCL 2.28.9+; the 46-47 us measured on 2×8 H20 ran
+  // 2.21's 14 us hop).
   const CollectiveCost c = collective_cost(r, t);
   EXPECT_EQ(c.latency_ns - c.pipeline_fill_ns, 66'800);
   // On top, the chunk pipeline fills (sim/nccl/nccl_pipeline.cpp): a 4-byte call is one chunk step, which is h100-sxm's
@@ -88,7 +88,8 @@ TEST(CollectiveLatency, NvlsTreeOnTwoNodes) {
 TEST(CollectiveLatency, TreeLLAt32A100NodesWithFourNics) {
   const Topology t = load_topology(std::string(FSDPSIM_SOURCE_DIR) + "/tests/data/nccl/a100-4x-hdr.yaml");
   const CollectiveCost c = collective_cost(request(t, OpKind::all_reduce, 256, 1, 8), t);
-  // §5.3: tree LL 6.8 + 2·((8−1)·0.6 + log2(32)·5.0) = 6.8 + 2·(4.2 + 25) = 65.2 us; measured ~63 us (nccl #652).
+  // docs/architecture.md §6.16: tree LL 6.8 + 2·((8−1)·0.6 + log2(32)·5.0) = 6.8 + 2·(4.2 + 25) = 65.2 us; measured
+  // ~63 us (nccl #652).
   EXPECT_EQ(c.algo, NcclAlgo::tree);
   EXPECT_EQ(c.proto, NcclProto::ll);
   EXPECT_EQ(c.latency_ns, 65'200);
@@ -112,7 +113,7 @@ TEST(CollectiveChoice, RingLLForSmallMessages) {
 }
 
 TEST(CollectiveChoice, H200SwitchesFromRingLLToNvlsBetweenOneAndTwoMiB) {
-  // ml-engineering: 8×H200 AR runs ring LL up to 1 MiB and NVLS Simple from 2 MiB (collectives.md §5.1).
+  // ml-engineering: 8×H200 AR runs ring LL up to 1 MiB and NVLS Simple from 2 MiB (docs/architecture.md §6.16).
   const Topology t = topology_preset("hgx-h200-ndr");
   // 1 MiB (bus bytes 2·7/8·2^20 = 1835008): ring LL 15 + 1835008/141e3 = 28.01 us; NVLS 25 + 1835008/490.3e3 = 28.74.
   const CollectiveCost one = collective_cost(request(t, OpKind::all_reduce, 8, 1, kMiB), t);
@@ -126,7 +127,8 @@ TEST(CollectiveChoice, H200SwitchesFromRingLLToNvlsBetweenOneAndTwoMiB) {
 
 TEST(CollectiveChoice, RingForAllGatherAndReduceScatterWithoutRegistration) {
   const Topology t = topology_preset("dgx-h100-ndr");
-  // NVLS AG/RS: 0.85 × 370.8 × 7/8 = 275.8 GB/s busbw, below the ring's 360 (collectives.md §2.5 last bullet).
+  // NVLS AG/RS: 0.85 × 370.8 × 7/8 = 275.8 GB/s busbw, below the ring's 360 (docs/architecture.md §6.7, last
+  // bullet).
   for (OpKind kind : {OpKind::all_gather, OpKind::reduce_scatter}) {
     EXPECT_EQ(collective_cost(request(t, kind, 8, 1, kGiB), t).algo, NcclAlgo::ring) << to_string(kind);
   }
@@ -253,7 +255,7 @@ TEST(CollectiveChoice, AGroupOfOneCostsNothing) {
   EXPECT_EQ(predicted_busbw_bytes_per_s(request(t, OpKind::all_reduce, 1, 1, kGiB), t), 0);
 }
 
-// ---- SMs (collectives.md §3) ----
+// ---- SMs (docs/architecture.md §6.11) ----
 
 TEST(CollectiveSms, FromTheProfileAndTheShape) {
   const Topology h100 = topology_preset("dgx-h100-ndr");

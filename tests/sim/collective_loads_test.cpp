@@ -1,7 +1,6 @@
 // Link capacities and loads of the NCCL model: what the contention solver divides among concurrent collectives. A
 // collective running alone must not be slowed by its own loads: bus_bw × load <= capacity on NVLink and on the NIC
-// share. Also the graph values the capacities come from (collectives.md §2.3). "collectives.md" =
-// ../shared/reference/collectives.md.
+// share. Also the graph values the capacities come from (docs/architecture.md §6.5).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -49,7 +48,7 @@ TEST(CollectiveCapacity, A100AndGb200) {
   EXPECT_NEAR(network_capacity_bytes_per_s(gb200), 46e9, 1e3);
 }
 
-// The ring graph of §2.3's table, seen through a forced ring's Simple bandwidth.
+// The ring graph of docs/architecture.md §6.5, seen through a forced ring's Simple bandwidth.
 double ring_gbps(const Topology& t, int32_t size, int32_t stride) {
   CollectiveRequest r = request(t, OpKind::all_gather, size * stride, size, stride, kGiB);
   r.algo = NcclAlgo::ring;
@@ -60,7 +59,7 @@ double ring_gbps(const Topology& t, int32_t size, int32_t stride) {
 TEST(CollectiveGraph, RingChannelsTimesSpeedPerSystem) {
   // H100: speeds ≤ 370.8 from 60 down: 6 × 60 = 360 (ties later keep it), duplicated at half speed: 12 × 30 = 360.
   EXPECT_DOUBLE_EQ(ring_gbps(topology_preset("dgx-h100-ndr"), 8, 1), 360);
-  // A100: 6 × 40 = 240 → 12 × 20 = 240. B200: 8 × 90 = 720 → 16 × 45 = 720 (§2.3 "≈ 16 × 45").
+  // A100: 6 × 40 = 240 → 12 × 20 = 240. B200: 8 × 90 = 720 → 16 × 45 = 720 (docs/architecture.md §6.5).
   EXPECT_DOUBLE_EQ(ring_gbps(topology_preset("dgx-a100-hdr"), 8, 1), 240);
   EXPECT_DOUBLE_EQ(ring_gbps(topology_preset("hgx-b200-ndr"), 8, 1), 720);
   // H800 (8 links, 164.8): 2 × 60 = 120, 3 × 50 = 150, 4 × 40 = 160 best; 40 < 50 with 4 channels still duplicates:
@@ -70,9 +69,9 @@ TEST(CollectiveGraph, RingChannelsTimesSpeedPerSystem) {
 }
 
 TEST(CollectiveGraph, RingsAcrossDomainsAreCappedByTheNicShares) {
-  // 2 H100 nodes: min(360 NVLink, 8 NICs × 46) = 360 ("≈ 12 × 30", §2.3; inter <= 48 per NDR NIC).
+  // 2 H100 nodes: min(360 NVLink, 8 NICs × 46) = 360 (docs/architecture.md §6.5; inter <= 48 per NDR NIC).
   EXPECT_DOUBLE_EQ(ring_gbps(topology_preset("dgx-h100-ndr"), 16, 1), 360);
-  // 2 A100 nodes, 8 HDR: min(240, 8 × 23 = 184) = 184 (collectives.md §8: "min(230, 8·23) ≈ 185").
+  // 2 A100 nodes, 8 HDR: min(240, 8 × 23 = 184) = 184 (docs/architecture.md §6.6).
   EXPECT_NEAR(ring_gbps(topology_preset("dgx-a100-hdr"), 16, 1), 184, 1e-9);
   // One rank per H100 node: every hop is a network hop through the GPU's own NIC: 46.
   EXPECT_NEAR(ring_gbps(topology_preset("dgx-h100-ndr"), 4, 8), 46, 1e-9);

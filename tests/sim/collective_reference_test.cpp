@@ -1,13 +1,13 @@
-// Every measured bus bandwidth of ../shared/reference/collectives.md ("collectives.md") §5.1 and §5.2 against the
-// NCCL model (sim/nccl/collective_model.h): one row per measured number, each under its source. Systems that are not
-// presets are YAML files in tests/data/nccl/ that say what differs and why.
+// Every published measured bus bandwidth the NCCL model (sim/nccl/collective_model.h) is checked against
+// (docs/architecture.md §6.16): one row per measured number, each under its source. Systems that are not presets are
+// YAML files in tests/data/nccl/ that say what differs and why.
 //
 // Each row carries the model's busbw derived by hand, written as busbw(S, f, lat, B) = S·f / (lat + S·f / B): S the
-// nccl-tests size in bytes, f the bus factor ((n−1)/n for AG/RS, 2(n−1)/n for AR), lat the algorithm's latency in us,
-// B its bus bandwidth in GB/s (NCCL's tables; collectives.md §2). Constants used below: NCCL's NVLink figure per GPU is
-// 18 × 20.6 = 370.8 (H100), 12 × 20 = 240 (A100), 18 × 40.1 = 721.8 (B200); the ring graph is 12 × 30 = 360 (H100),
-// 12 × 20 = 240 (A100), 16 × 45 = 720 (B200); NVLS drives 0.85 (Hopper) / 0.74 (Blackwell) of the NVLink figure with
-// busbw factor 2(h−1)/(h+1), h = min(ranks per domain, 8); a NIC gives 0.92 of its line rate (NDR 46, HDR 23).
+// nccl-tests size in bytes, f the bus factor ((n−1)/n for AG/RS, 2(n−1)/n for AR), lat the algorithm's latency in us, B
+// its bus bandwidth in GB/s (NCCL's tables; docs/architecture.md §6.3). Constants used below: NCCL's NVLink figure per
+// GPU is 18 × 20.6 = 370.8 (H100), 12 × 20 = 240 (A100), 18 × 40.1 = 721.8 (B200); the ring graph is 12 × 30 = 360
+// (H100), 12 × 20 = 240 (A100), 16 × 45 = 720 (B200); NVLS drives 0.85 (Hopper) / 0.74 (Blackwell) of the NVLink figure
+// with busbw factor 2(h−1)/(h+1), h = min(ranks per domain, 8); a NIC gives 0.92 of its line rate (NDR 46, HDR 23).
 //
 // NVLS and NVLSTree rows then pay the chunk pipeline (sim/nccl/nccl_pipeline.cpp), with the profile's handshake o
 // (Hopper 4.15 us, Blackwell 5.55 us) and fill p (1.15, 2.6 chunk steps). The call runs over pieces = channels × heads
@@ -696,10 +696,10 @@ TEST(ReferenceRows, CountTheMatchedAndTheDocumentedGaps) {
     calibration += row.calibration ? 1 : 0;
     EXPECT_FALSE(row.calibration && row.unmatched != nullptr) << row.name << ": a calibration row is matched";
   }
-  // 104 measured numbers in §5.1-§5.2 (one row each); 25 documented gaps (B200 1 MiB 1, HPE bridge 1, NVL72 512 MB 1,
-  // RoCE 32-node AG 1, RoCE single-node NVLS 1, dual-port RoCE 2, H20 3, EFA small sizes 3, 3-node A100 peak 1, GB200
-  // 2-rack ramp 3, 20 racks 6, 3-partition tree 2): 1+1+1+1+1+2+3+3+1+3+6+2 = 25. The NVLS chunk pipeline closed four
-  // of the 29 gaps before it: its two calibration rows and the held-out 8×B200 16 MiB and NVL72 1 GB.
+  // 104 measured numbers (docs/architecture.md §6.16; one row each); 25 documented gaps (B200 1 MiB 1, HPE bridge 1,
+  // NVL72 512 MB 1, RoCE 32-node AG 1, RoCE single-node NVLS 1, dual-port RoCE 2, H20 3, EFA small sizes 3, 3-node A100
+  // peak 1, GB200 2-rack ramp 3, 20 racks 6, 3-partition tree 2): 1+1+1+1+1+2+3+3+1+3+6+2 = 25. The NVLS chunk pipeline
+  // closed four of the 29 gaps before it: its two calibration rows and the held-out 8×B200 16 MiB and NVL72 1 GB.
   EXPECT_EQ(rows().size(), 104U);
   EXPECT_EQ(unmatched, 25);
   EXPECT_EQ(calibration, 2);

@@ -1,4 +1,4 @@
-# The NCCL collective cost model: measured busbw rows of collectives.md §5.1-§5.2, algorithm choice and latency floors,
+# The NCCL collective cost model: measured busbw rows (docs/architecture.md §6.16), algorithm choice and latency floors,
 # link loads and capacities, error paths, the NVLS chunk pipeline and measured Hopper all-reduce sweeps.
 fsdpsim_test(test_sim_collectives
   SOURCES

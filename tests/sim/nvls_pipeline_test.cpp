@@ -1,7 +1,7 @@
 // The chunk pipeline of NVLS / NVLSTree calls (sim/nccl/nccl_pipeline.cpp): one call derived by hand, NCCL's chunk-size
 // thresholds, the limits (largest calls, profiles without the constants, algorithms it does not apply to), NCCL's
 // algorithm choice left alone, and measured 8×H100 / 8×H200 all-reduce sweeps from 4 MiB to 16 GiB: the Hopper
-// constants' calibration sweep and a held-out one. "collectives.md" = ../shared/reference/collectives.md.
+// constants' calibration sweep and a held-out one (docs/architecture.md §6.9).
 #include <gtest/gtest.h>
 
 #include <cmath>
