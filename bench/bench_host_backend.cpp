@@ -45,29 +45,29 @@ Schedule collective_schedule(OpKind kind, int64_t size_bytes) {
   s.info.world_size = kRanks;
   s.groups = {Group{"dp", kRanks, 1}};
   s.streams = {Stream{"comm", 0}};
-  // nccl-tests' S: AG the total output, RS the total input, AR the buffer (reference/collectives.md §1).
+  // nccl-tests' S: AG the total output, RS the total input, AR the buffer (docs/architecture.md §6.2).
   const int64_t per_rank = kind == OpKind::all_reduce ? size_bytes : size_bytes / kRanks;
   const int64_t in = kind == OpKind::all_gather ? per_rank : size_bytes;
   const int64_t out = kind == OpKind::reduce_scatter ? per_rank : size_bytes;
-  s.buffers = {Buffer{0, "in", BufferCategory::comm_staging, in, true, false},
-               Buffer{1, "out", BufferCategory::comm_staging, out, true, false}};
+  s.buffers = {Buffer{BufferId(0), "in", BufferCategory::comm_staging, in, true, false},
+               Buffer{BufferId(1), "out", BufferCategory::comm_staging, out, true, false}};
   for (int32_t i = 0; i < kOpsPerStep; ++i) {
     Op op;
-    op.id = i;
+    op.id = OpId(i);
     op.name = std::string(to_string(kind)) + "." + std::to_string(i);
     op.kind = kind;
-    op.group = 0;
+    op.group = GroupId(0);
     op.reduce_op = kind == OpKind::all_gather ? ReduceOp::none : ReduceOp::sum;
     op.send_bytes = in;
     op.recv_bytes = out;
-    op.reads = {0};
-    op.writes = {1};
+    op.reads = {BufferId(0)};
+    op.writes = {BufferId(1)};
     s.ops.push_back(op);
   }
   return s;
 }
 
-// busbw factor of nccl-tests' *GetBw (doc/PERFORMANCE.md; reference/collectives.md §1): (n−1)/n for all-gather and
+// busbw factor of nccl-tests' *GetBw (doc/PERFORMANCE.md; docs/architecture.md §6.2): (n−1)/n for all-gather and
 // reduce-scatter, 2(n−1)/n for all-reduce.
 double busbw_factor(OpKind kind) {
   const double n = kRanks;

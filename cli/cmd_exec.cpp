@@ -112,9 +112,9 @@ ExecResult run_on_gpus(const Schedule& schedule, const Topology& topology, const
     if (!run.oom) return given + "predicts the schedule fits";
     const OomEvent& e = *run.oom;
     return given + "runs out too: allocating " + format_bytes(e.request_bytes) + " for '" +
-           schedule.buffers[static_cast<size_t>(e.buffer)].name + "' in op '" +
-           (e.op >= 0 ? schedule.ops[static_cast<size_t>(e.op)].name : std::string("setup")) + "' (step " +
-           std::to_string(e.step) + ") with " + format_bytes(e.reserved_bytes) + " reserved";
+           schedule.buffers[e.buffer].name + "' in op '" +
+           (e.op.valid() ? schedule.ops[e.op].name : std::string("setup")) + "' (step " + std::to_string(e.step) +
+           ") with " + format_bytes(e.reserved_bytes) + " reserved";
   };
   return run_cuda(schedule, cuda);
 #else

@@ -22,7 +22,7 @@ struct StepMeasurement {
   TimeNs step_ns = 0;                ///< from the step's start to the last op's end
   int64_t peak_allocated_bytes = 0;  ///< live buffer bytes at their highest (allocator-rounded, as PyTorch reports)
   int64_t peak_reserved_bytes = 0;   ///< device memory held by the allocator at its highest
-  int32_t peak_op = -1;              ///< the op whose allocation reached the allocated peak
+  OpId peak_op;                      ///< the op whose allocation reached the allocated peak
   CategoryBytes peak_breakdown{};    ///< live bytes per buffer category at the allocated peak
 };
 
@@ -46,17 +46,17 @@ class Backend {
   /// Marks the start of a step (all streams idle).
   virtual void begin_step(int32_t step) = 0;
   /// Makes `stream` wait until op `op` (on any stream) has finished (cudaStreamWaitEvent).
-  virtual void wait(int32_t stream, int32_t op) = 0;
+  virtual void wait(StreamId stream, OpId op) = 0;
   /// Records the start of `op` on its stream.
   virtual void mark_start(const Op& op) = 0;
   /// Allocates `buffer` for use on `stream`, in stream order.
-  virtual void allocate(int32_t buffer, int32_t stream) = 0;
+  virtual void allocate(BufferId buffer, StreamId stream) = 0;
   /// Enqueues the op's work (GEMMs, collective, copy, optimizer; nothing for sync) on its stream.
   virtual void run(const Op& op) = 0;
   /// Records the end of `op` on its stream (what `wait` waits for).
   virtual void mark_end(const Op& op) = 0;
   /// Releases `buffer` in stream order after the work enqueued so far on `stream`.
-  virtual void release(int32_t buffer, int32_t stream) = 0;
+  virtual void release(BufferId buffer, StreamId stream) = 0;
   /// Waits for every stream and returns what the step measured. Throws Error on a failed check or a fault.
   virtual StepMeasurement end_step() = 0;
   /// Problems found while running (failed data checks, ops that ran before their dependencies); empty when clean.

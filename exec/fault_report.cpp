@@ -45,18 +45,17 @@ std::string describe_memory_in_use(int64_t total_bytes, const CategoryBytes& by_
 }
 
 std::string describe_op(const Op& op) {
-  return "op " + std::to_string(op.id) + " '" + op.name + "'";
+  return "op " + std::to_string(op.id.value()) + " '" + op.name + "'";
 }
 
 std::string describe_allocation_failure(const Schedule& schedule, const AllocationFailure& failure) {
-  const Buffer& b = schedule.buffers[static_cast<size_t>(failure.buffer)];
+  const Buffer& b = schedule.buffers[failure.buffer];
   std::string where = "in the setup (persistent and registered buffers)";
-  if (failure.op >= 0) {
-    where = "in " + describe_op(schedule.ops[static_cast<size_t>(failure.op)]) + " (step " +
-            std::to_string(failure.step) + ")";
+  if (failure.op.valid()) {
+    where = "in " + describe_op(schedule.ops[failure.op]) + " (step " + std::to_string(failure.step) + ")";
   }
-  return "allocating " + format_bytes(b.size_bytes) + " for buffer " + std::to_string(b.id) + " '" + b.name + "' (" +
-         std::string(to_string(b.category)) + ") " + where + " failed with " +
+  return "allocating " + format_bytes(b.size_bytes) + " for buffer " + std::to_string(b.id.value()) + " '" + b.name +
+         "' (" + std::string(to_string(b.category)) + ") " + where + " failed with " +
          describe_memory_in_use(failure.in_use_bytes, failure.in_use_by_category);
 }
 
@@ -64,8 +63,8 @@ std::string describe_predicted_peak(const Schedule& schedule, const std::optiona
   if (!predicted) return "; no simulator prediction was available";
   std::string text = "; the simulator predicted a peak of " + format_bytes(predicted->bytes) + " for this schedule";
   const std::string categories = describe_categories(predicted->breakdown);
-  if (predicted->op >= 0 && predicted->op < static_cast<int32_t>(schedule.ops.size())) {
-    text += " (reached at op '" + schedule.ops[static_cast<size_t>(predicted->op)].name + "'" +
+  if (schedule.ops.contains(predicted->op)) {
+    text += " (reached at op '" + schedule.ops[predicted->op].name + "'" +
             (categories.empty() ? "" : ": " + categories) + ")";
   } else if (!categories.empty()) {
     text += " (" + categories + ")";

@@ -35,8 +35,8 @@ class PredictedPeak {
 
 /// An allocation that failed, with what was in use at that moment.
 struct AllocationFailure {
-  int32_t buffer = -1;
-  int32_t op = -1;           ///< -1: the setup (persistent and registered buffers)
+  BufferId buffer;
+  OpId op;                   ///< none: the setup (persistent and registered buffers)
   int32_t step = -1;         ///< -1: the setup
   int64_t in_use_bytes = 0;  ///< bytes in use on the rank (may exceed the sum of the categories: overheads)
   CategoryBytes in_use_by_category{};

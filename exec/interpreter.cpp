@@ -17,7 +17,7 @@ StepRun to_step_run(const StepMeasurement& m, TimeNs step_start, int32_t step) {
   run.peak_allocated.bytes = m.peak_allocated_bytes;
   run.peak_allocated.op = m.peak_op;
   // The peak is reached when the op that allocated it started.
-  if (m.peak_op >= 0) run.peak_allocated.time_ns = step_start + m.start_ns[static_cast<size_t>(m.peak_op)];
+  if (m.peak_op.valid()) run.peak_allocated.time_ns = step_start + m.start_ns[m.peak_op.index()];
   run.peak_allocated.step = step;
   run.peak_allocated.breakdown = m.peak_breakdown;
   run.peak_reserved.bytes = m.peak_reserved_bytes;
@@ -28,7 +28,7 @@ StepRun to_step_run(const StepMeasurement& m, TimeNs step_start, int32_t step) {
 }  // namespace
 
 RunRecord interpret(const Schedule& schedule, Backend& backend, const ExecOptions& options) {
-  const std::vector<int32_t> order = issue_order(schedule);
+  const std::vector<OpId> order = issue_order(schedule);
   if (order.size() != schedule.ops.size()) {
     throw ScheduleError("the executor cannot run this schedule", {"its dependencies form a cycle (run validation)"});
   }
@@ -38,14 +38,14 @@ RunRecord interpret(const Schedule& schedule, Backend& backend, const ExecOption
   TimeNs clock = 0;
   for (int32_t step = 0; step < options.steps; ++step) {
     backend.begin_step(step);
-    for (const int32_t id : order) {
-      const Op& op = schedule.ops[static_cast<size_t>(id)];
-      for (const int32_t dep : op.deps) backend.wait(op.stream, dep);
+    for (const OpId id : order) {
+      const Op& op = schedule.ops[id];
+      for (const OpId dep : op.deps) backend.wait(op.stream, dep);
       backend.mark_start(op);
-      for (const int32_t b : op.allocs) backend.allocate(b, op.stream);
+      for (const BufferId b : op.allocs) backend.allocate(b, op.stream);
       backend.run(op);
       backend.mark_end(op);
-      for (const int32_t b : op.frees) backend.release(b, op.stream);
+      for (const BufferId b : op.frees) backend.release(b, op.stream);
     }
     const StepMeasurement m = backend.end_step();
     result.steps.push_back(to_step_run(m, clock, step));

@@ -23,24 +23,23 @@ int64_t MemoryTracker::reserved_bytes() const {
   return std::max(allocator_.stats().reserved_bytes, allocated_bytes());
 }
 
-void MemoryTracker::allocate(int32_t buffer, int32_t op, int32_t stream, TimeNs time_ns, int32_t step) {
-  const Buffer& b = schedule_.buffers[static_cast<size_t>(buffer)];
+void MemoryTracker::allocate(BufferId buffer, OpId op, StreamId stream, TimeNs time_ns, int32_t step) {
+  const Buffer& b = schedule_.buffers[buffer];
   if (b.size_bytes == 0) return;  // PyTorch hands out no block for an empty tensor
-  FSDPSIM_CHECK(blocks_[static_cast<size_t>(buffer)] < 0 && unbacked_[static_cast<size_t>(buffer)] == 0,
-                "buffer allocated twice: " + b.name);
+  FSDPSIM_CHECK(blocks_[buffer] < 0 && unbacked_[buffer] == 0, "buffer allocated twice: " + b.name);
   const int64_t rounded = CachingAllocator::round_size(b.size_bytes);
   // After the first failure the allocator is not asked again (each failure would release and retry its whole
   // cache): the rest of the run is counted, to tell how much the job would need.
-  const auto block = oom_ ? std::nullopt : allocator_.allocate(b.size_bytes, stream);
+  const auto block = oom_ ? std::nullopt : allocator_.allocate(b.size_bytes, stream.value());
   if (block) {
-    blocks_[static_cast<size_t>(buffer)] = *block;
+    blocks_[buffer] = *block;
   } else {
     // Out of memory: remember the first failure, then keep counting the bytes so the rest of the step is still
     // measured (what the job would need).
     if (!oom_) {
       oom_ = OomEvent{step, time_ns, op, buffer, b.size_bytes, allocator_.stats().reserved_bytes, live_};
     }
-    unbacked_[static_cast<size_t>(buffer)] = rounded;
+    unbacked_[buffer] = rounded;
     unbacked_total_ += rounded;
   }
   live_[static_cast<size_t>(b.category)] += rounded;
@@ -51,11 +50,11 @@ void MemoryTracker::allocate(int32_t buffer, int32_t op, int32_t stream, TimeNs 
   sample(time_ns);
 }
 
-void MemoryTracker::release(int32_t buffer, TimeNs time_ns) {
-  const Buffer& b = schedule_.buffers[static_cast<size_t>(buffer)];
+void MemoryTracker::release(BufferId buffer, TimeNs time_ns) {
+  const Buffer& b = schedule_.buffers[buffer];
   if (b.size_bytes == 0) return;
-  auto& block = blocks_[static_cast<size_t>(buffer)];
-  auto& unbacked = unbacked_[static_cast<size_t>(buffer)];
+  auto& block = blocks_[buffer];
+  auto& unbacked = unbacked_[buffer];
   FSDPSIM_CHECK(block >= 0 || unbacked > 0 || b.size_bytes == 0, "buffer freed while not allocated: " + b.name);
   if (block >= 0) {
     allocator_.free(block);
@@ -68,8 +67,8 @@ void MemoryTracker::release(int32_t buffer, TimeNs time_ns) {
 }
 
 void MemoryTracker::reset_peaks(TimeNs time_ns, int32_t step) {
-  peak_allocated_ = MemoryPeak{allocated_bytes(), time_ns, step, -1, live_};
-  peak_reserved_ = MemoryPeak{reserved_bytes(), time_ns, step, -1, live_};
+  peak_allocated_ = MemoryPeak{allocated_bytes(), time_ns, step, OpId::none(), live_};
+  peak_reserved_ = MemoryPeak{reserved_bytes(), time_ns, step, OpId::none(), live_};
   allocator_.reset_peaks();
 }
 

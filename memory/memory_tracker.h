@@ -32,7 +32,7 @@ struct MemoryPeak {
   int64_t bytes = 0;
   TimeNs time_ns = 0;
   int32_t step = 0;
-  int32_t op = -1;            ///< the op whose allocation reached the peak
+  OpId op;                    ///< the op whose allocation reached the peak (none: the persistent buffers alone)
   CategoryBytes breakdown{};  ///< live bytes per category at that moment
 };
 
@@ -40,8 +40,8 @@ struct MemoryPeak {
 struct OomEvent {
   int32_t step = 0;
   TimeNs time_ns = 0;
-  int32_t op = -1;
-  int32_t buffer = -1;
+  OpId op;  ///< none: setup (the persistent buffers)
+  BufferId buffer;
   int64_t request_bytes = 0;
   int64_t reserved_bytes = 0;
   CategoryBytes breakdown{};
@@ -53,9 +53,9 @@ class MemoryTracker {
   MemoryTracker(const Schedule& schedule, AllocatorConfig config, bool record_timeline);
 
   /// Allocates a buffer for `op` on `stream` at `time_ns`.
-  void allocate(int32_t buffer, int32_t op, int32_t stream, TimeNs time_ns, int32_t step);
+  void allocate(BufferId buffer, OpId op, StreamId stream, TimeNs time_ns, int32_t step);
   /// Releases a buffer at `time_ns`.
-  void release(int32_t buffer, TimeNs time_ns);
+  void release(BufferId buffer, TimeNs time_ns);
 
   [[nodiscard]] const MemoryPeak& peak_allocated() const { return peak_allocated_; }
   [[nodiscard]] const MemoryPeak& peak_reserved() const { return peak_reserved_; }
@@ -75,8 +75,8 @@ class MemoryTracker {
   void sample(TimeNs time_ns);
   const Schedule& schedule_;
   CachingAllocator allocator_;
-  std::vector<BlockHandle> blocks_;  // per buffer; -1 when not live
-  std::vector<int64_t> unbacked_;    // per buffer: bytes counted without a block (after an OOM)
+  IdVector<BufferId, BlockHandle> blocks_;  // per buffer; -1 when not live
+  IdVector<BufferId, int64_t> unbacked_;    // per buffer: bytes counted without a block (after an OOM)
   CategoryBytes live_{};
   int64_t unbacked_total_ = 0;
   MemoryPeak peak_allocated_, peak_reserved_;

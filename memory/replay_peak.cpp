@@ -12,7 +12,7 @@ namespace {
 struct Event {
   TimeNs time_ns = 0;
   bool alloc = false;  // releases (false) sort first at equal times
-  int32_t op = 0;
+  OpId op;
 };
 
 std::vector<Event> events_of(const Schedule& s, const std::vector<TimeNs>& start_ns,
@@ -20,8 +20,8 @@ std::vector<Event> events_of(const Schedule& s, const std::vector<TimeNs>& start
   std::vector<Event> events;
   for (size_t i = 0; i < s.ops.size(); ++i) {
     const Op& op = s.ops[i];
-    if (!op.allocs.empty()) events.push_back(Event{start_ns[i], true, static_cast<int32_t>(i)});
-    if (!op.frees.empty()) events.push_back(Event{end_ns[i], false, static_cast<int32_t>(i)});
+    if (!op.allocs.empty()) events.push_back(Event{start_ns[i], true, OpId(static_cast<int32_t>(i))});
+    if (!op.frees.empty()) events.push_back(Event{end_ns[i], false, OpId(static_cast<int32_t>(i))});
   }
   std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
     return std::tie(a.time_ns, a.alloc, a.op) < std::tie(b.time_ns, b.alloc, b.op);
@@ -29,8 +29,8 @@ std::vector<Event> events_of(const Schedule& s, const std::vector<TimeNs>& start
   return events;
 }
 
-void add(const Schedule& s, int32_t buffer, int64_t sign, CategoryBytes& live, int64_t& total) {
-  const Buffer& b = s.buffers.at(static_cast<size_t>(buffer));
+void add(const Schedule& s, BufferId buffer, int64_t sign, CategoryBytes& live, int64_t& total) {
+  const Buffer& b = s.buffers.at(buffer.index());
   // A zero-byte request holds no memory (PyTorch hands out nullptr; memory/caching_allocator.h kZeroByteBlock).
   const int64_t bytes = b.size_bytes == 0 ? 0 : sign * CachingAllocator::round_size(b.size_bytes);
   live[static_cast<size_t>(b.category)] += bytes;
@@ -46,12 +46,12 @@ ReplayedPeak replay_peak(const Schedule& schedule, const std::vector<TimeNs>& st
   CategoryBytes live{};
   int64_t total = 0;
   for (size_t b = 0; b < schedule.buffers.size(); ++b) {
-    if (schedule.buffers[b].persistent) add(schedule, static_cast<int32_t>(b), 1, live, total);
+    if (schedule.buffers[b].persistent) add(schedule, schedule.buffers[b].id, 1, live, total);
   }
-  ReplayedPeak peak{total, -1, live};
+  ReplayedPeak peak{total, OpId::none(), live};
   for (const Event& e : events_of(schedule, start_ns, end_ns)) {
-    const Op& op = schedule.ops[static_cast<size_t>(e.op)];
-    for (const int32_t b : e.alloc ? op.allocs : op.frees) add(schedule, b, e.alloc ? 1 : -1, live, total);
+    const Op& op = schedule.ops[e.op];
+    for (const BufferId b : e.alloc ? op.allocs : op.frees) add(schedule, b, e.alloc ? 1 : -1, live, total);
     if (e.alloc && total > peak.bytes) peak = ReplayedPeak{total, e.op, live};
   }
   return peak;

@@ -16,7 +16,7 @@ namespace fsdpsim {
 /// The highest point of the replay.
 struct ReplayedPeak {
   int64_t bytes = 0;          ///< live bytes (allocator-rounded sizes, persistent buffers included)
-  int32_t op = -1;            ///< the op whose allocation reached it (-1: the persistent buffers alone)
+  OpId op;                    ///< the op whose allocation reached it (none: the persistent buffers alone)
   CategoryBytes breakdown{};  ///< live bytes per category then
 };
 

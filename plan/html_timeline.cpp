@@ -26,7 +26,7 @@ std::string kind_label(OpKind kind) {
 struct Pending {
   double x0 = 0, x1 = 0;
   int32_t count = 0;
-  int32_t first = -1, last = -1;
+  OpId first, last;
   TimeNs busy_ns = 0;
   std::array<TimeNs, kKindCount> kind_ns{};
 };
@@ -58,9 +58,9 @@ void emit_rect(Lane& lane, OpKind kind, double x0, double x1, const std::string&
 void flush(Lane& lane, Pending& p) {
   if (p.count == 0) return;
   const Schedule& s = *lane.schedule;
-  const OpTiming& first = lane.step->ops[static_cast<size_t>(p.first)];
+  const OpTiming& first = lane.step->ops[p.first];
   if (p.count == 1) {
-    const Op& op = s.ops[static_cast<size_t>(p.first)];
+    const Op& op = s.ops[p.first];
     emit_rect(lane, op.kind, p.x0, p.x1, "", op_title(op, first, lane.step->start_ns));
   } else {
     // The merged bar takes the colour of the kind that kept the stream busiest within it (ties: the first kind).
@@ -68,12 +68,12 @@ void flush(Lane& lane, Pending& p) {
     for (size_t k = 1; k < kKindCount; ++k) {
       if (p.kind_ns[k] > p.kind_ns[kind]) kind = k;
     }
-    const OpTiming& last = lane.step->ops[static_cast<size_t>(p.last)];
-    const std::string title = html_escape(
-        std::to_string(p.count) + " ops merged (each under a pixel): " + s.ops[static_cast<size_t>(p.first)].name +
-        " … " + s.ops[static_cast<size_t>(p.last)].name + "\nbusy " + format_time_ns(p.busy_ns) + " of " +
-        format_time_ns(last.end_ns - first.start_ns) + ", from " +
-        format_time_ns(first.start_ns - lane.step->start_ns));
+    const OpTiming& last = lane.step->ops[p.last];
+    const std::string title =
+        html_escape(std::to_string(p.count) + " ops merged (each under a pixel): " + s.ops[p.first].name + " … " +
+                    s.ops[p.last].name + "\nbusy " + format_time_ns(p.busy_ns) + " of " +
+                    format_time_ns(last.end_ns - first.start_ns) + ", from " +
+                    format_time_ns(first.start_ns - lane.step->start_ns));
     // A merged bar is as opaque as the stream was busy within it, so sparse sub-pixel traffic does not look solid.
     const TimeNs span_ns = std::max<TimeNs>(1, last.end_ns - first.start_ns);
     const double busy = static_cast<double>(p.busy_ns) / static_cast<double>(span_ns);
@@ -85,12 +85,12 @@ void flush(Lane& lane, Pending& p) {
   p = Pending{};
 }
 
-void draw_lane(Lane& lane, int32_t stream) {
+void draw_lane(Lane& lane, StreamId stream) {
   const Schedule& s = *lane.schedule;
   Pending p;
   for (const Op& op : s.ops) {  // ops on one stream run in id order
     if (op.stream != stream) continue;
-    const OpTiming& t = lane.step->ops[static_cast<size_t>(op.id)];
+    const OpTiming& t = lane.step->ops[op.id];
     if (t.start_ns < 0 || t.end_ns <= t.start_ns) continue;  // did not run, or took no time (sync)
     const double x0 = static_cast<double>(t.start_ns - lane.step->start_ns) * lane.scale;
     const double x1 = static_cast<double>(t.end_ns - lane.step->start_ns) * lane.scale;
@@ -113,7 +113,7 @@ void draw_lane(Lane& lane, int32_t stream) {
 std::string kinds_legend(const Schedule& s, const StepRun& step) {
   std::array<bool, kKindCount> present{};
   for (const Op& op : s.ops) {
-    const OpTiming& t = step.ops[static_cast<size_t>(op.id)];
+    const OpTiming& t = step.ops[op.id];
     if (t.start_ns >= 0 && t.end_ns > t.start_ns) present[static_cast<size_t>(op.kind)] = true;
   }
   std::vector<std::pair<std::string, std::string>> entries;
@@ -146,7 +146,7 @@ std::string timeline_chart(const Schedule& schedule, const StepRun& step) {
                  "\" fill=\"#f6f6f6\"/>\n<text x=\"" + px(kMarginLeftPx - 6) + "\" y=\"" +
                  px(lane.y + kLaneHeightPx * 0.7) + "\" text-anchor=\"end\">" + html_escape(schedule.streams[i].name) +
                  "</text>\n";
-    draw_lane(lane, static_cast<int32_t>(i));
+    draw_lane(lane, StreamId(static_cast<int32_t>(i)));
     bars_svg += lane.out;
     bars += lane.bars;
     merged += lane.merged_bars;

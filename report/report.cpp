@@ -11,7 +11,7 @@ namespace fsdpsim {
 namespace {
 
 std::string kind_label(const Schedule& s, const Op& op) {
-  const std::string& stream = s.streams[static_cast<size_t>(op.stream)].name;
+  const std::string& stream = s.streams[op.stream].name;
   if (is_collective(op.kind)) return std::string(to_string(op.kind));
   if (op.kind == OpKind::copy && (op.send_bytes > 0 || op.recv_bytes > 0)) return "offload";
   if (op.kind == OpKind::sync) return "sync";
@@ -21,21 +21,20 @@ std::string kind_label(const Schedule& s, const Op& op) {
 // Gaps on the compute stream, each attributed to the dependency that finished last, and collectives that run on
 // the compute stream itself (TP/CP/EP): both are communication the compute stream waits for.
 void add_exposure(const Schedule& s, const StepRun& step, Report& r) {
-  const int32_t compute = s.stream_index("compute");
+  const StreamId compute = s.stream_index("compute");
   TimeNs prev_end = step.start_ns;
   std::vector<ComputeWait> waits;
   for (const Op& op : s.ops) {
     if (op.stream != compute) continue;
-    const OpTiming& t = step.ops[static_cast<size_t>(op.id)];
+    const OpTiming& t = step.ops[op.id];
     const TimeNs gap = t.start_ns - prev_end;
     if (gap > 0) {
-      int32_t blocker = -1;
-      for (const int32_t d : op.deps) {
-        if (blocker < 0 || step.ops[static_cast<size_t>(d)].end_ns > step.ops[static_cast<size_t>(blocker)].end_ns)
-          blocker = d;
+      OpId blocker;
+      for (const OpId d : op.deps) {
+        if (!blocker.valid() || step.ops[d].end_ns > step.ops[blocker].end_ns) blocker = d;
       }
       waits.push_back(ComputeWait{op.id, blocker, gap});
-      const std::string kind = blocker >= 0 ? kind_label(s, s.ops[static_cast<size_t>(blocker)]) : "start";
+      const std::string kind = blocker.valid() ? kind_label(s, s.ops[blocker]) : "start";
       r.exposed_comm_s += static_cast<double>(gap) / 1e9;
       r.exposed_comm_by_phase_s[std::string(to_string(op.phase))] += static_cast<double>(gap) / 1e9;
       r.exposed_comm_by_kind_s[kind] += static_cast<double>(gap) / 1e9;
@@ -53,21 +52,20 @@ void add_exposure(const Schedule& s, const StepRun& step, Report& r) {
   if (waits.size() > 8) waits.resize(8);
   r.longest_waits = waits;
   for (const auto& w : waits) {
-    r.longest_wait_lines.push_back(
-        format_time_ns(w.wait_ns) + "  " + s.ops[static_cast<size_t>(w.op)].name + " waited for " +
-        (w.blocker >= 0 ? s.ops[static_cast<size_t>(w.blocker)].name : std::string("the step start")));
+    r.longest_wait_lines.push_back(format_time_ns(w.wait_ns) + "  " + s.ops[w.op].name + " waited for " +
+                                   (w.blocker.valid() ? s.ops[w.blocker].name : std::string("the step start")));
   }
 }
 
 void add_collectives(const Schedule& s, const Topology& t, const RunRecord& run, Report& r) {
   const StepRun& step = run.steps.back();
-  std::map<std::pair<OpKind, int32_t>, size_t> index;
+  std::map<std::pair<OpKind, GroupId>, size_t> index;
   for (const Op& op : s.ops) {
     if (!is_collective(op.kind)) continue;
     const auto key = std::make_pair(op.kind, op.group);
     auto it = index.find(key);
     if (it == index.end()) {
-      const Group& g = s.groups[static_cast<size_t>(op.group)];
+      const Group& g = s.groups[op.group];
       const GroupPlacement p = place_group(t, s.info.world_size, g.size, g.stride);
       r.collectives.push_back(CollectiveTotals{.kind = op.kind,
                                                .group = g.name,
@@ -81,13 +79,13 @@ void add_collectives(const Schedule& s, const Topology& t, const RunRecord& run,
       it = index.emplace(key, r.collectives.size() - 1).first;
     }
     CollectiveTotals& c = r.collectives[it->second];
-    const OpTiming& timing = step.ops[static_cast<size_t>(op.id)];
+    const OpTiming& timing = step.ops[op.id];
     ++c.count;
     c.busy_ns += timing.end_ns - timing.start_ns;
     if (collective_size_bytes(op) > c.size_bytes) {
       c.size_bytes = collective_size_bytes(op);
       if (const Prediction* predicted = run.prediction()) {
-        const CollectiveChoice& choice = predicted->collectives[static_cast<size_t>(op.id)];
+        const CollectiveChoice& choice = predicted->collectives[op.id.index()];
         c.algorithm = std::string(choice.algorithm) + "/" + std::string(choice.protocol);
         c.busbw_bytes_per_s = choice.busbw_bytes_per_s;
       } else {
@@ -121,8 +119,8 @@ void add_memory(const Schedule& s, const Topology& t, const RunRecord& run, Repo
   r.fragmentation_bytes = std::max<int64_t>(0, r.peak_reserved_bytes - r.peak_allocated_bytes);
   r.cuda_malloc_calls_first_step = first.cuda_malloc_calls;
   r.peak_time_s = static_cast<double>(steady.peak_allocated.time_ns - steady.start_ns) / 1e9;
-  if (steady.peak_allocated.op >= 0) {
-    const Op& op = s.ops[static_cast<size_t>(steady.peak_allocated.op)];
+  if (steady.peak_allocated.op.valid()) {
+    const Op& op = s.ops[steady.peak_allocated.op];
     r.peak_op = op.name;
     r.peak_phase = std::string(to_string(op.phase));
   }
@@ -141,10 +139,9 @@ void add_memory(const Schedule& s, const Topology& t, const RunRecord& run, Repo
   if (run.oom) {
     const OomEvent& e = *run.oom;
     r.oom = true;
-    r.oom_reason = "allocating " + format_bytes(e.request_bytes) + " for " +
-                   s.buffers[static_cast<size_t>(e.buffer)].name + " in " +
-                   (e.op >= 0 ? s.ops[static_cast<size_t>(e.op)].name : std::string("setup")) + " (step " +
-                   std::to_string(e.step + 1) + ") fails with " + format_bytes(e.reserved_bytes) + " reserved";
+    r.oom_reason = "allocating " + format_bytes(e.request_bytes) + " for " + s.buffers[e.buffer].name + " in " +
+                   (e.op.valid() ? s.ops[e.op].name : std::string("setup")) + " (step " + std::to_string(e.step + 1) +
+                   ") fails with " + format_bytes(e.reserved_bytes) + " reserved";
   } else if (needed > r.gpu_memory_bytes) {
     r.oom = true;
     r.oom_reason = "peak reserved " + format_bytes(r.peak_reserved_bytes) + " + overheads " +
@@ -183,8 +180,8 @@ Report make_report(const Schedule& s, const Topology& t, const RunRecord& run, R
   if (detail == ReportDetail::summary) return r;
   add_collectives(s, t, run, r);
   for (const Op& op : s.ops) {
-    const OpTiming& timing = steady.ops[static_cast<size_t>(op.id)];
-    r.ops.push_back(OpRecord{op.id, op.name, op.kind, op.phase, s.streams[static_cast<size_t>(op.stream)].name,
+    const OpTiming& timing = steady.ops[op.id];
+    r.ops.push_back(OpRecord{op.id, op.name, op.kind, op.phase, s.streams[op.stream].name,
                              timing.start_ns - steady.start_ns, timing.end_ns - timing.start_ns});
   }
   return r;

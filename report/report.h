@@ -18,8 +18,8 @@ namespace fsdpsim {
 
 /// A gap on the compute stream: the op that waited and the op it waited for.
 struct ComputeWait {
-  int32_t op = -1;
-  int32_t blocker = -1;
+  OpId op;
+  OpId blocker;  ///< none: the op waited for the step's start
   TimeNs wait_ns = 0;
 };
 
@@ -38,7 +38,7 @@ struct CollectiveTotals {
 
 /// One op's times in the steady step (for op-by-op comparison with a measured run).
 struct OpRecord {
-  int32_t id = 0;
+  OpId id{0};
   std::string name;
   OpKind kind = OpKind::compute;
   Phase phase = Phase::fwd;
@@ -102,7 +102,7 @@ Report make_report(const Schedule& schedule, const Topology& topology, const Run
 
 /// Human-readable report.
 std::string report_text(const Report& report);
-/// JSON with every field of DESIGN.md §6 (and more), deterministic byte for byte.
+/// JSON with every field of docs/architecture.md §2.4 (and more), deterministic byte for byte.
 std::string report_json(const Report& report);
 /// Chrome-trace JSON (opens in Perfetto): one track per stream with every op of every step, and counter tracks of
 /// memory per category.

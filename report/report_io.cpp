@@ -151,7 +151,7 @@ Report report_from_json(const std::string& text, const std::string& source) {
     if (r.integer(ops[i], "id", path) != static_cast<int64_t>(i)) {
       r.fail(path + ".id", "op ids must be 0, 1, 2, ... in order", "");
     }
-    op.id = static_cast<int32_t>(i);
+    op.id = OpId(static_cast<int32_t>(i));
     op.name = r.text(ops[i], "name", path);
     const std::string kind = r.text(ops[i], "kind", path);
     const auto k = kind_named(kind);

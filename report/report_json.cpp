@@ -1,5 +1,5 @@
-// JSON renderings: the report (DESIGN.md §6 fields first) and the Chrome trace. Keys are ordered and numbers
-// printed the same way every run, so two runs give byte-identical files.
+// JSON renderings: the report (the fields of docs/architecture.md §2.4 first) and the Chrome trace. Keys are ordered
+// and numbers printed the same way every run, so two runs give byte-identical files.
 #include <nlohmann/json.hpp>
 
 #include "report/report.h"
@@ -64,7 +64,7 @@ std::string report_json(const Report& r) {
   }
   j["ops"] = Json::array();
   for (const auto& op : r.ops) {
-    j["ops"].push_back({{"id", op.id},
+    j["ops"].push_back({{"id", op.id.value()},
                         {"name", op.name},
                         {"kind", std::string(to_string(op.kind))},
                         {"phase", std::string(to_string(op.phase))},
@@ -89,13 +89,13 @@ std::string chrome_trace(const Schedule& s, const RunRecord& run) {
   for (size_t step = 0; step < run.steps.size(); ++step) {
     const StepRun& sr = run.steps[step];
     for (const Op& op : s.ops) {
-      const OpTiming& t = sr.ops[static_cast<size_t>(op.id)];
-      Json args = {{"id", op.id}, {"step", step}, {"phase", std::string(to_string(op.phase))}};
+      const OpTiming& t = sr.ops[op.id];
+      Json args = {{"id", op.id.value()}, {"step", step}, {"phase", std::string(to_string(op.phase))}};
       if (is_collective(op.kind)) {
         args["bytes"] = collective_size_bytes(op);
-        args["group"] = s.groups[static_cast<size_t>(op.group)].name;
+        args["group"] = s.groups[op.group].name;
         if (const Prediction* predicted = run.prediction()) {  // the NCCL algorithm the cost model chose
-          const CollectiveChoice& c = predicted->collectives[static_cast<size_t>(op.id)];
+          const CollectiveChoice& c = predicted->collectives[op.id.index()];
           args["algorithm"] = std::string(c.algorithm) + "/" + std::string(c.protocol);
         }
       }
@@ -104,7 +104,7 @@ std::string chrome_trace(const Schedule& s, const RunRecord& run) {
                         {"cat", std::string(to_string(op.kind))},
                         {"ph", "X"},
                         {"pid", 0},
-                        {"tid", op.stream},
+                        {"tid", op.stream.value()},
                         {"ts", static_cast<double>(t.start_ns) / 1e3},
                         {"dur", static_cast<double>(t.end_ns - t.start_ns) / 1e3},
                         {"args", args}});

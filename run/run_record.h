@@ -28,7 +28,7 @@ struct OpTiming {
 struct StepRun {
   TimeNs start_ns = 0;
   TimeNs end_ns = 0;
-  std::vector<OpTiming> ops;  ///< by op id
+  IdVector<OpId, OpTiming> ops;  ///< by op id
   MemoryPeak peak_allocated;
   MemoryPeak peak_reserved;
   int64_t cuda_malloc_calls = 0;  ///< new allocator segments during this step
@@ -43,8 +43,8 @@ struct CollectiveChoice {
 
 /// A run the simulator predicted.
 struct Prediction {
-  std::vector<CollectiveChoice> collectives;  ///< by op id
-  MemoryOverheads overheads;                  ///< from the GPU profile and the chosen algorithms
+  IdVector<OpId, CollectiveChoice> collectives;  ///< by op id
+  MemoryOverheads overheads;                     ///< from the GPU profile and the chosen algorithms
 };
 
 /// Device memory a GPU run measured beyond the IR's buffers.

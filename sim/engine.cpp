@@ -45,12 +45,12 @@ int64_t allocator_capacity(const Topology& t, const MemoryOverheads& overheads) 
 }
 
 // What the cost model chose for each collective, as the run record keeps it.
-std::vector<CollectiveChoice> collective_choices(const Schedule& s, const std::vector<OpCost>& costs) {
-  std::vector<CollectiveChoice> choices(s.ops.size());
+IdVector<OpId, CollectiveChoice> collective_choices(const Schedule& s, const std::vector<OpCost>& costs) {
+  IdVector<OpId, CollectiveChoice> choices(s.ops.size());
   for (const Op& op : s.ops) {
     if (!is_collective(op.kind)) continue;
-    const CollectiveCost& c = costs[static_cast<size_t>(op.id)].nccl;
-    choices[static_cast<size_t>(op.id)] = CollectiveChoice{
+    const CollectiveCost& c = costs[op.id.index()].nccl;
+    choices[op.id.index()] = CollectiveChoice{
         .algorithm = to_string(c.algo), .protocol = to_string(c.proto), .busbw_bytes_per_s = c.bus_bw_bytes_per_s};
   }
   return choices;
@@ -84,13 +84,13 @@ class Engine {
     stream_ops_.resize(s.streams.size());
     std::vector<std::vector<int32_t>> dependents(s.ops.size());
     for (const Op& op : s.ops) {
-      stream_ops_[static_cast<size_t>(op.stream)].push_back(op.id);
-      for (const int32_t d : op.deps) dependents[static_cast<size_t>(d)].push_back(op.id);
+      stream_ops_[op.stream.index()].push_back(op.id.value());
+      for (const OpId d : op.deps) dependents[d.index()].push_back(op.id.value());
     }
     ops_.resize(s.ops.size());
     for (const Op& op : s.ops) {
-      OpRuntime& r = ops_[static_cast<size_t>(op.id)];
-      r.stream = op.stream;
+      OpRuntime& r = ops_[op.id.index()];
+      r.stream = op.stream.value();
       r.deps = static_cast<int32_t>(op.deps.size());
       r.allocs_begin = static_cast<int32_t>(buffer_ids_.size());
       buffer_ids_.insert(buffer_ids_.end(), op.allocs.begin(), op.allocs.end());
@@ -98,20 +98,20 @@ class Engine {
       buffer_ids_.insert(buffer_ids_.end(), op.frees.begin(), op.frees.end());
       r.frees_end = static_cast<int32_t>(buffer_ids_.size());
       r.dependents_begin = static_cast<int32_t>(dependent_ids_.size());
-      const auto& list = dependents[static_cast<size_t>(op.id)];
+      const auto& list = dependents[op.id.index()];
       dependent_ids_.insert(dependent_ids_.end(), list.begin(), list.end());
       r.dependents_end = static_cast<int32_t>(dependent_ids_.size());
     }
     acts_.resize(s.streams.size());
     flow_of_stream_.assign(s.streams.size(), -1);
-    compute_stream_ = std::max(0, s.stream_index("compute"));
+    compute_stream_ = std::max(0, s.stream_index("compute").value());
   }
 
   RunRecord run() {
     RunRecord result;
     // Persistent buffers exist before the first step (model, optimizer and FSDP buffers are set up at init).
     for (const Buffer& b : s_.buffers) {
-      if (b.persistent) memory_.allocate(b.id, -1, compute_stream_, 0, 0);
+      if (b.persistent) memory_.allocate(b.id, OpId::none(), StreamId(compute_stream_), 0, 0);
     }
     TimeNs now = 0;
     for (int32_t step = 0; step < o_.steps; ++step) {
@@ -190,7 +190,7 @@ class Engine {
     (*timings_)[static_cast<size_t>(op_id)].start_ns = now;
     const int64_t mallocs_before = memory_.allocator_stats().cuda_malloc_calls;
     for (int32_t i = op.allocs_begin; i < op.allocs_end; ++i) {
-      memory_.allocate(buffer_ids_[static_cast<size_t>(i)], op_id, op.stream, now, step_);
+      memory_.allocate(buffer_ids_[static_cast<size_t>(i)], OpId(op_id), StreamId(op.stream), now, step_);
     }
     // A new allocator segment is a synchronous cudaMalloc on the host before the op can be enqueued: it delays the
     // op (this is what makes a first step slower than the steady state).
@@ -333,7 +333,7 @@ class Engine {
   MemoryTracker memory_;
   std::vector<std::vector<int32_t>> stream_ops_;
   std::vector<OpRuntime> ops_;
-  std::vector<int32_t> buffer_ids_;
+  std::vector<BufferId> buffer_ids_;
   std::vector<int32_t> dependent_ids_;
   std::vector<size_t> head_;
   std::vector<int32_t> pending_;

@@ -13,11 +13,11 @@ MemoryOverheads memory_overheads(const Schedule& s, const Topology& t, const std
   // NCCL: each communicator keeps, per channel, receive buffers for the Simple and LL128 protocols of about
   // NCCL_BUFFSIZE each (4 MiB default, NCCL docs "NCCL_BUFFSIZE"); the channel count is the CTAs its kernels use.
   // The world communicator (init_process_group) is counted too. An estimate: NCCL does not document the total.
-  std::map<int32_t, int32_t> channels_per_group;
+  std::map<GroupId, int32_t> channels_per_group;
   for (const Op& op : s.ops) {
-    if (!is_collective(op.kind) || s.groups[static_cast<size_t>(op.group)].size <= 1) continue;
+    if (!is_collective(op.kind) || s.groups[op.group].size <= 1) continue;
     int32_t& ch = channels_per_group[op.group];
-    ch = std::max(ch, costs[static_cast<size_t>(op.id)].sms);
+    ch = std::max(ch, costs[op.id.index()].sms);
   }
   o.communicators = static_cast<int32_t>(channels_per_group.size()) + 1;
   int64_t channels = t.gpu.ring_sms;  // the world communicator

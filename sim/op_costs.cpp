@@ -15,8 +15,8 @@ namespace {
 bool buffers_registered(const Schedule& s, const Op& op) {
   bool any = false;
   for (const auto* list : {&op.reads, &op.writes}) {
-    for (const int32_t b : *list) {
-      if (!s.buffers[static_cast<size_t>(b)].nccl_registered) return false;
+    for (const BufferId b : *list) {
+      if (!s.buffers[b].nccl_registered) return false;
       any = true;
     }
   }
@@ -30,7 +30,7 @@ OpCost collective_op_cost(const Schedule& s, const Op& op, const Topology& topol
   request.size_bytes = collective_size_bytes(op);
   request.dtype = op.dtype;
   request.reduce_op = op.reduce_op == ReduceOp::none ? ReduceOp::sum : op.reduce_op;
-  request.placement = placements[static_cast<size_t>(op.group)];
+  request.placement = placements[op.group.index()];
   request.registered = buffers_registered(s, op);
   OpCost cost;
   cost.collective = true;
@@ -68,12 +68,12 @@ OpCost host_copy_cost(const Op& op, const Topology& topology) {
 void check_step_time(const Schedule& s, const Topology& topology, const std::vector<OpCost>& costs) {
   long double total_ns = 0;
   for (const Op& op : s.ops) {
-    const OpCost& cost = costs[static_cast<size_t>(op.id)];
+    const OpCost& cost = costs[op.id.index()];
     total_ns += static_cast<long double>(cost.standalone_ns);
     if (total_ns <= static_cast<long double>(limits::kMaxStepTimeNs)) continue;
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.3g", static_cast<double>(cost.standalone_ns) / 1e9);
-    throw ConfigError("op " + std::to_string(op.id) + " '" + op.name + "' would take " + seconds + " s on " +
+    throw ConfigError("op " + std::to_string(op.id.value()) + " '" + op.name + "' would take " + seconds + " s on " +
                       topology.gpu.name + " in " + topology.name + ", and the step more than " +
                       std::to_string(limits::kMaxStepTimeNs / 1'000'000'000 / 86'400) +
                       " days, which is beyond what fsdpsim models (check the peaks, bandwidths and efficiencies of "
@@ -96,9 +96,9 @@ std::vector<OpCost> compute_op_costs(const Schedule& s, const Topology& topology
   for (const Group& g : s.groups) placements.push_back(place_group(topology, s.info.world_size, g.size, g.stride));
   std::vector<OpCost> costs(s.ops.size());
   // Identical collectives (same kind, size, dtype, reduction, group, registration) cost the same: compute once.
-  std::map<std::tuple<OpKind, int64_t, DType, ReduceOp, int32_t, bool>, OpCost> cache;
+  std::map<std::tuple<OpKind, int64_t, DType, ReduceOp, GroupId, bool>, OpCost> cache;
   for (const Op& op : s.ops) {
-    OpCost& cost = costs[static_cast<size_t>(op.id)];
+    OpCost& cost = costs[op.id.index()];
     if (is_collective(op.kind)) {
       const auto key = std::make_tuple(op.kind, collective_size_bytes(op), op.dtype, op.reduce_op, op.group,
                                        buffers_registered(s, op));

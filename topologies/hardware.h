@@ -1,6 +1,9 @@
 #pragma once
-/// A GPU's hardware profile: peaks, memory, and the calibration constants of the compute and memory models.
-/// Every constant of a preset cites its public source in the profile's YAML file (topologies/profiles/).
+/// The hardware a job runs on (docs/architecture.md §2.1, §6): a GPU's profile (peaks, memory, and the constants of
+/// the compute, memory-overhead, SM-contention and NCCL models), a cluster topology of identical nodes, where a process
+/// group's members sit on it (place_group, topologies/placement.cpp), and the built-in presets and their YAML form.
+/// Every constant of a shipped profile or preset cites its public source in its YAML file (topologies/profiles/,
+/// topologies/presets/).
 
 #include <cstdint>
 #include <string>
@@ -37,13 +40,14 @@ struct GpuProfile {
   double sustained_clock_fraction = 1.0;
   TimeNs kernel_overhead_ns = 0;  ///< launch and tail per kernel
 
-  // Memory overheads outside the PyTorch caching allocator (sim/memory).
+  // Memory overheads outside the PyTorch caching allocator (sim/memory_overhead_model.cpp; docs/architecture.md §7.4).
   int64_t cuda_context_bytes = 0;               ///< CUDA context + kernels loaded
   int64_t cublas_workspace_bytes = 0;           ///< per stream that runs GEMMs
-  int64_t nccl_buffer_bytes = 0;                ///< NCCL_BUFFSIZE: per channel, per peer, per protocol buffer
-  int64_t allocator_segment_reserve_bytes = 0;  ///< memory the allocator cannot use (fragmentation floor)
+  int64_t nccl_buffer_bytes = 0;                ///< NCCL_BUFFSIZE: per channel and communicator, Simple and LL128 each
+  int64_t allocator_segment_reserve_bytes = 0;  ///< estimated fragmentation floor; only checked against hbm_bytes
 
-  // Interference: SMs a communication kernel occupies while it runs (sim/contention).
+  // Interference: SMs a communication kernel occupies while it runs (docs/architecture.md §6.11), taken from compute
+  // (sim/engine.cpp, §5.4).
   int32_t ring_sms = 24;       ///< ring/tree kernels (NCCL channels = CTAs)
   int32_t nvls_sms = 16;       ///< NVLS kernels without registered buffers (0: the GPU has no NVLS, e.g. Ampere)
   int32_t registered_sms = 6;  ///< NVLS / IB SHARP / symmetric kernels with registered buffers (nccl_ub); 0: none
@@ -52,7 +56,7 @@ struct GpuProfile {
   /// Fitted per architecture on measured all-reduce size sweeps; both 0: NCCL's tuning model alone.
   TimeNs nvls_chunk_handshake_ns = 0;
   double nvls_pipeline_fill_chunks = 0;
-  double overlap_slowdown = 0;  ///< extra fractional slowdown of compute overlapped with communication (memory)
+  double overlap_slowdown = 0;  ///< extra fractional compute slowdown while collectives run (docs/architecture.md §5.4)
   TimeNs cuda_malloc_ns = 0;    ///< cost of one cudaMalloc of a new allocator segment (first step)
 
   // Calibration (`fsdpsim calibrate`): measured/predicted bus bandwidth of large collectives on this machine; the

@@ -14,14 +14,14 @@ int64_t align_up(int64_t bytes) {
   return (bytes + kAlignBytes - 1) / kAlignBytes * kAlignBytes;
 }
 
-// The first buffer of `ids` that holds `bytes` (skipping persistent ones when asked), or -1.
-int32_t first_fitting(const Schedule& s, const std::vector<int32_t>& ids, int64_t bytes, bool skip_persistent) {
-  for (const int32_t id : ids) {
-    if (id < 0 || id >= static_cast<int32_t>(s.buffers.size())) continue;
-    const Buffer& b = s.buffers[static_cast<size_t>(id)];
+// The first buffer of `ids` that holds `bytes` (skipping persistent ones when asked), or none.
+BufferId first_fitting(const Schedule& s, const std::vector<BufferId>& ids, int64_t bytes, bool skip_persistent) {
+  for (const BufferId id : ids) {
+    if (!s.buffers.contains(id)) continue;
+    const Buffer& b = s.buffers[id];
     if (b.size_bytes >= bytes && !(skip_persistent && b.persistent)) return id;
   }
-  return -1;
+  return BufferId::none();
 }
 
 [[noreturn]] void reject(const Op& op, const std::string& why) {
@@ -83,21 +83,21 @@ CommPlan plan_collectives(const Schedule& schedule, bool private_persistent) {
   for (size_t index = 0; index < schedule.ops.size(); ++index) {
     const Op& op = schedule.ops[index];
     if (!is_collective(op.kind)) continue;
-    FSDPSIM_CHECK(op.stream >= 0 && op.stream < static_cast<int32_t>(schedule.streams.size()),
+    FSDPSIM_CHECK(schedule.streams.contains(op.stream),
                   "op '" + op.name + "' names a stream that does not exist (run validation)");
-    if (op.group < 0 || op.group >= static_cast<int32_t>(schedule.groups.size())) {
-      reject(op, "its group index " + std::to_string(op.group) + " names no group of the schedule");
+    if (!schedule.groups.contains(op.group)) {
+      reject(op, "its group index " + std::to_string(op.group.value()) + " names no group of the schedule");
     }
-    const int32_t n = schedule.groups[static_cast<size_t>(op.group)].size;
+    const int32_t n = schedule.groups[op.group].size;
     if (n < 1) reject(op, "its group has no members");
     CollectivePlan p = sizes_of(op, n);
     p.input_buffer = first_fitting(schedule, op.reads, p.input_bytes, private_persistent);
     p.output_buffer = first_fitting(schedule, op.writes, p.output_bytes, private_persistent);
     // Grouped send/recv cannot run in place (a block would be received over itself while being sent).
-    if (op.kind == OpKind::all_to_all && p.output_buffer == p.input_buffer) p.output_buffer = -1;
-    CommScratch& scratch = plan.scratch[static_cast<size_t>(op.stream)];
-    if (p.input_buffer < 0) scratch.input_bytes = std::max(scratch.input_bytes, align_up(p.input_bytes));
-    if (p.output_buffer < 0) scratch.output_bytes = std::max(scratch.output_bytes, align_up(p.output_bytes));
+    if (op.kind == OpKind::all_to_all && p.output_buffer == p.input_buffer) p.output_buffer = BufferId::none();
+    CommScratch& scratch = plan.scratch[op.stream.index()];
+    if (!p.input_buffer.valid()) scratch.input_bytes = std::max(scratch.input_bytes, align_up(p.input_bytes));
+    if (!p.output_buffer.valid()) scratch.output_bytes = std::max(scratch.output_bytes, align_up(p.output_bytes));
     plan.ops[index] = p;
   }
   return plan;

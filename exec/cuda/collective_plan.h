@@ -29,11 +29,11 @@ GroupMembership group_membership(const Group& group, int32_t world_rank, int32_t
 struct CollectivePlan {
   int64_t count = 0;  ///< NCCL count: AG sendcount, RS recvcount, AR count, all-to-all count per peer
   int64_t elem_bytes = 2;
-  int64_t input_bytes = 0;     ///< bytes the call reads
-  int64_t output_bytes = 0;    ///< bytes the call writes
-  int32_t input_buffer = -1;   ///< IR buffer holding the input, or -1: the stream's input scratch
-  int32_t output_buffer = -1;  ///< IR buffer receiving the output, or -1: the stream's output scratch
-  int64_t dropped_bytes = 0;   ///< bytes of send/recv that are not a whole element (the call leaves them out)
+  int64_t input_bytes = 0;    ///< bytes the call reads
+  int64_t output_bytes = 0;   ///< bytes the call writes
+  BufferId input_buffer;      ///< IR buffer holding the input, or none: the stream's input scratch
+  BufferId output_buffer;     ///< IR buffer receiving the output, or none: the stream's output scratch
+  int64_t dropped_bytes = 0;  ///< bytes of send/recv that are not a whole element (the call leaves them out)
   bool operator==(const CollectivePlan&) const = default;
 };
 
@@ -47,7 +47,7 @@ struct CommScratch {
 
 /// Every collective op's plan (by op id; count 0 for other ops) and the scratch per stream.
 struct CommPlan {
-  std::vector<CollectivePlan> ops;
+  IdVector<OpId, CollectivePlan> ops;
   std::vector<CommScratch> scratch;
 };
 

@@ -56,7 +56,7 @@ void CollectiveWatchdog::stop() noexcept {
   if (thread_.joinable()) thread_.join();
 }
 
-void CollectiveWatchdog::watch(int32_t op, int32_t step, int64_t position, cudaEvent_t started, cudaEvent_t ended) {
+void CollectiveWatchdog::watch(OpId op, int32_t step, int64_t position, cudaEvent_t started, cudaEvent_t ended) {
   const std::lock_guard lock(mutex_);
   watched_.push_back(Watched{op, step, position, started, ended, std::nullopt});
 }
@@ -131,7 +131,7 @@ std::optional<WatchdogFault> CollectiveWatchdog::check_collectives() {
       it = watched_.erase(it);
       continue;
     }
-    const Op& op = setup_.schedule->ops[static_cast<size_t>(w.op)];
+    const Op& op = setup_.schedule->ops[w.op];
     if (e != cudaErrorNotReady) {
       return WatchdogFault{CudaFault::error,
                            "the device failed while running " + describe_op(op) + " (step " + std::to_string(w.step) +
@@ -163,19 +163,19 @@ std::optional<std::string> CollectiveWatchdog::async_error_report() const {
   return describe_nccl_async_error(*setup_.schedule, setup_.site, error);
 }
 
-std::string CollectiveWatchdog::enqueue_timeout_report(int32_t op, int32_t step, int64_t position,
+std::string CollectiveWatchdog::enqueue_timeout_report(OpId op, int32_t step, int64_t position,
                                                        TimeNs waited_ns) const {
   CollectiveTimeout t{op, step, waited_ns, setup_.timeout_ns, true, {}, {}};
   issued_by(op, position, t.issued, t.not_issued);
   return describe_collective_timeout(*setup_.schedule, setup_.site, t);
 }
 
-void CollectiveWatchdog::issued_by(int32_t op, int64_t position, std::vector<int32_t>& issued,
+void CollectiveWatchdog::issued_by(OpId op, int64_t position, std::vector<int32_t>& issued,
                                    std::vector<int32_t>& not_issued) const {
   if (setup_.board == nullptr) return;
-  const Op& o = setup_.schedule->ops[static_cast<size_t>(op)];
-  if (o.group < 0) return;
-  for (const int32_t m : group_members(setup_.schedule->groups[static_cast<size_t>(o.group)], setup_.site.rank)) {
+  const Op& o = setup_.schedule->ops[op];
+  if (!o.group.valid()) return;
+  for (const int32_t m : group_members(setup_.schedule->groups[o.group], setup_.site.rank)) {
     (setup_.board->position(m) >= position ? issued : not_issued).push_back(m);
   }
 }

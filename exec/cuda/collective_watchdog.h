@@ -75,7 +75,7 @@ class CollectiveWatchdog {
   void stop() noexcept;
   /// Watches collective `op` of `step`, issued at `position` (IssueBoard), whose start and end events are recorded
   /// on its stream (they are not re-recorded before clear()).
-  void watch(int32_t op, int32_t step, int64_t position, cudaEvent_t started, cudaEvent_t ended);
+  void watch(OpId op, int32_t step, int64_t position, cudaEvent_t started, cudaEvent_t ended);
   /// Forgets the collectives of a step whose streams have drained.
   void clear();
   /// The fault found, if any (the communicators are aborted by then).
@@ -85,14 +85,14 @@ class CollectiveWatchdog {
   /// wins; returns it.
   WatchdogFault raise(CudaFault kind, const std::string& message);
   /// The report of collective `op` of `step`, issued at `position`, that NCCL was still enqueueing after `waited_ns`.
-  [[nodiscard]] std::string enqueue_timeout_report(int32_t op, int32_t step, int64_t position, TimeNs waited_ns) const;
+  [[nodiscard]] std::string enqueue_timeout_report(OpId op, int32_t step, int64_t position, TimeNs waited_ns) const;
   /// The report of the communicators' first asynchronous error, if one is in an error state now.
   [[nodiscard]] std::optional<std::string> async_error_report() const;
 
  private:
   using Clock = std::chrono::steady_clock;
   struct Watched {
-    int32_t op = -1;
+    OpId op;
     int32_t step = 0;
     int64_t position = 0;
     cudaEvent_t started = nullptr;
@@ -102,7 +102,7 @@ class CollectiveWatchdog {
   void loop();
   bool poll();  // false once polling is over (a fault, or another rank's)
   std::optional<WatchdogFault> check_collectives();
-  void issued_by(int32_t op, int64_t position, std::vector<int32_t>& issued, std::vector<int32_t>& not_issued) const;
+  void issued_by(OpId op, int64_t position, std::vector<int32_t>& issued, std::vector<int32_t>& not_issued) const;
 
   WatchdogSetup setup_;
   NcclGroups& groups_;

@@ -76,7 +76,7 @@ void CudaBackend::setup(const Schedule& schedule) {
   create_pool();
   std::vector<bool> gemms(schedule.streams.size(), false);
   for (size_t i = 0; i < schedule.ops.size(); ++i) {
-    if (!compute_.launches[i].empty()) gemms[static_cast<size_t>(schedule.ops[i].stream)] = true;
+    if (!compute_.launches[i].empty()) gemms[schedule.ops[i].stream.index()] = true;
   }
   for (size_t s = 0; s < streams_.size(); ++s) create_stream_resources(streams_[s], gemms[s]);
   if (setup_.check) {
@@ -85,7 +85,7 @@ void CudaBackend::setup(const Schedule& schedule) {
     overheads_.check_bytes = static_cast<int64_t>(bytes);
   }
   groups_.register_buffers(schedule, nccl_wait("registering the NCCL buffers"),
-                           [this](int32_t b, ncclResult_t r) { registered_failed(b, r); });
+                           [this](BufferId b, ncclResult_t r) { registered_failed(b, r); });
   allocate_persistent();
   note_dropped_bytes();
   positions_.assign(schedule.ops.size(), 0);
@@ -110,11 +110,11 @@ void CudaBackend::measure_lazy_overheads() {
   overheads_.measured_context_bytes += std::max<int64_t>(0, device_memory_in_use(nullptr) - accounted);
 }
 
-void CudaBackend::registered_failed(int32_t buffer, ncclResult_t result) {
+void CudaBackend::registered_failed(BufferId buffer, ncclResult_t result) {
   // The ledger before any persistent buffer: the registered buffers allocated so far (in id order).
-  for (int32_t b = 0; b < buffer; ++b) {
-    const Buffer& earlier = schedule_->buffers[static_cast<size_t>(b)];
-    if (earlier.nccl_registered && earlier.size_bytes > 0) note_allocated(b, true);
+  for (size_t b = 0; b < buffer.index(); ++b) {
+    const Buffer& earlier = schedule_->buffers[b];
+    if (earlier.nccl_registered && earlier.size_bytes > 0) note_allocated(earlier.id, true);
   }
   const char* detail = ncclGetLastError(nullptr);
   const std::string allocator = std::string("ncclMemAlloc returned ") + nccl_result_name(result) +
@@ -122,7 +122,7 @@ void CudaBackend::registered_failed(int32_t buffer, ncclResult_t result) {
   // ncclMemAlloc says only that a CUDA call failed: call it out of memory when the device has no room for the buffer.
   size_t free_bytes = 0, total_bytes = 0;
   (void)cudaMemGetInfo(&free_bytes, &total_bytes);
-  const bool no_room = static_cast<int64_t>(free_bytes) < schedule_->buffers[static_cast<size_t>(buffer)].size_bytes;
+  const bool no_room = static_cast<int64_t>(free_bytes) < schedule_->buffers[buffer].size_bytes;
   out_of_memory(buffer, allocator, no_room ? CudaFault::out_of_memory : CudaFault::error);
 }
 
@@ -203,8 +203,8 @@ void CudaBackend::allocate_persistent() {
   for (size_t b = 0; b < schedule_->buffers.size(); ++b) {
     const Buffer& buffer = schedule_->buffers[b];
     if (buffer.nccl_registered) {
-      pointers_[b] = static_cast<char*>(groups_.registered(static_cast<int32_t>(b)));
-      if (pointers_[b] != nullptr) note_allocated(static_cast<int32_t>(b), true);  // held for the whole run
+      pointers_[b] = static_cast<char*>(groups_.registered(buffer.id));
+      if (pointers_[b] != nullptr) note_allocated(buffer.id, true);  // held for the whole run
       continue;
     }
     if (!buffer.persistent || buffer.size_bytes <= 0) continue;
@@ -213,11 +213,11 @@ void CudaBackend::allocate_persistent() {
         cudaMallocFromPoolAsync(&p, static_cast<size_t>(buffer.size_bytes), pool_, streams_.front().stream);
     if (e == cudaErrorMemoryAllocation) {
       (void)cudaGetLastError();  // not sticky, but leave no error behind for the teardown's checks
-      out_of_memory(static_cast<int32_t>(b), "cudaMallocFromPoolAsync, persistent buffer");
+      out_of_memory(buffer.id, "cudaMallocFromPoolAsync, persistent buffer");
     }
     if (e != cudaSuccess) throw_cuda_error(e, "cudaMallocFromPoolAsync(persistent buffer)", __FILE__, __LINE__);
     pointers_[b] = static_cast<char*>(p);
-    note_allocated(static_cast<int32_t>(b), true);
+    note_allocated(buffer.id, true);
   }
   FSDPSIM_CUDA(cudaStreamSynchronize(streams_.front().stream));
 }

@@ -90,18 +90,18 @@ class CudaBackend final : public Backend {
   /// Zeroes the #wrong counters, resets the pool's high-water marks, records the step-start event.
   void begin_step(int32_t step) override;
   /// cudaStreamWaitEvent on the end event of `op`.
-  void wait(int32_t stream, int32_t op) override;
+  void wait(StreamId stream, OpId op) override;
   /// Records the op's start event on its stream.
   void mark_start(const Op& op) override;
   /// cudaMallocFromPoolAsync on `stream` (nothing for persistent and registered buffers).
-  void allocate(int32_t buffer, int32_t stream) override;
+  void allocate(BufferId buffer, StreamId stream) override;
   /// Enqueues the op's GEMMs, memory-bound work, host copies or collective.
   void run(const Op& op) override;
   /// Records the op's end event on its stream.
   void mark_end(const Op& op) override;
   /// cudaFreeAsync on `stream` (nothing for persistent and registered buffers), then re-records the releasing op's
   /// end event after it, so the ops that wait for that op may reuse the memory.
-  void release(int32_t buffer, int32_t stream) override;
+  void release(BufferId buffer, StreamId stream) override;
   /// Waits for every stream, then reads op times, pool peaks and #wrong counts.
   StepMeasurement end_step() override;
   /// Problems found so far (wrong collective results, buffers used while not allocated, partial elements).
@@ -125,18 +125,18 @@ class CudaBackend final : public Backend {
   void create_stream_resources(CudaStreamResources& r, bool gemms);
   void allocate_persistent();
   void note_dropped_bytes();
-  [[noreturn]] void registered_failed(int32_t buffer, ncclResult_t result);
+  [[noreturn]] void registered_failed(BufferId buffer, ncclResult_t result);
   // steps (cuda_backend_step.cpp)
   void wait_for_streams();
   void read_times(StepMeasurement& m) const;
   void read_wrong_counts(int32_t step);
-  [[noreturn]] void out_of_memory(int32_t buffer, const std::string& allocator,
+  [[noreturn]] void out_of_memory(BufferId buffer, const std::string& allocator,
                                   CudaFault fault = CudaFault::out_of_memory) const;
   [[nodiscard]] NcclWait nccl_wait(const std::string& what) const;
-  void note_allocated(int32_t buffer, bool allocated);
+  void note_allocated(BufferId buffer, bool allocated);
   // work (cuda_backend_ops.cpp)
   void run_gemms(const Op& op);
-  void run_memory_bound(int32_t stream, int64_t bytes_touched);
+  void run_memory_bound(StreamId stream, int64_t bytes_touched);
   void run_host_copy(const Op& op, int64_t bytes, bool to_host);
   void run_collective(const Op& op);
   void nccl_collective(const Op& op, const CollectivePlan& p, const void* in, void* out, cudaStream_t s);
@@ -144,7 +144,7 @@ class CudaBackend final : public Backend {
   void emulate_collective(const Op& op, const CollectivePlan& p, const char* in, char* out, cudaStream_t s);
   void check_input(const Op& op, const CollectivePlan& p, void* in, cudaStream_t s);
   void check_output(const Op& op, const CollectivePlan& p, const void* out, cudaStream_t s);
-  char* live_pointer(int32_t buffer, const Op& op, const char* use);
+  char* live_pointer(BufferId buffer, const Op& op, const char* use);
   void problem(const Op& op, const std::string& what);
 
   CudaRankSetup setup_;
@@ -158,7 +158,7 @@ class CudaBackend final : public Backend {
   cudaMemPool_t pool_ = nullptr;
   std::vector<char*> pointers_;          // by buffer: live device memory or null
   unsigned long long* wrong_ = nullptr;  // by op: #wrong of the current step (--check)
-  int32_t current_op_ = -1;
+  OpId current_op_;
   int32_t step_ = 0;
   int64_t issued_ = 0;              // ops issued so far in this step (the IssueBoard position of the last one)
   std::vector<int64_t> positions_;  // by op: its IssueBoard position in this step

@@ -84,11 +84,11 @@ void CudaBackend::run(const Op& op) {
 }
 
 void CudaBackend::run_gemms(const Op& op) {
-  CudaStreamResources& r = streams_[static_cast<size_t>(op.stream)];
+  CudaStreamResources& r = streams_[op.stream.index()];
   const float alpha = 1.0f, beta = 0.0f;
-  for (const GemmLaunch& l : compute_.launches[static_cast<size_t>(op.id)]) {
-    const char* w = l.w.buffer < 0 ? r.w : live_pointer(l.w.buffer, op, "reads weights from");
-    char* c = l.c.buffer < 0 ? r.c : live_pointer(l.c.buffer, op, "writes gradients to");
+  for (const GemmLaunch& l : compute_.launches[op.id.index()]) {
+    const char* w = !l.w.buffer.valid() ? r.w : live_pointer(l.w.buffer, op, "reads weights from");
+    char* c = !l.c.buffer.valid() ? r.c : live_pointer(l.c.buffer, op, "writes gradients to");
     if (w == nullptr || c == nullptr) continue;
     w += l.w.offset_bytes;
     c += l.c.offset_bytes;
@@ -103,8 +103,8 @@ void CudaBackend::run_gemms(const Op& op) {
   }
 }
 
-void CudaBackend::run_memory_bound(int32_t stream, int64_t bytes_touched) {
-  CudaStreamResources& r = streams_[static_cast<size_t>(stream)];
+void CudaBackend::run_memory_bound(StreamId stream, int64_t bytes_touched) {
+  CudaStreamResources& r = streams_[stream.index()];
   const int64_t half = r.sizes.memory_bytes / 2;
   if (bytes_touched <= 0 || half <= 0) return;
   // A device copy reads and writes every byte it moves: bytes_touched/2 copied touch bytes_touched of HBM.
@@ -117,13 +117,13 @@ void CudaBackend::run_memory_bound(int32_t stream, int64_t bytes_touched) {
 
 void CudaBackend::run_host_copy(const Op& op, int64_t bytes, bool to_host) {
   if (bytes <= 0) return;
-  CudaStreamResources& r = streams_[static_cast<size_t>(op.stream)];
+  CudaStreamResources& r = streams_[op.stream.index()];
   // The device side is the op's own buffer when it is live and large enough, else the stream's memory region.
   char* device = r.memory;
   int64_t device_bytes = r.sizes.memory_bytes;
-  for (const int32_t b : to_host ? op.reads : op.writes) {
-    char* p = pointers_[static_cast<size_t>(b)];
-    if (p != nullptr && schedule_->buffers[static_cast<size_t>(b)].size_bytes >= bytes) {
+  for (const BufferId b : to_host ? op.reads : op.writes) {
+    char* p = pointers_[b.index()];
+    if (p != nullptr && schedule_->buffers[b].size_bytes >= bytes) {
       device = p;
       device_bytes = bytes;
       break;
@@ -143,16 +143,16 @@ void CudaBackend::run_host_copy(const Op& op, int64_t bytes, bool to_host) {
 }
 
 void CudaBackend::run_collective(const Op& op) {
-  const CollectivePlan& p = comm_.ops[static_cast<size_t>(op.id)];
+  const CollectivePlan& p = comm_.ops[op.id];
   if (p.count <= 0) return;
-  CudaStreamResources& r = streams_[static_cast<size_t>(op.stream)];
-  char* in = p.input_buffer < 0 ? r.comm_in : live_pointer(p.input_buffer, op, "reads");
-  char* out = p.output_buffer < 0 ? r.comm_out : live_pointer(p.output_buffer, op, "writes");
+  CudaStreamResources& r = streams_[op.stream.index()];
+  char* in = !p.input_buffer.valid() ? r.comm_in : live_pointer(p.input_buffer, op, "reads");
+  char* out = !p.output_buffer.valid() ? r.comm_out : live_pointer(p.output_buffer, op, "writes");
   if (in == nullptr || out == nullptr) return;
   // One buffer for both: NCCL's in-place forms, sendbuff = recvbuff + rank·count (AG), recvbuff = sendbuff +
   // rank·count (RS); an all-reduce runs in place on the same pointer (the plan never gives an all-to-all one buffer).
   const int64_t slot = static_cast<int64_t>(groups_.membership(op.group).rank) * p.count * p.elem_bytes;
-  if (p.input_buffer >= 0 && p.input_buffer == p.output_buffer) {
+  if (p.input_buffer.valid() && p.input_buffer == p.output_buffer) {
     if (op.kind == OpKind::all_gather) in = out + slot;
     if (op.kind == OpKind::reduce_scatter) out = in + slot;
   }
@@ -219,9 +219,9 @@ void CudaBackend::nccl_call(const Op& op, const std::string& what,
     if (e.fault() == CudaFault::collective_timeout) {
       const TimeNs waited_ns =
           std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
-      const WatchdogFault f = watchdog_->raise(
-          CudaFault::collective_timeout,
-          watchdog_->enqueue_timeout_report(op.id, step_, positions_[static_cast<size_t>(op.id)], waited_ns));
+      const WatchdogFault f =
+          watchdog_->raise(CudaFault::collective_timeout,
+                           watchdog_->enqueue_timeout_report(op.id, step_, positions_[op.id.index()], waited_ns));
       throw CudaError(f.message, f.kind);
     }
     if (e.fault() == CudaFault::nccl_async_error) {
@@ -273,7 +273,7 @@ void CudaBackend::check_output(const Op& op, const CollectivePlan& p, const void
   spec.ranks = g.size;
   spec.count = p.count;
   spec.average = op.reduce_op == ReduceOp::avg || op.reduce_op == ReduceOp::premul_sum;
-  check_kernels::verify(out, spec, wrong_ + op.id, s);
+  check_kernels::verify(out, spec, wrong_ + op.id.value(), s);
   FSDPSIM_CUDA(cudaGetLastError());
 }
 

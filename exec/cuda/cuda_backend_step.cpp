@@ -32,7 +32,7 @@ uint64_t pool_attribute(cudaMemPool_t pool, cudaMemPoolAttr attribute) {
 
 void CudaBackend::begin_step(int32_t step) {
   step_ = step;
-  current_op_ = -1;
+  current_op_ = {};
   issued_ = 0;
   cudaStream_t first = streams_.front().stream;
   if (wrong_ != nullptr) {
@@ -46,9 +46,8 @@ void CudaBackend::begin_step(int32_t step) {
   for (size_t s = 1; s < streams_.size(); ++s) FSDPSIM_CUDA(cudaStreamWaitEvent(streams_[s].stream, step_start_, 0));
 }
 
-void CudaBackend::wait(int32_t stream, int32_t op) {
-  FSDPSIM_CUDA(
-      cudaStreamWaitEvent(streams_[static_cast<size_t>(stream)].stream, end_events_[static_cast<size_t>(op)], 0));
+void CudaBackend::wait(StreamId stream, OpId op) {
+  FSDPSIM_CUDA(cudaStreamWaitEvent(streams_[stream.index()].stream, end_events_[op.index()], 0));
 }
 
 void CudaBackend::mark_start(const Op& op) {
@@ -56,56 +55,54 @@ void CudaBackend::mark_start(const Op& op) {
   // Every rank issues the same ops in the same order: step·(ops + 1) + the place in that order tells, for any two
   // ranks, whether one has issued an op the other is waiting in.
   const auto position = static_cast<int64_t>(step_) * static_cast<int64_t>(schedule_->ops.size() + 1) + ++issued_;
-  positions_[static_cast<size_t>(op.id)] = position;
+  positions_[op.id.index()] = position;
   if (setup_.board != nullptr) setup_.board->record(setup_.rank, position);
-  FSDPSIM_CUDA(
-      cudaEventRecord(start_events_[static_cast<size_t>(op.id)], streams_[static_cast<size_t>(op.stream)].stream));
+  FSDPSIM_CUDA(cudaEventRecord(start_events_[op.id.index()], streams_[op.stream.index()].stream));
 }
 
 void CudaBackend::mark_end(const Op& op) {
-  const auto i = static_cast<size_t>(op.id);
-  FSDPSIM_CUDA(cudaEventRecord(end_events_[i], streams_[static_cast<size_t>(op.stream)].stream));
+  const auto i = op.id.index();
+  FSDPSIM_CUDA(cudaEventRecord(end_events_[i], streams_[op.stream.index()].stream));
   if (watchdog_ != nullptr && is_collective(op.kind) && comm_.ops[i].count > 0) {
     watchdog_->watch(op.id, step_, positions_[i], start_events_[i], end_events_[i]);
   }
 }
 
-void CudaBackend::allocate(int32_t buffer, int32_t stream) {
-  const Buffer& b = schedule_->buffers[static_cast<size_t>(buffer)];
+void CudaBackend::allocate(BufferId buffer, StreamId stream) {
+  const Buffer& b = schedule_->buffers[buffer];
   // Persistent buffers live from setup; registered ones are held for the whole run (ncclMemAlloc is not stream-
   // ordered and registration is collective), so for them an IR allocation changes nothing on the device.
   if (b.persistent || b.nccl_registered || b.size_bytes <= 0) return;
-  char*& p = pointers_[static_cast<size_t>(buffer)];
+  char*& p = pointers_[buffer.index()];
   if (p != nullptr) {
-    problem(schedule_->ops[static_cast<size_t>(current_op_)], "allocates buffer '" + b.name + "', which is still live");
+    problem(schedule_->ops[current_op_], "allocates buffer '" + b.name + "', which is still live");
     return;
   }
   void* memory = nullptr;
-  const cudaError_t e = cudaMallocFromPoolAsync(&memory, static_cast<size_t>(b.size_bytes), pool_,
-                                                streams_[static_cast<size_t>(stream)].stream);
+  const cudaError_t e =
+      cudaMallocFromPoolAsync(&memory, static_cast<size_t>(b.size_bytes), pool_, streams_[stream.index()].stream);
   if (e == cudaErrorMemoryAllocation) {
     (void)cudaGetLastError();  // not sticky, but leave no error behind for the teardown's checks
-    out_of_memory(buffer,
-                  "cudaMallocFromPoolAsync on stream '" + schedule_->streams[static_cast<size_t>(stream)].name + "'");
+    out_of_memory(buffer, "cudaMallocFromPoolAsync on stream '" + schedule_->streams[stream].name + "'");
   }
   if (e != cudaSuccess) throw_cuda_error(e, "cudaMallocFromPoolAsync", __FILE__, __LINE__);
   p = static_cast<char*>(memory);
   note_allocated(buffer, true);
 }
 
-void CudaBackend::release(int32_t buffer, int32_t stream) {
-  const Buffer& b = schedule_->buffers[static_cast<size_t>(buffer)];
+void CudaBackend::release(BufferId buffer, StreamId stream) {
+  const Buffer& b = schedule_->buffers[buffer];
   if (b.persistent || b.nccl_registered) return;
-  char*& p = pointers_[static_cast<size_t>(buffer)];
+  char*& p = pointers_[buffer.index()];
   if (p == nullptr) return;
-  cudaStream_t s = streams_[static_cast<size_t>(stream)].stream;
+  cudaStream_t s = streams_[stream.index()].stream;
   FSDPSIM_CUDA(cudaFreeAsync(p, s));
   p = nullptr;
   note_allocated(buffer, false);
   // The op's end event moves past its releases (the IR releases `frees` when the op ends): a stream that waits for
   // the op then also follows the release, so the pool may hand the memory to that stream along the IR's own
   // dependency (cudaMemPoolReuseFollowEventDependencies) instead of growing because the host ran ahead.
-  if (current_op_ >= 0) FSDPSIM_CUDA(cudaEventRecord(end_events_[static_cast<size_t>(current_op_)], s));
+  if (current_op_.valid()) FSDPSIM_CUDA(cudaEventRecord(end_events_[current_op_.index()], s));
 }
 
 StepMeasurement CudaBackend::end_step() {
@@ -155,8 +152,8 @@ NcclWait CudaBackend::nccl_wait(const std::string& what) const {
   return NcclWait{setup_.collective_timeout_ns, setup_.abort, what};
 }
 
-void CudaBackend::note_allocated(int32_t buffer, bool allocated) {
-  const Buffer& b = schedule_->buffers[static_cast<size_t>(buffer)];
+void CudaBackend::note_allocated(BufferId buffer, bool allocated) {
+  const Buffer& b = schedule_->buffers[buffer];
   const int64_t bytes = allocated ? b.size_bytes : -b.size_bytes;
   live_[static_cast<size_t>(b.category)] += bytes;
   live_bytes_ += bytes;
@@ -186,15 +183,15 @@ void CudaBackend::read_wrong_counts(int32_t step) {
                                 : p.count;
     problem(op, "step " + std::to_string(step) + ": " + std::to_string(wrong[i]) + " of " + std::to_string(outputs) +
                     " output elements wrong (" + std::string(to_string(op.kind)) + " over '" +
-                    schedule_->groups[static_cast<size_t>(op.group)].name + "' of " +
-                    std::to_string(groups_.membership(op.group).size) + " ranks, " + std::string(to_string(op.dtype)) +
-                    ", reduce " + std::string(to_string(op.reduce_op)) + ")");
+                    schedule_->groups[op.group].name + "' of " + std::to_string(groups_.membership(op.group).size) +
+                    " ranks, " + std::string(to_string(op.dtype)) + ", reduce " + std::string(to_string(op.reduce_op)) +
+                    ")");
   }
 }
 
-void CudaBackend::out_of_memory(int32_t buffer, const std::string& allocator, CudaFault fault) const {
+void CudaBackend::out_of_memory(BufferId buffer, const std::string& allocator, CudaFault fault) const {
   DeviceOutOfMemory oom;
-  oom.failure = AllocationFailure{buffer, current_op_, current_op_ >= 0 ? step_ : -1, live_bytes_, live_};
+  oom.failure = AllocationFailure{buffer, current_op_, current_op_.valid() ? step_ : -1, live_bytes_, live_};
   oom.allocator = allocator;
   uint64_t reserved = 0;
   if (pool_ != nullptr) (void)cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved);
@@ -221,17 +218,17 @@ void CudaBackend::out_of_memory(int32_t buffer, const std::string& allocator, Cu
       describe_device_oom(*schedule_, FaultSite{setup_.rank, setup_.device, setup_.world_size}, oom, predicted), fault);
 }
 
-char* CudaBackend::live_pointer(int32_t buffer, const Op& op, const char* use) {
-  char* p = pointers_[static_cast<size_t>(buffer)];
+char* CudaBackend::live_pointer(BufferId buffer, const Op& op, const char* use) {
+  char* p = pointers_[buffer.index()];
   if (p == nullptr) {
-    problem(op, std::string(use) + " buffer '" + schedule_->buffers[static_cast<size_t>(buffer)].name +
+    problem(op, std::string(use) + " buffer '" + schedule_->buffers[buffer].name +
                     "', which is not allocated when the op is issued (the work is skipped)");
   }
   return p;
 }
 
 void CudaBackend::problem(const Op& op, const std::string& what) {
-  problems_.push_back("op '" + op.name + "' (id " + std::to_string(op.id) + "): " + what);
+  problems_.push_back("op '" + op.name + "' (id " + std::to_string(op.id.value()) + "): " + what);
 }
 
 }  // namespace fsdpsim

@@ -12,20 +12,20 @@ std::string site_text(const FaultSite& site) {
   return "rank " + std::to_string(site.rank) + " (GPU " + std::to_string(site.device) + ")";
 }
 
-std::string op_text(const Schedule& s, int32_t op, int32_t step, bool with_group, const FaultSite& site) {
-  const Op& o = s.ops[static_cast<size_t>(op)];
+std::string op_text(const Schedule& s, OpId op, int32_t step, bool with_group, const FaultSite& site) {
+  const Op& o = s.ops[op];
   std::string text = describe_op(o) + " (" + std::string(to_string(o.kind));
-  if (with_group && o.group >= 0) text += " over " + describe_group_instance(s, o.group, site.rank, site.world_size);
+  if (with_group && o.group.valid()) text += " over " + describe_group_instance(s, o.group, site.rank, site.world_size);
   return text + ", step " + std::to_string(step) + ")";
 }
 
 }  // namespace
 
-std::string describe_group_instance(const Schedule& schedule, int32_t group, int32_t rank, int32_t world_size) {
+std::string describe_group_instance(const Schedule& schedule, GroupId group, int32_t rank, int32_t world_size) {
   std::vector<int32_t> members;
   std::string name = "world";
-  if (group >= 0) {
-    const Group& g = schedule.groups[static_cast<size_t>(group)];
+  if (group.valid()) {
+    const Group& g = schedule.groups[group];
     name = g.name;
     members = group_members(g, rank);
   } else {
@@ -56,11 +56,11 @@ std::string describe_collective_timeout(const Schedule& schedule, const FaultSit
 
 std::string describe_nccl_async_error(const Schedule& schedule, const FaultSite& site, const NcclAsyncError& error) {
   std::string text = "NCCL error on " + site_text(site) + " in the communicator of " +
-                     (error.group >= 0 ? "group " : "") +
+                     (error.group.valid() ? "group " : "") +
                      describe_group_instance(schedule, error.group, site.rank, site.world_size) + ": " +
                      error.result_name + " (" + error.result_text + ")";
   if (!error.last_error.empty()) text += ": " + error.last_error;
-  if (error.last_op >= 0) {
+  if (error.last_op.valid()) {
     text += "; the last op issued on it was " + op_text(schedule, error.last_op, error.last_step, false, site);
   } else {
     text += "; no op had been issued on it yet";

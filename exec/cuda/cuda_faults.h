@@ -24,7 +24,7 @@ struct FaultSite {
 
 /// A collective that did not finish within the timeout.
 struct CollectiveTimeout {
-  int32_t op = -1;
+  OpId op;
   int32_t step = 0;
   TimeNs ran_ns = 0;        ///< since it started on the device (or since NCCL began enqueueing it)
   TimeNs timeout_ns = 0;    ///< CudaOptions::collective_timeout_ns
@@ -37,11 +37,11 @@ struct CollectiveTimeout {
 
 /// A communicator whose asynchronous state is an error (ncclCommGetAsyncError).
 struct NcclAsyncError {
-  int32_t group = -1;       ///< the IR group, or -1: the world communicator
+  GroupId group;            ///< the IR group, or none: the world communicator
   std::string result_name;  ///< "ncclRemoteError"
   std::string result_text;  ///< ncclGetErrorString
   std::string last_error;   ///< ncclGetLastError
-  int32_t last_op = -1;     ///< the last op issued on the communicator (-1: none)
+  OpId last_op;             ///< the last op issued on the communicator (none: none yet)
   int32_t last_step = -1;
 };
 
@@ -61,7 +61,7 @@ struct DeviceOutOfMemory {
 
 /// "'dp_shard' [0, 1, 2, 3]", or for large groups "'dp_shard' [0, 8, 16, ..., 1016] (128 ranks)": the members of the
 /// instance of `group` (-1: the world) that `rank` belongs to.
-std::string describe_group_instance(const Schedule& schedule, int32_t group, int32_t rank, int32_t world_size);
+std::string describe_group_instance(const Schedule& schedule, GroupId group, int32_t rank, int32_t world_size);
 
 /// "collective timed out on rank 0 (GPU 0): op 17 'ag.layer.2.mb0' (all_gather over 'dp_shard' [0, 1, 2, 3], step 1)
 /// had run 600.100 s without finishing (timeout 600.000 s); ranks 0, 1, 2 had issued it, rank 3 had not; ..."

@@ -17,21 +17,21 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// The largest buffer of `category` among `ids` (-1 when none): the op's weights or gradient bucket.
-int32_t largest_of(const Schedule& s, const std::vector<int32_t>& ids, BufferCategory category) {
-  int32_t best = -1;
-  for (const int32_t id : ids) {
-    if (id < 0 || id >= static_cast<int32_t>(s.buffers.size())) continue;
-    const Buffer& b = s.buffers[static_cast<size_t>(id)];
+// The largest buffer of `category` among `ids` (none when there is none): the op's weights or gradient bucket.
+BufferId largest_of(const Schedule& s, const std::vector<BufferId>& ids, BufferCategory category) {
+  BufferId best;
+  for (const BufferId id : ids) {
+    if (!s.buffers.contains(id)) continue;
+    const Buffer& b = s.buffers[id];
     if (b.category != category || b.size_bytes <= 0) continue;
-    if (best < 0 || b.size_bytes > s.buffers[static_cast<size_t>(best)].size_bytes) best = id;
+    if (!best.valid() || b.size_bytes > s.buffers[best].size_bytes) best = id;
   }
   return best;
 }
 
 // A cursor walking through one IR buffer, GEMM after GEMM.
 struct BufferCursor {
-  int32_t buffer = -1;
+  BufferId buffer;
   int64_t size_bytes = 0;
   int64_t offset_bytes = 0;
 
@@ -39,7 +39,7 @@ struct BufferCursor {
   // start when only the whole buffer holds them), else one entry read by all (stride 0, for inputs only: outputs
   // written by every entry at once would race). Returns false when the operand cannot be placed.
   bool place(int64_t entry_bytes, int64_t batch, int64_t elem_bytes, bool allow_shared, OperandPlace& out) {
-    if (buffer < 0 || entry_bytes > size_bytes) return false;
+    if (!buffer.valid() || entry_bytes > size_bytes) return false;
     const bool all_fit = entry_bytes * batch <= size_bytes;
     if (!all_fit && !allow_shared) return false;
     const int64_t need = all_fit ? entry_bytes * batch : entry_bytes;
@@ -98,11 +98,11 @@ void plan_gemm(const Op& op, int32_t index, int64_t elem_bytes, BufferCursor& we
   if (!c_in_buffer) scratch.c_bytes = std::max(scratch.c_bytes, align_up(chunk * c_entry));
   for (int64_t first = 0; first < g.batch; first += chunk) {
     GemmLaunch l{index, g.m, g.n, g.k, std::min(chunk, g.batch - first), {}, {}, {}};
-    l.a = OperandPlace{-1, 0, g.m * g.k};
+    l.a = OperandPlace{BufferId::none(), 0, g.m * g.k};
     l.w = w_in_buffer ? OperandPlace{w.buffer, w.offset_bytes + first * w.batch_stride * elem_bytes, w.batch_stride}
-                      : OperandPlace{-1, 0, g.n * g.k};
+                      : OperandPlace{BufferId::none(), 0, g.n * g.k};
     l.c = c_in_buffer ? OperandPlace{c.buffer, c.offset_bytes + first * c.batch_stride * elem_bytes, c.batch_stride}
-                      : OperandPlace{-1, 0, g.m * g.n};
+                      : OperandPlace{BufferId::none(), 0, g.m * g.n};
     out.push_back(l);
   }
 }
@@ -125,15 +125,15 @@ ComputePlan plan_compute(const Schedule& schedule, int64_t elem_bytes) {
   plan.scratch.resize(schedule.streams.size());
   for (size_t index = 0; index < schedule.ops.size(); ++index) {
     const Op& op = schedule.ops[index];
-    FSDPSIM_CHECK(op.id == static_cast<int32_t>(index), "op ids must equal their index (run validation)");
-    FSDPSIM_CHECK(op.stream >= 0 && op.stream < static_cast<int32_t>(schedule.streams.size()),
+    FSDPSIM_CHECK(op.id.index() == index, "op ids must equal their index (run validation)");
+    FSDPSIM_CHECK(schedule.streams.contains(op.stream),
                   "op '" + op.name + "' names a stream that does not exist (run validation)");
-    StreamScratch& scratch = plan.scratch[static_cast<size_t>(op.stream)];
+    StreamScratch& scratch = plan.scratch[op.stream.index()];
     plan_memory(op, scratch);
     if (op.kind != OpKind::compute) continue;
-    const auto cursor = [&](const std::vector<int32_t>& ids, BufferCategory category) {
-      const int32_t b = largest_of(schedule, ids, category);
-      return BufferCursor{b, b < 0 ? 0 : schedule.buffers[static_cast<size_t>(b)].size_bytes, 0};
+    const auto cursor = [&](const std::vector<BufferId>& ids, BufferCategory category) {
+      const BufferId b = largest_of(schedule, ids, category);
+      return BufferCursor{b, b.valid() ? schedule.buffers[b].size_bytes : 0, 0};
     };
     BufferCursor weights = cursor(op.reads, BufferCategory::gathered_param);
     BufferCursor grads = cursor(op.writes, BufferCategory::unsharded_grad);

@@ -32,7 +32,7 @@ inline constexpr int64_t kOperandAlignBytes = 256;
 
 /// Where one GEMM operand lives.
 struct OperandPlace {
-  int32_t buffer = -1;       ///< IR buffer id, or -1 for the stream's scratch region of this operand
+  BufferId buffer;           ///< the IR buffer, or none for the stream's scratch region of this operand
   int64_t offset_bytes = 0;  ///< from the buffer's (or region's) start, for the first entry of the launch
   int64_t batch_stride = 0;  ///< elements between consecutive batch entries (0: every entry reads the same one)
   bool operator==(const OperandPlace&) const = default;

@@ -23,12 +23,12 @@ bool windows_available() {
 }
 
 // Groups of the collectives that read or write `buffer`, in index order.
-std::set<int32_t> groups_touching(const Schedule& s, int32_t buffer) {
-  std::set<int32_t> groups;
+std::set<GroupId> groups_touching(const Schedule& s, BufferId buffer) {
+  std::set<GroupId> groups;
   for (const Op& op : s.ops) {
-    if (!is_collective(op.kind) || op.group < 0) continue;
+    if (!is_collective(op.kind) || !op.group.valid()) continue;
     for (const auto* list : {&op.reads, &op.writes}) {
-      for (const int32_t b : *list) {
+      for (const BufferId b : *list) {
         if (b == buffer) groups.insert(op.group);
       }
     }
@@ -157,7 +157,7 @@ void NcclGroups::split(const Schedule& schedule, size_t g, int32_t rank, const N
 }
 
 void NcclGroups::register_buffers(const Schedule& schedule, const NcclWait& wait,
-                                  const std::function<void(int32_t, ncclResult_t)>& alloc_failed) {
+                                  const std::function<void(BufferId, ncclResult_t)>& alloc_failed) {
   memory_.assign(schedule.buffers.size(), nullptr);
   const bool windows = windows_available();
   (void)windows;  // unused where NCCL is older than 2.27
@@ -168,16 +168,15 @@ void NcclGroups::register_buffers(const Schedule& schedule, const NcclWait& wait
     const ncclResult_t allocated = ncclMemAlloc(&memory_[b], bytes);
     if (allocated != ncclSuccess) {
       memory_[b] = nullptr;
-      alloc_failed(static_cast<int32_t>(b), allocated);
+      alloc_failed(buffer.id, allocated);
     }
     registered_bytes_ += buffer.size_bytes;
-    for (const int32_t g : groups_touching(schedule, static_cast<int32_t>(b))) {
-      if (comms_[static_cast<size_t>(g)] == nullptr) continue;  // emulation: no communicators
+    for (const GroupId g : groups_touching(schedule, buffer.id)) {
+      if (comms_[g.index()] == nullptr) continue;  // emulation: no communicators
       // A deque keeps each registration where NCCL may write its handle until the (nonblocking) call completes.
       Registration& r = registrations_.emplace_back(Registration{g, nullptr, nullptr});
       NcclWait w = wait;
-      w.what =
-          "registering buffer '" + buffer.name + "' with group '" + schedule.groups[static_cast<size_t>(g)].name + "'";
+      w.what = "registering buffer '" + buffer.name + "' with group '" + schedule.groups[g].name + "'";
       enqueue(
           g, IssuedOp{},
           [&](ncclComm_t comm) {
@@ -191,7 +190,7 @@ void NcclGroups::register_buffers(const Schedule& schedule, const NcclWait& wait
   }
 }
 
-void NcclGroups::enqueue(int32_t group, IssuedOp issued, const std::function<ncclResult_t(ncclComm_t)>& call,
+void NcclGroups::enqueue(GroupId group, IssuedOp issued, const std::function<ncclResult_t(ncclComm_t)>& call,
                          const NcclWait& wait) {
   ncclResult_t result = ncclSuccess;
   {
@@ -199,7 +198,7 @@ void NcclGroups::enqueue(int32_t group, IssuedOp issued, const std::function<ncc
     if (aborted_) aborted_error(wait.what);
     ncclComm_t comm = comm_locked(group);
     FSDPSIM_CHECK(comm != nullptr, "an NCCL call needs the communicator of its group (none when emulating)");
-    if (issued.op >= 0) last_[static_cast<size_t>(group + 1)] = issued;
+    if (issued.op.valid()) last_[static_cast<size_t>(group.value() + 1)] = issued;
     result = call(comm);
   }
   if (result == ncclSuccess) return;
@@ -207,7 +206,7 @@ void NcclGroups::enqueue(int32_t group, IssuedOp issued, const std::function<ncc
   wait_until_ready(group, wait);
 }
 
-void NcclGroups::wait_until_ready(int32_t group, const NcclWait& wait) {
+void NcclGroups::wait_until_ready(GroupId group, const NcclWait& wait) {
   const auto start = std::chrono::steady_clock::now();
   for (int polls = 0;; ++polls) {
     ncclResult_t state = ncclInProgress;
@@ -229,9 +228,9 @@ void NcclGroups::wait_until_ready(int32_t group, const NcclWait& wait) {
   }
 }
 
-void* NcclGroups::registered(int32_t buffer) const {
-  if (buffer < 0 || static_cast<size_t>(buffer) >= memory_.size()) return nullptr;
-  return memory_[static_cast<size_t>(buffer)];
+void* NcclGroups::registered(BufferId buffer) const {
+  if (!buffer.valid() || buffer.index() >= memory_.size()) return nullptr;
+  return memory_[buffer.index()];
 }
 
 bool NcclGroups::has_communicators() const {
@@ -249,14 +248,14 @@ std::optional<CommFailure> NcclGroups::async_failure() const {
   const std::lock_guard lock(mutex_);
   if (aborted_) return std::nullopt;
   for (int32_t g = -1; g < static_cast<int32_t>(comms_.size()); ++g) {
-    ncclComm_t comm = comm_locked(g);
+    ncclComm_t comm = comm_locked(GroupId(g));
     if (comm == nullptr) continue;
     ncclResult_t state = ncclSuccess;
     const ncclResult_t queried = ncclCommGetAsyncError(comm, &state);
     if (queried != ncclSuccess) state = queried;
     if (state == ncclSuccess || state == ncclInProgress) continue;
     const char* detail = ncclGetLastError(comm);
-    return CommFailure{g, state, detail != nullptr ? detail : "", last_[static_cast<size_t>(g + 1)]};
+    return CommFailure{GroupId(g), state, detail != nullptr ? detail : "", last_[static_cast<size_t>(g + 1)]};
   }
   return std::nullopt;
 }
@@ -284,9 +283,9 @@ void NcclGroups::abort_locked() noexcept {
   aborted_ = true;
 }
 
-ncclComm_t NcclGroups::comm_locked(int32_t group) const {
-  if (group < 0) return world_;
-  return comms_[static_cast<size_t>(group)];
+ncclComm_t NcclGroups::comm_locked(GroupId group) const {
+  if (!group.valid()) return world_;
+  return comms_[group.index()];
 }
 
 }  // namespace fsdpsim

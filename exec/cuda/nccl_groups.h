@@ -29,13 +29,13 @@ namespace fsdpsim {
 
 /// The op a call on a communicator was made for (reports name the last one).
 struct IssuedOp {
-  int32_t op = -1;  ///< -1: none yet
+  OpId op;  ///< none yet
   int32_t step = -1;
 };
 
 /// A communicator whose asynchronous state is an error.
 struct CommFailure {
-  int32_t group = -1;  ///< the IR group, or -1 for the world communicator
+  GroupId group;  ///< the IR group, or none for the world communicator
   ncclResult_t result = ncclSuccess;
   std::string detail;  ///< ncclGetLastError
   IssuedOp last;       ///< the last op issued on it
@@ -60,19 +60,19 @@ class NcclGroups {
   /// communicator of each group whose collectives read or write it (buffers in id order, groups in index order).
   /// When ncclMemAlloc fails, calls `alloc_failed(buffer, result)`, which must throw.
   void register_buffers(const Schedule& schedule, const NcclWait& wait,
-                        const std::function<void(int32_t, ncclResult_t)>& alloc_failed);
+                        const std::function<void(BufferId, ncclResult_t)>& alloc_failed);
 
   /// Makes `call` (NCCL calls on the communicator of `group`) for `issued` under the lock, then waits while NCCL
   /// reports ncclInProgress (at most `wait.timeout_ns`). Throws CudaError when a call fails, when the wait ends
   /// (nccl_nonblocking.h: error state, timeout, `wait.stop`) or when the communicators were aborted
   /// (CudaFault::peer_failed: the caller reports the cause).
-  void enqueue(int32_t group, IssuedOp issued, const std::function<ncclResult_t(ncclComm_t)>& call,
+  void enqueue(GroupId group, IssuedOp issued, const std::function<ncclResult_t(ncclComm_t)>& call,
                const NcclWait& wait);
 
   /// This rank's place in group `group`.
-  [[nodiscard]] const GroupMembership& membership(int32_t group) const { return members_[static_cast<size_t>(group)]; }
+  [[nodiscard]] const GroupMembership& membership(GroupId group) const { return members_[group.index()]; }
   /// The ncclMemAlloc memory of registered buffer `buffer`, or null when it is not registered.
-  [[nodiscard]] void* registered(int32_t buffer) const;
+  [[nodiscard]] void* registered(BufferId buffer) const;
   /// Bytes allocated for registered buffers.
   [[nodiscard]] int64_t registered_bytes() const { return registered_bytes_; }
   /// True when there are communicators (not emulating, not released or aborted).
@@ -93,15 +93,15 @@ class NcclGroups {
 
  private:
   struct Registration {
-    int32_t group = -1;
+    GroupId group;
     ncclWindow_t window = nullptr;  // symmetric window (NCCL 2.27+)
     void* handle = nullptr;         // ncclCommRegister handle otherwise
   };
   void split(const Schedule& schedule, size_t group, int32_t rank, const NcclWait& wait);
-  void wait_until_ready(int32_t group, const NcclWait& wait);
+  void wait_until_ready(GroupId group, const NcclWait& wait);
   void abort_locked() noexcept;
   void finalize_locked(const NcclWait& wait);
-  [[nodiscard]] ncclComm_t comm_locked(int32_t group) const;
+  [[nodiscard]] ncclComm_t comm_locked(GroupId group) const;
 
   mutable std::mutex mutex_;
   ncclComm_t world_ = nullptr;

@@ -46,20 +46,20 @@ void HostBackend::setup(const Schedule& schedule) {
   const int64_t capacity = options_.allocator_capacity_bytes > 0 ? options_.allocator_capacity_bytes : kUnlimitedBytes;
   memory_ = std::make_unique<RankMemory>(schedule_, plan_, rank_, AllocatorConfig{capacity, false, 0}, log_);
   // Like the simulator: persistent buffers first, on the compute stream (sim/engine.cpp, Engine::run).
-  memory_->setup_persistent(std::max(0, schedule_.stream_index("compute")));
+  memory_->setup_persistent(StreamId(std::max(0, schedule_.stream_index("compute").value())));
   done_steps_.assign(schedule_.ops.size(), 0);
   start_turn_.assign(schedule_.ops.size(), -1);
   end_turn_.assign(schedule_.ops.size(), -1);
   for (size_t i = 0; i < options_.memory_order.size(); ++i) {
     const MemoryEvent& e = options_.memory_order[i];
-    (e.end ? end_turn_ : start_turn_)[static_cast<size_t>(e.op)] = static_cast<int32_t>(i);
+    (e.end ? end_turn_ : start_turn_)[e.op.index()] = static_cast<int32_t>(i);
   }
   start_ns_.assign(schedule_.ops.size(), -1);
   end_ns_.assign(schedule_.ops.size(), -1);
   // Every worker exists before any thread starts: the threads index workers_, which must not grow under them.
   for (size_t st = 0; st < schedule_.streams.size(); ++st) workers_.push_back(std::make_unique<Worker>());
   for (size_t st = 0; st < workers_.size(); ++st) {
-    workers_[st]->thread = std::thread([this, st] { worker_loop(static_cast<int32_t>(st)); });
+    workers_[st]->thread = std::thread([this, st] { worker_loop(StreamId(static_cast<int32_t>(st))); });
   }
 }
 
@@ -71,19 +71,19 @@ void HostBackend::begin_step(int32_t step) {
   step_start_ = std::chrono::steady_clock::now();
 }
 
-void HostBackend::wait(int32_t stream, int32_t op) {
-  enqueue(stream, Command{CommandKind::wait, op});
+void HostBackend::wait(StreamId stream, OpId op) {
+  enqueue(stream, Command{.kind = CommandKind::wait, .op = op, .buffer = {}, .first = false, .last = false});
 }
 
 void HostBackend::mark(const Op& op, CommandKind kind) {
-  Worker& w = *workers_[static_cast<size_t>(op.stream)];
+  Worker& w = *workers_[op.stream.index()];
   w.op = op.id;
   w.memory = 0;
-  enqueue(op.stream, Command{kind, op.id});
+  enqueue(op.stream, Command{.kind = kind, .op = op.id, .buffer = {}, .first = false, .last = false});
 }
 
-void HostBackend::enqueue_memory(int32_t buffer, int32_t stream, CommandKind kind, size_t count) {
-  Worker& w = *workers_[static_cast<size_t>(stream)];
+void HostBackend::enqueue_memory(BufferId buffer, StreamId stream, CommandKind kind, size_t count) {
+  Worker& w = *workers_[stream.index()];
   const size_t index = w.memory++;
   enqueue(stream, Command{kind, w.op, buffer, index == 0, index + 1 == count});
 }
@@ -92,22 +92,22 @@ void HostBackend::mark_start(const Op& op) {
   mark(op, CommandKind::start);
 }
 
-void HostBackend::allocate(int32_t buffer, int32_t stream) {
-  const int32_t op = workers_[static_cast<size_t>(stream)]->op;
-  enqueue_memory(buffer, stream, CommandKind::allocate, schedule_.ops[static_cast<size_t>(op)].allocs.size());
+void HostBackend::allocate(BufferId buffer, StreamId stream) {
+  const OpId op = workers_[stream.index()]->op;
+  enqueue_memory(buffer, stream, CommandKind::allocate, schedule_.ops[op].allocs.size());
 }
 
 void HostBackend::run(const Op& op) {
-  enqueue(op.stream, Command{CommandKind::work, op.id});
+  enqueue(op.stream, Command{.kind = CommandKind::work, .op = op.id, .buffer = {}, .first = false, .last = false});
 }
 
 void HostBackend::mark_end(const Op& op) {
   mark(op, CommandKind::end);
 }
 
-void HostBackend::release(int32_t buffer, int32_t stream) {
-  const int32_t op = workers_[static_cast<size_t>(stream)]->op;
-  enqueue_memory(buffer, stream, CommandKind::release, schedule_.ops[static_cast<size_t>(op)].frees.size());
+void HostBackend::release(BufferId buffer, StreamId stream) {
+  const OpId op = workers_[stream.index()]->op;
+  enqueue_memory(buffer, stream, CommandKind::release, schedule_.ops[op].frees.size());
 }
 
 StepMeasurement HostBackend::end_step() {
@@ -137,12 +137,12 @@ void HostBackend::add_problem(const std::string& message) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-void HostBackend::enqueue(int32_t stream, Command command) {
+void HostBackend::enqueue(StreamId stream, Command command) {
   {
     const std::lock_guard lock(state_mutex_);
     ++in_flight_;
   }
-  Worker& w = *workers_[static_cast<size_t>(stream)];
+  Worker& w = *workers_[stream.index()];
   {
     const std::lock_guard lock(w.mutex);
     w.queue.push_back(command);
@@ -150,8 +150,8 @@ void HostBackend::enqueue(int32_t stream, Command command) {
   w.cv.notify_one();
 }
 
-void HostBackend::worker_loop(int32_t stream) {
-  Worker& w = *workers_[static_cast<size_t>(stream)];
+void HostBackend::worker_loop(StreamId stream) {
+  Worker& w = *workers_[stream.index()];
   for (;;) {
     Command c;
     {
@@ -164,21 +164,21 @@ void HostBackend::worker_loop(int32_t stream) {
     try {
       execute(stream, c);
     } catch (const std::exception& e) {
-      fail("internal error in op " + std::to_string(c.op) + ": " + e.what());
+      fail("internal error in op " + to_string(c.op) + ": " + e.what());
     }
     const std::lock_guard lock(state_mutex_);
     if (--in_flight_ == 0) state_cv_.notify_all();
   }
 }
 
-void HostBackend::execute(int32_t stream, const Command& c) {
-  const Op& op = schedule_.ops[static_cast<size_t>(c.op)];
+void HostBackend::execute(StreamId stream, const Command& c) {
+  const Op& op = schedule_.ops[c.op];
   switch (c.kind) {
     case CommandKind::wait:
       await_op(stream, c.op);
       return;
     case CommandKind::start:
-      start_ns_[static_cast<size_t>(c.op)] = now_ns();
+      start_ns_[c.op.index()] = now_ns();
       return;
     case CommandKind::allocate:
       if (c.first) take_turn(stream, op, false);
@@ -189,26 +189,26 @@ void HostBackend::execute(int32_t stream, const Command& c) {
       } else if (!world_.aborted()) {
         memory_->allocate(c.buffer, op, stream);
       }
-      if (c.last && start_turn_[static_cast<size_t>(c.op)] >= 0) pass_turn();
+      if (c.last && start_turn_[c.op.index()] >= 0) pass_turn();
       return;
     case CommandKind::work: {
-      std::atomic<int32_t>& working = workers_[static_cast<size_t>(stream)]->working;
-      working.store(op.id);
+      std::atomic<int32_t>& working = workers_[stream.index()]->working;
+      working.store(op.id.value());
       if (!world_.aborted()) do_work(op);
       working.store(-1);
       return;
     }
     case CommandKind::end: {
-      end_ns_[static_cast<size_t>(c.op)] = now_ns();
+      end_ns_[c.op.index()] = now_ns();
       const std::lock_guard lock(state_mutex_);
-      done_steps_[static_cast<size_t>(c.op)] = step_ + 1;
+      done_steps_[c.op.index()] = step_ + 1;
       state_cv_.notify_all();
       return;
     }
     case CommandKind::release:
       if (c.first) take_turn(stream, op, true);
       if (!world_.aborted()) memory_->release(c.buffer, op);
-      if (c.last && end_turn_[static_cast<size_t>(c.op)] >= 0) pass_turn();
+      if (c.last && end_turn_[c.op.index()] >= 0) pass_turn();
       return;
     case CommandKind::stop:
       return;
@@ -216,7 +216,7 @@ void HostBackend::execute(int32_t stream, const Command& c) {
 }
 
 void HostBackend::do_work(const Op& op) {
-  const InjectedFault* stalled = injected(HostFaultKind::stall_rank, op.id, -1);
+  const InjectedFault* stalled = injected(HostFaultKind::stall_rank, op.id, BufferId::none());
   if (stalled != nullptr && !stall(op, *stalled)) return;
   RankContext ctx{schedule_, plan_, options_, world_, *memory_, log_, host_, rank_};
   if (is_collective(op.kind)) {
@@ -228,32 +228,31 @@ void HostBackend::do_work(const Op& op) {
   }
 }
 
-void HostBackend::await_op(int32_t stream, int32_t op) {
+void HostBackend::await_op(StreamId stream, OpId op) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(dependency_timeout_ns());
   std::unique_lock lock(state_mutex_);
-  while (done_steps_[static_cast<size_t>(op)] <= step_) {
+  while (done_steps_[op.index()] <= step_) {
     if (world_.aborted()) return;
     if (std::chrono::steady_clock::now() >= deadline) {
-      const Op& o = schedule_.ops[static_cast<size_t>(op)];
+      const Op& o = schedule_.ops[op];
       lock.unlock();
       // What the awaited op's stream is busy with is usually the op to look at.
-      const int32_t busy = workers_[static_cast<size_t>(o.stream)]->working.load();
+      const int32_t busy = workers_[o.stream.index()]->working.load();
       std::string in;
-      if (busy >= 0 && busy != op) {
-        in = " (stream '" + schedule_.streams[static_cast<size_t>(o.stream)].name + "' is still in " +
-             describe_op(schedule_.ops[static_cast<size_t>(busy)]) + ")";
+      if (busy >= 0 && busy != op.value()) {
+        in = " (stream '" + schedule_.streams[o.stream].name + "' is still in " +
+             describe_op(schedule_.ops[OpId(busy)]) + ")";
       }
-      fail("stream '" + schedule_.streams[static_cast<size_t>(stream)].name + "' waited " +
-           format_time_ns(dependency_timeout_ns()) + " for op " + std::to_string(op) + " '" + o.name +
-           "' to finish, and it did not" + in);
+      fail("stream '" + schedule_.streams[stream].name + "' waited " + format_time_ns(dependency_timeout_ns()) +
+           " for op " + to_string(op) + " '" + o.name + "' to finish, and it did not" + in);
       return;
     }
     state_cv_.wait_for(lock, kAbortPoll);
   }
 }
 
-void HostBackend::take_turn(int32_t stream, const Op& op, bool end) {
-  const int32_t position = (end ? end_turn_ : start_turn_)[static_cast<size_t>(op.id)];
+void HostBackend::take_turn(StreamId stream, const Op& op, bool end) {
+  const int32_t position = (end ? end_turn_ : start_turn_)[op.id.index()];
   if (position < 0) return;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(dependency_timeout_ns());
   std::unique_lock lock(state_mutex_);
@@ -261,13 +260,13 @@ void HostBackend::take_turn(int32_t stream, const Op& op, bool end) {
     if (world_.aborted()) return;
     if (std::chrono::steady_clock::now() >= deadline) {
       const MemoryEvent& pending = options_.memory_order[turn_];
-      const Op& blocker = schedule_.ops[static_cast<size_t>(pending.op)];
+      const Op& blocker = schedule_.ops[pending.op];
       lock.unlock();
-      fail("stream '" + schedule_.streams[static_cast<size_t>(stream)].name + "' waited " +
-           format_time_ns(dependency_timeout_ns()) + " for its turn in the memory order to " +
-           (end ? "release the buffers of op " : "allocate the buffers of op ") + std::to_string(op.id) + " '" +
+      fail("stream '" + schedule_.streams[stream].name + "' waited " + format_time_ns(dependency_timeout_ns()) +
+           " for its turn in the memory order to " +
+           (end ? "release the buffers of op " : "allocate the buffers of op ") + std::to_string(op.id.value()) + " '" +
            op.name + "' (event " + std::to_string(position) + "), but event " + std::to_string(turn_) + " (the " +
-           (pending.end ? "end" : "start") + " of op " + std::to_string(blocker.id) + " '" + blocker.name +
+           (pending.end ? "end" : "start") + " of op " + std::to_string(blocker.id.value()) + " '" + blocker.name +
            "') never happened: the memory order contradicts the schedule's dependencies");
       return;
     }

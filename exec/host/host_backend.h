@@ -46,12 +46,12 @@ class HostBackend final : public Backend {
 
   void setup(const Schedule& schedule) override;
   void begin_step(int32_t step) override;
-  void wait(int32_t stream, int32_t op) override;
+  void wait(StreamId stream, OpId op) override;
   void mark_start(const Op& op) override;
-  void allocate(int32_t buffer, int32_t stream) override;
+  void allocate(BufferId buffer, StreamId stream) override;
   void run(const Op& op) override;
   void mark_end(const Op& op) override;
-  void release(int32_t buffer, int32_t stream) override;
+  void release(BufferId buffer, StreamId stream) override;
   StepMeasurement end_step() override;
   [[nodiscard]] std::vector<std::string> problems() const override;
 
@@ -62,8 +62,8 @@ class HostBackend final : public Backend {
   enum class CommandKind : uint8_t { wait, start, allocate, work, end, release, stop };
   struct Command {
     CommandKind kind = CommandKind::stop;
-    int32_t op = -1;
-    int32_t buffer = -1;
+    OpId op;
+    BufferId buffer;
     bool first = false;  // the op's first allocation (or release): take the memory-order turn
     bool last = false;   // its last one: pass the turn on
   };
@@ -72,24 +72,24 @@ class HostBackend final : public Backend {
     std::mutex mutex;
     std::condition_variable cv;
     std::deque<Command> queue;
-    int32_t op = -1;                   // enqueue side: the op whose allocations or releases are being enqueued
+    OpId op;                           // enqueue side: the op whose allocations or releases are being enqueued
     size_t memory = 0;                 // enqueue side: how many of them were enqueued
     std::atomic<int32_t> working{-1};  // worker side: the op whose work runs now (-1: none), for timeout reports
   };
 
-  void enqueue(int32_t stream, Command command);
+  void enqueue(StreamId stream, Command command);
   /// Starts (or ends) `op` on its stream's queue; its allocations or releases are enqueued next.
   void mark(const Op& op, CommandKind kind);
   /// Enqueues one of the `count` allocations (or releases) of the stream's current op, flagging the first and last.
-  void enqueue_memory(int32_t buffer, int32_t stream, CommandKind kind, size_t count);
-  void worker_loop(int32_t stream);
-  void execute(int32_t stream, const Command& c);
+  void enqueue_memory(BufferId buffer, StreamId stream, CommandKind kind, size_t count);
+  void worker_loop(StreamId stream);
+  void execute(StreamId stream, const Command& c);
   void do_work(const Op& op);
-  [[nodiscard]] const InjectedFault* injected(HostFaultKind kind, int32_t op, int32_t buffer) const;
+  [[nodiscard]] const InjectedFault* injected(HostFaultKind kind, OpId op, BufferId buffer) const;
   bool stall(const Op& op, const InjectedFault& fault);
-  void fail_allocation(const Op& op, int32_t buffer);
-  void await_op(int32_t stream, int32_t op);
-  void take_turn(int32_t stream, const Op& op, bool end);
+  void fail_allocation(const Op& op, BufferId buffer);
+  void await_op(StreamId stream, OpId op);
+  void take_turn(StreamId stream, const Op& op, bool end);
   void pass_turn();
   [[nodiscard]] TimeNs now_ns() const;
   [[nodiscard]] TimeNs dependency_timeout_ns() const;

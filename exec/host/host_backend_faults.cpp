@@ -14,9 +14,9 @@ constexpr auto kStallPoll = std::chrono::milliseconds(5);
 
 }  // namespace
 
-const InjectedFault* HostBackend::injected(HostFaultKind kind, int32_t op, int32_t buffer) const {
+const InjectedFault* HostBackend::injected(HostFaultKind kind, OpId op, BufferId buffer) const {
   for (const InjectedFault& f : faults_.faults) {
-    if (f.kind == kind && f.op == op && f.step == step_ && (buffer < 0 || f.buffer == buffer)) return &f;
+    if (f.kind == kind && f.op == op && f.step == step_ && (!buffer.valid() || f.buffer == buffer)) return &f;
   }
   return nullptr;
 }
@@ -47,7 +47,7 @@ bool HostBackend::stall(const Op& op, const InjectedFault& fault) {
   return false;
 }
 
-void HostBackend::fail_allocation(const Op& op, int32_t buffer) {
+void HostBackend::fail_allocation(const Op& op, BufferId buffer) {
   const AllocationFailure failure = memory_->fail_allocation(buffer, op, step_);
   const std::optional<MemoryPeak> predicted =
       faults_.predicted != nullptr ? faults_.predicted->get() : std::optional<MemoryPeak>{};

@@ -15,12 +15,12 @@ namespace {
 std::vector<uint32_t> read_input(const Op& op, int32_t step, const CollectiveSide& side, RankContext& ctx) {
   std::vector<uint32_t> values;
   if (side.scratch) {
-    const uint64_t seed = pattern_seed(ctx.rank, op.id, step, -1, 0);
+    const uint64_t seed = pattern_seed(ctx.rank, op.id, step, BufferId::none(), 0);
     for (int64_t i = 0; i < side.words; ++i) values.push_back(pattern_value(seed, i));
     return values;
   }
   for (const Piece& p : side.pieces) {
-    if (p.buffer < 0) {
+    if (!p.buffer.valid()) {
       values.resize(values.size() + static_cast<size_t>(p.words), 0);
     } else {
       ctx.memory.read(p.buffer, p.first_region, p.regions, op, values);
@@ -36,12 +36,12 @@ void write_output(const Op& op, const CollectiveSide& side, const std::vector<ui
   for (const Piece& p : side.pieces) {
     std::vector<uint32_t> part(static_cast<size_t>(p.words), 0);
     for (size_t i = 0; i < part.size() && cursor < values.size(); ++i) part[i] = values[cursor++];
-    if (p.buffer >= 0) ctx.memory.write(p.buffer, p.first_region, p.regions, op, part);
+    if (p.buffer.valid()) ctx.memory.write(p.buffer, p.first_region, p.regions, op, part);
   }
 }
 
 std::string label(const Op& op, int32_t step, const std::string& group, const std::vector<int32_t>& members) {
-  return "op " + std::to_string(op.id) + " '" + op.name + "' (" + std::string(to_string(op.kind)) + " over " +
+  return "op " + std::to_string(op.id.value()) + " '" + op.name + "' (" + std::string(to_string(op.kind)) + " over " +
          describe_members(group, members) + ", step " + std::to_string(step) + ")";
 }
 
@@ -51,8 +51,8 @@ void run_collective_op(const Op& op, int32_t step, RankContext& ctx) {
   if (ctx.options.collective_delay_ns > 0) {
     std::this_thread::sleep_for(std::chrono::nanoseconds(ctx.options.collective_delay_ns));
   }
-  const CollectivePlan& plan = ctx.plan.collectives[static_cast<size_t>(op.id)];
-  const Group& group = ctx.schedule.groups[static_cast<size_t>(op.group)];
+  const CollectivePlan& plan = ctx.plan.collectives[op.id.index()];
+  const Group& group = ctx.schedule.groups[op.group];
   CollectiveCall call;
   call.op = &op;
   call.group_name = group.name;

@@ -12,7 +12,7 @@ namespace {
 using Contributions = std::vector<std::shared_ptr<const Contribution>>;
 
 std::string op_label(const CollectiveCall& call) {
-  return "op " + std::to_string(call.op->id) + " '" + call.op->name + "' (" + std::string(to_string(call.op->kind)) +
+  return "op " + to_string(call.op->id) + " '" + call.op->name + "' (" + std::string(to_string(call.op->kind)) +
          " over " + describe_members(call.group_name, call.members) + ", step " + std::to_string(call.step) + ")";
 }
 
@@ -65,7 +65,7 @@ std::vector<std::string> check_contributions(const CollectiveCall& call, const C
                          std::to_string(call.members[m]) + ": a wrong rendezvous group");
     }
     if (x.op != call.op->id || x.step != call.step) {
-      problems.push_back(label + ": rank " + std::to_string(x.rank) + " contributed op " + std::to_string(x.op) +
+      problems.push_back(label + ": rank " + std::to_string(x.rank) + " contributed op " + to_string(x.op) +
                          " of step " + std::to_string(x.step) + ": a mismatched collective");
     }
     if (static_cast<int64_t>(x.values.size()) != call.in_words) {
@@ -139,8 +139,8 @@ uint32_t expected_word(const CollectiveCall& call, const Contributions& c, int64
 
 }  // namespace
 
-std::shared_ptr<const Contribution> make_contribution(int32_t rank, int32_t op, int32_t step,
-                                                      std::vector<uint32_t> values, int64_t block_words) {
+std::shared_ptr<const Contribution> make_contribution(int32_t rank, OpId op, int32_t step, std::vector<uint32_t> values,
+                                                      int64_t block_words) {
   auto c = std::make_shared<Contribution>();
   c->rank = rank;
   c->op = op;

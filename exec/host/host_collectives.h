@@ -17,7 +17,7 @@ namespace fsdpsim {
 /// One member's input to a collective, as posted at the rendezvous (values only: the low 20 bits of each word).
 struct Contribution {
   int32_t rank = -1;
-  int32_t op = -1;
+  OpId op;
   int32_t step = -1;
   std::vector<uint32_t> values;
   /// Checksums of consecutive blocks of `values` when they were posted (catches corruption in shared memory); each
@@ -27,8 +27,8 @@ struct Contribution {
 };
 
 /// Makes a contribution with the checksums of its blocks of `block_words` words (0: one block of all the values).
-std::shared_ptr<const Contribution> make_contribution(int32_t rank, int32_t op, int32_t step,
-                                                      std::vector<uint32_t> values, int64_t block_words = 0);
+std::shared_ptr<const Contribution> make_contribution(int32_t rank, OpId op, int32_t step, std::vector<uint32_t> values,
+                                                      int64_t block_words = 0);
 
 /// What one member computes.
 struct CollectiveCall {

@@ -6,14 +6,14 @@
 namespace fsdpsim {
 namespace {
 
-int32_t region_count(const RankContext& ctx, int32_t buffer) {
-  return static_cast<int32_t>(ctx.plan.buffers[static_cast<size_t>(buffer)].regions.size());
+int32_t region_count(const RankContext& ctx, BufferId buffer) {
+  return static_cast<int32_t>(ctx.plan.buffers[buffer].regions.size());
 }
 
 // Reads every region of every buffer in `buffers` for `op`; the values, concatenated.
-std::vector<uint32_t> read_buffers(const std::vector<int32_t>& buffers, const Op& op, RankContext& ctx) {
+std::vector<uint32_t> read_buffers(const std::vector<BufferId>& buffers, const Op& op, RankContext& ctx) {
   std::vector<uint32_t> values;
-  for (const int32_t b : buffers) ctx.memory.read(b, 0, region_count(ctx, b), op, values);
+  for (const BufferId b : buffers) ctx.memory.read(b, 0, region_count(ctx, b), op, values);
   return values;
 }
 
@@ -35,11 +35,11 @@ bool HostStore::get(int32_t unit, int32_t micro_batch, Entry* out) const {
 uint64_t run_compute_op(const Op& op, int32_t step, RankContext& ctx) {
   // Inputs first, all of them, so that an op that updates a buffer in place (an accumulation) reads the old data.
   std::vector<uint32_t> values;
-  for (const int32_t b : op.reads) {
+  for (const BufferId b : op.reads) {
     for (const int32_t r : op_regions(ctx.plan, op, b)) ctx.memory.read(b, r, 1, op, values);
   }
   const uint64_t checksum = words_checksum(values);
-  for (const int32_t b : op.writes) ctx.memory.write_pattern(b, op_regions(ctx.plan, op, b), op, step);
+  for (const BufferId b : op.writes) ctx.memory.write_pattern(b, op_regions(ctx.plan, op, b), op, step);
   return checksum;
 }
 
@@ -51,12 +51,12 @@ void run_host_copy(const Op& op, int32_t step, RankContext& ctx) {
   HostStore::Entry entry;
   const bool found = ctx.host.get(op.unit, op.micro_batch, &entry) && entry.step == step;
   if (!found) {
-    ctx.problems.add("op " + std::to_string(op.id) + " '" + op.name + "' copied unit " + std::to_string(op.unit) +
-                     " micro-batch " + std::to_string(op.micro_batch) +
+    ctx.problems.add("op " + std::to_string(op.id.value()) + " '" + op.name + "' copied unit " +
+                     std::to_string(op.unit) + " micro-batch " + std::to_string(op.micro_batch) +
                      " back from host memory before its device-to-host copy had written it: a missing dependency");
   }
   size_t cursor = 0;
-  for (const int32_t b : op.writes) {  // host → device: the same bytes, now tagged as the reload buffer's
+  for (const BufferId b : op.writes) {  // host → device: the same bytes, now tagged as the reload buffer's
     const int32_t regions = region_count(ctx, b);
     std::vector<uint32_t> values(static_cast<size_t>(ctx.memory.region_words(b, 0, regions)), 0);
     for (size_t i = 0; i < values.size() && found && cursor < entry.values.size(); ++i) {

@@ -76,9 +76,10 @@ void apply_field(std::string_view spec, const std::string& key, const std::strin
                     fix);
 }
 
-int32_t find_op(const Schedule& s, const HostFault& f, size_t index) {
+OpId find_op(const Schedule& s, const HostFault& f, size_t index) {
   long long id = 0;
-  if (parse_int64(f.op, &id) && id >= 0 && id < static_cast<long long>(s.ops.size())) return static_cast<int32_t>(id);
+  if (parse_int64(f.op, &id) && id >= 0 && id < static_cast<long long>(s.ops.size()))
+    return OpId(static_cast<int32_t>(id));
   std::vector<std::string> names;
   for (const Op& op : s.ops) {
     if (op.name == f.op) return op.id;
@@ -89,11 +90,11 @@ int32_t find_op(const Schedule& s, const HostFault& f, size_t index) {
                 std::to_string(s.ops.size() - 1));
 }
 
-int32_t find_alloc(const Schedule& s, const HostFault& f, size_t index, const Op& op) {
+BufferId find_alloc(const Schedule& s, const HostFault& f, size_t index, const Op& op) {
   if (op.allocs.empty()) {
     std::string example;  // the next op that allocates, wrapping around to the first
     for (size_t k = 1; k < s.ops.size() && example.empty(); ++k) {
-      const Op& next = s.ops[(static_cast<size_t>(op.id) + k) % s.ops.size()];
+      const Op& next = s.ops[(op.id.index() + k) % s.ops.size()];
       if (!next.allocs.empty()) example = ", e.g. '" + next.name + "'";
     }
     bad_fault(f, index, "op", "op '" + op.name + "' allocates no buffer, so no allocation of it can fail",
@@ -101,8 +102,8 @@ int32_t find_alloc(const Schedule& s, const HostFault& f, size_t index, const Op
   }
   if (f.buffer.empty()) return op.allocs.front();
   std::vector<std::string> names;
-  for (const int32_t b : op.allocs) {
-    const Buffer& buffer = s.buffers[static_cast<size_t>(b)];
+  for (const BufferId b : op.allocs) {
+    const Buffer& buffer = s.buffers[b];
     if (buffer.name == f.buffer) return b;
     names.push_back(buffer.name);
   }
@@ -169,10 +170,10 @@ std::vector<std::vector<InjectedFault>> resolve_host_faults(const Schedule& sche
                 "use a step from 0 to " + std::to_string(steps - 1) + ", or run more steps");
     }
     if (f.stall_ns < 0) bad_fault(f, i, "for", "is negative", "give a positive duration, or 0 to stall until the end");
-    const int32_t op = find_op(schedule, f, i);
-    InjectedFault injected{f.kind, op, f.step, -1, f.stall_ns};
+    const OpId op = find_op(schedule, f, i);
+    InjectedFault injected{f.kind, op, f.step, BufferId::none(), f.stall_ns};
     if (f.kind == HostFaultKind::fail_alloc) {
-      injected.buffer = find_alloc(schedule, f, i, schedule.ops[static_cast<size_t>(op)]);
+      injected.buffer = find_alloc(schedule, f, i, schedule.ops[op]);
     }
     by_rank[static_cast<size_t>(f.rank)].push_back(injected);
   }

@@ -39,9 +39,9 @@ HostFault parse_host_fault(std::string_view spec);
 /// A fault resolved against a schedule: ids instead of names.
 struct InjectedFault {
   HostFaultKind kind = HostFaultKind::stall_rank;
-  int32_t op = -1;
+  OpId op;
   int32_t step = 0;
-  int32_t buffer = -1;  ///< fail_alloc: the buffer whose allocation fails
+  BufferId buffer;  ///< fail_alloc: the buffer whose allocation fails
   TimeNs stall_ns = 0;
 };
 

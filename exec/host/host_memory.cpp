@@ -43,7 +43,7 @@ struct RankMemory::Storage {
 
 // What one read saw of one region, for the checks.
 struct RankMemory::RegionRead {
-  int32_t buffer = -1;
+  BufferId buffer;
   int32_t region = -1;
   int32_t generation = 0;
   const Storage* storage = nullptr;
@@ -62,27 +62,27 @@ RankMemory::RankMemory(const Schedule& schedule, const HostPlan& plan, int32_t r
 
 RankMemory::~RankMemory() = default;
 
-std::shared_ptr<RankMemory::Storage> RankMemory::new_storage(int32_t buffer) {
-  auto storage = std::make_shared<Storage>(plan_.buffers[static_cast<size_t>(buffer)].words);
+std::shared_ptr<RankMemory::Storage> RankMemory::new_storage(BufferId buffer) {
+  auto storage = std::make_shared<Storage>(plan_.buffers[buffer].words);
   storage->poison();
   return storage;
 }
 
-void RankMemory::setup_persistent(int32_t stream) {
+void RankMemory::setup_persistent(StreamId stream) {
   Op setup;  // the writer of the model's initial state
-  setup.id = -1;
+  setup.id = {};
   setup.name = "setup";
   for (const Buffer& b : schedule_.buffers) {
     if (!b.persistent) continue;
     {
       const std::lock_guard lock(mutex_);
-      BufferState& st = buffers_[static_cast<size_t>(b.id)];
+      BufferState& st = buffers_[b.id.index()];
       st.storage = new_storage(b.id);
       st.generation = 1;
       st.live = true;
-      account_allocate(b.id, -1, stream);
+      account_allocate(b.id, OpId::none(), stream);
     }
-    std::vector<int32_t> all(plan_.buffers[static_cast<size_t>(b.id)].regions.size());
+    std::vector<int32_t> all(plan_.buffers[b.id].regions.size());
     for (size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int32_t>(r);
     write_pattern(b.id, all, setup, -1);
   }
@@ -99,10 +99,10 @@ void RankMemory::end_step() {
   quarantine_.clear();
 }
 
-void RankMemory::allocate(int32_t buffer, const Op& op, int32_t stream) {
+void RankMemory::allocate(BufferId buffer, const Op& op, StreamId stream) {
   auto storage = new_storage(buffer);  // poisoned outside the lock
   const std::lock_guard lock(mutex_);
-  BufferState& st = buffers_[static_cast<size_t>(buffer)];
+  BufferState& st = buffers_[buffer.index()];
   if (st.live) {
     problems_.add("op " + who(op) + " allocated buffer " + what(buffer) + " while it was already allocated");
     return;
@@ -113,11 +113,11 @@ void RankMemory::allocate(int32_t buffer, const Op& op, int32_t stream) {
   account_allocate(buffer, op.id, stream);
 }
 
-void RankMemory::release(int32_t buffer, const Op& op) {
+void RankMemory::release(BufferId buffer, const Op& op) {
   std::shared_ptr<Storage> storage;
   {
     const std::lock_guard lock(mutex_);
-    BufferState& st = buffers_[static_cast<size_t>(buffer)];
+    BufferState& st = buffers_[buffer.index()];
     if (st.failed) {  // its allocation failed and was reported: there is nothing to release
       st.failed = false;
       return;
@@ -136,20 +136,20 @@ void RankMemory::release(int32_t buffer, const Op& op) {
   quarantine_.push_back(std::move(storage));
 }
 
-AllocationFailure RankMemory::fail_allocation(int32_t buffer, const Op& op, int32_t step) {
+AllocationFailure RankMemory::fail_allocation(BufferId buffer, const Op& op, int32_t step) {
   const std::lock_guard lock(mutex_);
-  buffers_[static_cast<size_t>(buffer)].failed = true;
+  buffers_[buffer.index()].failed = true;
   return AllocationFailure{buffer, op.id, step, accounting_.allocated_bytes(), accounting_.live_bytes()};
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-void RankMemory::account_allocate(int32_t buffer, int32_t op, int32_t stream) {
+void RankMemory::account_allocate(BufferId buffer, OpId op, StreamId stream) {
   const bool had_failed = accounting_.oom().has_value();
   accounting_.allocate(buffer, op, stream, 0, step_);
   if (!had_failed && accounting_.oom()) {
     problems_.add("the caching-allocator model has no room for buffer " + what(buffer) + " (" +
-                  std::to_string(schedule_.buffers[static_cast<size_t>(buffer)].size_bytes) + " B) allocated by op " +
-                  std::to_string(op) + ": the rank would run out of memory (HostOptions::allocator_capacity_bytes)");
+                  std::to_string(schedule_.buffers[buffer].size_bytes) + " B) allocated by op " + to_string(op) +
+                  ": the rank would run out of memory (HostOptions::allocator_capacity_bytes)");
   }
 }
 
@@ -171,9 +171,9 @@ MemoryPeak RankMemory::peak() const {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-RankMemory::LiveStorage RankMemory::live_storage_or_report(int32_t buffer, const Op& op, const char* verb) {
+RankMemory::LiveStorage RankMemory::live_storage_or_report(BufferId buffer, const Op& op, const char* verb) {
   const std::lock_guard lock(mutex_);
-  const BufferState& st = buffers_[static_cast<size_t>(buffer)];
+  const BufferState& st = buffers_[buffer.index()];
   if (!st.live) {
     problems_.add("op " + who(op) + " " + verb + " buffer " + what(buffer) +
                   " while it was not allocated (before its allocation or after its release): a missing dependency");
@@ -182,20 +182,20 @@ RankMemory::LiveStorage RankMemory::live_storage_or_report(int32_t buffer, const
   return {st.storage, st.generation};
 }
 
-int64_t RankMemory::region_words(int32_t buffer, int32_t first, int32_t count) const {
-  const auto& regions = plan_.buffers[static_cast<size_t>(buffer)].regions;
+int64_t RankMemory::region_words(BufferId buffer, int32_t first, int32_t count) const {
+  const auto& regions = plan_.buffers[buffer].regions;
   FSDPSIM_CHECK(first >= 0 && count >= 1 && first + count <= static_cast<int32_t>(regions.size()), "region range");
   const WordRegion& last = regions[static_cast<size_t>(first + count - 1)];
   return last.offset + last.words - regions[static_cast<size_t>(first)].offset;
 }
 
-bool RankMemory::read(int32_t buffer, int32_t first, int32_t count, const Op& reader, std::vector<uint32_t>& values) {
+bool RankMemory::read(BufferId buffer, int32_t first, int32_t count, const Op& reader, std::vector<uint32_t>& values) {
   const auto [storage, generation] = live_storage_or_report(buffer, reader, "read");
   if (storage == nullptr) {
     values.resize(values.size() + static_cast<size_t>(region_words(buffer, first, count)), 0);
     return false;
   }
-  const auto& regions = plan_.buffers[static_cast<size_t>(buffer)].regions;
+  const auto& regions = plan_.buffers[buffer].regions;
   bool ok = true;
   std::vector<uint32_t> words;
   for (int32_t r = first; r < first + count; ++r) {
@@ -235,7 +235,7 @@ bool RankMemory::check_region(const RegionRead& r, const Op& reader, std::span<c
   }
   const uint64_t sum = words_checksum(words);
   const std::lock_guard lock(mutex_);
-  const RegionRecord& rec = buffers_[static_cast<size_t>(r.buffer)].records[static_cast<size_t>(r.region)];
+  const RegionRecord& rec = buffers_[r.buffer.index()].records[static_cast<size_t>(r.region)];
   if (rec.generation != r.generation || rec.checksum != sum) {
     problems_.add(head + " whose data do not match what " + writer_name(rec.writer) +
                   " wrote (corrupted, or overwritten while it was read: a missing dependency)");
@@ -244,13 +244,13 @@ bool RankMemory::check_region(const RegionRead& r, const Op& reader, std::span<c
   return true;
 }
 
-void RankMemory::write(int32_t buffer, int32_t first, int32_t count, const Op& writer,
+void RankMemory::write(BufferId buffer, int32_t first, int32_t count, const Op& writer,
                        std::span<const uint32_t> values) {
   FSDPSIM_CHECK(static_cast<int64_t>(values.size()) == region_words(buffer, first, count), "write covers regions");
   const auto [storage, generation] = live_storage_or_report(buffer, writer, "wrote");
   if (storage == nullptr) return;
   const uint32_t tag = buffer_tag(buffer, generation);
-  const auto& regions = plan_.buffers[static_cast<size_t>(buffer)].regions;
+  const auto& regions = plan_.buffers[buffer].regions;
   const int64_t base = regions[static_cast<size_t>(first)].offset;
   std::vector<uint64_t> sums;
   std::vector<uint32_t> words;
@@ -270,14 +270,14 @@ void RankMemory::write(int32_t buffer, int32_t first, int32_t count, const Op& w
                   " while it was being released: a missing dependency");
     return;
   }
-  auto& records = buffers_[static_cast<size_t>(buffer)].records;
+  auto& records = buffers_[buffer.index()].records;
   for (int32_t r = first; r < first + count; ++r) {
     records[static_cast<size_t>(r)] = RegionRecord{generation, writer.id, sums[static_cast<size_t>(r - first)]};
   }
 }
 
-void RankMemory::write_pattern(int32_t buffer, const std::vector<int32_t>& regions, const Op& writer, int32_t step) {
-  const auto& layout = plan_.buffers[static_cast<size_t>(buffer)].regions;
+void RankMemory::write_pattern(BufferId buffer, const std::vector<int32_t>& regions, const Op& writer, int32_t step) {
+  const auto& layout = plan_.buffers[buffer].regions;
   std::vector<uint32_t> values;
   for (const int32_t r : regions) {
     const uint64_t seed = pattern_seed(rank_, writer.id, step, buffer, r);
@@ -287,25 +287,25 @@ void RankMemory::write_pattern(int32_t buffer, const std::vector<int32_t>& regio
   }
 }
 
-void RankMemory::corrupt_word_for_test(int32_t buffer, int64_t index, uint32_t word) {
+void RankMemory::corrupt_word_for_test(BufferId buffer, int64_t index, uint32_t word) {
   const std::lock_guard lock(mutex_);
-  const BufferState& st = buffers_[static_cast<size_t>(buffer)];
+  const BufferState& st = buffers_[buffer.index()];
   FSDPSIM_CHECK(st.live && index >= 0 && index < st.storage->count, "corrupt a live word");
   st.storage->words[static_cast<size_t>(index)].store(word, std::memory_order_relaxed);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 std::string RankMemory::who(const Op& op) const {
-  return std::to_string(op.id) + " '" + op.name + "'";
+  return std::to_string(op.id.value()) + " '" + op.name + "'";
 }
 
-std::string RankMemory::what(int32_t buffer) const {
-  return std::to_string(buffer) + " '" + schedule_.buffers[static_cast<size_t>(buffer)].name + "'";
+std::string RankMemory::what(BufferId buffer) const {
+  return to_string(buffer) + " '" + schedule_.buffers[buffer].name + "'";
 }
 
-std::string RankMemory::writer_name(int32_t writer) const {
-  if (writer < 0) return "the setup";
-  return "op " + who(schedule_.ops[static_cast<size_t>(writer)]);
+std::string RankMemory::writer_name(OpId writer) const {
+  if (!writer.valid()) return "the setup";
+  return "op " + who(schedule_.ops[writer]);
 }
 
 }  // namespace fsdpsim

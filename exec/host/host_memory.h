@@ -53,30 +53,30 @@ class RankMemory {
   RankMemory& operator=(const RankMemory&) = delete;
 
   /// Allocates every persistent buffer on `stream` and fills it with valid data (the model's state).
-  void setup_persistent(int32_t stream);
+  void setup_persistent(StreamId stream);
   /// Starts a step: the peak restarts from what is live now.
   void begin_step(int32_t step);
   /// Frees the memory released during the step (no reader can still run).
   void end_step();
   /// Allocates `buffer` for `op` on `stream`: fresh poisoned words, a new generation, and the accounting.
-  void allocate(int32_t buffer, const Op& op, int32_t stream);
+  void allocate(BufferId buffer, const Op& op, StreamId stream);
   /// Releases `buffer` after `op`: poisons it and keeps it in quarantine.
-  void release(int32_t buffer, const Op& op);
+  void release(BufferId buffer, const Op& op);
   /// Records that allocating `buffer` for `op` in `step` failed (an injected fault): the buffer stays unallocated,
   /// its release later is a no-op, and what was in use at that moment comes back for the report.
-  AllocationFailure fail_allocation(int32_t buffer, const Op& op, int32_t step);
+  AllocationFailure fail_allocation(BufferId buffer, const Op& op, int32_t step);
 
   /// Reads regions [first, first + count) of `buffer` for `reader`, checks every word (poison, tag) and each region
   /// against its writer's checksum, and appends the values (low 20 bits) to `values`. False when a problem was
   /// reported.
-  bool read(int32_t buffer, int32_t first, int32_t count, const Op& reader, std::vector<uint32_t>& values);
+  bool read(BufferId buffer, int32_t first, int32_t count, const Op& reader, std::vector<uint32_t>& values);
   /// Writes `values` into regions [first, first + count) of `buffer` for `writer` (tagged with the buffer's current
   /// allocation) and records each region's checksum. `values` must cover the regions exactly.
-  void write(int32_t buffer, int32_t first, int32_t count, const Op& writer, std::span<const uint32_t> values);
+  void write(BufferId buffer, int32_t first, int32_t count, const Op& writer, std::span<const uint32_t> values);
   /// Writes each of `regions` of `buffer` with the pattern of (rank, writer, step, buffer, region).
-  void write_pattern(int32_t buffer, const std::vector<int32_t>& regions, const Op& writer, int32_t step);
+  void write_pattern(BufferId buffer, const std::vector<int32_t>& regions, const Op& writer, int32_t step);
   /// Words of regions [first, first + count) of `buffer`.
-  [[nodiscard]] int64_t region_words(int32_t buffer, int32_t first, int32_t count) const;
+  [[nodiscard]] int64_t region_words(BufferId buffer, int32_t first, int32_t count) const;
 
   /// The allocated peak of the current step (its time is not kept: host times are not the GPU's).
   [[nodiscard]] MemoryPeak peak() const;
@@ -86,13 +86,13 @@ class RankMemory {
   [[nodiscard]] int64_t live_rounded_bytes() const;
 
   /// Overwrites word `index` of `buffer`'s live memory (tests: simulate corruption).
-  void corrupt_word_for_test(int32_t buffer, int64_t index, uint32_t word);
+  void corrupt_word_for_test(BufferId buffer, int64_t index, uint32_t word);
 
  private:
   struct Storage;
   struct RegionRecord {
     int32_t generation = -1;
-    int32_t writer = -1;  // op id; -1 for setup
+    OpId writer;  // none for setup
     uint64_t checksum = 0;
   };
   struct BufferState {
@@ -109,15 +109,15 @@ class RankMemory {
     int32_t generation = 0;
   };
 
-  std::shared_ptr<Storage> new_storage(int32_t buffer);
+  std::shared_ptr<Storage> new_storage(BufferId buffer);
   /// The buffer's storage while it is allocated; otherwise reports that `op` `verb` (read, wrote) it while it was not
   /// allocated, a missing dependency, and returns null storage.
-  LiveStorage live_storage_or_report(int32_t buffer, const Op& op, const char* verb);
-  void account_allocate(int32_t buffer, int32_t op, int32_t stream);
+  LiveStorage live_storage_or_report(BufferId buffer, const Op& op, const char* verb);
+  void account_allocate(BufferId buffer, OpId op, StreamId stream);
   bool check_region(const RegionRead& r, const Op& reader, std::span<const uint32_t> words);
   [[nodiscard]] std::string who(const Op& op) const;
-  [[nodiscard]] std::string what(int32_t buffer) const;
-  [[nodiscard]] std::string writer_name(int32_t writer) const;
+  [[nodiscard]] std::string what(BufferId buffer) const;
+  [[nodiscard]] std::string writer_name(OpId writer) const;
 
   const Schedule& schedule_;
   const HostPlan& plan_;

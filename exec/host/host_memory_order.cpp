@@ -35,8 +35,8 @@ class MemoryOrderReplay {
     stream_ops_.resize(s.streams.size());
     dependents_.resize(s.ops.size());
     for (const Op& op : s.ops) {
-      stream_ops_[static_cast<size_t>(op.stream)].push_back(op.id);
-      for (const int32_t d : op.deps) dependents_[static_cast<size_t>(d)].push_back(op.id);
+      stream_ops_[op.stream.index()].push_back(op.id);
+      for (const OpId d : op.deps) dependents_[d.index()].push_back(op.id);
       pending_.push_back(static_cast<int32_t>(op.deps.size()));
     }
     head_.assign(s.streams.size(), 0);
@@ -54,9 +54,9 @@ class MemoryOrderReplay {
     }
     for (size_t st = 0; st < stream_ops_.size(); ++st) {
       if (head_[st] < stream_ops_[st].size()) {
-        const Op& stuck = s_.ops[static_cast<size_t>(stream_ops_[st][head_[st]])];
+        const Op& stuck = s_.ops[stream_ops_[st][head_[st]]];
         throw ScheduleError("cannot derive the memory order of a predicted step",
-                            {"op " + std::to_string(stuck.id) + " '" + stuck.name +
+                            {"op " + std::to_string(stuck.id.value()) + " '" + stuck.name +
                              "' never starts in the replay (the step's timings do not belong to this schedule)"});
       }
     }
@@ -69,18 +69,18 @@ class MemoryOrderReplay {
       const size_t st = to_check_.back();
       to_check_.pop_back();
       if (active_[st] || head_[st] >= stream_ops_[st].size()) continue;
-      const int32_t op = stream_ops_[st][head_[st]];
-      if (pending_[static_cast<size_t>(op)] > 0) continue;
+      const OpId op = stream_ops_[st][head_[st]];
+      if (pending_[op.index()] > 0) continue;
       start(op, now);
     }
   }
 
-  void start(int32_t op_id, TimeNs now) {
-    const Op& op = s_.ops[static_cast<size_t>(op_id)];
-    const OpTiming& t = step_.ops[static_cast<size_t>(op_id)];
+  void start(OpId op_id, TimeNs now) {
+    const Op& op = s_.ops[op_id];
+    const OpTiming& t = step_.ops[op_id];
     if (t.start_ns != now || t.end_ns < t.start_ns) {
       throw ScheduleError("cannot derive the memory order of a predicted step",
-                          {"op " + std::to_string(op_id) + " '" + op.name + "' can start at " + std::to_string(now) +
+                          {"op " + to_string(op_id) + " '" + op.name + "' can start at " + std::to_string(now) +
                            " ns in the replay but the step says " + std::to_string(t.start_ns) +
                            " ns (the step's timings do not belong to this schedule)"});
     }
@@ -89,28 +89,27 @@ class MemoryOrderReplay {
       finish(op_id);  // instant: the engine finishes it inside start()
       return;
     }
-    active_[static_cast<size_t>(op.stream)] = true;
+    active_[op.stream.index()] = true;
     queue_.emplace(t.end_ns, sequence_++, op_id);
   }
 
-  void finish(int32_t op_id) {
-    const Op& op = s_.ops[static_cast<size_t>(op_id)];
+  void finish(OpId op_id) {
+    const Op& op = s_.ops[op_id];
     if (!op.frees.empty()) events_.push_back(MemoryEvent{op_id, true});
-    const auto st = static_cast<size_t>(op.stream);
+    const auto st = op.stream.index();
     active_[st] = false;
     ++head_[st];
     to_check_.push_back(st);
-    for (const int32_t d : dependents_[static_cast<size_t>(op_id)]) {
-      if (--pending_[static_cast<size_t>(d)] == 0)
-        to_check_.push_back(static_cast<size_t>(s_.ops[static_cast<size_t>(d)].stream));
+    for (const OpId d : dependents_[op_id]) {
+      if (--pending_[d.index()] == 0) to_check_.push_back(s_.ops[d].stream.index());
     }
   }
 
-  using Entry = std::tuple<TimeNs, uint64_t, int32_t>;  // (end time, insertion sequence, op)
+  using Entry = std::tuple<TimeNs, uint64_t, OpId>;  // (end time, insertion sequence, op)
   const Schedule& s_;
   const StepRun& step_;
-  std::vector<std::vector<int32_t>> stream_ops_;
-  std::vector<std::vector<int32_t>> dependents_;
+  std::vector<std::vector<OpId>> stream_ops_;
+  IdVector<OpId, std::vector<OpId>> dependents_;
   std::vector<int32_t> pending_;
   std::vector<size_t> head_;
   std::vector<bool> active_;
@@ -132,26 +131,26 @@ std::vector<std::string> memory_order_problems(const Schedule& schedule, const s
   for (size_t i = 0; i < order.size(); ++i) {
     const MemoryEvent& e = order[i];
     const std::string where = "memory_order[" + std::to_string(i) + "]";
-    if (e.op < 0 || e.op >= static_cast<int32_t>(schedule.ops.size())) {
-      problems.push_back(where + " names op " + std::to_string(e.op) + ", which the schedule does not have (ids 0-" +
+    if (!schedule.ops.contains(e.op)) {
+      problems.push_back(where + " names op " + to_string(e.op) + ", which the schedule does not have (ids 0-" +
                          std::to_string(static_cast<int64_t>(schedule.ops.size()) - 1) + ")");
       continue;
     }
-    const Op& op = schedule.ops[static_cast<size_t>(e.op)];
+    const Op& op = schedule.ops[e.op];
     if ((e.end ? op.frees : op.allocs).empty()) {
-      problems.push_back(where + " is the " + (e.end ? "end" : "start") + " of op " + std::to_string(op.id) + " '" +
-                         op.name + "', which " + (e.end ? "frees" : "allocates") + " nothing");
+      problems.push_back(where + " is the " + (e.end ? "end" : "start") + " of op " + std::to_string(op.id.value()) +
+                         " '" + op.name + "', which " + (e.end ? "frees" : "allocates") + " nothing");
     }
-    if (++seen[static_cast<size_t>(e.op) * 2 + (e.end ? 1 : 0)] == 2) {
+    if (++seen[e.op.index() * 2 + (e.end ? 1 : 0)] == 2) {
       problems.push_back(where + " lists the " + std::string(e.end ? "end" : "start") + " of op " +
-                         std::to_string(op.id) + " '" + op.name + "' a second time");
+                         std::to_string(op.id.value()) + " '" + op.name + "' a second time");
     }
   }
   for (const Op& op : schedule.ops) {
     for (const bool end : {false, true}) {
-      if ((end ? op.frees : op.allocs).empty() || seen[static_cast<size_t>(op.id) * 2 + (end ? 1 : 0)] > 0) continue;
+      if ((end ? op.frees : op.allocs).empty() || seen[op.id.index() * 2 + (end ? 1 : 0)] > 0) continue;
       problems.push_back("the memory order lacks the " + std::string(end ? "end" : "start") + " of op " +
-                         std::to_string(op.id) + " '" + op.name + "' (use predicted_memory_order)");
+                         std::to_string(op.id.value()) + " '" + op.name + "' (use predicted_memory_order)");
     }
   }
   return problems;

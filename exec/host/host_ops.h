@@ -24,7 +24,7 @@ class HostStore {
   struct Entry {
     std::vector<uint32_t> values;
     int32_t step = -1;
-    int32_t writer = -1;
+    OpId writer;
   };
   /// Stores the values copied out for (unit, micro-batch).
   void put(int32_t unit, int32_t micro_batch, Entry entry);

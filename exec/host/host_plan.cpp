@@ -53,14 +53,14 @@ SideWords side_words(const Op& op, int32_t members, int64_t scale) {
   return w;
 }
 
-int64_t listed_bytes(const Schedule& s, const std::vector<int32_t>& buffers) {
+int64_t listed_bytes(const Schedule& s, const std::vector<BufferId>& buffers) {
   int64_t total = 0;
-  for (const int32_t b : buffers) total += s.buffers[static_cast<size_t>(b)].size_bytes;
+  for (const BufferId b : buffers) total += s.buffers[b].size_bytes;
   return total;
 }
 
 // A side that moves fewer bytes than its single buffer holds uses a region of it.
-bool partial_side(const Schedule& s, const std::vector<int32_t>& buffers, int64_t bytes) {
+bool partial_side(const Schedule& s, const std::vector<BufferId>& buffers, int64_t bytes) {
   return buffers.size() == 1 && bytes < listed_bytes(s, buffers);
 }
 
@@ -84,7 +84,7 @@ class PlanBuilder {
     for (const Op& op : s_.ops) {
       if (!is_collective(op.kind)) continue;
       const SideWords w = words_of(op);
-      CollectivePlan& c = plan.collectives[static_cast<size_t>(op.id)];
+      CollectivePlan& c = plan.collectives[op.id.index()];
       c.chunk_words = w.chunk;
       c.in = side(plan, op, op.reads, op.send_bytes, w.in);
       c.out = side(plan, op, op.writes, op.recv_bytes, w.out);
@@ -94,12 +94,12 @@ class PlanBuilder {
 
  private:
   [[nodiscard]] SideWords words_of(const Op& op) const {
-    FSDPSIM_CHECK(op.group >= 0 && op.group < static_cast<int32_t>(s_.groups.size()), "collective without a group");
-    return side_words(op, s_.groups[static_cast<size_t>(op.group)].size, scale_);
+    FSDPSIM_CHECK(s_.groups.contains(op.group), "collective without a group");
+    return side_words(op, s_.groups[op.group].size, scale_);
   }
 
-  int32_t key_of(int32_t buffer, const Op& op, int64_t words) {
-    auto& keys = keys_[static_cast<size_t>(buffer)];
+  int32_t key_of(BufferId buffer, const Op& op, int64_t words) {
+    auto& keys = keys_[buffer.index()];
     const RegionKey key{op.unit, words};
     const auto it = std::find(keys.begin(), keys.end(), key);
     if (it != keys.end()) return static_cast<int32_t>(it - keys.begin());
@@ -109,7 +109,7 @@ class PlanBuilder {
 
   [[nodiscard]] BufferLayout layout(const Buffer& b) const {
     BufferLayout l;
-    for (const auto& [unit, words] : keys_[static_cast<size_t>(b.id)]) {
+    for (const auto& [unit, words] : keys_[b.id.index()]) {
       l.regions.push_back(WordRegion{l.words, words});
       l.region_units.push_back(unit);
       l.words += words;
@@ -123,7 +123,7 @@ class PlanBuilder {
     return l;
   }
 
-  CollectiveSide side(const HostPlan& plan, const Op& op, const std::vector<int32_t>& buffers, int64_t bytes,
+  CollectiveSide side(const HostPlan& plan, const Op& op, const std::vector<BufferId>& buffers, int64_t bytes,
                       int64_t words) {
     CollectiveSide side;
     side.words = words;
@@ -137,12 +137,12 @@ class PlanBuilder {
       return side;
     }
     int64_t total = 0;
-    for (const int32_t b : buffers) {
-      const BufferLayout& l = plan.buffers[static_cast<size_t>(b)];
+    for (const BufferId b : buffers) {
+      const BufferLayout& l = plan.buffers[b];
       side.pieces.push_back(Piece{b, 0, static_cast<int32_t>(l.regions.size()), l.words});
       total += l.words;
     }
-    if (total < words) side.pieces.push_back(Piece{-1, 0, 0, words - total});  // bucket padding
+    if (total < words) side.pieces.push_back(Piece{BufferId::none(), 0, 0, words - total});  // bucket padding
     return side;
   }
 
@@ -153,9 +153,9 @@ class PlanBuilder {
 
 }  // namespace
 
-uint32_t buffer_tag(int32_t buffer, int32_t generation) {
+uint32_t buffer_tag(BufferId buffer, int32_t generation) {
   const uint64_t h =
-      mix64((static_cast<uint64_t>(static_cast<uint32_t>(buffer)) << 32) ^ static_cast<uint32_t>(generation));
+      mix64((static_cast<uint64_t>(static_cast<uint32_t>(buffer.value())) << 32) ^ static_cast<uint32_t>(generation));
   return static_cast<uint32_t>(h % kPoisonTag);  // 0 … 0xFFE: never the poison tag
 }
 
@@ -163,9 +163,9 @@ uint32_t pattern_value(uint64_t seed, int64_t index) {
   return static_cast<uint32_t>(mix64(seed ^ (static_cast<uint64_t>(index) * 0xD6E8FEB86659FD93ull))) & kValueMask;
 }
 
-uint64_t pattern_seed(int32_t rank, int32_t op, int32_t step, int32_t buffer, int32_t region) {
+uint64_t pattern_seed(int32_t rank, OpId op, int32_t step, BufferId buffer, int32_t region) {
   uint64_t h = mix64(static_cast<uint32_t>(rank));
-  for (const int32_t part : {op, step, buffer, region}) h = mix64(h ^ static_cast<uint32_t>(part));
+  for (const int32_t part : {op.value(), step, buffer.value(), region}) h = mix64(h ^ static_cast<uint32_t>(part));
   return h;
 }
 
@@ -186,8 +186,8 @@ HostPlan make_host_plan(const Schedule& schedule, int64_t bytes_scale) {
   return PlanBuilder(schedule, bytes_scale).build();
 }
 
-std::vector<int32_t> op_regions(const HostPlan& plan, const Op& op, int32_t buffer) {
-  const BufferLayout& l = plan.buffers[static_cast<size_t>(buffer)];
+std::vector<int32_t> op_regions(const HostPlan& plan, const Op& op, BufferId buffer) {
+  const BufferLayout& l = plan.buffers[buffer];
   std::vector<int32_t> mine, all;
   for (size_t r = 0; r < l.regions.size(); ++r) {
     all.push_back(static_cast<int32_t>(r));

@@ -27,7 +27,7 @@ inline constexpr uint32_t kPoisonWord = (kPoisonTag << kValueBits) | 0x0DEAD;
 inline constexpr int64_t kMinBufferWords = 4;
 
 /// The tag of buffer `buffer`'s data in its allocation number `generation` (in [0, 0xFFE]).
-uint32_t buffer_tag(int32_t buffer, int32_t generation);
+uint32_t buffer_tag(BufferId buffer, int32_t generation);
 /// A data word: `tag` in the top bits, `value` (reduced modulo 2^20) in the low bits.
 inline uint32_t make_word(uint32_t tag, uint32_t value) {
   return (tag << kValueBits) | (value & kValueMask);
@@ -39,7 +39,7 @@ inline uint32_t word_tag(uint32_t word) {
 /// Value `index` of the pattern `seed` (what compute ops and setup write).
 uint32_t pattern_value(uint64_t seed, int64_t index);
 /// A seed from the parts that identify one write (rank, op, step, buffer, region).
-uint64_t pattern_seed(int32_t rank, int32_t op, int32_t step, int32_t buffer, int32_t region);
+uint64_t pattern_seed(int32_t rank, OpId op, int32_t step, BufferId buffer, int32_t region);
 /// An order-sensitive 64-bit checksum of words.
 uint64_t words_checksum(std::span<const uint32_t> words);
 
@@ -65,7 +65,7 @@ struct BufferLayout {
 /// A run of a collective's input or output: regions [first_region, first_region + regions) of `buffer`, or
 /// `words` zero words of padding when `buffer` is -1 (bucket padding the IR counts but no buffer holds).
 struct Piece {
-  int32_t buffer = -1;
+  BufferId buffer;
   int32_t first_region = 0;
   int32_t regions = 0;
   int64_t words = 0;
@@ -88,8 +88,8 @@ struct CollectivePlan {
 /// The real-memory layout of a schedule.
 struct HostPlan {
   int64_t bytes_scale = 1;
-  std::vector<BufferLayout> buffers;        ///< by buffer id
-  std::vector<CollectivePlan> collectives;  ///< by op id; empty sides for ops that are not collectives
+  IdVector<BufferId, BufferLayout> buffers;    ///< by buffer id
+  IdVector<OpId, CollectivePlan> collectives;  ///< by op id; empty sides for ops that are not collectives
 };
 
 /// Lays out `schedule` with one real byte per `bytes_scale` IR bytes. A collective that moves fewer bytes of a single
@@ -102,7 +102,7 @@ HostPlan make_host_plan(const Schedule& schedule, int64_t bytes_scale);
 /// touches only u's regions (e.g. the gradient accumulation of one layer, on the reduce-scatter stream, must not
 /// race with the outer all-reduce of another layer's slice); optimizer-phase ops and ops of units with no region
 /// of their own touch every region.
-std::vector<int32_t> op_regions(const HostPlan& plan, const Op& op, int32_t buffer);
+std::vector<int32_t> op_regions(const HostPlan& plan, const Op& op, BufferId buffer);
 
 // group_members() and describe_members() live in exec/fault_report.h (the CUDA backend's reports use them too).
 

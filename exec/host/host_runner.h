@@ -22,7 +22,7 @@ namespace fsdpsim {
 
 /// One memory event of an op: its allocations (at its start) or its releases (at its end).
 struct MemoryEvent {
-  int32_t op = -1;
+  OpId op;
   bool end = false;
   bool operator==(const MemoryEvent&) const = default;
 };

@@ -19,9 +19,9 @@ namespace fsdpsim {
 
 /// Identifies one collective call across ranks: the group, its instance (by first member), the op and the step.
 struct RendezvousKey {
-  int32_t group = -1;
+  GroupId group;
   int32_t first_rank = -1;
-  int32_t op = -1;
+  OpId op;
   int32_t step = -1;
   auto operator<=>(const RendezvousKey&) const = default;
 };

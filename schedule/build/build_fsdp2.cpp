@@ -1,4 +1,4 @@
-// The PyTorch FSDP2 builder (torch.distributed.fsdp.fully_shard, reference/megatron-fsdp.md §10): one
+// The PyTorch FSDP2 builder (torch.distributed.fsdp.fully_shard, docs/architecture.md §4.7): one
 // FSDPParamGroup per decoder layer plus the root group (embedding, final norm, output layer); copy-in, all-gather
 // and copy-out per unshard; reshard after forward except for the root; one-unit implicit forward prefetch and
 // one-unit backward prefetch; reduce-scatter per backward with one reduce-scatter input in flight; HSDP all-reduce.
@@ -21,19 +21,19 @@ struct Part {
   bool expert = false;
   int32_t shard = 1;
   int64_t padded_elems = 0;  // per-parameter dim-0 padding to the shard group (_get_dim0_padded_size)
-  int32_t flat = -1;         // the flat all-gather output
-  int32_t unsharded = -1;    // the per-parameter unsharded copy (copy-out)
-  int32_t ag_op = -1;
+  BufferId flat;             // the flat all-gather output
+  BufferId unsharded;        // the per-parameter unsharded copy (copy-out)
+  OpId ag_op;
 };
 
 struct ParamGroup {
   std::string name;
   std::vector<int32_t> units;  // model units it covers (root: embedding and output)
   std::vector<Part> parts;
-  int32_t copy_out_op = -1;    // the compute stream waits on the all-gather once, at copy-out
-  bool unsharded = false;      // unsharded params are alive
-  bool issued = false;         // an unshard (copy-in + AG) was issued and not yet copied out
-  std::vector<int32_t> grads;  // this micro-batch's unsharded gradients
+  OpId copy_out_op;             // the compute stream waits on the all-gather once, at copy-out
+  bool unsharded = false;       // unsharded params are alive
+  bool issued = false;          // an unshard (copy-in + AG) was issued and not yet copied out
+  std::vector<BufferId> grads;  // this micro-batch's unsharded gradients
 };
 
 class Fsdp2Builder {
@@ -70,13 +70,13 @@ class Fsdp2Builder {
 
   BuildContext ctx_;
   std::vector<ParamGroup> groups_;
-  int32_t copy_in_stream_ = -1, ag_stream_ = -1, rs_stream_ = -1, ar_stream_ = -1;
-  int32_t shard_params_ = -1, shard_grads_ = -1, optimizer_state_ = -1;
+  StreamId copy_in_stream_, ag_stream_, rs_stream_, ar_stream_;
+  BufferId shard_params_, shard_grads_, optimizer_state_;
   int64_t shard_elems_ = 0;
-  int32_t last_copy_out_ = -1;      // copy-in waits on the previous copy-out (all_gather_state)
-  int32_t pending_flat_free_ = -1;  // forward: the previous group's flat output, freed at the next copy-out
-  int32_t rs_in_flight_op_ = -1;    // the last reduce-scatter's final op
-  int32_t rs_in_flight_input_ = -1;
+  OpId last_copy_out_;          // copy-in waits on the previous copy-out (all_gather_state)
+  BufferId pending_flat_free_;  // forward: the previous group's flat output, freed at the next copy-out
+  OpId rs_in_flight_op_;        // the last reduce-scatter's final op
+  BufferId rs_in_flight_input_;
 };
 
 void Fsdp2Builder::setup() {
@@ -114,7 +114,8 @@ void Fsdp2Builder::setup() {
       pg.parts.push_back(part);
     }
   }
-  // §10 memory: sharded parameters in their original dtype (FP32 master copy), sharded FP32 gradients, Adam.
+  // Memory (docs/architecture.md §4.7): sharded parameters in their original dtype (FP32 master copy), sharded FP32
+  // gradients, Adam.
   shard_params_ = ctx_.w.buffer("param_shard", BufferCategory::main_weight, shard_elem_bytes() * shard_elems_, true);
   shard_grads_ = ctx_.w.buffer("grad_shard", BufferCategory::grad_shard, shard_elem_bytes() * shard_elems_, true);
   const int64_t adam = dtype_bytes(ctx_.config.exp_avg_dtype) + dtype_bytes(ctx_.config.exp_avg_sq_dtype);
@@ -135,12 +136,12 @@ void Fsdp2Builder::unshard(int32_t g, Phase phase, int32_t mb) {
                                 part.padded_elems / part.shard * (shard_elem_bytes() + weight_bytes()));
     copy_in.unit = pg.units.front();
     copy_in.micro_batch = mb;
-    if (last_copy_out_ >= 0) copy_in.deps = {last_copy_out_};
-    if (last_copy_out_ < 0 && ctx_.w.tail(ctx_.compute) >= 0) copy_in.deps = {ctx_.w.tail(ctx_.compute)};
+    if (last_copy_out_.valid()) copy_in.deps = {last_copy_out_};
+    if (!last_copy_out_.valid() && ctx_.w.tail(ctx_.compute).valid()) copy_in.deps = {ctx_.w.tail(ctx_.compute)};
     copy_in.reads = {shard_params_};
     copy_in.allocs = {part.flat};
     copy_in.writes = {part.flat};
-    const int32_t copy_in_id = ctx_.w.add(std::move(copy_in));
+    const OpId copy_in_id = ctx_.w.add(std::move(copy_in));
     Op ag = make_collective({.kind = OpKind::all_gather,
                              .name = op_name("ag" + phase_name, name, mb),
                              .phase = phase,
@@ -182,7 +183,7 @@ void Fsdp2Builder::copy_out(int32_t g, Phase phase, int32_t mb, bool free_flat_n
       op.frees.push_back(part.flat);  // backward: the AG result is freed right after its copy-out
     } else {
       // forward: all_gather_state keeps this output until the next group's copy-out.
-      if (pending_flat_free_ >= 0) op.frees.push_back(pending_flat_free_);
+      if (pending_flat_free_.valid()) op.frees.push_back(pending_flat_free_);
       pending_flat_free_ = part.flat;
     }
     last_copy_out_ = pg.copy_out_op = ctx_.w.add(std::move(op));
@@ -221,11 +222,11 @@ void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
     acts.after_forward(u, ctx_.w.add(std::move(fwd)));
   }
   // The root's post-forward frees the last flat all-gather output.
-  if (pending_flat_free_ >= 0) {
+  if (pending_flat_free_.valid()) {
     Op sync = make_sync(op_name("ag_out_release", "", mb), Phase::fwd, ctx_.compute, {}, {pending_flat_free_});
     sync.micro_batch = mb;
     ctx_.w.add(std::move(sync));
-    pending_flat_free_ = -1;
+    pending_flat_free_ = {};
   }
 }
 
@@ -265,8 +266,8 @@ void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
     for (const Part& part : pg.parts) bwd.reads.push_back(part.unsharded);
     acts.on_backward(bwd, u);
     // Autograd writes the unsharded gradients in the parameter dtype.
-    const int32_t grads = ctx_.w.buffer(op_name("grads", cost.name, mb), BufferCategory::unsharded_grad,
-                                        cost.params() * weight_bytes(), false);
+    const BufferId grads = ctx_.w.buffer(op_name("grads", cost.name, mb), BufferCategory::unsharded_grad,
+                                         cost.params() * weight_bytes(), false);
     bwd.allocs.push_back(grads);
     bwd.writes.push_back(grads);
     pg.grads.push_back(grads);
@@ -282,7 +283,8 @@ void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
   Op sync = make_sync(op_name("rs_join", "", mb), Phase::bwd, ctx_.compute, {rs_in_flight_op_}, {rs_in_flight_input_});
   sync.micro_batch = mb;
   ctx_.w.add(std::move(sync));
-  rs_in_flight_op_ = rs_in_flight_input_ = -1;
+  rs_in_flight_op_ = OpId::none();
+  rs_in_flight_input_ = BufferId::none();
 }
 
 void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
@@ -290,14 +292,14 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
   int64_t elems = 0;
   for (const Part& part : pg.parts) elems += part.padded_elems;
   // The compute stream waits on the previous reduce-scatter and drops its input (one RS input in flight).
-  if (rs_in_flight_op_ >= 0) {
+  if (rs_in_flight_op_.valid()) {
     Op sync =
         make_sync(op_name("rs_wait", pg.name, mb), Phase::bwd, ctx_.compute, {rs_in_flight_op_}, {rs_in_flight_input_});
     sync.micro_batch = mb;
     ctx_.w.add(std::move(sync));
   }
   // chunk_cat the gradients into the RS input (cast to the reduce dtype) on the compute stream.
-  const int32_t input =
+  const BufferId input =
       ctx_.w.buffer(op_name("rs_in", pg.name, mb), BufferCategory::unsharded_grad, elems * reduce_bytes(), false);
   Op copy = make_memory_op(OpKind::copy, op_name("rs_copy_in", pg.name, mb), Phase::bwd, ctx_.compute,
                            elems * (weight_bytes() + reduce_bytes()));
@@ -307,13 +309,13 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
   copy.frees = pg.grads;
   copy.allocs = {input};
   copy.writes = {input};
-  const int32_t copy_id = ctx_.w.add(std::move(copy));
+  const OpId copy_id = ctx_.w.add(std::move(copy));
   pg.grads.clear();
-  int32_t last = -1;
+  OpId last;
   for (const Part& part : pg.parts) {
     const std::string name = pg.name + (part.expert ? ".experts" : "");
     const int64_t out_bytes = part.padded_elems / part.shard * reduce_bytes();
-    const int32_t output = ctx_.w.buffer(op_name("rs_out", name, mb), BufferCategory::comm_staging, out_bytes, false);
+    const BufferId output = ctx_.w.buffer(op_name("rs_out", name, mb), BufferCategory::comm_staging, out_bytes, false);
     // FSDP2 reduces with ncclAvg for FP32/BF16 (which rules out NVLS, PAT and symmetric kernels).
     Op rs = make_collective({.kind = OpKind::reduce_scatter,
                              .name = op_name("rs", name, mb),
@@ -331,7 +333,7 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
     rs.allocs = {output};
     rs.writes = {output};
     last = ctx_.w.add(std::move(rs));
-    if (ar_stream_ >= 0) {
+    if (ar_stream_.valid()) {
       Op ar = make_collective({.kind = OpKind::all_reduce,
                                .name = op_name("outer_ar", name, mb),
                                .phase = Phase::bwd,

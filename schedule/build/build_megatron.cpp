@@ -14,7 +14,7 @@ MegatronBuilder::MegatronBuilder(const ModelSpec& model, const FsdpConfig& confi
   ctx_.w.info().prefetch_depth = plan_.prefetch_depth;
   ag_.resize(plan_.groups.size());
   grad_buffers_.resize(plan_.groups.size());
-  full_grads_.assign(plan_.groups.size(), -1);
+  full_grads_.assign(plan_.groups.size(), BufferId::none());
 }
 
 bool MegatronBuilder::zero3() const {
@@ -34,7 +34,7 @@ int64_t MegatronBuilder::grad_bytes(const BucketGroup& g) const {
   return g.padded_elems * dtype_bytes(grad_comm_dtype(ctx_.config));
 }
 
-int32_t MegatronBuilder::shard_group(const BucketGroup& g) {
+GroupId MegatronBuilder::shard_group(const BucketGroup& g) {
   return ctx_.group(g.expert ? "edp" : "dp_shard");
 }
 
@@ -63,8 +63,8 @@ Schedule MegatronBuilder::build() {
 
 // ---- setup ------------------------------------------------------------------------------------------------------
 void MegatronBuilder::setup_streams() {
-  // §1.5: the AG stream (side_stream_for_param_gather), the RS stream (side_stream_for_buffer_copy_and_grad_accum),
-  // and the HSDP outer streams.
+  // docs/architecture.md §4.6.3: the AG stream (side_stream_for_param_gather), the RS stream
+  // (side_stream_for_buffer_copy_and_grad_accum), and the HSDP outer streams.
   if (ctx_.config.data_parallel_sharding_strategy != ShardingStrategy::no_shard) ag_stream_ = ctx_.w.stream("ag");
   rs_stream_ = ctx_.w.stream("rs");
   if (hsdp()) outer_rs_stream_ = ctx_.w.stream("outer_rs");
@@ -72,8 +72,8 @@ void MegatronBuilder::setup_streams() {
 }
 
 void MegatronBuilder::add_persistent_buffers() {
-  // §3.1: which buffers are sharded by strategy; HFSDP shards main weights, grads' optimizer view and Adam state
-  // over inner × outer (§5).
+  // docs/architecture.md §4.6.5: which buffers are sharded by strategy; HFSDP shards main weights, grads' optimizer
+  // view and Adam state over inner × outer.
   const FsdpConfig& c = ctx_.config;
   const bool ub = c.nccl_ub;
   int64_t shard_bytes[2] = {0, 0}, shard_elems[2] = {0, 0}, full_elems = 0;
@@ -82,7 +82,7 @@ void MegatronBuilder::add_persistent_buffers() {
     shard_elems[g.expert] += g.shard_elems();
     full_elems += g.padded_elems;
   }
-  const auto mark = [&](int32_t b) {
+  const auto mark = [&](BufferId b) {
     if (ub) ctx_.w.mark_registered(b);
     return b;
   };
@@ -92,7 +92,7 @@ void MegatronBuilder::add_persistent_buffers() {
       param_shard_expert_ =
           mark(ctx_.w.buffer("param_shard.experts", BufferCategory::param_shard, shard_bytes[1], true));
     }
-    // §1.3: non-unit buckets are gathered once per step and stay unsharded (PRESERVED).
+    // docs/architecture.md §4.6.3: non-unit buckets are gathered once per step and stay unsharded (PRESERVED).
     ag_[0].buffer =
         mark(ctx_.w.buffer("params.non_unit", BufferCategory::gathered_param, plan_.groups[0].gathered_bytes, true));
   } else {
@@ -130,8 +130,8 @@ void MegatronBuilder::add_persistent_buffers() {
 }
 
 void MegatronBuilder::add_double_buffer_pools() {
-  // §3.4 FixedPoolAllocator: the most common unit signature gets 2 persistent slots per buffer kind; other units
-  // fall back to dynamic allocation.
+  // FixedPoolAllocator (docs/architecture.md §4.6.6): the most common unit signature gets 2 persistent slots per buffer
+  // kind; other units fall back to dynamic allocation.
   std::map<int64_t, int32_t> count;
   std::map<int64_t, int64_t> grad_bytes_of;
   for (int32_t u = 1; u <= ctx_.layers(); ++u) {
@@ -163,7 +163,7 @@ void MegatronBuilder::add_double_buffer_pools() {
       ctx_.w.mark_registered(grad_pool_.back());
     }
   }
-  grad_pool_last_reader_.assign(2, -1);
+  grad_pool_last_reader_.assign(2, OpId::none());
   if (!zero3()) modal_unit_bytes_ = -1;  // ZeRO-2 keeps full weights; only grads use the pool
 }
 
@@ -203,7 +203,7 @@ void MegatronBuilder::gather(const std::vector<int32_t>& requested, Prefetch pre
   if (ctx_.config.data_parallel_sharding_strategy == ShardingStrategy::no_shard) return;
   std::vector<int32_t> list = prefetch == Prefetch::none ? requested : prefetch_list(requested, prefetch);
   std::sort(list.begin(), list.end());
-  // Only EMPTY buckets are gathered, in ascending bucket-ID order even in backward (§1.3 ordering caveat).
+  // Only EMPTY buckets are gathered, in ascending bucket-ID order even in backward (docs/architecture.md §4.6.3).
   std::vector<int32_t> to_issue;
   for (const int32_t g : list) {
     if (ag_[static_cast<size_t>(g)].status == AgStatus::empty) to_issue.push_back(g);
@@ -216,7 +216,7 @@ void MegatronBuilder::gather(const std::vector<int32_t>& requested, Prefetch pre
 
 void MegatronBuilder::recycle_releasable(int32_t mb) {
   // recycle_unused_buckets(), run at each all-gather allocation: lazily released buckets are freed now.
-  std::vector<int32_t> frees;
+  std::vector<BufferId> frees;
   for (auto& state : ag_) {
     if (!state.releasable || state.status == AgStatus::empty) continue;
     if (!ctx_.w.buffer_at(state.buffer).persistent) frees.push_back(state.buffer);
@@ -233,7 +233,7 @@ void MegatronBuilder::issue_all_gather(int32_t group, Phase phase, int32_t mb) {
   AgState& state = ag_[static_cast<size_t>(group)];
   const int32_t unit = g.non_unit ? -1 : g.units.front();
   const std::string what = "ag" + std::string(phase == Phase::fwd ? "" : "." + std::string(to_string(phase)));
-  int32_t buffer = state.buffer;
+  BufferId buffer = state.buffer;
   bool transient = false;
   if (zero3() && !g.non_unit) {
     if (uses_pool(group)) {
@@ -244,11 +244,12 @@ void MegatronBuilder::issue_all_gather(int32_t group, Phase phase, int32_t mb) {
       transient = true;
     }
   }
-  std::vector<int32_t> deps = ctx_.w.tails({ctx_.compute});  // ag_stream.wait_stream(current_stream)
-  const int32_t source = g.expert ? param_shard_expert_ : param_shard_;
+  std::vector<OpId> deps = ctx_.w.tails({ctx_.compute});  // ag_stream.wait_stream(current_stream)
+  const BufferId source = g.expert ? param_shard_expert_ : param_shard_;
   if (hfsdp() && mb == 0) {
-    // §5 HFSDP: on the first micro-batch every unit AG is preceded by an outer AG of the P/(N_in·M) slice.
-    const int32_t outer = ctx_.group(g.expert ? "edp_outer" : "dp_outer");
+    // HFSDP (docs/architecture.md §4.6.5): on the first micro-batch every unit AG is preceded by an outer AG of the
+    // P/(N_in·M) slice.
+    const GroupId outer = ctx_.group(g.expert ? "edp_outer" : "dp_outer");
     Op op = make_collective({.kind = OpKind::all_gather,
                              .name = op_name("outer_" + what, g.name, mb),
                              .phase = phase,
@@ -277,7 +278,7 @@ void MegatronBuilder::issue_all_gather(int32_t group, Phase phase, int32_t mb) {
   op.unit = unit;
   op.micro_batch = mb;
   op.deps = deps;
-  if (source >= 0) op.reads = {source};
+  if (source.valid()) op.reads = {source};
   if (transient) op.allocs = {buffer};
   op.writes = {buffer};
   state.status = AgStatus::in_flight;
@@ -286,9 +287,9 @@ void MegatronBuilder::issue_all_gather(int32_t group, Phase phase, int32_t mb) {
   state.releasable = false;
 }
 
-std::vector<int32_t> MegatronBuilder::wait_for(const std::vector<int32_t>& groups) {
+std::vector<OpId> MegatronBuilder::wait_for(const std::vector<int32_t>& groups) {
   // wait_bucket_ready(): the compute stream waits for the current unit's all-gathers only.
-  std::vector<int32_t> deps;
+  std::vector<OpId> deps;
   for (const int32_t g : groups) {
     AgState& state = ag_[static_cast<size_t>(g)];
     if (state.status == AgStatus::in_flight) {
@@ -344,7 +345,7 @@ void MegatronBuilder::forward(int32_t mb, Activations& acts) {
     acts.on_forward(fwd, u);
     // Post-forward hook (units only, optim_grads_params): release the gathered weights at once.
     if (zero3() && ctx_.is_layer(u)) release(groups, fwd);
-    const int32_t id = ctx_.w.add(std::move(fwd));
+    const OpId id = ctx_.w.add(std::move(fwd));
     acts.after_forward(u, id);
   }
 }

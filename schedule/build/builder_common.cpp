@@ -16,7 +16,7 @@ BuildContext::BuildContext(const ModelSpec& model_spec, const FsdpConfig& cfg, c
   compute = w.stream("compute");
 }
 
-int32_t BuildContext::group(const std::string& name) {
+GroupId BuildContext::group(const std::string& name) {
   // Megatron's rank order is tp-cp-ep-dp (dense) and etp-ep-edp (experts); HSDP splits dp·cp into a contiguous
   // inner shard group and an outer replica group.
   const ParallelLayout& l = layout;
@@ -54,10 +54,10 @@ ScheduleInfo make_schedule_info(const ModelSpec& model, const FsdpConfig& config
   return info;
 }
 
-std::vector<int32_t> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch) {
+std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch) {
   const UnitCost& cost = ctx.units.at(static_cast<size_t>(unit));
   const auto& list = phase == Phase::fwd || phase == Phase::recompute ? cost.fwd_collectives : cost.bwd_collectives;
-  std::vector<int32_t> ids;
+  std::vector<OpId> ids;
   for (const auto& c : list) {
     Op op;
     op.name = op_name(c.name + (phase == Phase::recompute ? ".recompute" : ""), cost.name, micro_batch);
@@ -117,7 +117,7 @@ bool Activations::offloaded(int32_t unit) const {
 void Activations::add_transients(Op& op, const std::vector<int64_t>& tensors, const std::string& what,
                                  const std::string& unit_name) {
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const int32_t b =
+    const BufferId b =
         ctx_.w.buffer(op_name(what + std::to_string(i), unit_name, mb_), BufferCategory::workspace, tensors[i], false);
     op.allocs.push_back(b);
     op.frees.push_back(b);
@@ -128,13 +128,13 @@ void Activations::on_forward(Op& fwd, int32_t unit) {
   const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
   const int64_t saved = saved_bytes(unit);
   if (saved > 0) {
-    const int32_t b = ctx_.w.buffer(op_name("act", cost.name, mb_), BufferCategory::activation, saved, false);
+    const BufferId b = ctx_.w.buffer(op_name("act", cost.name, mb_), BufferCategory::activation, saved, false);
     slots_[static_cast<size_t>(unit)].saved = b;
     fwd.allocs.push_back(b);
     fwd.writes.push_back(b);
   }
   if (cost.fwd_workspace_bytes > 0) {
-    const int32_t ws =
+    const BufferId ws =
         ctx_.w.buffer(op_name("ws.fwd", cost.name, mb_), BufferCategory::workspace, cost.fwd_workspace_bytes, false);
     fwd.allocs.push_back(ws);
     fwd.frees.push_back(ws);
@@ -142,10 +142,10 @@ void Activations::on_forward(Op& fwd, int32_t unit) {
   add_transients(fwd, cost.fwd_transient_tensors, "tmp.fwd", cost.name);
 }
 
-void Activations::after_forward(int32_t unit, int32_t fwd_op) {
+void Activations::after_forward(int32_t unit, OpId fwd_op) {
   ActivationSlot& slot = slots_[static_cast<size_t>(unit)];
-  if (!offloaded(unit) || slot.saved < 0) return;
-  if (ctx_.offload < 0) ctx_.offload = ctx_.w.stream("offload");
+  if (!offloaded(unit) || !slot.saved.valid()) return;
+  if (!ctx_.offload.valid()) ctx_.offload = ctx_.w.stream("offload");
   const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
   Op op = make_memory_op(OpKind::copy, op_name("offload_d2h", cost.name, mb_), Phase::fwd, ctx_.offload, 0);
   op.unit = unit;
@@ -157,44 +157,44 @@ void Activations::after_forward(int32_t unit, int32_t fwd_op) {
   slot.offload_op = ctx_.w.add(std::move(op));
 }
 
-void Activations::reload(int32_t unit, int32_t after_op) {
+void Activations::reload(int32_t unit, OpId after_op) {
   if (unit < 0 || unit >= static_cast<int32_t>(slots_.size())) return;
   ActivationSlot& slot = slots_[static_cast<size_t>(unit)];
-  if (slot.offload_op < 0) return;
+  if (!slot.offload_op.valid()) return;
   const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
   const int64_t bytes = ctx_.w.buffer_at(slot.saved).size_bytes;
-  const int32_t back = ctx_.w.buffer(op_name("act.reload", cost.name, mb_), BufferCategory::activation, bytes, false);
+  const BufferId back = ctx_.w.buffer(op_name("act.reload", cost.name, mb_), BufferCategory::activation, bytes, false);
   Op op = make_memory_op(OpKind::copy, op_name("offload_h2d", cost.name, mb_), Phase::bwd, ctx_.offload, 0);
   op.unit = unit;
   op.micro_batch = mb_;
   op.recv_bytes = bytes;
-  if (after_op >= 0) op.deps = {after_op};
+  if (after_op.valid()) op.deps = {after_op};
   op.allocs = {back};
   op.writes = {back};
   slot.saved = back;
-  slot.offload_op = -1;
+  slot.offload_op = OpId::none();
   slot.reload_op = ctx_.w.add(std::move(op));
 }
 
 void Activations::on_recompute(Op& op, int32_t unit) {
   const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
   if (cost.recomputed_activation_bytes <= 0) return;
-  const int32_t b = ctx_.w.buffer(op_name("act.recomputed", cost.name, mb_), BufferCategory::activation,
-                                  cost.recomputed_activation_bytes, false);
+  const BufferId b = ctx_.w.buffer(op_name("act.recomputed", cost.name, mb_), BufferCategory::activation,
+                                   cost.recomputed_activation_bytes, false);
   slots_[static_cast<size_t>(unit)].recomputed = b;
   op.allocs.push_back(b);
   op.writes.push_back(b);
-  if (slots_[static_cast<size_t>(unit)].saved >= 0) op.reads.push_back(slots_[static_cast<size_t>(unit)].saved);
+  if (slots_[static_cast<size_t>(unit)].saved.valid()) op.reads.push_back(slots_[static_cast<size_t>(unit)].saved);
 }
 
 void Activations::on_backward(Op& bwd, int32_t unit) {
   ActivationSlot& slot = slots_[static_cast<size_t>(unit)];
-  if (slot.reload_op >= 0) bwd.deps.push_back(slot.reload_op);
-  for (int32_t* b : {&slot.saved, &slot.recomputed}) {
-    if (*b < 0) continue;
+  if (slot.reload_op.valid()) bwd.deps.push_back(slot.reload_op);
+  for (BufferId* b : {&slot.saved, &slot.recomputed}) {
+    if (!b->valid()) continue;
     bwd.reads.push_back(*b);
     bwd.frees.push_back(*b);
-    *b = -1;
+    *b = BufferId::none();
   }
   const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
   if (ctx_.config.recompute_granularity == Recompute::selective_op && ctx_.is_layer(unit)) {
@@ -205,14 +205,14 @@ void Activations::on_backward(Op& bwd, int32_t unit) {
     const int64_t recreated = cost.saved_activation_bytes[static_cast<size_t>(Recompute::none)] -
                               cost.saved_activation_bytes[static_cast<size_t>(Recompute::selective_op)];
     if (recreated > 0) {
-      const int32_t b =
+      const BufferId b =
           ctx_.w.buffer(op_name("act.sac_recomputed", cost.name, mb_), BufferCategory::activation, recreated, false);
       bwd.allocs.push_back(b);
       bwd.frees.push_back(b);
     }
   }
   if (cost.bwd_workspace_bytes > 0) {
-    const int32_t ws =
+    const BufferId ws =
         ctx_.w.buffer(op_name("ws.bwd", cost.name, mb_), BufferCategory::workspace, cost.bwd_workspace_bytes, false);
     bwd.allocs.push_back(ws);
     bwd.frees.push_back(ws);

@@ -23,21 +23,21 @@ struct BuildContext {
   const ParallelLayout& layout;
   std::vector<UnitCost> units;  ///< embedding, layer.0 … layer.L-1, output (indices match Schedule::units)
   ScheduleWriter w;
-  int32_t compute = -1;  ///< the compute (default) stream
-  int32_t offload = -1;  ///< the activation offload stream, when offloading
+  StreamId compute;  ///< the compute (default) stream
+  StreamId offload;  ///< the activation offload stream, when offloading
 
   [[nodiscard]] int32_t layers() const { return static_cast<int32_t>(units.size()) - 2; }
   [[nodiscard]] bool is_layer(int32_t unit) const { return unit >= 1 && unit <= layers(); }
   /// A group by name, created on first use with the layout's size and Megatron rank stride.
-  int32_t group(const std::string& name);
+  GroupId group(const std::string& name);
 };
 
 /// Where a unit's forward saves its activations and how backward gets them back.
 struct ActivationSlot {
-  int32_t saved = -1;       ///< buffer allocated by the forward (or -1 when nothing is saved)
-  int32_t recomputed = -1;  ///< buffer allocated by a recompute op (full recompute)
-  int32_t offload_op = -1;  ///< the device→host copy (activation offload), until the reload is issued
-  int32_t reload_op = -1;   ///< the host→device reload the backward waits for
+  BufferId saved;       ///< buffer allocated by the forward (none when nothing is saved)
+  BufferId recomputed;  ///< buffer allocated by a recompute op (full recompute)
+  OpId offload_op;      ///< the device→host copy (activation offload), until the reload is issued
+  OpId reload_op;       ///< the host→device reload the backward waits for
 };
 
 /// The activation bookkeeping of one micro-batch.
@@ -54,12 +54,12 @@ class Activations {
   /// Adds the saved-activation buffer to a forward op (allocs + writes) and the workspace.
   void on_forward(Op& fwd, int32_t unit);
   /// After the forward op `fwd_op` was added: offload its activations when configured.
-  void after_forward(int32_t unit, int32_t fwd_op);
+  void after_forward(int32_t unit, OpId fwd_op);
   /// Adds recompute allocation to a recompute op.
   void on_recompute(Op& op, int32_t unit);
   /// Issues the host→device reload of `unit`'s offloaded activations (once), after `after_op` on the compute stream;
   /// the backward of `unit` then waits for it. Does nothing for units that were not offloaded.
-  void reload(int32_t unit, int32_t after_op);
+  void reload(int32_t unit, OpId after_op);
   /// Adds reads/frees of the activations and the workspace to a backward op, and under selective_op the
   /// recomputed matmuls, elementwise bytes and re-created tensors.
   void on_backward(Op& bwd, int32_t unit);
@@ -75,7 +75,7 @@ class Activations {
 };
 
 /// Emits the unit's TP/CP/EP collectives of `phase` on the compute stream; returns their op ids.
-std::vector<int32_t> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch);
+std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch);
 
 /// Model FLOPs and tokens of the step, and the other ScheduleInfo fields.
 ScheduleInfo make_schedule_info(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout,

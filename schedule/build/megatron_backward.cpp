@@ -8,7 +8,8 @@ namespace fsdpsim {
 namespace {
 
 // gradient_reduce_preprocessing(): per-token loss sums; average_in_collective uses ncclAvg; otherwise non-BF16 grads
-// use NCCL PreMulSum(1/N) and BF16 grads get an explicit mul_ over the bucket before a plain sum (§1.4).
+// use NCCL PreMulSum(1/N) and BF16 grads get an explicit mul_ over the bucket before a plain sum
+// (docs/architecture.md §4.6.4).
 ReduceOp grad_reduce_op(const FsdpConfig& c, bool* needs_scale_pass) {
   *needs_scale_pass = false;
   if (c.calculate_per_token_loss) return ReduceOp::sum;
@@ -21,7 +22,7 @@ ReduceOp grad_reduce_op(const FsdpConfig& c, bool* needs_scale_pass) {
 }  // namespace
 
 void MegatronBuilder::backward(int32_t mb, Activations& acts) {
-  // Root pre-backward (§1.2): every unit bucket still gathered becomes lazily releasable.
+  // Root pre-backward (docs/architecture.md §4.6.3): every unit bucket still gathered becomes lazily releasable.
   if (zero3()) {
     for (auto& state : ag_) {
       if (state.status != AgStatus::empty) state.releasable = true;
@@ -53,7 +54,8 @@ void MegatronBuilder::backward(int32_t mb, Activations& acts) {
 
 void MegatronBuilder::recompute_chunk(int32_t first_unit, int32_t last_unit, Activations& acts, int32_t mb) {
   // Full recompute: the checkpointed chunk re-runs its forward inside backward. The pre-forward hook in PRE_BACKWARD
-  // re-gathers each layer without prefetch (§7); the weights stay gathered for that layer's backward.
+  // re-gathers each layer without prefetch (docs/architecture.md §4.6.3); the weights stay gathered for that layer's
+  // backward.
   for (int32_t u = first_unit; u <= last_unit; ++u) {
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
     const std::vector<int32_t>& groups = plan_.unit_groups[static_cast<size_t>(u)];
@@ -73,7 +75,8 @@ void MegatronBuilder::recompute_chunk(int32_t first_unit, int32_t last_unit, Act
 void MegatronBuilder::backward_unit(int32_t u, Activations& acts, int32_t mb) {
   const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
   const std::vector<int32_t>& groups = plan_.unit_groups[static_cast<size_t>(u)];
-  // Pre-backward hook (units): gather + backward prefetch (§1.3). Non-unit weights stay gathered.
+  // Pre-backward hook (units): gather + backward prefetch (docs/architecture.md §4.6.2). Non-unit weights stay
+  // gathered.
   if (zero3() && ctx_.is_layer(u)) gather(groups, Prefetch::backward, Phase::bwd, mb);
   acts.reload(u, ctx_.w.tail(ctx_.compute));      // an offloaded unit that was not prefetched
   acts.reload(u - 1, ctx_.w.tail(ctx_.compute));  // prefetch the next unit's activations one layer ahead
@@ -104,15 +107,16 @@ void MegatronBuilder::grad_buckets_for(int32_t u, Op& bwd, int32_t mb) {
   const int64_t comm_bytes = dtype_bytes(grad_comm_dtype(ctx_.config));
   for (const int32_t g : groups) {
     const BucketGroup& bg = plan_.groups[static_cast<size_t>(g)];
-    int32_t buffer = -1;
+    BufferId buffer;
     if (!bg.non_unit && !grad_pool_.empty() && uses_pool(g)) {
       // The double buffer reuses slot u % 2: this unit's gradients wait until the slot's last reduction read it.
       const auto slot = static_cast<size_t>(u % 2);
       buffer = grad_pool_[slot];
-      if (grad_pool_last_reader_[slot] >= 0) bwd.deps.push_back(grad_pool_last_reader_[slot]);
+      if (grad_pool_last_reader_[slot].valid()) bwd.deps.push_back(grad_pool_last_reader_[slot]);
     } else {
       // main_grad_getter allocates the unsharded bucket at the first gradient of the group; the non-unit group's
-      // output-layer part is allocated early in backward and its embedding part at the end (§1.4).
+      // output-layer part is allocated early in backward and its embedding part at the end
+      // (docs/architecture.md §4.6.4).
       const int64_t elems = bg.non_unit ? ctx_.units[static_cast<size_t>(u)].dense_params : bg.padded_elems;
       buffer = ctx_.w.buffer(
           op_name("grads", bg.non_unit ? bg.name + "." + ctx_.units[static_cast<size_t>(u)].name : bg.name, mb),
@@ -129,11 +133,12 @@ void MegatronBuilder::pop_reduce_queue(int64_t capacity_elems, int32_t mb) {
   // stream waits on the oldest reduce-scatter's event and its bucket is freed.
   int64_t queued = 0;
   for (const auto& q : rs_queue_) queued += q.elems;
-  std::vector<int32_t> deps, frees;
+  std::vector<OpId> deps;
+  std::vector<BufferId> frees;
   while (!rs_queue_.empty() && (capacity_elems == 0 || queued > capacity_elems)) {
     const QueuedReduce& q = rs_queue_.front();
     deps.push_back(q.last_op);
-    for (const int32_t b : q.buffers) {
+    for (const BufferId b : q.buffers) {
       if (!ctx_.w.buffer_at(b).persistent) frees.push_back(b);
     }
     queued -= q.elems;
@@ -158,9 +163,9 @@ void MegatronBuilder::reduce_group(int32_t group, int32_t mb) {
   bool scale_pass = false;
   const ReduceOp reduce_op = grad_reduce_op(c, &scale_pass);
   const DType comm = grad_comm_dtype(c);
-  std::vector<int32_t> buffers = shards_grads() ? grad_buffers_[static_cast<size_t>(group)]
-                                                : std::vector<int32_t>{full_grads_[static_cast<size_t>(group)]};
-  const std::vector<int32_t> deps = ctx_.w.tails({ctx_.compute});  // rs_stream.wait_stream(current_stream)
+  std::vector<BufferId> buffers = shards_grads() ? grad_buffers_[static_cast<size_t>(group)]
+                                                 : std::vector<BufferId>{full_grads_[static_cast<size_t>(group)]};
+  const std::vector<OpId> deps = ctx_.w.tails({ctx_.compute});  // rs_stream.wait_stream(current_stream)
   if (scale_pass) {
     Op scale = make_compute(op_name("grad_scale", g.name, mb), Phase::bwd, rs_stream_, {}, 2 * grad_bytes(g));
     scale.unit = unit;
@@ -171,7 +176,7 @@ void MegatronBuilder::reduce_group(int32_t group, int32_t mb) {
     ctx_.w.add(std::move(scale));
   }
   const bool all_reduce = c.data_parallel_sharding_strategy == ShardingStrategy::no_shard;
-  const int32_t grads_out = g.expert ? grad_shard_expert_ : grad_shard_;
+  const BufferId grads_out = g.expert ? grad_shard_expert_ : grad_shard_;
   Op op = make_collective({.kind = all_reduce ? OpKind::all_reduce : OpKind::reduce_scatter,
                            .name = op_name(all_reduce ? "ar" : "rs", g.name, mb),
                            .phase = Phase::bwd,
@@ -185,8 +190,8 @@ void MegatronBuilder::reduce_group(int32_t group, int32_t mb) {
   op.micro_batch = mb;
   op.deps = deps;
   op.reads = buffers;
-  op.writes = shards_grads() ? std::vector<int32_t>{grads_out} : buffers;
-  int32_t last = ctx_.w.add(std::move(op));
+  op.writes = shards_grads() ? std::vector<BufferId>{grads_out} : buffers;
+  OpId last = ctx_.w.add(std::move(op));
   if (shards_grads()) {
     // On the RS stream: main_grad_shard += reduced (read the reduced shard and the accumulator, write it back).
     const int64_t shard_elems = g.shard_elems();
@@ -199,9 +204,9 @@ void MegatronBuilder::reduce_group(int32_t group, int32_t mb) {
     last = ctx_.w.add(std::move(acc));
   }
   if (hsdp() && last_mb) {
-    // §5: after the inner reduction of the last micro-batch, the outer group all-reduces (HSDP) or reduce-scatters
-    // (HFSDP) the accumulated shard, on the outer stream that waits on the RS stream.
-    const int32_t outer = ctx_.group(g.expert ? "edp_outer" : "dp_outer");
+    // docs/architecture.md §4.6.5: after the inner reduction of the last micro-batch, the outer group all-reduces
+    // (HSDP) or reduce-scatters (HFSDP) the accumulated shard, on the outer stream that waits on the RS stream.
+    const GroupId outer = ctx_.group(g.expert ? "edp_outer" : "dp_outer");
     const int64_t shard_grad_bytes = g.shard_elems() * dtype_bytes(main_grad_dtype(c));
     Op o = make_collective({.kind = hfsdp() ? OpKind::reduce_scatter : OpKind::all_reduce,
                             .name = op_name(hfsdp() ? "outer_rs" : "outer_ar", g.name, mb),
@@ -215,7 +220,7 @@ void MegatronBuilder::reduce_group(int32_t group, int32_t mb) {
     o.unit = unit;
     o.micro_batch = mb;
     o.deps = {last};
-    o.reads = {grads_out >= 0 ? grads_out : buffers.front()};
+    o.reads = {grads_out.valid() ? grads_out : buffers.front()};
     o.writes = o.reads;
     ctx_.w.add(std::move(o));
   }
@@ -234,14 +239,15 @@ void MegatronBuilder::finalize() {
   Op sync = make_sync("grad_sync", Phase::optim, ctx_.compute,
                       ctx_.w.tails({rs_stream_, outer_rs_stream_, outer_ag_stream_, ctx_.offload}), {});
   ctx_.w.add(std::move(sync));
-  std::vector<int32_t> grads = shards_grads() ? std::vector<int32_t>{grad_shard_} : full_grads_;
-  if (grad_shard_expert_ >= 0) grads.push_back(grad_shard_expert_);
+  std::vector<BufferId> grads = shards_grads() ? std::vector<BufferId>{grad_shard_} : full_grads_;
+  if (grad_shard_expert_.valid()) grads.push_back(grad_shard_expert_);
   const int64_t elems = optimizer_elems_;
   const int64_t grad_elem = dtype_bytes(main_grad_dtype(c));
   const int64_t main_elem = main_param_bytes(c);
-  int32_t optimizer_grads = -1;
+  BufferId optimizer_grads;
   if (main_elem > 0 && grad_elem != main_elem) {
-    // update_main_grads(): each grad shard becomes a new copy in the main-param dtype, alive through the step (§3.1).
+    // update_main_grads(): each grad shard becomes a new copy in the main-param dtype, alive through the step
+    // (docs/architecture.md §4.6.7).
     optimizer_grads = ctx_.w.buffer("optimizer_grads", BufferCategory::grad_shard, main_elem * elems, false);
     Op cast =
         make_memory_op(OpKind::copy, "update_main_grads", Phase::optim, ctx_.compute, elems * (grad_elem + main_elem));
@@ -254,25 +260,25 @@ void MegatronBuilder::finalize() {
   const int64_t weight_elem = main_elem > 0 ? main_elem : dtype_bytes(c.param_dtype);
   const int64_t moments = dtype_bytes(c.exp_avg_dtype) + dtype_bytes(c.exp_avg_sq_dtype);
   Op adam = make_memory_op(OpKind::optimizer, "optimizer", Phase::optim, ctx_.compute,
-                           elems * (2 * weight_elem + 2 * moments + (optimizer_grads >= 0 ? main_elem : grad_elem)));
+                           elems * (2 * weight_elem + 2 * moments + (optimizer_grads.valid() ? main_elem : grad_elem)));
   adam.reads = {optimizer_state_};
-  if (main_weights_ >= 0) adam.reads.push_back(main_weights_);
-  if (optimizer_grads >= 0)
+  if (main_weights_.valid()) adam.reads.push_back(main_weights_);
+  if (optimizer_grads.valid())
     adam.reads.push_back(optimizer_grads);
   else
     adam.reads.insert(adam.reads.end(), grads.begin(), grads.end());
   adam.writes = {optimizer_state_};
-  if (main_weights_ >= 0) adam.writes.push_back(main_weights_);
-  if (optimizer_grads >= 0) adam.frees = {optimizer_grads};
+  if (main_weights_.valid()) adam.writes.push_back(main_weights_);
+  if (optimizer_grads.valid()) adam.frees = {optimizer_grads};
   ctx_.w.add(std::move(adam));
-  if (main_weights_ < 0) return;
+  if (!main_weights_.valid()) return;
   // copy_main_weights_to_model_weights(): cast (or FP8-quantize) the main shard into the compute shard.
   Op copy = make_memory_op(OpKind::copy, "copy_main_to_model", Phase::optim, ctx_.compute,
                            elems * (main_elem + dtype_bytes(c.param_dtype)));
   copy.reads = {main_weights_};
-  if (param_shard_ >= 0) copy.writes.push_back(param_shard_);
-  if (param_shard_expert_ >= 0) copy.writes.push_back(param_shard_expert_);
-  for (size_t g = 0; g < plan_.groups.size() && param_shard_ < 0; ++g) copy.writes.push_back(ag_[g].buffer);
+  if (param_shard_.valid()) copy.writes.push_back(param_shard_);
+  if (param_shard_expert_.valid()) copy.writes.push_back(param_shard_expert_);
+  for (size_t g = 0; g < plan_.groups.size() && !param_shard_.valid(); ++g) copy.writes.push_back(ag_[g].buffer);
   ctx_.w.add(std::move(copy));
   if (c.param_dtype == DType::fp8) {
     // Tensor-scaling FP8 parameters: a global amax all-reduce of one FP32 value per weight tensor.

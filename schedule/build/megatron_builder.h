@@ -1,7 +1,7 @@
 #pragma once
 /// Internal to the Megatron-FSDP builder: the state it keeps while it writes one step — the all-gather pipeline's
 /// bucket states (AllGatherPipeline), the reduce-scatter queue (GradReducePipeline) and the persistent buffers.
-/// Each method follows the Megatron-FSDP function named in its comment (reference/megatron-fsdp.md).
+/// Each method follows the Megatron-FSDP function named in its comment (docs/architecture.md §4.6).
 
 #include <cstdint>
 #include <deque>
@@ -22,15 +22,15 @@ enum class AgStatus : uint8_t { empty, in_flight, ready };
 /// One bucket group's gathered weights.
 struct AgState {
   AgStatus status = AgStatus::empty;
-  int32_t buffer = -1;      ///< the gathered buffer (a persistent one for non-units, pools and ZeRO-0/1/2)
-  int32_t ag_op = -1;       ///< the all-gather that filled it, until the compute stream waited for it
+  BufferId buffer;          ///< the gathered buffer (a persistent one for non-units, pools and ZeRO-0/1/2)
+  OpId ag_op;               ///< the all-gather that filled it, until the compute stream waited for it
   bool releasable = false;  ///< lazily releasable (root pre-backward; recycled at the next all-gather allocation)
 };
 
 /// A gradient bucket whose reduce-scatter has been issued and not yet joined by the compute stream.
 struct QueuedReduce {
-  int32_t last_op = -1;          ///< the last op of its reduction on the reduce-scatter stream
-  std::vector<int32_t> buffers;  ///< unsharded gradient buffers to free when it is joined
+  OpId last_op;                   ///< the last op of its reduction on the reduce-scatter stream
+  std::vector<BufferId> buffers;  ///< unsharded gradient buffers to free when it is joined
   int64_t elems = 0;
 };
 
@@ -47,7 +47,7 @@ class MegatronBuilder {
   [[nodiscard]] bool hfsdp() const;
   [[nodiscard]] int64_t grad_bytes(const BucketGroup& g) const;
   [[nodiscard]] bool uses_pool(int32_t group) const;
-  [[nodiscard]] int32_t shard_group(const BucketGroup& g);
+  [[nodiscard]] GroupId shard_group(const BucketGroup& g);
 
   // Setup (MegatronFSDP._init_fsdp_param_and_grad_buffer, ParamAndGradBuffer._init_each_parameter_group_buffers).
   void setup_streams();
@@ -59,7 +59,7 @@ class MegatronBuilder {
   void gather(const std::vector<int32_t>& requested, Prefetch prefetch, Phase phase, int32_t mb);
   void issue_all_gather(int32_t group, Phase phase, int32_t mb);
   void recycle_releasable(int32_t mb);
-  std::vector<int32_t> wait_for(const std::vector<int32_t>& groups);
+  std::vector<OpId> wait_for(const std::vector<int32_t>& groups);
   void release(const std::vector<int32_t>& groups, Op& op);
 
   // The step.
@@ -76,18 +76,18 @@ class MegatronBuilder {
   BuildContext ctx_;
   BucketPlan plan_;
   std::vector<AgState> ag_;
-  std::vector<std::vector<int32_t>> grad_buffers_;  ///< per bucket group: this micro-batch's unsharded grads
+  std::vector<std::vector<BufferId>> grad_buffers_;  ///< per bucket group: this micro-batch's unsharded grads
   std::deque<QueuedReduce> rs_queue_;
   std::vector<int32_t> deferred_reductions_;  ///< groups reduced after backward (overlap_grad_reduce off)
-  int32_t ag_stream_ = -1, rs_stream_ = -1, outer_rs_stream_ = -1, outer_ag_stream_ = -1;
-  int32_t param_shard_ = -1, param_shard_expert_ = -1;  ///< compute-weight shards (ZeRO-3)
-  int32_t grad_shard_ = -1, grad_shard_expert_ = -1;    ///< sharded main grads (ZeRO-2/3)
-  int32_t main_weights_ = -1, optimizer_state_ = -1;
-  int64_t optimizer_elems_ = 0;                  ///< elements the optimizer updates on this rank
-  std::vector<int32_t> full_grads_;              ///< ZeRO-0/1: per group persistent full gradient buffers
-  std::vector<int32_t> param_pool_, grad_pool_;  ///< fsdp_double_buffer slots
-  std::vector<int32_t> grad_pool_last_reader_;   ///< per grad slot: the last reduction op that read it
-  int64_t modal_unit_bytes_ = -1;                ///< gathered bytes of the units that use the pool
+  StreamId ag_stream_, rs_stream_, outer_rs_stream_, outer_ag_stream_;
+  BufferId param_shard_, param_shard_expert_;  ///< compute-weight shards (ZeRO-3)
+  BufferId grad_shard_, grad_shard_expert_;    ///< sharded main grads (ZeRO-2/3)
+  BufferId main_weights_, optimizer_state_;
+  int64_t optimizer_elems_ = 0;                   ///< elements the optimizer updates on this rank
+  std::vector<BufferId> full_grads_;              ///< ZeRO-0/1: per group persistent full gradient buffers
+  std::vector<BufferId> param_pool_, grad_pool_;  ///< fsdp_double_buffer slots
+  std::vector<OpId> grad_pool_last_reader_;       ///< per grad slot: the last reduction op that read it
+  int64_t modal_unit_bytes_ = -1;                 ///< gathered bytes of the units that use the pool
 };
 
 }  // namespace fsdpsim

@@ -11,33 +11,35 @@ ScheduleWriter::ScheduleWriter(ScheduleInfo info) {
   schedule_.info = std::move(info);
 }
 
-int32_t ScheduleWriter::group(const std::string& name, int32_t size, int32_t stride) {
-  const int32_t existing = schedule_.group_index(name);
-  if (existing >= 0) {
-    FSDPSIM_CHECK(schedule_.groups[static_cast<size_t>(existing)].size == size, "group '" + name + "' redefined");
+GroupId ScheduleWriter::group(const std::string& name, int32_t size, int32_t stride) {
+  const GroupId existing = schedule_.group_index(name);
+  if (existing.valid()) {
+    FSDPSIM_CHECK(schedule_.groups[existing].size == size, "group '" + name + "' redefined");
     return existing;
   }
+  const GroupId id = schedule_.groups.next_id();
   schedule_.groups.push_back(Group{name, size, stride});
-  return static_cast<int32_t>(schedule_.groups.size() - 1);
+  return id;
 }
 
-int32_t ScheduleWriter::stream(const std::string& name, int32_t priority) {
-  const int32_t existing = schedule_.stream_index(name);
-  if (existing >= 0) return existing;
+StreamId ScheduleWriter::stream(const std::string& name, int32_t priority) {
+  const StreamId existing = schedule_.stream_index(name);
+  if (existing.valid()) return existing;
+  const StreamId id = schedule_.streams.next_id();
   schedule_.streams.push_back(Stream{name, priority});
-  tails_.push_back(-1);
-  return static_cast<int32_t>(schedule_.streams.size() - 1);
+  tails_.push_back(OpId::none());
+  return id;
 }
 
-int32_t ScheduleWriter::buffer(const std::string& name, BufferCategory category, int64_t size_bytes, bool persistent) {
+BufferId ScheduleWriter::buffer(const std::string& name, BufferCategory category, int64_t size_bytes, bool persistent) {
   FSDPSIM_CHECK(size_bytes >= 0, "negative buffer size for " + name);
-  const auto id = static_cast<int32_t>(schedule_.buffers.size());
+  const BufferId id = schedule_.buffers.next_id();
   schedule_.buffers.push_back(Buffer{id, name, category, size_bytes, persistent});
   return id;
 }
 
-void ScheduleWriter::mark_registered(int32_t buffer) {
-  schedule_.buffers.at(static_cast<size_t>(buffer)).nccl_registered = true;
+void ScheduleWriter::mark_registered(BufferId buffer) {
+  schedule_.buffers.at(buffer.index()).nccl_registered = true;
 }
 
 int32_t ScheduleWriter::unit(const std::string& name, int64_t params) {
@@ -45,35 +47,35 @@ int32_t ScheduleWriter::unit(const std::string& name, int64_t params) {
   return static_cast<int32_t>(schedule_.units.size() - 1);
 }
 
-int32_t ScheduleWriter::add(Op op) {
-  const auto id = static_cast<int32_t>(schedule_.ops.size());
+OpId ScheduleWriter::add(Op op) {
+  const OpId id = schedule_.ops.next_id();
   // The backstop of check_job_limits' up-front estimate: stop before a step outgrows memory (common/limits.h).
-  if (id >= limits::kMaxScheduleOps) {
+  if (id.value() >= limits::kMaxScheduleOps) {
     throw ConfigError("the step of " + schedule_.info.model + " with " + std::to_string(schedule_.info.micro_batches) +
                       " micro-batches has more than " + std::to_string(limits::kMaxScheduleOps) +
                       " ops, which is beyond what fsdpsim models (raise micro_batch_size or lower global_batch_size)");
   }
-  FSDPSIM_CHECK(op.stream >= 0 && op.stream < static_cast<int32_t>(tails_.size()), "op on unknown stream: " + op.name);
+  FSDPSIM_CHECK(op.stream.valid() && op.stream.index() < tails_.size(), "op on unknown stream: " + op.name);
   op.id = id;
-  tails_[static_cast<size_t>(op.stream)] = id;
+  tails_[op.stream] = id;
   schedule_.ops.push_back(std::move(op));
   return id;
 }
 
-int32_t ScheduleWriter::tail(int32_t stream) const {
-  return tails_.at(static_cast<size_t>(stream));
+OpId ScheduleWriter::tail(StreamId stream) const {
+  return tails_.at(stream.index());
 }
 
-std::vector<int32_t> ScheduleWriter::tails(std::initializer_list<int32_t> streams) const {
-  std::vector<int32_t> out;
-  for (const int32_t s : streams) {
-    if (s >= 0 && tail(s) >= 0) out.push_back(tail(s));
+std::vector<OpId> ScheduleWriter::tails(std::initializer_list<StreamId> streams) const {
+  std::vector<OpId> out;
+  for (const StreamId s : streams) {
+    if (s.valid() && tail(s).valid()) out.push_back(tail(s));
   }
   return out;
 }
 
-Op& ScheduleWriter::op(int32_t id) {
-  return schedule_.ops.at(static_cast<size_t>(id));
+Op& ScheduleWriter::op(OpId id) {
+  return schedule_.ops.at(id.index());
 }
 
 Schedule ScheduleWriter::finish() {
@@ -108,7 +110,7 @@ Op make_collective(CollectiveSpec spec) {
   return op;
 }
 
-Op make_compute(std::string name, Phase phase, int32_t stream, std::vector<Gemm> gemms, int64_t bytes_touched) {
+Op make_compute(std::string name, Phase phase, StreamId stream, std::vector<Gemm> gemms, int64_t bytes_touched) {
   Op op;
   op.name = std::move(name);
   op.kind = OpKind::compute;
@@ -119,7 +121,7 @@ Op make_compute(std::string name, Phase phase, int32_t stream, std::vector<Gemm>
   return op;
 }
 
-Op make_memory_op(OpKind kind, std::string name, Phase phase, int32_t stream, int64_t bytes_touched) {
+Op make_memory_op(OpKind kind, std::string name, Phase phase, StreamId stream, int64_t bytes_touched) {
   Op op;
   op.name = std::move(name);
   op.kind = kind;
@@ -129,7 +131,7 @@ Op make_memory_op(OpKind kind, std::string name, Phase phase, int32_t stream, in
   return op;
 }
 
-Op make_sync(std::string name, Phase phase, int32_t stream, std::vector<int32_t> deps, std::vector<int32_t> frees) {
+Op make_sync(std::string name, Phase phase, StreamId stream, std::vector<OpId> deps, std::vector<BufferId> frees) {
   Op op;
   op.name = std::move(name);
   op.kind = OpKind::sync;

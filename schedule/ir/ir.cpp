@@ -74,18 +74,18 @@ int64_t Op::gemm_flops() const {
   return total;
 }
 
-int32_t Schedule::stream_index(std::string_view name) const {
+StreamId Schedule::stream_index(std::string_view name) const {
   for (size_t i = 0; i < streams.size(); ++i) {
-    if (streams[i].name == name) return static_cast<int32_t>(i);
+    if (streams[i].name == name) return StreamId(static_cast<int32_t>(i));
   }
-  return -1;
+  return StreamId::none();
 }
 
-int32_t Schedule::group_index(std::string_view name) const {
+GroupId Schedule::group_index(std::string_view name) const {
   for (size_t i = 0; i < groups.size(); ++i) {
-    if (groups[i].name == name) return static_cast<int32_t>(i);
+    if (groups[i].name == name) return GroupId(static_cast<int32_t>(i));
   }
-  return -1;
+  return GroupId::none();
 }
 
 int64_t Schedule::persistent_bytes() const {

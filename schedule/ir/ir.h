@@ -1,7 +1,7 @@
 #pragma once
 /// The schedule IR: one optimizer step of one representative rank — process groups, streams with CUDA stream
 /// semantics, buffers, and ops with explicit cross-stream dependencies. It is the single contract between the
-/// builders (schedule/), the simulator (sim/) and the executor (exec/). See DESIGN.md §3.
+/// builders (schedule/), the simulator (sim/) and the executor (exec/). See docs/architecture.md §4.1–§4.2.
 ///
 /// Execution semantics, shared by the simulator and the executor:
 ///  - ops on one stream run one at a time, in the order of their ids;
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "schedule/ir/dtype.h"
+#include "schedule/ir/ids.h"
 
 namespace fsdpsim {
 
@@ -71,7 +72,7 @@ struct Stream {
 
 /// A region of device memory the step uses.
 struct Buffer {
-  int32_t id = 0;
+  BufferId id{0};
   std::string name;
   BufferCategory category = BufferCategory::workspace;
   int64_t size_bytes = 0;
@@ -94,25 +95,25 @@ struct Gemm {
 
 /// One unit of work on one stream.
 struct Op {
-  int32_t id = 0;
+  OpId id{0};
   std::string name;
   OpKind kind = OpKind::compute;
   Phase phase = Phase::fwd;
   int32_t unit = -1;         ///< FSDP unit index into Schedule::units, -1 when none
   int32_t micro_batch = -1;  ///< -1 for step-level ops
-  int32_t stream = 0;        ///< index into Schedule::streams
-  int32_t group = -1;        ///< index into Schedule::groups (collectives only)
+  StreamId stream{0};        ///< the stream it runs on
+  GroupId group;             ///< the process group of a collective; none otherwise
   ReduceOp reduce_op = ReduceOp::none;
   DType dtype = DType::bf16;
   int64_t send_bytes = 0;     ///< per rank: collective input, or bytes copied device→host
   int64_t recv_bytes = 0;     ///< per rank: collective output, or bytes copied host→device
   int64_t bytes_touched = 0;  ///< HBM bytes read + written by memory-bound work (norms, casts, optimizer, copies)
   std::vector<Gemm> gemms;
-  std::vector<int32_t> allocs;  ///< buffers allocated when the op starts
-  std::vector<int32_t> frees;   ///< buffers released when the op ends
-  std::vector<int32_t> reads;   ///< buffers the op reads
-  std::vector<int32_t> writes;  ///< buffers the op writes
-  std::vector<int32_t> deps;    ///< ops (on any stream) that must finish before this one starts
+  std::vector<BufferId> allocs;  ///< buffers allocated when the op starts
+  std::vector<BufferId> frees;   ///< buffers released when the op ends
+  std::vector<BufferId> reads;   ///< buffers the op reads
+  std::vector<BufferId> writes;  ///< buffers the op writes
+  std::vector<OpId> deps;        ///< ops (on any stream) that must finish before this one starts
   bool operator==(const Op&) const = default;
 
   /// FLOPs of all GEMMs.
@@ -146,15 +147,15 @@ struct Schedule {
   int32_t version = kVersion;
   ScheduleInfo info;
   std::vector<UnitInfo> units;
-  std::vector<Group> groups;
-  std::vector<Stream> streams;
-  std::vector<Buffer> buffers;
-  std::vector<Op> ops;
+  IdVector<GroupId, Group> groups;
+  IdVector<StreamId, Stream> streams;
+  IdVector<BufferId, Buffer> buffers;
+  IdVector<OpId, Op> ops;
   bool operator==(const Schedule&) const = default;
 
-  /// Index of the stream or group with this name, or -1.
-  [[nodiscard]] int32_t stream_index(std::string_view name) const;
-  [[nodiscard]] int32_t group_index(std::string_view name) const;
+  /// The stream or group with this name, or none.
+  [[nodiscard]] StreamId stream_index(std::string_view name) const;
+  [[nodiscard]] GroupId group_index(std::string_view name) const;
   /// Sum of the persistent buffers' sizes.
   [[nodiscard]] int64_t persistent_bytes() const;
 };

@@ -11,10 +11,11 @@ namespace {
 
 constexpr int64_t kMaxGemmDim = int64_t{1} << 40;
 
-void emit_ids(YAML::Emitter& out, const char* key, const std::vector<int32_t>& ids) {
+template <class IdT>
+void emit_ids(YAML::Emitter& out, const char* key, const std::vector<IdT>& ids) {
   if (ids.empty()) return;
   out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
-  for (const int32_t id : ids) out << id;
+  for (const IdT id : ids) out << id.value();
   out << YAML::EndSeq;
 }
 
@@ -42,18 +43,15 @@ void emit_gemm(YAML::Emitter& out, const Gemm& g) {
 
 void emit_op(YAML::Emitter& out, const Schedule& s, const Op& op) {
   out << YAML::BeginMap;
-  out << YAML::Key << "id" << YAML::Value << op.id;
+  out << YAML::Key << "id" << YAML::Value << op.id.value();
   out << YAML::Key << "name" << YAML::Value << op.name;
   out << YAML::Key << "kind" << YAML::Value << std::string(to_string(op.kind));
   out << YAML::Key << "phase" << YAML::Value << std::string(to_string(op.phase));
   if (op.unit >= 0) out << YAML::Key << "unit" << YAML::Value << op.unit;
   if (op.micro_batch >= 0) out << YAML::Key << "micro_batch" << YAML::Value << op.micro_batch;
-  const bool stream_ok = op.stream >= 0 && op.stream < static_cast<int32_t>(s.streams.size());
   out << YAML::Key << "stream" << YAML::Value
-      << (stream_ok ? s.streams[static_cast<size_t>(op.stream)].name : std::string("?"));
-  if (op.group >= 0 && op.group < static_cast<int32_t>(s.groups.size())) {
-    out << YAML::Key << "group" << YAML::Value << s.groups[static_cast<size_t>(op.group)].name;
-  }
+      << (s.streams.contains(op.stream) ? s.streams[op.stream].name : std::string("?"));
+  if (s.groups.contains(op.group)) out << YAML::Key << "group" << YAML::Value << s.groups[op.group].name;
   if (op.reduce_op != ReduceOp::none)
     out << YAML::Key << "reduce_op" << YAML::Value << std::string(to_string(op.reduce_op));
   if (op.dtype != DType::bf16) out << YAML::Key << "dtype" << YAML::Value << std::string(to_string(op.dtype));
@@ -87,11 +85,12 @@ std::optional<DType> parse_dtype_opt(std::string_view t) {
   return parse_dtype(t);
 }
 
-std::vector<int32_t> read_ids(YamlMap& map, const std::string& key) {
-  std::vector<int32_t> out;
+template <class IdT>
+std::vector<IdT> read_ids(YamlMap& map, const std::string& key) {
+  std::vector<IdT> out;
   if (!map.has(key)) return out;
   for (const auto& v : map.list(key))
-    out.push_back(static_cast<int32_t>(v.as_int(0, std::numeric_limits<int32_t>::max())));
+    out.emplace_back(static_cast<int32_t>(v.as_int(0, std::numeric_limits<int32_t>::max())));
   return out;
 }
 
@@ -135,14 +134,14 @@ Gemm read_gemm(YamlMap map) {
 
 Op read_op(YamlMap map, const std::vector<std::string>& streams, const std::vector<std::string>& groups) {
   Op op;
-  op.id = static_cast<int32_t>(map.get("id").as_int(0, std::numeric_limits<int32_t>::max()));
+  op.id = OpId(static_cast<int32_t>(map.get("id").as_int(0, std::numeric_limits<int32_t>::max())));
   op.name = map.get("name").as_string();
   op.kind = parse_enum<OpKind>(map.get("kind"), parse_op_kind, all_op_kinds());
   op.phase = parse_enum<Phase>(map.get("phase"), parse_phase, all_phases());
   op.unit = static_cast<int32_t>(map.int_or("unit", -1, -1, std::numeric_limits<int32_t>::max()));
   op.micro_batch = static_cast<int32_t>(map.int_or("micro_batch", -1, -1, std::numeric_limits<int32_t>::max()));
-  op.stream = index_by_name(map.get("stream"), streams, "stream");
-  if (map.has("group")) op.group = index_by_name(map.get("group"), groups, "group");
+  op.stream = StreamId(index_by_name(map.get("stream"), streams, "stream"));
+  if (map.has("group")) op.group = GroupId(index_by_name(map.get("group"), groups, "group"));
   if (map.has("reduce_op"))
     op.reduce_op = parse_enum<ReduceOp>(map.get("reduce_op"), parse_reduce_op, all_reduce_ops());
   if (map.has("dtype")) {
@@ -165,11 +164,11 @@ Op read_op(YamlMap map, const std::vector<std::string>& streams, const std::vect
           read_gemm(YamlMap(list[i], map.source(), map.key_path("gemms") + "[" + std::to_string(i) + "]")));
     }
   }
-  op.allocs = read_ids(map, "allocs");
-  op.frees = read_ids(map, "frees");
-  op.reads = read_ids(map, "reads");
-  op.writes = read_ids(map, "writes");
-  op.deps = read_ids(map, "deps");
+  op.allocs = read_ids<BufferId>(map, "allocs");
+  op.frees = read_ids<BufferId>(map, "frees");
+  op.reads = read_ids<BufferId>(map, "reads");
+  op.writes = read_ids<BufferId>(map, "writes");
+  op.deps = read_ids<OpId>(map, "deps");
   map.finish();
   return op;
 }
@@ -222,7 +221,7 @@ std::string schedule_to_yaml(const Schedule& s) {
   out << YAML::EndSeq;
   out << YAML::Key << "buffers" << YAML::Value << YAML::BeginSeq;
   for (const auto& b : s.buffers) {
-    out << YAML::Flow << YAML::BeginMap << YAML::Key << "id" << YAML::Value << b.id << YAML::Key << "name"
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "id" << YAML::Value << b.id.value() << YAML::Key << "name"
         << YAML::Value << b.name << YAML::Key << "category" << YAML::Value << std::string(to_string(b.category))
         << YAML::Key << "size_bytes" << YAML::Value << b.size_bytes;
     if (b.persistent) out << YAML::Key << "persistent" << YAML::Value << true;
@@ -267,7 +266,7 @@ Schedule schedule_from_yaml(const std::string& text, const std::string& source) 
   });
   s.buffers = read_list<Buffer>(top, "buffers", limits::kMaxScheduleBuffers, [](YamlMap m) {
     Buffer b;
-    b.id = static_cast<int32_t>(m.get("id").as_int(0, std::numeric_limits<int32_t>::max()));
+    b.id = BufferId(static_cast<int32_t>(m.get("id").as_int(0, std::numeric_limits<int32_t>::max())));
     b.name = m.get("name").as_string();
     b.category = parse_enum<BufferCategory>(m.get("category"), parse_buffer_category, all_buffer_categories());
     b.size_bytes = m.get("size_bytes").as_int(0, limits::kMaxBytes);

@@ -21,17 +21,16 @@ using Edge = std::pair<size_t, size_t>;
 // reports them separately).
 std::vector<Edge> dependency_edges(const Schedule& s) {
   std::vector<Edge> edges;
-  std::vector<int32_t> last_on_stream(s.streams.size(), -1);
-  const auto n = static_cast<int32_t>(s.ops.size());
-  for (int32_t i = 0; i < n; ++i) {
-    const Op& op = s.ops[static_cast<size_t>(i)];
-    for (const int32_t d : op.deps) {
-      if (d >= 0 && d < n && d != i) edges.emplace_back(static_cast<size_t>(d), static_cast<size_t>(i));
+  IdVector<StreamId, OpId> last_on_stream(s.streams.size(), OpId::none());
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    const Op& op = s.ops[i];
+    for (const OpId d : op.deps) {
+      if (s.ops.contains(d) && d.index() != i) edges.emplace_back(d.index(), i);
     }
-    if (op.stream >= 0 && op.stream < static_cast<int32_t>(s.streams.size())) {
-      int32_t& last = last_on_stream[static_cast<size_t>(op.stream)];
-      if (last >= 0) edges.emplace_back(static_cast<size_t>(last), static_cast<size_t>(i));
-      last = i;
+    if (s.streams.contains(op.stream)) {
+      OpId& last = last_on_stream[op.stream];
+      if (last.valid()) edges.emplace_back(last.index(), i);
+      last = OpId(static_cast<int32_t>(i));
     }
   }
   return edges;
@@ -44,7 +43,7 @@ Graph build_graph(const Schedule& s, const std::vector<Edge>& edges) {
 // Records the first back edge a depth-first search meets, and the tree parents to walk the cycle back.
 struct CycleFinder : boost::default_dfs_visitor {
   std::vector<int32_t>* parent;
-  std::vector<int32_t>* cycle;
+  std::vector<OpId>* cycle;
   void tree_edge(Graph::edge_descriptor e, const Graph& g) const {
     (*parent)[boost::target(e, g)] = static_cast<int32_t>(boost::source(e, g));
   }
@@ -56,13 +55,13 @@ struct CycleFinder : boost::default_dfs_visitor {
     for (int32_t v = from; v != to && v >= 0; v = (*parent)[static_cast<size_t>(v)]) path.push_back(v);
     path.push_back(to);
     std::reverse(path.begin(), path.end());
-    *cycle = path;
+    for (const int32_t v : path) cycle->emplace_back(v);
   }
 };
 
 }  // namespace
 
-std::vector<int32_t> issue_order(const Schedule& s) {
+std::vector<OpId> issue_order(const Schedule& s) {
   const std::vector<Edge> edges = dependency_edges(s);
   const Graph g = build_graph(s, edges);
   const size_t n = s.ops.size();
@@ -72,12 +71,12 @@ std::vector<int32_t> issue_order(const Schedule& s) {
   for (size_t v = 0; v < n; ++v) {
     if (pending[v] == 0) ready.push(static_cast<int32_t>(v));
   }
-  std::vector<int32_t> order;
+  std::vector<OpId> order;
   order.reserve(n);
   while (!ready.empty()) {
     const int32_t v = ready.top();
     ready.pop();
-    order.push_back(v);
+    order.emplace_back(v);
     for (auto [e, end] = boost::out_edges(static_cast<size_t>(v), g); e != end; ++e) {
       const size_t t = boost::target(*e, g);
       if (--pending[t] == 0) ready.push(static_cast<int32_t>(t));
@@ -87,9 +86,10 @@ std::vector<int32_t> issue_order(const Schedule& s) {
   return order;
 }
 
-std::vector<int32_t> find_cycle(const Schedule& s) {
+std::vector<OpId> find_cycle(const Schedule& s) {
   const Graph g = build_graph(s, dependency_edges(s));
-  std::vector<int32_t> parent(s.ops.size(), -1), cycle;
+  std::vector<int32_t> parent(s.ops.size(), -1);
+  std::vector<OpId> cycle;
   std::vector<boost::default_color_type> colors(s.ops.size());
   CycleFinder finder;
   finder.parent = &parent;
@@ -101,41 +101,42 @@ std::vector<int32_t> find_cycle(const Schedule& s) {
 
 HappensBefore::HappensBefore(const Schedule& s) : HappensBefore(s, issue_order(s)) {}
 
-HappensBefore::HappensBefore(const Schedule& s, const std::vector<int32_t>& order) : streams_(s.streams.size()) {
+HappensBefore::HappensBefore(const Schedule& s, const std::vector<OpId>& order) : streams_(s.streams.size()) {
   FSDPSIM_CHECK(order.size() == s.ops.size(), "HappensBefore needs an acyclic schedule");
   const size_t n = s.ops.size();
   stream_of_.resize(n);
   position_.resize(n);
   clock_.assign(n * streams_, 0);
-  std::vector<int32_t> count(streams_, 0), last(streams_, -1);
+  IdVector<StreamId, int32_t> count(streams_, 0);
+  IdVector<StreamId, OpId> last(streams_, OpId::none());
   for (size_t i = 0; i < n; ++i) {
     stream_of_[i] = s.ops[i].stream;
-    position_[i] = ++count[static_cast<size_t>(s.ops[i].stream)];
+    position_[i] = ++count[s.ops[i].stream];
   }
   // In issue order every predecessor's clock is final before its successors are visited.
-  std::vector<int32_t> prev_on_stream(n, -1);
+  IdVector<OpId, OpId> prev_on_stream(n, OpId::none());
   for (size_t i = 0; i < n; ++i) {
-    int32_t& l = last[static_cast<size_t>(s.ops[i].stream)];
+    OpId& l = last[s.ops[i].stream];
     prev_on_stream[i] = l;
-    l = static_cast<int32_t>(i);
+    l = OpId(static_cast<int32_t>(i));
   }
-  for (const int32_t v : order) {
-    int32_t* clock = &clock_[static_cast<size_t>(v) * streams_];
-    const auto merge_finished = [&](int32_t pred) {
-      const int32_t* other = &clock_[static_cast<size_t>(pred) * streams_];
+  for (const OpId v : order) {
+    int32_t* clock = &clock_[v.index() * streams_];
+    const auto merge_finished = [&](OpId pred) {
+      const int32_t* other = &clock_[pred.index() * streams_];
       for (size_t k = 0; k < streams_; ++k) clock[k] = std::max(clock[k], other[k]);
-      const auto ps = static_cast<size_t>(stream_of_[static_cast<size_t>(pred)]);
-      clock[ps] = std::max(clock[ps], position_[static_cast<size_t>(pred)]);
+      const size_t ps = stream_of_[pred].index();
+      clock[ps] = std::max(clock[ps], position_[pred]);
     };
-    if (prev_on_stream[static_cast<size_t>(v)] >= 0) merge_finished(prev_on_stream[static_cast<size_t>(v)]);
-    for (const int32_t d : s.ops[static_cast<size_t>(v)].deps) merge_finished(d);
+    if (prev_on_stream[v].valid()) merge_finished(prev_on_stream[v]);
+    for (const OpId d : s.ops[v].deps) merge_finished(d);
   }
 }
 
-bool HappensBefore::before(int32_t a, int32_t b) const {
+bool HappensBefore::before(OpId a, OpId b) const {
   if (a == b) return false;
-  const auto sa = static_cast<size_t>(stream_of_[static_cast<size_t>(a)]);
-  return clock_[static_cast<size_t>(b) * streams_ + sa] >= position_[static_cast<size_t>(a)];
+  const size_t sa = stream_of_[a].index();
+  return clock_[b.index() * streams_ + sa] >= position_[a];
 }
 
 }  // namespace fsdpsim

@@ -13,14 +13,14 @@ ScheduleStats schedule_stats(const Schedule& s) {
   stats.ops = static_cast<int64_t>(s.ops.size());
   stats.buffers = static_cast<int64_t>(s.buffers.size());
   stats.layers = static_cast<int32_t>(s.units.size()) - 2;
-  std::map<std::tuple<OpKind, int32_t, int64_t>, size_t> index;
+  std::map<std::tuple<OpKind, GroupId, int64_t>, size_t> index;
   for (const Op& op : s.ops) {
     if (!is_collective(op.kind)) continue;
     stats.step_send_bytes += op.send_bytes;
     const auto key = std::make_tuple(op.kind, op.group, collective_size_bytes(op));
     auto it = index.find(key);
     if (it == index.end()) {
-      const Group& g = s.groups.at(static_cast<size_t>(op.group));
+      const Group& g = s.groups.at(op.group.index());
       stats.collectives.push_back(CollectiveCount{op.kind, g.name, g.size, collective_size_bytes(op), 0});
       it = index.emplace(key, stats.collectives.size() - 1).first;
     }

@@ -20,9 +20,9 @@ class Checker {
     check_totals();
     if (!problems_.empty()) return problems_;  // later rules index by these references
     check_collective_bytes();
-    const std::vector<int32_t> order = issue_order(s_);
+    const std::vector<OpId> order = issue_order(s_);
     if (order.size() != s_.ops.size()) {  // a cycle: find one to name it (the rarer, slower search)
-      const std::vector<int32_t> cycle = find_cycle(s_);
+      const std::vector<OpId> cycle = find_cycle(s_);
       FSDPSIM_CHECK(!cycle.empty(), "no issue order, yet no dependency cycle");
       std::string path;
       for (size_t i = 0; i < cycle.size(); ++i) path += (i ? " -> " : "") + describe_op(cycle[i]);
@@ -36,60 +36,57 @@ class Checker {
   }
 
  private:
-  std::string describe_op(int32_t id) const {
-    return "op " + std::to_string(id) + " '" + s_.ops[static_cast<size_t>(id)].name + "'";
-  }
-  std::string describe_buffer(int32_t id) const {
-    return "buffer " + std::to_string(id) + " '" + s_.buffers[static_cast<size_t>(id)].name + "'";
+  std::string describe_op(OpId id) const { return "op " + std::to_string(id.value()) + " '" + s_.ops[id].name + "'"; }
+  std::string describe_buffer(BufferId id) const {
+    return "buffer " + std::to_string(id.value()) + " '" + s_.buffers[id].name + "'";
   }
   void report(const std::string& rule, const std::string& text) { problems_.push_back(rule + ": " + text); }
 
   void check_ids() {
     for (size_t i = 0; i < s_.ops.size(); ++i) {
-      if (s_.ops[i].id != static_cast<int32_t>(i)) {
-        report("dense-ids", "op at position " + std::to_string(i) + " has id " + std::to_string(s_.ops[i].id) +
+      if (s_.ops[i].id.index() != i) {
+        report("dense-ids", "op at position " + std::to_string(i) + " has id " + std::to_string(s_.ops[i].id.value()) +
                                 " (ids must be 0, 1, 2, ... in order)");
       }
     }
     for (size_t i = 0; i < s_.buffers.size(); ++i) {
-      if (s_.buffers[i].id != static_cast<int32_t>(i)) {
-        report("dense-ids", "buffer at position " + std::to_string(i) + " has id " + std::to_string(s_.buffers[i].id) +
-                                " (ids must be 0, 1, 2, ... in order)");
+      if (s_.buffers[i].id.index() != i) {
+        report("dense-ids", "buffer at position " + std::to_string(i) + " has id " +
+                                std::to_string(s_.buffers[i].id.value()) + " (ids must be 0, 1, 2, ... in order)");
       }
       if (s_.buffers[i].size_bytes < 0) report("sizes", "buffer " + std::to_string(i) + " has a negative size");
     }
   }
 
-  void check_id_list(const Op& op, const std::vector<int32_t>& ids, const char* field, int32_t limit,
-                     const char* what) {
-    for (const int32_t id : ids) {
-      if (id < 0 || id >= limit) {
-        report("references", "op " + std::to_string(op.id) + " '" + op.name + "' " + field + " names " + what + " " +
-                                 std::to_string(id) + ", which does not exist");
+  template <class IdT>
+  void check_id_list(const Op& op, const std::vector<IdT>& ids, const char* field, size_t limit, const char* what) {
+    for (const IdT id : ids) {
+      if (!id.valid() || id.index() >= limit) {
+        report("references", "op " + std::to_string(op.id.value()) + " '" + op.name + "' " + field + " names " + what +
+                                 " " + std::to_string(id.value()) + ", which does not exist");
       }
     }
   }
 
   void check_references() {
-    const auto ops = static_cast<int32_t>(s_.ops.size());
-    const auto buffers = static_cast<int32_t>(s_.buffers.size());
+    const size_t ops = s_.ops.size();
+    const size_t buffers = s_.buffers.size();
     for (const Op& op : s_.ops) {
-      const auto who = [&op] { return "op " + std::to_string(op.id) + " '" + op.name + "'"; };
-      if (op.stream < 0 || op.stream >= static_cast<int32_t>(s_.streams.size()))
-        report("references", who() + " is on no known stream");
+      const auto who = [&op] { return "op " + std::to_string(op.id.value()) + " '" + op.name + "'"; };
+      if (!s_.streams.contains(op.stream)) report("references", who() + " is on no known stream");
       if (op.unit < -1 || op.unit >= static_cast<int32_t>(s_.units.size()))
         report("references", who() + " names unit " + std::to_string(op.unit) + ", which does not exist");
-      if (is_collective(op.kind) && (op.group < 0 || op.group >= static_cast<int32_t>(s_.groups.size()))) {
+      if (is_collective(op.kind) && !s_.groups.contains(op.group)) {
         report("references", who() + " is a collective without a valid group");
       }
-      if (!is_collective(op.kind) && op.group != -1)
+      if (!is_collective(op.kind) && op.group != GroupId::none())
         report("references", who() + " is not a collective but names a group");
       check_id_list(op, op.allocs, "allocs", buffers, "buffer");
       check_id_list(op, op.frees, "frees", buffers, "buffer");
       check_id_list(op, op.reads, "reads", buffers, "buffer");
       check_id_list(op, op.writes, "writes", buffers, "buffer");
       check_id_list(op, op.deps, "deps", ops, "op");
-      for (const int32_t d : op.deps) {
+      for (const OpId d : op.deps) {
         if (d == op.id) report("references", who() + " depends on itself");
       }
       if (op.send_bytes < 0 || op.recv_bytes < 0 || op.bytes_touched < 0)
@@ -135,7 +132,7 @@ class Checker {
   void check_collective_bytes() {
     for (const Op& op : s_.ops) {
       if (!is_collective(op.kind)) continue;
-      const int64_t n = s_.groups[static_cast<size_t>(op.group)].size;
+      const int64_t n = s_.groups[op.group].size;
       bool ok = true;
       // recv == send × n without the product, which overflows for a file's absurd byte counts.
       if (op.kind == OpKind::all_gather) ok = op.recv_bytes % n == 0 && op.recv_bytes / n == op.send_bytes;
@@ -152,15 +149,15 @@ class Checker {
 
   void check_buffer_lifetimes(const HappensBefore& hb) {
     const size_t nb = s_.buffers.size();
-    std::vector<std::vector<int32_t>> allocs(nb), frees(nb), readers(nb), writers(nb);
+    IdVector<BufferId, std::vector<OpId>> allocs(nb), frees(nb), readers(nb), writers(nb);
     for (const Op& op : s_.ops) {
-      for (const int32_t b : op.allocs) allocs[static_cast<size_t>(b)].push_back(op.id);
-      for (const int32_t b : op.frees) frees[static_cast<size_t>(b)].push_back(op.id);
-      for (const int32_t b : op.reads) readers[static_cast<size_t>(b)].push_back(op.id);
-      for (const int32_t b : op.writes) writers[static_cast<size_t>(b)].push_back(op.id);
+      for (const BufferId b : op.allocs) allocs[b].push_back(op.id);
+      for (const BufferId b : op.frees) frees[b].push_back(op.id);
+      for (const BufferId b : op.reads) readers[b].push_back(op.id);
+      for (const BufferId b : op.writes) writers[b].push_back(op.id);
     }
     for (size_t i = 0; i < nb; ++i) {
-      const auto b = static_cast<int32_t>(i);
+      const BufferId b(static_cast<int32_t>(i));
       if (s_.buffers[i].persistent) {
         if (!allocs[i].empty() || !frees[i].empty()) {
           report("buffer-lifetime", describe_buffer(b) + " is persistent but an op allocates or frees it");
@@ -178,17 +175,17 @@ class Checker {
     }
   }
 
-  void check_uses(const HappensBefore& hb, int32_t b, int32_t alloc, int32_t free, const std::vector<int32_t>& readers,
-                  const std::vector<int32_t>& writers) {
+  void check_uses(const HappensBefore& hb, BufferId b, OpId alloc, OpId free, const std::vector<OpId>& readers,
+                  const std::vector<OpId>& writers) {
     if (alloc != free && !hb.before(alloc, free)) {
       report("buffer-lifetime", describe_buffer(b) + " may be freed by " + describe_op(free) + " before " +
                                     describe_op(alloc) + " allocates it");
     }
-    const auto in_lifetime = [&](int32_t op) {
+    const auto in_lifetime = [&](OpId op) {
       return (op == alloc || hb.before(alloc, op)) && (op == free || hb.before(op, free));
     };
     for (const auto* users : {&readers, &writers}) {
-      for (const int32_t op : *users) {
+      for (const OpId op : *users) {
         if (!in_lifetime(op)) {
           report("use-after-free", describe_op(op) + " uses " + describe_buffer(b) + " outside its lifetime (" +
                                        describe_op(alloc) + " allocates it, " + describe_op(free) +
@@ -196,9 +193,9 @@ class Checker {
         }
       }
     }
-    for (const int32_t r : readers) {
+    for (const OpId r : readers) {
       bool written = false;
-      for (const int32_t w : writers) written = written || (w != r && hb.before(w, r));
+      for (const OpId w : writers) written = written || (w != r && hb.before(w, r));
       if (!written) {
         report("read-before-write", describe_op(r) + " reads " + describe_buffer(b) +
                                         " but no op that writes it is guaranteed to finish first (missing dependency "
@@ -208,21 +205,20 @@ class Checker {
   }
 
   void check_gradient_reductions(const HappensBefore& hb) {
-    std::map<std::pair<int32_t, int32_t>, std::vector<int32_t>> backward_ops;  // (unit, micro-batch) → bwd computes
+    std::map<std::pair<int32_t, int32_t>, std::vector<OpId>> backward_ops;  // (unit, micro-batch) → bwd computes
     for (const Op& op : s_.ops) {
       if (op.kind == OpKind::compute && op.phase == Phase::bwd && op.unit >= 0 &&
-          s_.streams[static_cast<size_t>(op.stream)].name == "compute") {
+          s_.streams[op.stream].name == "compute") {
         backward_ops[{op.unit, op.micro_batch}].push_back(op.id);
       }
     }
     for (const Op& op : s_.ops) {
       const bool grad_reduction = (op.kind == OpKind::reduce_scatter || op.kind == OpKind::all_reduce) &&
-                                  op.phase == Phase::bwd && op.unit >= 0 &&
-                                  s_.streams[static_cast<size_t>(op.stream)].name != "compute";
+                                  op.phase == Phase::bwd && op.unit >= 0 && s_.streams[op.stream].name != "compute";
       if (!grad_reduction) continue;
       const auto it = backward_ops.find({op.unit, op.micro_batch});
       if (it == backward_ops.end()) continue;
-      for (const int32_t b : it->second) {
+      for (const OpId b : it->second) {
         if (!hb.before(b, op.id)) {
           report("reduce-after-backward", describe_op(op.id) + " reduces unit " + std::to_string(op.unit) +
                                               "'s gradients but may start before " + describe_op(b) + " finishes");

@@ -1,5 +1,5 @@
-// NVLS, NVLSTree, CollNet (IB SHARP) and PAT cost candidates of the NCCL model. "collectives.md" =
-// ../shared/reference/collectives.md, which paraphrases NCCL 2.28 src/graph/tuning.cc and src/enqueue.cc.
+// NVLS, NVLSTree, CollNet (IB SHARP) and PAT cost candidates of the NCCL model, after NCCL 2.28 src/graph/tuning.cc
+// and src/enqueue.cc (docs/architecture.md §6.8, §6.10).
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -11,7 +11,7 @@
 namespace fsdpsim::nccl {
 namespace {
 
-// NVLS all-gather / reduce-scatter are skipped above NCCL_MAX_NVLS_ARITY local ranks (collectives.md §2.5).
+// NVLS all-gather / reduce-scatter are skipped above NCCL_MAX_NVLS_ARITY local ranks (docs/architecture.md §6.7).
 constexpr int32_t kMaxNvlsArity = 32;
 
 int log2_floor(int32_t x) {
@@ -21,7 +21,7 @@ int log2_floor(int32_t x) {
 bool nvls_allowed(const Call& call) {
   const Topology& t = *call.topology;
   // NVLink SHARP needs NVSwitch multicast (topology.nvls) and SM90+ (NCCL 2.17+); a profile with no NVLS kernels
-  // (nvls_sms 0) has none either. It reduces only ncclSum on bf16/fp16/fp32 (collectives.md §2.5).
+  // (nvls_sms 0) has none either. It reduces only ncclSum on bf16/fp16/fp32 (docs/architecture.md §6.7).
   return t.nvls && t.gpu.arch != GpuArch::ampere && t.gpu.nvls_sms > 0 && nvls_reduction_ok(call.request) &&
          call.group.ranks_per_domain >= 2;
 }
@@ -32,7 +32,7 @@ bool nvls_allowed(const Call& call) {
 // B·n/(n+1) for n GPUs (nccl-tests #239; also nccl #2140). With h = min(ranks, 8): 8×H100 0.85·370.8·14/9 = 490
 // (measured 476-480), 5..7 GPUs 420/450/472 (measured 420/440/460, nccl #1455), 8×B200 0.74·721.8·14/9 = 831
 // (838-846), 72-GPU NVL72 831 (835-847; h = 72 would give 1039). This replaces 2.28's bwIntra·nvlsEff·(nCh−1)/nCh·2
-// capped by bwInter, which gives 476 on 8×H100 but caps B200 at 720 (collectives.md §2.7: 15 % low).
+// capped by bwInter, which gives 476 on 8×H100 but caps B200 at 720 (docs/architecture.md §6.8: 15 % low).
 double nvls_all_reduce_gbps(const Call& call, double* nvlink_load) {
   const int32_t heads = std::min(call.group.ranks_per_domain, kNvlsHeads);
   const double h = heads;
@@ -50,11 +50,11 @@ double reduced_network_load(const Call& call, double egress) {
 Candidate offload_candidate(NcclAlgo algo) {
   Candidate c;
   c.algo = algo;
-  c.proto = NcclProto::simple;  // NVLS, NVLSTree, CollNet and PAT run Simple only (collectives.md §2.4)
+  c.proto = NcclProto::simple;  // NVLS, NVLSTree, CollNet and PAT run Simple only (docs/architecture.md §6.4)
   return c;
 }
 
-// CollNet latencies (collectives.md §2.2): Direct base + 2·(min(1, ppn−1)·intraLat + (ppn−1)·0.4) + interLat;
+// CollNet latencies (docs/architecture.md §6.4): Direct base + 2·(min(1, ppn−1)·intraLat + (ppn−1)·0.4) + interLat;
 // Chain base + 2·(ppn−1)·intraLat + interLat.
 double collnet_latency_us(const Call& call, NcclAlgo algo) {
   const double ppn = call.group.ranks_per_domain;
@@ -65,8 +65,8 @@ double collnet_latency_us(const Call& call, NcclAlgo algo) {
 }
 
 // CollNet all-reduce: NCCL's busBw is the intra graph (CollNet uses bwIntra), Direct divided by the GPU/NIC ratio
-// term f − (f−1)/2 and × 0.85 on SM90+ (collectives.md §2.4), halved to algbw. The in-switch reduction sends S per
-// domain, so the busbw cannot exceed twice the domain's NIC bandwidth (a bound NCCL's formula leaves out).
+// term f − (f−1)/2 and × 0.85 on SM90+ (docs/architecture.md §6.10), halved to algbw. The in-switch reduction sends
+// S per domain, so the busbw cannot exceed twice the domain's NIC bandwidth (a bound NCCL's formula leaves out).
 void add_collnet_all_reduce(const Call& call, NcclAlgo algo, std::vector<Candidate>& out) {
   const GroupShape& g = call.group;
   Candidate c = offload_candidate(algo);
@@ -116,7 +116,7 @@ void add_nvls(const Call& call, std::vector<Candidate>& out) {
   const CollectiveRequest& r = call.request;
   Candidate c = offload_candidate(NcclAlgo::nvls);
   c.sms = offload_sms(call, true);
-  // NVLS latency: intraLat (25 us), + interLat (18 us) across domains (collectives.md §2.2).
+  // NVLS latency: intraLat (25 us), + interLat (18 us) across domains (docs/architecture.md §6.4).
   c.latency_us = nvlink_hop_latency_us(NcclAlgo::nvls)[proto_index(NcclProto::simple)];
   if (r.kind == OpKind::all_reduce) {
     // Across domains NVLS needs IB SHARP (NVLS + CollNet); it is then capped by the network (2.28's interBw).
@@ -131,7 +131,7 @@ void add_nvls(const Call& call, std::vector<Candidate>& out) {
     if (g.domains > 1 || g.ranks_per_domain > kMaxNvlsArity) return;
     // NVLS AG: each GPU multicasts S/n and receives S (RS mirrors it: ld_reduce reads S from each GPU), so busbw =
     // B·(n−1)/n: 276 GB/s on 8×H100 (2.28's formula: ~182) against the ring's 360, so the ring wins unless buffers
-    // are registered (sjeaugey, nccl #1083; collectives.md §2.5).
+    // are registered (sjeaugey, nccl #1083; docs/architecture.md §6.7).
     const double n = g.ranks;
     c.bus_bw_gbps = call.system.nvls_wire_gbps * (n - 1) / n;
     c.nvlink_load = n / (n - 1);
@@ -146,11 +146,11 @@ void add_nvls_tree(const Call& call, std::vector<Candidate>& out) {
   const GroupShape& g = call.group;
   if (call.request.kind != OpKind::all_reduce || g.domains < 2 || !nvls_allowed(call)) return;
   Candidate c = offload_candidate(NcclAlgo::nvls_tree);
-  // NVLSTree AR: base + intraLat + 2·log2(N)·interLat (collectives.md §2.2).
+  // NVLSTree AR: base + intraLat + 2·log2(N)·interLat (docs/architecture.md §6.4).
   c.latency_us = nvlink_hop_latency_us(NcclAlgo::nvls_tree)[proto_index(NcclProto::simple)] +
                  2 * log2_floor(g.domains) * inter_latency_us(call, NcclAlgo::nvls_tree, NcclProto::simple);
-  // bw = min(intraBw, interBw, nHeads·perChMaxNVLSTreeBw) (2.28, collectives.md §2.4). interBw: the domain's NICs,
-  // × 2 on two domains (each domain sends S, not 2S), × (n−1)/n for the bus bytes that do not cross. Heads across
+  // bw = min(intraBw, interBw, nHeads·perChMaxNVLSTreeBw) (2.28, docs/architecture.md §6.8). interBw: the domain's
+  // NICs, × 2 on two domains (each domain sends S, not 2S), × (n−1)/n for the bus bytes that do not cross. Heads across
   // domains are the GPUs with a NIC (4 heads on 4 NICs, nccl #1357; 8 channels with 8 NICs, nccl #1041).
   double nvlink_load = 0;
   const double intra = nvls_all_reduce_gbps(call, &nvlink_load);
@@ -187,11 +187,13 @@ void add_pat(const Call& call, std::vector<Candidate>& out) {
   const GroupShape& g = call.group;
   const CollectiveRequest& r = call.request;
   if (r.kind != OpKind::all_gather && r.kind != OpKind::reduce_scatter) return;
-  // PAT (2.23+): one rank per node and more than one node; PAT RS refuses PreMulSum/SumPostDiv (collectives.md §2.5).
+  // PAT (2.23+): one rank per node and more than one node; PAT RS refuses PreMulSum/SumPostDiv
+  // (docs/architecture.md §6.7).
   if (g.ranks_per_domain != 1 || g.domains < 2) return;
   if (r.kind == OpKind::reduce_scatter && r.reduce_op != ReduceOp::sum) return;
   Candidate c = offload_candidate(NcclAlgo::pat);
-  // PAT AG/RS: 8 + log2(N)·interLat/3.5 + 2.8·n (collectives.md §2.2); busBw × 0.75, used as is on the total bytes.
+  // PAT AG/RS: 8 + log2(N)·interLat/3.5 + 2.8·n (docs/architecture.md §6.4); busBw × 0.75, used as is on the total
+  // bytes.
   c.latency_us = base_latency_us(NcclAlgo::pat)[proto_index(NcclProto::simple)] +
                  log2_floor(g.domains) * inter_latency_us(call, NcclAlgo::pat, NcclProto::simple) / 3.5 + 2.8 * g.ranks;
   const double n = g.ranks;

@@ -1,5 +1,5 @@
-// Ring, tree and point-to-point cost candidates of the NCCL model (NCCL 2.28 src/graph/tuning.cc as paraphrased in
-// ../shared/reference/collectives.md, "collectives.md").
+// Ring, tree and point-to-point cost candidates of the NCCL model (NCCL 2.28 src/graph/tuning.cc;
+// docs/architecture.md §6.4, §6.6, §6.10).
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -21,7 +21,7 @@ int log2_floor(int32_t x) {
 }
 
 // Wire bytes per payload byte of a protocol: LL sends a 4-byte flag with every 4 data bytes, LL128 uses 120 of every
-// 128 bytes (the 0.5 and 120/128 of NCCL's LL/LL128 bandwidth refinements; collectives.md §2.4).
+// 128 bytes (the 0.5 and 120/128 of NCCL's LL/LL128 bandwidth refinements; docs/architecture.md §6.6).
 double protocol_overhead(NcclProto proto) {
   switch (proto) {
     case NcclProto::ll:
@@ -36,8 +36,8 @@ double protocol_overhead(NcclProto proto) {
 
 // The busBw of NCCL's ring graph for this group: inside one domain the NVLink ring (nChannels × speed); across
 // domains each ring also crosses every domain boundary through one NIC per channel (rail-aligned), so every bus byte
-// leaves each domain once and busbw ≈ min(NVLink-effective, NIC shares × NIC-effective) (collectives.md §7, §8).
-// With one rank per domain every hop is a network hop.
+// leaves each domain once and busbw ≈ min(NVLink-effective, NIC shares × NIC-effective)
+// (docs/architecture.md §6.6). With one rank per domain every hop is a network hop.
 double ring_graph_gbps(const Call& call) {
   if (call.group.domains <= 1) return call.system.ring_gbps;
   if (call.group.ranks_per_domain <= 1) return call.group.domain_net_gbps;
@@ -50,7 +50,7 @@ double ll_cap_gbps(const Call& call) {
 }
 
 // Ring latency: base + (nsteps − nInter)·max(intraLat, netOverhead) + nInter·interLat, nsteps = 2(n−1) (AR) or n−1,
-// nInter = 2(N−1) or N−1 (collectives.md §2.2). With one rank per node the network hop uses Tree's NET latency.
+// nInter = 2(N−1) or N−1 (docs/architecture.md §6.4). With one rank per node the network hop uses Tree's NET latency.
 double ring_latency_us(const Call& call, NcclProto proto) {
   const int32_t n = call.group.ranks;
   const int32_t domains = call.group.domains;
@@ -65,8 +65,8 @@ double ring_latency_us(const Call& call, NcclProto proto) {
 
 // Scale degradation of ring all-gather / reduce-scatter across many nodes, which NCCL's model lacks: nccl #1229
 // measured ring RS busbw 360/345/320/300/280/260 GB/s on 4/8/16/32/64/128 H100 nodes, i.e. 1.0 at 4 nodes, 0.83 at 32,
-// 0.72 at 128; collectives.md §8 recommends × 0.85 at 32 nodes … × 0.72 at 128. Linear in log2(nodes) between the knots
-// (4, 1.0), (32, 0.85), (128, 0.72); 1.0 up to 4 nodes (no loss measured there); held at 0.72 beyond 128 (no data).
+// 0.72 at 128 (docs/architecture.md §6.6). Linear in log2(nodes) between the knots (4, 1.0), (32, 0.85), (128, 0.72);
+// 1.0 up to 4 nodes (no loss measured there); held at 0.72 beyond 128 (no data).
 double ring_scale_factor(int32_t domains) {
   if (domains <= 4) return 1.0;
   const double x = std::log2(static_cast<double>(domains));
@@ -122,7 +122,7 @@ void add_ring(const Call& call, std::vector<Candidate>& out) {
     if (is_all_reduce(call) && proto == NcclProto::simple && call.group.domains > 1 && per_channel >= 64) {
       c.latency_us *= 1.4;
     }
-    // fp8 reductions over rings of more than 8 ranks are penalised × 1024 for precision (collectives.md §2.1).
+    // fp8 reductions over rings of more than 8 ranks are penalised × 1024 for precision (docs/architecture.md §6.3).
     if (reduces && r.dtype == DType::fp8 && call.group.ranks > 8) c.selection_factor = 1024;
     c.sms = ring_sms(call);
     set_ring_loads(call, c);
@@ -132,7 +132,7 @@ void add_ring(const Call& call, std::vector<Candidate>& out) {
 }
 
 void add_tree(const Call& call, std::vector<Candidate>& out) {
-  if (!is_all_reduce(call)) return;  // Tree is never used for AG/RS (collectives.md §2.5)
+  if (!is_all_reduce(call)) return;  // Tree is never used for AG/RS (docs/architecture.md §6.7)
   const GroupShape& g = call.group;
   const ArchTables& tables = arch_tables(call.topology->gpu.arch);
   const std::size_t row = node_index(g.domains);
@@ -142,13 +142,13 @@ void add_tree(const Call& call, std::vector<Candidate>& out) {
     Candidate c;
     c.algo = NcclAlgo::tree;
     c.proto = proto;
-    // Tree AR: base + 2·((ppn−1)·intraLat + log2(N)·interLat) (collectives.md §2.2).
+    // Tree AR: base + 2·((ppn−1)·intraLat + log2(N)·interLat) (docs/architecture.md §6.4).
     c.latency_us = base_latency_us(NcclAlgo::tree)[proto_index(proto)] +
                    2 * ((g.ranks_per_domain - 1) * nvlink_hop_latency_us(NcclAlgo::tree)[proto_index(proto)] +
                         log2_floor(g.domains) * inter_latency_us(call, NcclAlgo::tree, proto));
-    // §2.4: LL min(busBw/3.8, llMax); LL128 min(busBw·(7/9 | 120/128), nCh·perChMaxTreeLL128); Simple
-    // min(0.92·busBw, nCh·perChMaxTree); then the per-size correction. NCCL's algbw is half of that (× 0.5), so the
-    // nccl-tests busbw is bw·(n−1)/n.
+    // docs/architecture.md §6.6: LL min(busBw/3.8, llMax); LL128 min(busBw·(7/9 | 120/128), nCh·perChMaxTreeLL128);
+    // Simple min(0.92·busBw, nCh·perChMaxTree); then the per-size correction. NCCL's algbw is half of that (× 0.5), so
+    // the nccl-tests busbw is bw·(n−1)/n.
     double bw = 0;
     if (proto == NcclProto::ll) bw = std::min(base / 3.8, ll_cap_gbps(call));
     if (proto == NcclProto::ll128) {

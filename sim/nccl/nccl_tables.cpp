@@ -1,5 +1,5 @@
-// NCCL 2.28's tuning constants. Each table paraphrases ../shared/reference/collectives.md ("collectives.md"), which
-// read them from NVIDIA/nccl src/graph/tuning.cc, search.cc and topo.h (tags v2.17.1 ... v2.30.7).
+// NCCL 2.28's tuning constants, read from NVIDIA/nccl src/graph/tuning.cc, search.cc and topo.h (tags v2.17.1 ...
+// v2.30.7); docs/architecture.md §6.4-§6.6 lists them.
 #include "sim/nccl/nccl_tables.h"
 
 #include <bit>
@@ -10,7 +10,7 @@
 namespace fsdpsim::nccl {
 namespace {
 
-// Intra-node per-channel speeds the graph search tries, high to low (src/graph/search.cc; collectives.md §2.3).
+// Intra-node per-channel speeds the graph search tries, high to low (src/graph/search.cc; docs/architecture.md §6.5).
 // Ampere uses the generic list; SM90 and SM100 have their own.
 constexpr std::array<double, 13> kGenericSpeeds{40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3};
 constexpr std::array<double, 11> kSm90Speeds{60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3};
@@ -19,14 +19,14 @@ constexpr std::array<double, 12> kSm100Speeds{90, 80, 70, 60, 50, 45, 40, 30, 24
 ArchTables make_ampere() {
   ArchTables t;
   // NCCL counts an SM80 NVLink at 20.0 GB/s (topo.h); the datasheet link is 25 GB/s per direction (A100: 12 links,
-  // 300 GB/s), so NCCL sees 20/25 = 0.8 of the datasheet rate: 12 × 20 = 240 (collectives.md §2.3).
+  // 300 GB/s), so NCCL sees 20/25 = 0.8 of the datasheet rate: 12 × 20 = 240 (docs/architecture.md §6.5).
   t.nccl_link_fraction = 20.0 / 25.0;
   t.search_speeds = kGenericSpeeds;
-  t.ll_max_single_node_gbps = 87.7;      // llMaxBws Ampere, one node (collectives.md §2.4)
+  t.ll_max_single_node_gbps = 87.7;      // llMaxBws Ampere, one node (docs/architecture.md §6.6)
   t.ring_ll128_per_channel_gbps = 20.0;  // perChMaxRingLL128Bws Ampere
   t.tree_ll128_per_channel_gbps = {20.0, 20.0, 20.0};
   t.tree_per_channel_gbps = {24.0, 23.6, 17.8};
-  t.nvls_tree_per_channel_gbps = {0, 0, 0};  // no NVLS before SM90 (collectives.md §2.5)
+  t.nvls_tree_per_channel_gbps = {0, 0, 0};  // no NVLS before SM90 (docs/architecture.md §6.7)
   t.nvls_efficiency = 0;
   return t;
 }
@@ -34,26 +34,26 @@ ArchTables make_ampere() {
 ArchTables make_hopper() {
   ArchTables t;
   // SM90 NVLink counted at 20.6 GB/s (20.0 up to 2.19) against a 25 GB/s datasheet link (H100: 18 links, 450 GB/s per
-  // direction): 18 × 20.6 = 370.8 (collectives.md §2.3).
+  // direction): 18 × 20.6 = 370.8 (docs/architecture.md §6.5).
   t.nccl_link_fraction = 20.6 / 25.0;
   t.search_speeds = kSm90Speeds;
-  t.ll_max_single_node_gbps = 141.0;     // llMaxBws Hopper, one node, 2.23+ (collectives.md §2.4)
+  t.ll_max_single_node_gbps = 141.0;     // llMaxBws Hopper, one node, 2.23+ (docs/architecture.md §6.6)
   t.ring_ll128_per_channel_gbps = 36.7;  // perChMaxRingLL128Bws Hopper
   t.tree_ll128_per_channel_gbps = {36.7, 36.7, 29.0};
   t.tree_per_channel_gbps = {38.7, 41.4, 36.0};
   t.nvls_tree_per_channel_gbps = {0, 57.7, 45.5};  // perChMaxNVLSTreeBws Hopper (2.28)
-  t.nvls_efficiency = 0.85;                        // nvlsEff Hopper (2.28; collectives.md §2.4)
+  t.nvls_efficiency = 0.85;                        // nvlsEff Hopper (2.28; docs/architecture.md §6.6)
   return t;
 }
 
 ArchTables make_blackwell() {
   ArchTables t;
   // SM100 NVLink counted at 40.1 GB/s (40.0 in 2.27) against a 50 GB/s datasheet link (B200: 18 links, 900 GB/s per
-  // direction): 18 × 40.1 = 721.8 (collectives.md §2.3).
+  // direction): 18 × 40.1 = 721.8 (docs/architecture.md §6.5).
   t.nccl_link_fraction = 40.1 / 50.0;
   t.search_speeds = kSm100Speeds;
   t.ll_max_single_node_gbps = 282.0;     // llMaxBws Blackwell, one node
-  t.ring_ll128_per_channel_gbps = 73.4;  // perChMaxRingLL128Bws Blackwell in 2.27-2.28.9 (collectives.md §2.4)
+  t.ring_ll128_per_channel_gbps = 73.4;  // perChMaxRingLL128Bws Blackwell in 2.27-2.28.9 (docs/architecture.md §6.6)
   t.tree_ll128_per_channel_gbps = {55.6, 31.67, 20.0};
   t.tree_per_channel_gbps = {70.0, 42.8, 24.0};
   t.nvls_tree_per_channel_gbps = {0, 96.0, 43.8};  // perChMaxNVLSTreeBws Blackwell, 2.28.9 (>= 3 nodes: 43.8)
@@ -61,7 +61,7 @@ ArchTables make_blackwell() {
   return t;
 }
 
-// Latency tables of 2.23-2.30 (collectives.md §2.2), one row per NcclAlgo in enum order:
+// Latency tables of 2.23-2.30 (docs/architecture.md §6.4), one row per NcclAlgo in enum order:
 // ring, tree, nvls, nvls_tree, collnet_direct, collnet_chain, pat, p2p. p2p (all-to-all) reuses the ring row.
 constexpr std::array<ProtoTriple, 8> kBaseLatencyUs{{
     {6.6, 14.0, 8.4},  // ring
@@ -95,7 +95,8 @@ constexpr std::array<ProtoTriple, 8> kNetHopUs{{
 }};
 
 // Tree all-reduce correction per power-of-two size bucket from 64 B (log2(size / 64) = 0) upwards, per protocol
-// (NVIDIA/nccl src/graph/tuning.cc, treeCorrectionFactor; collectives.md §2.1: dips to 0.4-0.6 between 64 KB and 4 MB).
+// (NVIDIA/nccl src/graph/tuning.cc, treeCorrectionFactor; docs/architecture.md §6.6: dips to 0.4-0.6 between 64 KB
+// and 4 MB).
 constexpr std::array<std::array<double, 22>, 3> kTreeCorrection{{
     {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0},
     {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, 1.0},
@@ -125,7 +126,8 @@ const ArchTables& arch_tables(GpuArch arch) {
 }
 
 double ll_max_multi_node_gbps(int32_t domains) {
-  // llMaxBws rows chosen by CPU vendor across nodes: Intel/other 39.0 (2 nodes), 20.4 (>= 3); collectives.md §2.4.
+  // llMaxBws rows chosen by CPU vendor across nodes: Intel/other 39.0 (2 nodes), 20.4 (>= 3);
+  // docs/architecture.md §6.6.
   return domains == 2 ? 39.0 : 20.4;
 }
 
@@ -140,7 +142,7 @@ const ProtoTriple& net_hop_latency_us(NcclAlgo algo) {
 }
 
 double net_overhead_us(NcclProto proto) {
-  // getNetOverhead: 1.0 us on Intel x86 and ARM (2.0 on AMD), × 3 for Simple (collectives.md §2.2).
+  // getNetOverhead: 1.0 us on Intel x86 and ARM (2.0 on AMD), × 3 for Simple (docs/architecture.md §6.4).
   return proto == NcclProto::simple ? 3.0 : 1.0;
 }
 

@@ -156,8 +156,7 @@ TEST(Limits, ValidateBoundsTheStepTotals) {
   // 40 persistent buffers of 2^56 bytes add up to 40 × 2^56 ≈ 2.9e18 > 2^61 ≈ 2.3e18.
   Schedule s = testing::tiny_schedule();
   for (int i = 0; i < 40; ++i) {
-    s.buffers.push_back(Buffer{static_cast<int32_t>(s.buffers.size()), "big", BufferCategory::workspace,
-                               limits::kMaxBytes, true, false});
+    s.buffers.push_back(Buffer{s.buffers.next_id(), "big", BufferCategory::workspace, limits::kMaxBytes, true, false});
   }
   const std::vector<std::string> problems = validate(s);
   ASSERT_EQ(problems.size(), 1u);

@@ -27,28 +27,30 @@ Schedule one_gpu_schedule() {
   s.info.world_size = 1;
   s.groups = {Group{"dp_shard", 1, 1}};
   s.streams = {Stream{"compute", 0}, Stream{"ag", -1}, Stream{"rs", -1}};
-  s.buffers = {Buffer{0, "param_shard", BufferCategory::param_shard, 4 * kMiB, true, false},
-               Buffer{1, "grad_shard", BufferCategory::grad_shard, 4 * kMiB, true, false},
-               Buffer{2, "params.layer", BufferCategory::gathered_param, 4 * kMiB, false, false},
-               Buffer{3, "act.layer", BufferCategory::activation, 8 * kMiB, false, false},
-               Buffer{4, "grads.layer", BufferCategory::unsharded_grad, 4 * kMiB, false, false}};
+  s.buffers = {Buffer{BufferId(0), "param_shard", BufferCategory::param_shard, 4 * kMiB, true, false},
+               Buffer{BufferId(1), "grad_shard", BufferCategory::grad_shard, 4 * kMiB, true, false},
+               Buffer{BufferId(2), "params.layer", BufferCategory::gathered_param, 4 * kMiB, false, false},
+               Buffer{BufferId(3), "act.layer", BufferCategory::activation, 8 * kMiB, false, false},
+               Buffer{BufferId(4), "grads.layer", BufferCategory::unsharded_grad, 4 * kMiB, false, false}};
   Op ag;
-  ag.id = 0, ag.name = "ag", ag.kind = OpKind::all_gather, ag.stream = 1, ag.group = 0;
+  ag.id = OpId(0), ag.name = "ag", ag.kind = OpKind::all_gather, ag.stream = StreamId(1), ag.group = GroupId(0);
   ag.send_bytes = ag.recv_bytes = 4 * kMiB;
-  ag.allocs = {2}, ag.reads = {0}, ag.writes = {2};
+  ag.allocs = {BufferId(2)}, ag.reads = {BufferId(0)}, ag.writes = {BufferId(2)};
   Op fwd;
-  fwd.id = 1, fwd.name = "fwd", fwd.stream = 0, fwd.deps = {0};
+  fwd.id = OpId(1), fwd.name = "fwd", fwd.stream = StreamId(0), fwd.deps = {OpId(0)};
   fwd.gemms = {Gemm{"mlp", 256, 1024, 1024, 1, false}};  // W = 1024·1024·2 B = 2 MiB, read from buffer 2
   fwd.bytes_touched = kMiB;
-  fwd.allocs = {3}, fwd.reads = {2}, fwd.writes = {3};
+  fwd.allocs = {BufferId(3)}, fwd.reads = {BufferId(2)}, fwd.writes = {BufferId(3)};
   Op bwd;
-  bwd.id = 2, bwd.name = "bwd", bwd.phase = Phase::bwd, bwd.stream = 0;
+  bwd.id = OpId(2), bwd.name = "bwd", bwd.phase = Phase::bwd, bwd.stream = StreamId(0);
   bwd.gemms = {Gemm{"mlp.dgrad", 256, 1024, 1024, 1, false}, Gemm{"mlp.wgrad", 1024, 1024, 256, 1, false}};
-  bwd.allocs = {4}, bwd.reads = {2, 3}, bwd.writes = {4}, bwd.frees = {2, 3};
+  bwd.allocs = {BufferId(4)}, bwd.reads = {BufferId(2), BufferId(3)}, bwd.writes = {BufferId(4)},
+  bwd.frees = {BufferId(2), BufferId(3)};
   Op rs;
-  rs.id = 3, rs.name = "rs", rs.kind = OpKind::reduce_scatter, rs.phase = Phase::bwd, rs.stream = 2, rs.group = 0;
-  rs.reduce_op = ReduceOp::sum, rs.send_bytes = rs.recv_bytes = 4 * kMiB, rs.deps = {2};
-  rs.reads = {4}, rs.writes = {1}, rs.frees = {4};
+  rs.id = OpId(3), rs.name = "rs", rs.kind = OpKind::reduce_scatter, rs.phase = Phase::bwd, rs.stream = StreamId(2),
+  rs.group = GroupId(0);
+  rs.reduce_op = ReduceOp::sum, rs.send_bytes = rs.recv_bytes = 4 * kMiB, rs.deps = {OpId(2)};
+  rs.reads = {BufferId(4)}, rs.writes = {BufferId(1)}, rs.frees = {BufferId(4)};
   s.ops = {ag, fwd, bwd, rs};
   return s;
 }
@@ -73,7 +75,7 @@ TEST(CudaBackend, MeasuredPeakAllocatedEqualsTheIrPeak) {
     // 8 + 4 + 8 + 4 = 24 MiB, reached when backward allocates.
     EXPECT_EQ(step.peak_allocated.bytes, 24 * kMiB);
     EXPECT_GE(step.peak_reserved.bytes, step.peak_allocated.bytes);
-    EXPECT_EQ(step.peak_allocated.op, 2);
+    EXPECT_EQ(step.peak_allocated.op, OpId(2));
     EXPECT_EQ(step.peak_allocated.breakdown[static_cast<size_t>(BufferCategory::activation)], 8 * kMiB);
     ASSERT_EQ(step.ops.size(), 4u);
     for (const OpTiming& t : step.ops) EXPECT_LE(t.start_ns, t.end_ns);
@@ -108,7 +110,7 @@ TEST(CudaBackend, OutOfMemoryNamesTheOpTheBufferAndTheMemoryInUse) {
     ++predictions;
     MemoryPeak peak;  // a stand-in prediction: the report quotes whatever the simulator said
     peak.bytes = 24 * kMiB;
-    peak.op = 2;
+    peak.op = OpId(2);
     return peak;
   };
   try {

@@ -40,7 +40,7 @@ TEST(CudaEmulate, RankZeroOfAnEightGpuLlamaJobRunsOnOneGpu) {
     // The persistent buffers are allocated throughout the step: the peak holds at least them.
     EXPECT_GE(step.peak_allocated.bytes, s.persistent_bytes());
     EXPECT_GE(step.peak_reserved.bytes, step.peak_allocated.bytes);
-    EXPECT_GE(step.peak_allocated.op, 0);
+    EXPECT_TRUE(step.peak_allocated.op.valid());
   }
   EXPECT_GT(overheads.scratch_bytes, 0);
   // What cudaMemGetInfo measured: a context (hundreds of MiB on any CUDA GPU), at least the cuBLAS workspace the

@@ -10,18 +10,18 @@ namespace {
 
 TEST(CudaFaults, GroupInstancesAreListedWholeOrShortened) {
   Schedule s = testing::tiny_schedule();
-  EXPECT_EQ(describe_group_instance(s, 0, 2, 4), "'dp_shard' [0, 1, 2, 3]");
-  EXPECT_EQ(describe_group_instance(s, -1, 0, 4), "'world' [0, 1, 2, 3]");
+  EXPECT_EQ(describe_group_instance(s, GroupId(0), 2, 4), "'dp_shard' [0, 1, 2, 3]");
+  EXPECT_EQ(describe_group_instance(s, GroupId(-1), 0, 4), "'world' [0, 1, 2, 3]");
   // 128 members of stride 8 holding rank 13: position (13 / 8) mod 128 = 1, first member 13 − 8 = 5, last
   // 5 + 127 × 8 = 1021.
   s.groups[0] = Group{"dp_shard", 128, 8};
-  EXPECT_EQ(describe_group_instance(s, 0, 13, 1024), "'dp_shard' [5, 13, 21, ..., 1021] (128 ranks)");
+  EXPECT_EQ(describe_group_instance(s, GroupId(0), 13, 1024), "'dp_shard' [5, 13, 21, ..., 1021] (128 ranks)");
 }
 
 TEST(CudaFaults, CollectiveTimeoutNamesTheOpGroupAndWhoIssuedIt) {
   const Schedule s = testing::tiny_schedule();
   CollectiveTimeout t;
-  t.op = 0;
+  t.op = OpId(0);
   t.step = 1;
   t.ran_ns = 600'100'000'000;
   t.timeout_ns = 600'000'000'000;
@@ -48,20 +48,20 @@ TEST(CudaFaults, CollectiveTimeoutNamesTheOpGroupAndWhoIssuedIt) {
 
 TEST(CudaFaults, AsyncErrorNamesTheGroupTheErrorAndTheLastOp) {
   const Schedule s = testing::tiny_schedule();
-  NcclAsyncError e{0,
+  NcclAsyncError e{GroupId(0),
                    "ncclRemoteError",
                    "remote process exited or there was a network error",
                    "NET/IB: Got completion from peer 10.0.0.3 with status=12",
-                   3,
+                   OpId(3),
                    1};
   EXPECT_EQ(describe_nccl_async_error(s, FaultSite{1, 1, 4}, e),
             "NCCL error on rank 1 (GPU 1) in the communicator of group 'dp_shard' [0, 1, 2, 3]: ncclRemoteError "
             "(remote process exited or there was a network error): NET/IB: Got completion from peer 10.0.0.3 with "
             "status=12; the last op issued on it was op 3 'rs.layer.0' (reduce_scatter, step 1); every NCCL "
             "communicator of this rank was aborted (ncclCommAbort)");
-  e.group = -1;
+  e.group = {};
   e.last_error.clear();
-  e.last_op = -1;
+  e.last_op = {};
   EXPECT_EQ(describe_nccl_async_error(s, FaultSite{1, 1, 4}, e),
             "NCCL error on rank 1 (GPU 1) in the communicator of 'world' [0, 1, 2, 3]: ncclRemoteError (remote "
             "process exited or there was a network error); no op had been issued on it yet; every NCCL communicator "
@@ -72,8 +72,8 @@ TEST(CudaFaults, OutOfMemoryComparesWithThePrediction) {
   Schedule s = testing::tiny_schedule();
   s.buffers[1].size_bytes = 1'717'986'918;  // params.layer.0: 1.6 GiB (1.6 × 2³⁰ = 1,717,986,918.4)
   DeviceOutOfMemory oom;
-  oom.failure.buffer = 1;
-  oom.failure.op = 0;
+  oom.failure.buffer = BufferId(1);
+  oom.failure.op = OpId(0);
   oom.failure.step = 1;
   oom.failure.in_use_by_category[static_cast<size_t>(BufferCategory::activation)] = 51 * kGiB;
   oom.failure.in_use_by_category[static_cast<size_t>(BufferCategory::param_shard)] = 23 * kGiB;
@@ -86,7 +86,7 @@ TEST(CudaFaults, OutOfMemoryComparesWithThePrediction) {
   oom.device_total_bytes = 80 * kGiB;
   MemoryPeak predicted;
   predicted.bytes = 113 * kGiB;
-  predicted.op = 1;
+  predicted.op = OpId(1);
   predicted.breakdown[static_cast<size_t>(BufferCategory::activation)] = 90 * kGiB;
   predicted.breakdown[static_cast<size_t>(BufferCategory::param_shard)] = 23 * kGiB;
   const std::string without = describe_device_oom(s, FaultSite{0, 0, 4}, oom, predicted);

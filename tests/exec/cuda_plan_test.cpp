@@ -20,13 +20,13 @@ Schedule compute_schedule(std::vector<Gemm> gemms, int64_t weights_bytes = 65536
   s.info.world_size = 1;
   s.groups = {Group{"dp_shard", 1, 1}};
   s.streams = {Stream{"compute", 0}};
-  s.buffers = {Buffer{0, "params", BufferCategory::gathered_param, weights_bytes, true, false},
-               Buffer{1, "grads", BufferCategory::unsharded_grad, grads_bytes, true, false}};
+  s.buffers = {Buffer{BufferId(0), "params", BufferCategory::gathered_param, weights_bytes, true, false},
+               Buffer{BufferId(1), "grads", BufferCategory::unsharded_grad, grads_bytes, true, false}};
   Op op;
   op.name = "layer";
   op.gemms = std::move(gemms);
-  op.reads = {0};
-  op.writes = {1};
+  op.reads = {BufferId(0)};
+  op.writes = {BufferId(1)};
   s.ops = {op};
   return s;
 }
@@ -39,17 +39,17 @@ TEST(CudaGemmPlan, WeightsWalkTheGatheredBufferAndWrap) {
   const auto& l = plan.launches[0];
   ASSERT_EQ(l.size(), 4u);
   // qkv: W = n·k·2 = 64·128·2 = 16384 B at offset 0; the cursor moves to 16384.
-  EXPECT_EQ(l[0].w, (OperandPlace{0, 0, 64 * 128}));
+  EXPECT_EQ(l[0].w, (OperandPlace{BufferId(0), 0, 64 * 128}));
   // mlp_up: W = 128·128·2 = 32768 B fits at 16384 (16384 + 32768 = 49152 ≤ 65536); cursor 49152.
-  EXPECT_EQ(l[1].w, (OperandPlace{0, 16384, 128 * 128}));
+  EXPECT_EQ(l[1].w, (OperandPlace{BufferId(0), 16384, 128 * 128}));
   // mlp_down: 49152 + 32768 = 81920 > 65536, so it wraps to 0; cursor 32768.
-  EXPECT_EQ(l[2].w, (OperandPlace{0, 0, 128 * 128}));
+  EXPECT_EQ(l[2].w, (OperandPlace{BufferId(0), 0, 128 * 128}));
   // dgrad reads the weights too: 32768 + 32768 = 65536 ≤ 65536 fits exactly at 32768.
-  EXPECT_EQ(l[3].w, (OperandPlace{0, 32768, 128 * 128}));
+  EXPECT_EQ(l[3].w, (OperandPlace{BufferId(0), 32768, 128 * 128}));
   // A and C of these GEMMs are scratch; C regions: qkv 16·64·2 = 2048, the others 16·128·2 = 4096 B.
   for (const auto& launch : l) {
-    EXPECT_EQ(launch.a.buffer, -1);
-    EXPECT_EQ(launch.c.buffer, -1);
+    EXPECT_EQ(launch.a.buffer, BufferId::none());
+    EXPECT_EQ(launch.c.buffer, BufferId::none());
   }
   EXPECT_EQ(plan.scratch[0].c_bytes, 4096);
   // A: 16·128·2 = 4096 B for every GEMM; no W needed from scratch.
@@ -63,9 +63,9 @@ TEST(CudaGemmPlan, WgradWritesTheGradientBufferAndTakesBothInputsFromScratch) {
   ASSERT_EQ(plan.launches[0].size(), 1u);
   const GemmLaunch& l = plan.launches[0][0];
   // C = m·n·2 = 128·128·2 = 32768 B ≤ 65536: in the gradient buffer at 0, stride m·n = 16384 elements.
-  EXPECT_EQ(l.c, (OperandPlace{1, 0, 128 * 128}));
+  EXPECT_EQ(l.c, (OperandPlace{BufferId(1), 0, 128 * 128}));
   // W of a wgrad GEMM is an activation: scratch, n·k·2 = 128·16·2 = 4096 B.
-  EXPECT_EQ(l.w.buffer, -1);
+  EXPECT_EQ(l.w.buffer, BufferId::none());
   EXPECT_EQ(plan.scratch[0].w_bytes, 4096);
   EXPECT_EQ(plan.scratch[0].c_bytes, 0);
 }
@@ -80,8 +80,8 @@ TEST(CudaGemmPlan, AttentionRunsFromScratchInChunksUnderTheRegionCap) {
   EXPECT_EQ(l[1].batch, 8);
   EXPECT_EQ(l[2].batch, 4);
   for (const auto& launch : l) {
-    EXPECT_EQ(launch.w.buffer, -1);  // attention reads no weights
-    EXPECT_EQ(launch.c, (OperandPlace{-1, 0, 4096 * 4096}));
+    EXPECT_EQ(launch.w.buffer, BufferId::none());  // attention reads no weights
+    EXPECT_EQ(launch.c, (OperandPlace{BufferId::none(), 0, 4096 * 4096}));
   }
   // Regions: C 8·32 MiB = 256 MiB; A and W 8 entries of 4096·128·2 = 1 MiB = 8 MiB each.
   EXPECT_EQ(plan.scratch[0].c_bytes, 256 * kMiB);
@@ -98,10 +98,10 @@ TEST(CudaGemmPlan, ABatchLargerThanTheWeightsReadsOneMatrixAndALargeMatrixUsesSc
   const ComputePlan plan = plan_compute(s, kBf16);
   const auto& l = plan.launches[0];
   ASSERT_EQ(l.size(), 3u);
-  EXPECT_EQ(l[0].w, (OperandPlace{0, 0, 0}));
-  EXPECT_EQ(l[1].w, (OperandPlace{-1, 0, 256 * 128}));
+  EXPECT_EQ(l[0].w, (OperandPlace{BufferId(0), 0, 0}));
+  EXPECT_EQ(l[1].w, (OperandPlace{BufferId::none(), 0, 256 * 128}));
   // A wgrad batch of 4 × 64·128·2 = 65536 B > 40000 would make entries overwrite each other: C goes to scratch.
-  EXPECT_EQ(l[2].c, (OperandPlace{-1, 0, 64 * 128}));
+  EXPECT_EQ(l[2].c, (OperandPlace{BufferId::none(), 0, 64 * 128}));
 }
 
 TEST(CudaGemmPlan, ADimensionBeyondCublasIntIsAnErrorNamingTheOpAndTheGemm) {
@@ -121,7 +121,7 @@ TEST(CudaGemmPlan, MemoryBoundWorkAndHostCopiesSizeTheirRegions) {
   Schedule s = compute_schedule({});
   s.ops[0].bytes_touched = 3000;  // region: 3000 rounded up to 256 B = 3072
   Op copy;
-  copy.id = 1;
+  copy.id = OpId(1);
   copy.name = "offload";
   copy.kind = OpKind::copy;
   copy.send_bytes = int64_t{1} << 40;  // 1 TiB: both regions capped at 256 MiB
@@ -164,9 +164,9 @@ TEST(CudaCollectivePlan, CountsAndBuffersOfTheTinySchedule) {
   const Schedule s = testing::tiny_schedule();  // dp_shard of 4, bf16
   const CommPlan plan = plan_collectives(s, false);
   // AG: send 100 B = 50 bf16 per rank; output 50·2·4 = 400 B; param shard (0) in, gathered params (1) out.
-  EXPECT_EQ(plan.ops[0], (CollectivePlan{50, 2, 100, 400, 0, 1, 0}));
+  EXPECT_EQ(plan.ops[0], (CollectivePlan{50, 2, 100, 400, BufferId(0), BufferId(1), 0}));
   // RS: recv 100 B = 50 elements; input 50·2·4 = 400 B from the grads (3), output into the grad shard (4).
-  EXPECT_EQ(plan.ops[3], (CollectivePlan{50, 2, 400, 100, 3, 4, 0}));
+  EXPECT_EQ(plan.ops[3], (CollectivePlan{50, 2, 400, 100, BufferId(3), BufferId(4), 0}));
   EXPECT_EQ(plan.ops[1].count, 0);  // compute
   for (const CommScratch& c : plan.scratch) EXPECT_EQ(c, CommScratch{});
 }
@@ -176,10 +176,10 @@ TEST(CudaCollectivePlan, CheckModeKeepsPersistentBuffersPrivate) {
   const CommPlan plan = plan_collectives(s, true);
   // The persistent param shard and grad shard give way to scratch of 100 B rounded up to 256 B on the AG stream (1)
   // and the RS stream (2); the non-persistent gathered params and grads stay.
-  EXPECT_EQ(plan.ops[0].input_buffer, -1);
-  EXPECT_EQ(plan.ops[0].output_buffer, 1);
-  EXPECT_EQ(plan.ops[3].input_buffer, 3);
-  EXPECT_EQ(plan.ops[3].output_buffer, -1);
+  EXPECT_EQ(plan.ops[0].input_buffer, BufferId::none());
+  EXPECT_EQ(plan.ops[0].output_buffer, BufferId(1));
+  EXPECT_EQ(plan.ops[3].input_buffer, BufferId(3));
+  EXPECT_EQ(plan.ops[3].output_buffer, BufferId::none());
   EXPECT_EQ(plan.scratch[1], (CommScratch{256, 0}));
   EXPECT_EQ(plan.scratch[2], (CommScratch{0, 256}));
 }
@@ -188,7 +188,7 @@ TEST(CudaCollectivePlan, PartialElementsAreDroppedAndAllToAllSplitsPerPeer) {
   Schedule s = testing::tiny_schedule();
   s.ops[0].send_bytes = 101;  // 50 whole bf16 elements and one byte left over
   Op a2a = s.ops[0];
-  a2a.id = 4;
+  a2a.id = OpId(4);
   a2a.name = "a2a";
   a2a.kind = OpKind::all_to_all;
   a2a.send_bytes = a2a.recv_bytes = 800;  // 800 / (2 B · 4 peers) = 100 elements per peer
@@ -201,16 +201,16 @@ TEST(CudaCollectivePlan, PartialElementsAreDroppedAndAllToAllSplitsPerPeer) {
   EXPECT_EQ(plan.ops[4].input_bytes, 800);
   EXPECT_EQ(plan.scratch[1], (CommScratch{1024, 1024}));  // 800 B rounded up to 256 B: 1024 in, 1024 out
   // Reading and writing one 800 B buffer: the input stays, the output moves to scratch (no in-place all-to-all).
-  s.buffers.push_back(Buffer{5, "tokens", BufferCategory::activation, 800, false, false});
-  s.ops[4].reads = s.ops[4].writes = {5};
+  s.buffers.push_back(Buffer{BufferId(5), "tokens", BufferCategory::activation, 800, false, false});
+  s.ops[4].reads = s.ops[4].writes = {BufferId(5)};
   const CommPlan in_place = plan_collectives(s, false);
-  EXPECT_EQ(in_place.ops[4].input_buffer, 5);
-  EXPECT_EQ(in_place.ops[4].output_buffer, -1);
+  EXPECT_EQ(in_place.ops[4].input_buffer, BufferId(5));
+  EXPECT_EQ(in_place.ops[4].output_buffer, BufferId::none());
 }
 
 TEST(CudaCollectivePlan, ACollectiveWithoutAGroupIsAnErrorNamingTheOp) {
   Schedule s = testing::tiny_schedule();
-  s.ops[0].group = -1;
+  s.ops[0].group = {};
   try {
     (void)plan_collectives(s, false);
     FAIL() << "expected a ScheduleError";

@@ -13,10 +13,10 @@ namespace {
 
 Op collective(OpKind kind) {
   Op op;
-  op.id = 12;
+  op.id = OpId(12);
   op.name = "coll";
   op.kind = kind;
-  op.group = 0;
+  op.group = GroupId(0);
   return op;
 }
 
@@ -120,7 +120,7 @@ TEST(HostCollectives, ReduceScatterMembersCheckOnlyTheChunkTheyRead) {
 TEST(HostCollectives, MismatchedOpStepOrLengthIsReported) {
   const Op op = collective(OpKind::all_reduce);
   const CollectiveOutcome out = run_collective(
-      call_for(op, 0, 2), {make_contribution(0, op.id, 1, {1, 2}), make_contribution(1, 13, 0, {1, 2, 3})});
+      call_for(op, 0, 2), {make_contribution(0, op.id, 1, {1, 2}), make_contribution(1, OpId(13), 0, {1, 2, 3})});
   ASSERT_EQ(out.problems.size(), 2u);
   EXPECT_NE(out.problems[0].find("rank 1 contributed op 13 of step 0: a mismatched collective"), std::string::npos);
   EXPECT_NE(out.problems[1].find("rank 1 contributed 3 words where 2 were expected"), std::string::npos);
@@ -128,10 +128,10 @@ TEST(HostCollectives, MismatchedOpStepOrLengthIsReported) {
 
 TEST(HostWorld, MembersMeetAndReadEachOthersData) {
   HostWorld world(10'000'000'000);
-  const RendezvousKey key{0, 0, 12, 1};
+  const RendezvousKey key{GroupId(0), 0, OpId(12), 1};
   RendezvousResult a;
-  std::thread other([&] { a = world.exchange(key, {0, 1}, 0, make_contribution(0, 12, 1, {1})); });
-  const RendezvousResult b = world.exchange(key, {0, 1}, 1, make_contribution(1, 12, 1, {2}));
+  std::thread other([&] { a = world.exchange(key, {0, 1}, 0, make_contribution(0, OpId(12), 1, {1})); });
+  const RendezvousResult b = world.exchange(key, {0, 1}, 1, make_contribution(1, OpId(12), 1, {2}));
   other.join();
   ASSERT_EQ(a.status, RendezvousStatus::complete);
   ASSERT_EQ(b.status, RendezvousStatus::complete);
@@ -141,7 +141,8 @@ TEST(HostWorld, MembersMeetAndReadEachOthersData) {
 
 TEST(HostWorld, MissingMembersTimeOutAndAreNamed) {
   HostWorld world(50'000'000);  // 50 ms
-  const RendezvousResult r = world.exchange(RendezvousKey{0, 0, 3, 0}, {0, 1, 2}, 0, make_contribution(0, 3, 0, {}));
+  const RendezvousResult r =
+      world.exchange(RendezvousKey{GroupId(0), 0, OpId(3), 0}, {0, 1, 2}, 0, make_contribution(0, OpId(3), 0, {}));
   EXPECT_EQ(r.status, RendezvousStatus::timed_out);
   EXPECT_EQ(r.missing, (std::vector<int32_t>{1, 2}));
   EXPECT_TRUE(r.first_report);
@@ -150,7 +151,8 @@ TEST(HostWorld, MissingMembersTimeOutAndAreNamed) {
 TEST(HostWorld, AbortReleasesWaitersAtOnce) {
   HostWorld world(600'000'000'000);  // ten minutes: only the abort can end the wait
   std::thread waiter([&] {
-    const RendezvousResult r = world.exchange(RendezvousKey{0, 0, 1, 0}, {0, 1}, 0, make_contribution(0, 1, 0, {}));
+    const RendezvousResult r =
+        world.exchange(RendezvousKey{GroupId(0), 0, OpId(1), 0}, {0, 1}, 0, make_contribution(0, OpId(1), 0, {}));
     EXPECT_EQ(r.status, RendezvousStatus::aborted);
   });
   world.abort();

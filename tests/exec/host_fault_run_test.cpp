@@ -152,7 +152,7 @@ TEST(HostFaults, FailedAllocationReportsTheBufferTheMemoryInUseAndThePrediction)
     // reached when the forward allocates its activations.
     MemoryPeak peak;
     peak.bytes = 2048;
-    peak.op = 1;
+    peak.op = OpId(1);
     for (const BufferCategory c : {BufferCategory::param_shard, BufferCategory::grad_shard,
                                    BufferCategory::gathered_param, BufferCategory::activation}) {
       peak.breakdown[static_cast<size_t>(c)] = 512;

@@ -121,11 +121,11 @@ TEST(ResolveHostFaults, NamesAndIdsBecomeIdsPerRank) {
   const auto by_rank = resolve_host_faults(s, {stall, oom}, 4, 2);
   ASSERT_EQ(by_rank.size(), 4u);
   ASSERT_EQ(by_rank[2].size(), 1u);
-  EXPECT_EQ(by_rank[2][0].op, 3);  // rs.layer.0 is op 3
+  EXPECT_EQ(by_rank[2][0].op, OpId(3));  // rs.layer.0 is op 3
   ASSERT_EQ(by_rank[0].size(), 1u);
-  EXPECT_EQ(by_rank[0][0].op, 1);
+  EXPECT_EQ(by_rank[0][0].op, OpId(1));
   EXPECT_EQ(by_rank[0][0].step, 1);
-  EXPECT_EQ(by_rank[0][0].buffer, 2);  // fwd.layer.0 allocates only buffer 2, act.layer.0
+  EXPECT_EQ(by_rank[0][0].buffer, BufferId(2));  // fwd.layer.0 allocates only buffer 2, act.layer.0
   EXPECT_TRUE(by_rank[1].empty());
   EXPECT_TRUE(by_rank[3].empty());
 }
@@ -191,7 +191,7 @@ TEST(FaultReport, PredictedPeakWithItsOpAndBreakdown) {
   const Schedule s = testing::tiny_schedule();
   MemoryPeak peak;
   peak.bytes = 2048;
-  peak.op = 1;
+  peak.op = OpId(1);
   peak.breakdown[static_cast<size_t>(BufferCategory::activation)] = 512;
   peak.breakdown[static_cast<size_t>(BufferCategory::param_shard)] = 1536;
   EXPECT_EQ(describe_predicted_peak(s, peak),
@@ -207,7 +207,7 @@ TEST(FaultReport, RanksAndPredictionsComputedOnce) {
   int calls = 0;
   PredictedPeak predicted([&calls]() -> std::optional<MemoryPeak> {
     ++calls;
-    return MemoryPeak{4096, 0, 0, 2, {}};
+    return MemoryPeak{4096, 0, 0, OpId(2), {}};
   });
   EXPECT_EQ(predicted.get()->bytes, 4096);
   EXPECT_EQ(predicted.get()->bytes, 4096);

@@ -105,18 +105,18 @@ TEST(HostLlama, MissingAllGatherDependencyOfAForwardIsCaught) {
   const auto fwd = std::find_if(s.ops.begin(), s.ops.end(), [](const Op& op) { return op.name == "fwd.layer.3.mb0"; });
   ASSERT_NE(fwd, s.ops.end());
   // Its all-gather, and the gathered-parameter buffer the all-gather writes and the forward reads.
-  const auto ag = std::find_if(fwd->deps.begin(), fwd->deps.end(),
-                               [&](int32_t d) { return s.ops[static_cast<size_t>(d)].kind == OpKind::all_gather; });
+  const auto ag =
+      std::find_if(fwd->deps.begin(), fwd->deps.end(), [&](OpId d) { return s.ops[d].kind == OpKind::all_gather; });
   ASSERT_NE(ag, fwd->deps.end());
-  const int32_t gathered = s.ops[static_cast<size_t>(*ag)].writes.at(0);
+  const BufferId gathered = s.ops[*ag].writes.at(0);
   fwd->deps.erase(ag);  // validate() would reject this schedule; the executor must catch it by itself
   HostOptions o;
   o.bytes_scale = kBytesScale;
   o.steps = 1;
   o.collective_delay_ns = 10'000'000;  // each all-gather writes 10 ms late: the forward reads first
   const ExecResult r = run_host(s, o);
-  const std::string op = "op " + std::to_string(fwd->id) + " 'fwd.layer.3.mb0' read buffer " +
-                         std::to_string(gathered) + " '" + s.buffers[static_cast<size_t>(gathered)].name + "'";
+  const std::string op = "op " + to_string(fwd->id) + " 'fwd.layer.3.mb0' read buffer " + to_string(gathered) + " '" +
+                         s.buffers[gathered].name + "'";
   const bool found = std::any_of(r.problems.begin(), r.problems.end(), [&](const std::string& p) {
     return p.find(op) != std::string::npos && p.find("a missing dependency") != std::string::npos;
   });

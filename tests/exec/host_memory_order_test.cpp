@@ -21,7 +21,8 @@ TEST(PredictedMemoryOrder, TinyScheduleFollowsTheChain) {
   // an event; the AG frees nothing, so only its start (allocs 1) is.
   const Schedule s = testing::tiny_schedule();
   const auto order = predicted_memory_order(s, step_of({{0, 10}, {10, 20}, {20, 30}, {30, 40}}));
-  const std::vector<MemoryEvent> expected{{0, false}, {1, false}, {1, true}, {2, false}, {2, true}, {3, true}};
+  const std::vector<MemoryEvent> expected{{OpId(0), false}, {OpId(1), false}, {OpId(1), true},
+                                          {OpId(2), false}, {OpId(2), true},  {OpId(3), true}};
   EXPECT_EQ(order, expected);
 }
 
@@ -32,18 +33,18 @@ Schedule two_stream_schedule() {
   s.info.world_size = 1;
   s.streams = {Stream{"A", 0}, Stream{"B", 0}};
   for (int32_t b = 0; b < 4; ++b) {
-    s.buffers.push_back(Buffer{b, "buf" + std::to_string(b), BufferCategory::workspace, 1024, false, false});
+    s.buffers.push_back(Buffer{BufferId(b), "buf" + std::to_string(b), BufferCategory::workspace, 1024, false, false});
   }
   for (int32_t id = 0; id < 4; ++id) {
     Op op;
-    op.id = id;
+    op.id = OpId(id);
     op.name = "op" + std::to_string(id);
-    op.stream = id == 0 || id == 2 ? 0 : 1;
-    op.allocs = {id};
-    op.frees = {id};
+    op.stream = StreamId(id == 0 || id == 2 ? 0 : 1);
+    op.allocs = {BufferId(id)};
+    op.frees = {BufferId(id)};
     s.ops.push_back(op);
   }
-  s.ops[2].deps = {1};
+  s.ops[2].deps = {OpId(1)};
   return s;
 }
 
@@ -56,8 +57,8 @@ TEST(PredictedMemoryOrder, ReplaysTheEnginesStackAndQueueOrder) {
   //   A on top, but A is still busy with op0, so B's op3 starts. Then op0's end frees, A's op2 starts and, being
   //   instant, ends at once. op3 ends at 20.
   // A sort by time with ends first and ties by id would instead give 0s 1s | 0e 1e 2s 3s 2e | 3e.
-  const std::vector<MemoryEvent> expected{{1, false}, {0, false}, {1, true}, {3, false},
-                                          {0, true},  {2, false}, {2, true}, {3, true}};
+  const std::vector<MemoryEvent> expected{{OpId(1), false}, {OpId(0), false}, {OpId(1), true}, {OpId(3), false},
+                                          {OpId(0), true},  {OpId(2), false}, {OpId(2), true}, {OpId(3), true}};
   EXPECT_EQ(order, expected);
   EXPECT_TRUE(memory_order_problems(s, order).empty());
 }
@@ -81,7 +82,8 @@ TEST(MemoryOrderProblems, NamesEveryUnusableEvent) {
   const Schedule s = testing::tiny_schedule();
   // The AG frees nothing (its end is no event), the fwd's start is listed twice, op 9 does not exist, and the
   // events of the bwd and the RS are missing.
-  const std::vector<MemoryEvent> order{{0, false}, {0, true}, {1, false}, {1, false}, {1, true}, {9, false}};
+  const std::vector<MemoryEvent> order{{OpId(0), false}, {OpId(0), true}, {OpId(1), false},
+                                       {OpId(1), false}, {OpId(1), true}, {OpId(9), false}};
   const std::vector<std::string> p = memory_order_problems(s, order);
   ASSERT_EQ(p.size(), 6u) << ::testing::PrintToString(p);
   EXPECT_EQ(p[0], "memory_order[1] is the end of op 0 'ag.layer.0', which frees nothing");

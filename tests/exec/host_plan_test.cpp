@@ -14,7 +14,7 @@ TEST(HostWords, TagsNeverLookLikePoisonAndValuesWrapAt20Bits) {
   std::set<uint32_t> tags;
   for (int32_t b = 0; b < 2000; ++b) {
     for (int32_t g = 0; g < 3; ++g) {
-      const uint32_t t = buffer_tag(b, g);
+      const uint32_t t = buffer_tag(BufferId(b), g);
       EXPECT_LT(t, kPoisonTag);
       tags.insert(t);
     }
@@ -52,8 +52,8 @@ TEST(HostPlan, TinyScheduleUsesWholeBuffers) {
   EXPECT_EQ(ag.in.words, 25);
   EXPECT_EQ(ag.out.words, 100);
   ASSERT_EQ(ag.in.pieces.size(), 1u);
-  EXPECT_EQ(ag.in.pieces[0].buffer, 0);
-  EXPECT_EQ(ag.out.pieces[0].buffer, 1);
+  EXPECT_EQ(ag.in.pieces[0].buffer, BufferId(0));
+  EXPECT_EQ(ag.out.pieces[0].buffer, BufferId(1));
   // The reduce-scatter receives 100 B (25 words): its input is 4 × 25 words of the gradient buffer.
   const CollectivePlan& rs = plan.collectives[3];
   EXPECT_EQ(rs.chunk_words, 25);
@@ -67,22 +67,22 @@ TEST(HostPlan, TinyScheduleUsesWholeBuffers) {
 Schedule shared_shard_schedule() {
   Schedule s = testing::tiny_schedule();
   s.buffers[0].size_bytes = 300;
-  s.buffers.push_back(Buffer{5, "params.layer.1", BufferCategory::gathered_param, 400, false, false});
+  s.buffers.push_back(Buffer{BufferId(5), "params.layer.1", BufferCategory::gathered_param, 400, false, false});
   Op ag1 = s.ops[0];
-  ag1.id = 4;
+  ag1.id = OpId(4);
   ag1.name = "ag.layer.1";
   ag1.unit = 1;
-  ag1.allocs = {5};
-  ag1.writes = {5};
+  ag1.allocs = {BufferId(5)};
+  ag1.writes = {BufferId(5)};
   Op use1 = s.ops[1];
-  use1.id = 5;
+  use1.id = OpId(5);
   use1.name = "fwd.layer.1";
   use1.unit = 1;
-  use1.deps = {4};
-  use1.reads = {5, 0};
+  use1.deps = {OpId(4)};
+  use1.reads = {BufferId(5), BufferId(0)};
   use1.allocs = {};
   use1.writes = {};
-  use1.frees = {5};
+  use1.frees = {BufferId(5)};
   s.ops.push_back(ag1);
   s.ops.push_back(use1);
   return s;
@@ -104,13 +104,13 @@ TEST(HostPlan, CollectivesGetTheirOwnRegionOfASharedBuffer) {
   EXPECT_EQ(plan.collectives[4].in.pieces[0].first_region, 1);
   EXPECT_EQ(plan.collectives[4].in.pieces[0].regions, 1);
   // A forward op of unit 1 touches unit 1's slice only; an optimizer op touches all of it.
-  EXPECT_EQ(op_regions(plan, s.ops[5], 0), (std::vector<int32_t>{1}));
+  EXPECT_EQ(op_regions(plan, s.ops[5], BufferId(0)), (std::vector<int32_t>{1}));
   Op optimizer = s.ops[5];
   optimizer.phase = Phase::optim;
-  EXPECT_EQ(op_regions(plan, optimizer, 0), (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(op_regions(plan, optimizer, BufferId(0)), (std::vector<int32_t>{0, 1, 2}));
   Op other = s.ops[5];
   other.unit = 7;  // no region of its own
-  EXPECT_EQ(op_regions(plan, other, 0), (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(op_regions(plan, other, BufferId(0)), (std::vector<int32_t>{0, 1, 2}));
 }
 
 TEST(HostPlan, BucketPaddingBecomesZeroPiece) {
@@ -123,7 +123,7 @@ TEST(HostPlan, BucketPaddingBecomesZeroPiece) {
   EXPECT_EQ(in.words, 120);
   ASSERT_EQ(in.pieces.size(), 2u);
   EXPECT_EQ(in.pieces[0].words, 100);
-  EXPECT_EQ(in.pieces[1].buffer, -1);
+  EXPECT_EQ(in.pieces[1].buffer, BufferId::none());
   EXPECT_EQ(in.pieces[1].words, 20);
 }
 

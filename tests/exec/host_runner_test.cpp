@@ -36,14 +36,14 @@ TEST(RunHost, TinyScheduleRunsCleanOnFourRanks) {
   const StepRun& steady = r.run.steps.back();
   EXPECT_EQ(steady.peak_allocated.bytes, 2048);
   EXPECT_EQ(steady.peak_reserved.bytes, 2048);
-  EXPECT_EQ(steady.peak_allocated.op, 1);
+  EXPECT_EQ(steady.peak_allocated.op, OpId(1));
   EXPECT_EQ(steady.peak_allocated.breakdown[static_cast<size_t>(BufferCategory::gathered_param)], 512);
   EXPECT_EQ(steady.peak_allocated.breakdown[static_cast<size_t>(BufferCategory::activation)], 512);
   // The measured times honour every dependency and the stream order.
   for (const Op& op : s.ops) {
-    const OpTiming& t = steady.ops[static_cast<size_t>(op.id)];
+    const OpTiming& t = steady.ops[op.id];
     EXPECT_LE(t.start_ns, t.end_ns);
-    for (const int32_t d : op.deps) EXPECT_GE(t.start_ns, steady.ops[static_cast<size_t>(d)].end_ns) << op.name;
+    for (const OpId d : op.deps) EXPECT_GE(t.start_ns, steady.ops[d].end_ns) << op.name;
   }
   EXPECT_GE(steady.ops[2].start_ns, steady.ops[1].end_ns);  // bwd after fwd on the compute stream
 }
@@ -76,7 +76,8 @@ TEST(RunHost, MemoryOrderThatContradictsTheDependenciesTimesOut) {
   const Schedule s = testing::tiny_schedule();
   HostOptions o = small_options();
   // The RS's end (frees 3) before the bwd's start (allocs 3): the RS depends on the bwd, so neither can happen.
-  o.memory_order = {{0, false}, {1, false}, {1, true}, {3, true}, {2, false}, {2, true}};
+  o.memory_order = {{OpId(0), false}, {OpId(1), false}, {OpId(1), true},
+                    {OpId(3), true},  {OpId(2), false}, {OpId(2), true}};
   o.timeout_ns = 100'000'000;
   const ExecResult r = run_host(s, o);
   // Whichever wait gives up first (the RS waiting for the bwd, or the bwd waiting for its turn) names the bwd. Waits
@@ -88,18 +89,18 @@ TEST(RunHost, MemoryOrderThatContradictsTheDependenciesTimesOut) {
 TEST(RunHost, HostToDeviceCopyWithoutItsDeviceToHostCopyIsReported) {
   Schedule s = testing::tiny_schedule();
   s.streams.push_back(Stream{"offload", 0});
-  s.buffers.push_back(Buffer{5, "act.reload.layer.0", BufferCategory::activation, 50, false, false});
+  s.buffers.push_back(Buffer{BufferId(5), "act.reload.layer.0", BufferCategory::activation, 50, false, false});
   Op h2d;
-  h2d.id = 4;
+  h2d.id = OpId(4);
   h2d.name = "offload_h2d.layer.0";
   h2d.kind = OpKind::copy;
   h2d.unit = 0;
   h2d.micro_batch = 0;
-  h2d.stream = 3;
+  h2d.stream = StreamId(3);
   h2d.recv_bytes = 50;
-  h2d.allocs = {5};
-  h2d.writes = {5};
-  h2d.frees = {5};
+  h2d.allocs = {BufferId(5)};
+  h2d.writes = {BufferId(5)};
+  h2d.frees = {BufferId(5)};
   s.ops.push_back(h2d);
   const ExecResult r = run_host(s, small_options());
   EXPECT_TRUE(contains(r.problems, {"op 4 'offload_h2d.layer.0' copied unit 0 micro-batch 0 back from host memory "
@@ -138,7 +139,7 @@ TEST(RunHost, BadOptionsNameTheKeyAndTheFix) {
     EXPECT_NE(e.fix().find("use a positive scale"), std::string::npos);
   }
   o = small_options();
-  o.memory_order = {{0, true}};
+  o.memory_order = {{OpId(0), true}};
   try {
     run_host(s, o);
     FAIL() << "expected ScheduleError";
@@ -150,7 +151,7 @@ TEST(RunHost, BadOptionsNameTheKeyAndTheFix) {
 
 TEST(RunHost, CyclicScheduleIsRejected) {
   Schedule s = testing::tiny_schedule();
-  s.ops[0].deps = {1};  // AG after fwd after AG
+  s.ops[0].deps = {OpId(1)};  // AG after fwd after AG
   EXPECT_THROW(run_host(s, small_options()), ScheduleError);
 }
 

@@ -22,7 +22,7 @@ TEST(ReplayPeak, ReplayNamesTheOpAndReleasesBeforeAllocationsAtEqualTimes) {
   // t=20 forward's release of the gathered params (−512 → 1536) comes before backward's grads (+1024): 2560, the
   // peak, reached by backward (op 2). Allocating first would have reached 3072.
   EXPECT_EQ(p.bytes, 2560);
-  EXPECT_EQ(p.op, 2);
+  EXPECT_EQ(p.op, OpId(2));
   EXPECT_EQ(p.breakdown[static_cast<size_t>(BufferCategory::param_shard)], 512);
   EXPECT_EQ(p.breakdown[static_cast<size_t>(BufferCategory::grad_shard)], 512);
   EXPECT_EQ(p.breakdown[static_cast<size_t>(BufferCategory::activation)], 512);

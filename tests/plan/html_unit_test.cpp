@@ -19,8 +19,8 @@ size_t occurrences(const std::string& text, const std::string& needle) {
 
 Op make_op(int32_t id, int32_t stream, OpKind kind, const std::string& name) {
   Op op;
-  op.id = id;
-  op.stream = stream;
+  op.id = OpId(id);
+  op.stream = StreamId(stream);
   op.kind = kind;
   op.name = name;
   return op;

@@ -90,7 +90,7 @@ TEST_P(EveryBuild, PassesValidation) {
   // Each unit runs forward and backward once per micro-batch: (layers + 2) × micro-batches of each.
   std::map<Phase, int> computes;
   for (const Op& op : s.ops) {
-    if (op.kind == OpKind::compute && s.streams[static_cast<size_t>(op.stream)].name == "compute") ++computes[op.phase];
+    if (op.kind == OpKind::compute && s.streams[op.stream].name == "compute") ++computes[op.phase];
   }
   const int units = static_cast<int>(s.units.size());
   EXPECT_EQ(computes[Phase::fwd], units * s.info.micro_batches);
@@ -113,24 +113,24 @@ std::vector<const Op*> ops_of(const Schedule& s, OpKind kind, Phase phase, int32
   return out;
 }
 
-int32_t first_op_named(const Schedule& s, const std::string& name) {
+OpId first_op_named(const Schedule& s, const std::string& name) {
   for (const Op& op : s.ops) {
     if (op.name == name) return op.id;
   }
-  return -1;
+  return OpId::none();
 }
 
 TEST(MegatronBuilder, DefaultBudgetPrefetchesThreeLlama8bLayers) {
-  // §1.3 at the snapshot: X = max(1e9, 2 × 218.1M) = 1e9 elements, S_AG = 5e8. Prefetching stops once the listed
-  // units beyond the current one reach 5e8: 218M, 436M, 654M → k = 3.
+  // docs/architecture.md §4.6.2 at the snapshot: X = max(1e9, 2 × 218.1M) = 1e9 elements, S_AG = 5e8. Prefetching stops
+  // once the listed units beyond the current one reach 5e8: 218M, 436M, 654M → k = 3.
   const Schedule s = build_schedule(model_preset("llama3-8b"), FsdpConfig{}, 8);
   EXPECT_EQ(s.info.prefetch_depth, 3);
   // start_param_sync gathers bucket 0 (the non-unit group) and prefetches layers 0-2; the embedding's pre-forward
   // finds them all in flight: so 4 all-gathers precede the first layer's forward, and layer.0's pre-forward adds
   // layer.3 before its forward.
   int before_first_layer = 0, before_second_layer = 0;
-  const int32_t fwd0 = first_op_named(s, "fwd.layer.0.mb0");
-  const int32_t fwd1 = first_op_named(s, "fwd.layer.1.mb0");
+  const OpId fwd0 = first_op_named(s, "fwd.layer.0.mb0");
+  const OpId fwd1 = first_op_named(s, "fwd.layer.1.mb0");
   for (const Op& op : s.ops) {
     if (op.kind != OpKind::all_gather) continue;
     before_first_layer += op.id < fwd0;
@@ -141,7 +141,8 @@ TEST(MegatronBuilder, DefaultBudgetPrefetchesThreeLlama8bLayers) {
 }
 
 TEST(MegatronBuilder, CapRuleAndDoubleBufferGiveDepthOne) {
-  // PR #7134: X = min(1e9, 2U) = 2U → S_AG = U → one unit ahead. The double buffer caps the depth at 1 (§1.3).
+  // PR #7134: X = min(1e9, 2U) = 2U → S_AG = U → one unit ahead. The double buffer caps the depth at 1
+  // (docs/architecture.md §4.6.2).
   EXPECT_EQ(
       build_schedule(model_preset("llama3-8b"), config_of({"communication_budget_rule=cap"}), 8).info.prefetch_depth,
       1);
@@ -156,7 +157,7 @@ TEST(MegatronBuilder, CapRuleAndDoubleBufferGiveDepthOne) {
 }
 
 TEST(MegatronBuilder, BackwardStartGathersInAscendingOrderNeededUnitLast) {
-  // §1.3 ordering caveat: the first pre-backward (layer.31) lists 31, 30, 29, 28 and issues them in ascending
+  // docs/architecture.md §4.6.3: the first pre-backward (layer.31) lists 31, 30, 29, 28 and issues them in ascending
   // bucket-ID order, so the unit backward needs first is gathered last.
   const Schedule s = build_schedule(model_preset("llama3-8b"), FsdpConfig{}, 8);
   const auto bwd_ags = ops_of(s, OpKind::all_gather, Phase::bwd, 0);
@@ -166,15 +167,16 @@ TEST(MegatronBuilder, BackwardStartGathersInAscendingOrderNeededUnitLast) {
   EXPECT_EQ(bwd_ags[2]->name, "ag.bwd.layer.30.mb0");
   EXPECT_EQ(bwd_ags[3]->name, "ag.bwd.layer.31.mb0");
   // The layers the output layer's pre-forward prefetched (0, 1, 2) are recycled unused at that first allocation.
-  const int32_t recycle = first_op_named(s, "ag_recycle.mb0");
-  ASSERT_GE(recycle, 0);
-  EXPECT_EQ(s.ops[static_cast<size_t>(recycle)].frees.size(), 3u);
+  const OpId recycle = first_op_named(s, "ag_recycle.mb0");
+  ASSERT_TRUE(recycle.valid());
+  EXPECT_EQ(s.ops[recycle].frees.size(), 3u);
 }
 
 TEST(MegatronBuilder, CollectivesPerStrategy) {
-  // Per step with 32 layers and 2 micro-batches (§4): ZeRO-3 gathers every layer in forward and backward of every
-  // micro-batch and reduce-scatters every micro-batch; ZeRO-2 gathers once per step and reduce-scatters every
-  // micro-batch; ZeRO-1 gathers once and reduce-scatters on the last; no_shard only all-reduces on the last.
+  // Per step with 32 layers and 2 micro-batches (docs/architecture.md §4.6.5): ZeRO-3 gathers every layer in forward
+  // and backward of every micro-batch and reduce-scatters every micro-batch; ZeRO-2 gathers once per step and
+  // reduce-scatters every micro-batch; ZeRO-1 gathers once and reduce-scatters on the last; no_shard only all-reduces
+  // on the last.
   const auto count = [](const Schedule& s, OpKind kind) {
     return std::count_if(s.ops.begin(), s.ops.end(), [&](const Op& op) { return op.kind == kind; });
   };
@@ -199,9 +201,9 @@ TEST(MegatronBuilder, CollectivesPerStrategy) {
 }
 
 TEST(MegatronBuilder, HsdpOuterCollectivesOnTheLastMicroBatch) {
-  // §5: HSDP all-reduces each accumulated shard over the outer group on the last micro-batch; HFSDP reduce-scatters
-  // instead, and all-gathers the outer slice before each unit all-gather of the first micro-batch (forward and the
-  // backward re-gathers).
+  // docs/architecture.md §4.6.5: HSDP all-reduces each accumulated shard over the outer group on the last micro-batch;
+  // HFSDP reduce-scatters instead, and all-gathers the outer slice before each unit all-gather of the first micro-batch
+  // (forward and the backward re-gathers).
   const ModelSpec m = model_preset("llama3-8b");
   const std::vector<std::string> base{"nodes=2", "global_batch_size=32", "num_distributed_optimizer_instances=2"};
   const Schedule hsdp = build_schedule(m, config_of(base), 8);
@@ -238,8 +240,8 @@ TEST(MegatronBuilder, FullRecomputeRegathersEachLayer) {
 TEST(Fsdp2Builder, CopyInAllGatherCopyOutAndRootKeptForBackward) {
   const Schedule s =
       build_schedule(model_preset("llama3-8b"), config_of({"implementation=fsdp2", "global_batch_size=16"}), 8);
-  ASSERT_GE(s.stream_index("ag_copy_in"), 0);
-  EXPECT_EQ(s.streams[static_cast<size_t>(s.stream_index("ag"))].priority, -1);
+  ASSERT_TRUE(s.stream_index("ag_copy_in").valid());
+  EXPECT_EQ(s.streams[(s.stream_index("ag")).index()].priority, -1);
   // Per micro-batch: the root is gathered once (kept through backward); each layer in forward and in backward.
   const auto ag =
       ops_of(s, OpKind::all_gather, Phase::fwd, 0).size() + ops_of(s, OpKind::all_gather, Phase::bwd, 0).size();

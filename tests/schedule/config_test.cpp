@@ -13,7 +13,7 @@ TEST(Config, DefaultsFollowMegatronFsdp) {
   const FsdpConfig c;
   EXPECT_EQ(c.data_parallel_sharding_strategy, ShardingStrategy::optim_grads_params);
   EXPECT_EQ(main_param_bytes(c), 4);           // FP32 main weights
-  EXPECT_EQ(main_grad_dtype(c), DType::bf16);  // main grads default to the parameter dtype (§3.5, 2026-07+)
+  EXPECT_EQ(main_grad_dtype(c), DType::bf16);  // default: the parameter dtype (docs/architecture.md §4.6.6, 2026-07+)
   EXPECT_EQ(grad_comm_dtype(c), DType::bf16);
   FsdpConfig fp8 = c;
   fp8.param_dtype = DType::fp8;

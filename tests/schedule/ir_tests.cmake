@@ -1,6 +1,7 @@
 # Schedule IR, configuration, builders and validation.
 fsdpsim_test(test_schedule_ir
   SOURCES
+    ids_test.cpp
     validate_test.cpp
     ir_yaml_test.cpp
     config_test.cpp

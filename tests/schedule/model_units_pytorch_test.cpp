@@ -60,10 +60,10 @@ TEST(OpLevelSac, TheScheduleRecomputesInsideEachLayersBackward) {
     EXPECT_EQ(op.bytes_touched, l.bwd_bytes_touched + l.fwd_bytes_touched);
     // The re-created tensors live through the block's backward: 1,141,964,800 − 521,142,272 = 620,822,528.
     bool recreated = false;
-    for (const int32_t b : op.allocs) {
-      if (s.buffers[static_cast<size_t>(b)].name == "act.sac_recomputed.layer.3.mb0") {
+    for (const BufferId b : op.allocs) {
+      if (s.buffers[b].name == "act.sac_recomputed.layer.3.mb0") {
         recreated = true;
-        EXPECT_EQ(s.buffers[static_cast<size_t>(b)].size_bytes, 620'822'528);
+        EXPECT_EQ(s.buffers[b].size_bytes, 620'822'528);
       }
     }
     EXPECT_TRUE(recreated);

@@ -18,63 +18,63 @@ inline Schedule tiny_schedule() {
   s.units = {UnitInfo{"layer.0", 400}};
   s.groups = {Group{"dp_shard", 4, 1}};
   s.streams = {Stream{"compute", 0}, Stream{"ag", 0}, Stream{"rs", 0}};
-  s.buffers = {Buffer{0, "param_shard", BufferCategory::param_shard, 100, true, false},
-               Buffer{1, "params.layer.0", BufferCategory::gathered_param, 400, false, false},
-               Buffer{2, "act.layer.0", BufferCategory::activation, 50, false, false},
-               Buffer{3, "grads.layer.0", BufferCategory::unsharded_grad, 400, false, false},
-               Buffer{4, "grad_shard", BufferCategory::grad_shard, 100, true, false}};
+  s.buffers = {Buffer{BufferId(0), "param_shard", BufferCategory::param_shard, 100, true, false},
+               Buffer{BufferId(1), "params.layer.0", BufferCategory::gathered_param, 400, false, false},
+               Buffer{BufferId(2), "act.layer.0", BufferCategory::activation, 50, false, false},
+               Buffer{BufferId(3), "grads.layer.0", BufferCategory::unsharded_grad, 400, false, false},
+               Buffer{BufferId(4), "grad_shard", BufferCategory::grad_shard, 100, true, false}};
   Op ag;
-  ag.id = 0;
+  ag.id = OpId(0);
   ag.name = "ag.layer.0";
   ag.kind = OpKind::all_gather;
   ag.unit = 0;
   ag.micro_batch = 0;
-  ag.stream = 1;
-  ag.group = 0;
+  ag.stream = StreamId(1);
+  ag.group = GroupId(0);
   ag.send_bytes = 100;
   ag.recv_bytes = 400;
-  ag.allocs = {1};
-  ag.reads = {0};
-  ag.writes = {1};
+  ag.allocs = {BufferId(1)};
+  ag.reads = {BufferId(0)};
+  ag.writes = {BufferId(1)};
   Op fwd;
-  fwd.id = 1;
+  fwd.id = OpId(1);
   fwd.name = "fwd.layer.0";
   fwd.unit = 0;
   fwd.micro_batch = 0;
-  fwd.stream = 0;
+  fwd.stream = StreamId(0);
   fwd.gemms = {Gemm{"mlp", 8, 16, 4, 1, false}};
-  fwd.deps = {0};
-  fwd.reads = {1};
-  fwd.allocs = {2};
-  fwd.writes = {2};
-  fwd.frees = {1};
+  fwd.deps = {OpId(0)};
+  fwd.reads = {BufferId(1)};
+  fwd.allocs = {BufferId(2)};
+  fwd.writes = {BufferId(2)};
+  fwd.frees = {BufferId(1)};
   Op bwd;
-  bwd.id = 2;
+  bwd.id = OpId(2);
   bwd.name = "bwd.layer.0";
   bwd.phase = Phase::bwd;
   bwd.unit = 0;
   bwd.micro_batch = 0;
-  bwd.stream = 0;
-  bwd.reads = {2};
-  bwd.frees = {2};
-  bwd.allocs = {3};
-  bwd.writes = {3};
+  bwd.stream = StreamId(0);
+  bwd.reads = {BufferId(2)};
+  bwd.frees = {BufferId(2)};
+  bwd.allocs = {BufferId(3)};
+  bwd.writes = {BufferId(3)};
   Op rs;
-  rs.id = 3;
+  rs.id = OpId(3);
   rs.name = "rs.layer.0";
   rs.kind = OpKind::reduce_scatter;
   rs.phase = Phase::bwd;
   rs.unit = 0;
   rs.micro_batch = 0;
-  rs.stream = 2;
-  rs.group = 0;
+  rs.stream = StreamId(2);
+  rs.group = GroupId(0);
   rs.reduce_op = ReduceOp::sum;
   rs.send_bytes = 400;
   rs.recv_bytes = 100;
-  rs.deps = {2};
-  rs.reads = {3};
-  rs.writes = {4};
-  rs.frees = {3};
+  rs.deps = {OpId(2)};
+  rs.reads = {BufferId(3)};
+  rs.writes = {BufferId(4)};
+  rs.frees = {BufferId(3)};
   s.ops = {ag, fwd, bwd, rs};
   return s;
 }

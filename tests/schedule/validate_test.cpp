@@ -34,50 +34,50 @@ TEST(Validate, TinyScheduleIsValid) {
 
 TEST(Validate, OpIdsMustBeDense) {
   Schedule s = tiny_schedule();
-  s.ops[2].id = 7;
+  s.ops[2].id = OpId(7);
   const std::string p = only_problem(s);
   EXPECT_TRUE(contains(p, "dense-ids: op at position 2 has id 7")) << p;
 }
 
 TEST(Validate, BufferIdsMustBeDense) {
   Schedule s = tiny_schedule();
-  s.buffers[4].id = 9;
+  s.buffers[4].id = BufferId(9);
   EXPECT_TRUE(contains(only_problem(s), "dense-ids: buffer at position 4 has id 9"));
 }
 
 TEST(Validate, UnknownBufferReference) {
   Schedule s = tiny_schedule();
-  s.ops[1].reads.push_back(42);
+  s.ops[1].reads.push_back(BufferId(42));
   EXPECT_TRUE(contains(only_problem(s), "references: op 1 'fwd.layer.0' reads names buffer 42"));
 }
 
 TEST(Validate, UnknownDependency) {
   Schedule s = tiny_schedule();
-  s.ops[1].deps = {0, 99};
+  s.ops[1].deps = {OpId(0), OpId(99)};
   EXPECT_TRUE(contains(only_problem(s), "deps names op 99, which does not exist"));
 }
 
 TEST(Validate, SelfDependency) {
   Schedule s = tiny_schedule();
-  s.ops[2].deps = {2};
+  s.ops[2].deps = {OpId(2)};
   EXPECT_TRUE(contains(only_problem(s), "op 2 'bwd.layer.0' depends on itself"));
 }
 
 TEST(Validate, CollectiveNeedsGroup) {
   Schedule s = tiny_schedule();
-  s.ops[0].group = -1;
+  s.ops[0].group = {};
   EXPECT_TRUE(contains(only_problem(s), "op 0 'ag.layer.0' is a collective without a valid group"));
 }
 
 TEST(Validate, ComputeHasNoGroup) {
   Schedule s = tiny_schedule();
-  s.ops[1].group = 0;
+  s.ops[1].group = GroupId(0);
   EXPECT_TRUE(contains(only_problem(s), "op 1 'fwd.layer.0' is not a collective but names a group"));
 }
 
 TEST(Validate, UnknownStreamAndUnit) {
   Schedule s = tiny_schedule();
-  s.ops[1].stream = 5;
+  s.ops[1].stream = StreamId(5);
   s.ops[2].unit = 3;
   const auto problems = validate(s);
   ASSERT_EQ(problems.size(), 2u);
@@ -108,7 +108,7 @@ TEST(Validate, CycleIsReportedWithItsPath) {
   // The forward waits on the all-gather; making the all-gather wait on the backward closes a loop through the
   // compute stream (forward → backward in stream order).
   Schedule s = tiny_schedule();
-  s.ops[0].deps = {2};
+  s.ops[0].deps = {OpId(2)};
   const std::string p = only_problem(s);
   EXPECT_TRUE(contains(p, "acyclic: dependency cycle")) << p;
   EXPECT_TRUE(contains(p, "op 0 'ag.layer.0'")) << p;
@@ -118,7 +118,7 @@ TEST(Validate, CycleIsReportedWithItsPath) {
 
 TEST(Validate, PersistentBufferIsNotFreed) {
   Schedule s = tiny_schedule();
-  s.ops[3].frees.push_back(4);
+  s.ops[3].frees.push_back(BufferId(4));
   EXPECT_TRUE(contains(only_problem(s), "buffer 4 'grad_shard' is persistent but an op allocates or frees it"));
 }
 
@@ -132,7 +132,7 @@ TEST(Validate, FreeMustFollowAllocation) {
   // The gathered buffer is freed by the all-gather itself while the forward still reads it.
   Schedule s = tiny_schedule();
   s.ops[1].frees.clear();
-  s.ops[0].frees = {1};
+  s.ops[0].frees = {BufferId(1)};
   const std::string p = only_problem(s);
   EXPECT_TRUE(contains(p, "use-after-free: op 1 'fwd.layer.0' uses buffer 1 'params.layer.0' outside its lifetime"))
       << p;
@@ -142,8 +142,8 @@ TEST(Validate, FreedBeforeAllocated) {
   // The backward frees the activations the forward allocates, but the forward now runs after it on another stream.
   Schedule s = tiny_schedule();
   s.streams.push_back(Stream{"late", 0});
-  s.ops[1].stream = 3;
-  s.ops[1].deps = {0};
+  s.ops[1].stream = StreamId(3);
+  s.ops[1].deps = {OpId(0)};
   const auto problems = validate(s);
   bool found = false;
   for (const auto& p : problems)
@@ -181,8 +181,8 @@ TEST(Validate, ReduceScatterFollowsBackward) {
 
 TEST(Validate, ThrowsScheduleErrorListingEveryProblem) {
   Schedule s = tiny_schedule();
-  s.ops[1].reads.push_back(42);
-  s.ops[2].deps = {2};
+  s.ops[1].reads.push_back(BufferId(42));
+  s.ops[2].deps = {OpId(2)};
   try {
     validate_or_throw(s, "x.yaml");
     FAIL() << "expected a ScheduleError";
@@ -195,11 +195,11 @@ TEST(Validate, ThrowsScheduleErrorListingEveryProblem) {
 TEST(ScheduleGraph, IssueOrderRespectsDepsAndStreams) {
   Schedule s = tiny_schedule();
   // ag(0) → fwd(1) → bwd(2) → rs(3): the only order.
-  EXPECT_EQ(issue_order(s), (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(issue_order(s), (std::vector<OpId>{OpId(0), OpId(1), OpId(2), OpId(3)}));
   const HappensBefore hb(s);
-  EXPECT_TRUE(hb.before(0, 3));  // through fwd and bwd
-  EXPECT_FALSE(hb.before(3, 0));
-  EXPECT_FALSE(hb.before(1, 1));
+  EXPECT_TRUE(hb.before(OpId(0), OpId(3)));  // through fwd and bwd
+  EXPECT_FALSE(hb.before(OpId(3), OpId(0)));
+  EXPECT_FALSE(hb.before(OpId(1), OpId(1)));
 }
 
 }  // namespace

@@ -74,15 +74,15 @@ Schedule overlap_schedule() {
   s.groups = {Group{"dp_shard", 8, 1}};
   s.streams = {Stream{"compute", 0}, Stream{"ag", 0}};
   Op c;
-  c.id = 0;
+  c.id = OpId(0);
   c.name = "fwd";
-  c.stream = 0;
+  c.stream = StreamId(0);
   Op ag;
-  ag.id = 1;
+  ag.id = OpId(1);
   ag.name = "ag";
   ag.kind = OpKind::all_gather;
-  ag.stream = 1;
-  ag.group = 0;
+  ag.stream = StreamId(1);
+  ag.group = GroupId(0);
   ag.send_bytes = 1;
   ag.recv_bytes = 8;
   s.ops = {c, ag};
@@ -109,11 +109,11 @@ TEST(Engine, TwoEqualCollectivesOnOneLinkEachRunAtHalfRate) {
   Schedule s = overlap_schedule();
   s.streams.push_back(Stream{"rs", 0});
   s.ops[0] = s.ops[1];
-  s.ops[0].id = 0;
+  s.ops[0].id = OpId(0);
   s.ops[0].name = "ag0";
-  s.ops[1].stream = 2;
+  s.ops[1].stream = StreamId(2);
   s.ops[1].name = "ag1";
-  s.ops[0].stream = 1;
+  s.ops[0].stream = StreamId(1);
   const RunRecord r = run(s, {transfer_cost(0, 1e9, 0), transfer_cost(0, 1e9, 0)});
   EXPECT_EQ(r.steps[1].ops[0].end_ns - r.steps[1].start_ns, 20'000'000);
   EXPECT_EQ(r.steps[1].ops[1].end_ns - r.steps[1].start_ns, 20'000'000);
@@ -162,7 +162,7 @@ TEST(Engine, PeakOfAHandBuiltSchedule) {
       run(s, {transfer_cost(0, 1e9, 0), compute_cost(4'000'000), compute_cost(8'000'000), transfer_cost(0, 1e9, 0)});
   const MemoryPeak& peak = r.steps[1].peak_allocated;
   EXPECT_EQ(peak.bytes, 32 * mib);
-  EXPECT_EQ(peak.op, 1);
+  EXPECT_EQ(peak.op, OpId(1));
   EXPECT_EQ(peak.time_ns - r.steps[1].start_ns, 10'000'000);
   EXPECT_EQ(peak.breakdown[static_cast<size_t>(BufferCategory::gathered_param)], 16 * mib);
   EXPECT_EQ(peak.breakdown[static_cast<size_t>(BufferCategory::activation)], 8 * mib);
@@ -199,8 +199,8 @@ TEST(Engine, AllocationBeyondCapacityIsReportedAsOom) {
   const RunRecord r =
       run_schedule_with_costs(sixteen_mib_gather_schedule(), test_topology(), o, sixteen_mib_gather_costs(), links());
   ASSERT_TRUE(r.oom.has_value());
-  EXPECT_EQ(r.oom->op, 0);  // the all-gather's buffer is the first that does not fit
-  EXPECT_EQ(r.oom->buffer, 1);
+  EXPECT_EQ(r.oom->op, OpId(0));  // the all-gather's buffer is the first that does not fit
+  EXPECT_EQ(r.oom->buffer, BufferId(1));
 }
 
 TEST(Engine, TheAllocatorCannotUseWhatTheOverheadsHold) {
