@@ -15,13 +15,14 @@ std::string kind_label(const Schedule& s, const Op& op) {
   if (is_collective(op.kind)) return std::string(to_string(op.kind));
   if (op.kind == OpKind::copy && (op.send_bytes > 0 || op.recv_bytes > 0)) return "offload";
   if (op.kind == OpKind::sync) return "sync";
-  return stream == "compute" ? "compute" : stream + " stream";  // e.g. grad_accum after a reduce-scatter
+  return stream == kComputeStream ? std::string(kComputeStream)
+                                  : stream + " stream";  // e.g. grad_accum after a reduce-scatter
 }
 
 // Gaps on the compute stream, each attributed to the dependency that finished last, and collectives that run on
 // the compute stream itself (TP/CP/EP): both are communication the compute stream waits for.
 void add_exposure(const Schedule& s, const StepRun& step, Report& r) {
-  const StreamId compute = s.stream_index("compute");
+  const StreamId compute = s.compute_stream();
   TimeNs prev_end = step.start_ns;
   std::vector<ComputeWait> waits;
   for (const Op& op : s.ops) {

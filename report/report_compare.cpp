@@ -16,7 +16,8 @@ namespace {
 std::map<std::string, double> busy_by_phase(const Report& r) {
   std::map<std::string, double> busy;
   for (const auto& op : r.ops) {
-    if (op.stream == "compute") busy[std::string(to_string(op.phase))] += static_cast<double>(op.duration_ns) / 1e9;
+    if (op.stream == kComputeStream)
+      busy[std::string(to_string(op.phase))] += static_cast<double>(op.duration_ns) / 1e9;
   }
   return busy;
 }

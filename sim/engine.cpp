@@ -104,7 +104,7 @@ class Engine {
     }
     acts_.resize(s.streams.size());
     flow_of_stream_.assign(s.streams.size(), -1);
-    compute_stream_ = std::max(0, s.stream_index("compute").value());
+    compute_stream_ = std::max(0, s.compute_stream().value());
   }
 
   RunRecord run() {

@@ -46,7 +46,7 @@ void HostBackend::setup(const Schedule& schedule) {
   const int64_t capacity = options_.allocator_capacity_bytes > 0 ? options_.allocator_capacity_bytes : kUnlimitedBytes;
   memory_ = std::make_unique<RankMemory>(schedule_, plan_, rank_, AllocatorConfig{capacity, false, 0}, log_);
   // Like the simulator: persistent buffers first, on the compute stream (sim/engine.cpp, Engine::run).
-  memory_->setup_persistent(StreamId(std::max(0, schedule_.stream_index("compute").value())));
+  memory_->setup_persistent(StreamId(std::max(0, schedule_.compute_stream().value())));
   done_steps_.assign(schedule_.ops.size(), 0);
   start_turn_.assign(schedule_.ops.size(), -1);
   end_turn_.assign(schedule_.ops.size(), -1);

@@ -35,7 +35,7 @@ int64_t MegatronBuilder::grad_bytes(const BucketGroup& g) const {
 }
 
 GroupId MegatronBuilder::shard_group(const BucketGroup& g) {
-  return ctx_.group(g.expert ? "edp" : "dp_shard");
+  return ctx_.group(g.expert ? GroupRole::edp : GroupRole::dp_shard);
 }
 
 bool MegatronBuilder::uses_pool(int32_t group) const {
@@ -249,7 +249,7 @@ void MegatronBuilder::issue_all_gather(int32_t group, Phase phase, int32_t mb) {
   if (hfsdp() && mb == 0) {
     // HFSDP (docs/architecture.md §4.6.5): on the first micro-batch every unit AG is preceded by an outer AG of the
     // P/(N_in·M) slice.
-    const GroupId outer = ctx_.group(g.expert ? "edp_outer" : "dp_outer");
+    const GroupId outer = ctx_.group(g.expert ? GroupRole::edp_outer : GroupRole::dp_outer);
     Op op = make_collective({.kind = OpKind::all_gather,
                              .name = op_name("outer_" + what, g.name, mb),
                              .phase = phase,

@@ -13,22 +13,33 @@ BuildContext::BuildContext(const ModelSpec& model_spec, const FsdpConfig& cfg, c
       units(derive_units(model_spec, lay.shape)),
       w(make_schedule_info(model_spec, cfg, lay, units)) {
   for (const auto& unit : units) w.unit(unit.name, unit.params());
-  compute = w.stream("compute");
+  compute = w.stream(std::string(kComputeStream));
 }
 
-GroupId BuildContext::group(const std::string& name) {
+GroupId BuildContext::group(GroupRole role) {
   // Megatron's rank order is tp-cp-ep-dp (dense) and etp-ep-edp (experts); HSDP splits dp·cp into a contiguous
   // inner shard group and an outer replica group.
   const ParallelLayout& l = layout;
-  if (name == "tp") return w.group(name, l.tp, 1);
-  if (name == "cp") return w.group(name, l.cp, l.tp);
-  if (name == "ep") return w.group(name, l.ep, l.etp);
-  if (name == "etp") return w.group(name, l.etp, 1);
-  if (name == "dp_shard") return w.group(name, l.dense_shard, l.tp);
-  if (name == "dp_outer") return w.group(name, l.outer, l.tp * l.dense_shard);
-  if (name == "edp") return w.group(name, l.expert_shard, l.ep * l.etp);
-  if (name == "edp_outer") return w.group(name, l.outer, l.ep * l.etp * l.expert_shard);
-  FSDPSIM_CHECK(false, "unknown group name " + name);
+  const std::string name(to_string(role));
+  switch (role) {
+    case GroupRole::tp:
+      return w.group(name, l.tp, 1);
+    case GroupRole::cp:
+      return w.group(name, l.cp, l.tp);
+    case GroupRole::ep:
+      return w.group(name, l.ep, l.etp);
+    case GroupRole::etp:
+      return w.group(name, l.etp, 1);
+    case GroupRole::dp_shard:
+      return w.group(name, l.dense_shard, l.tp);
+    case GroupRole::dp_outer:
+      return w.group(name, l.outer, l.tp * l.dense_shard);
+    case GroupRole::edp:
+      return w.group(name, l.expert_shard, l.ep * l.etp);
+    case GroupRole::edp_outer:
+      return w.group(name, l.outer, l.ep * l.etp * l.expert_shard);
+  }
+  FSDPSIM_CHECK(false, "unknown group role " + name);
 }
 
 std::string op_name(const std::string& what, const std::string& unit_name, int32_t micro_batch) {

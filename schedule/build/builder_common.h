@@ -28,8 +28,8 @@ struct BuildContext {
 
   [[nodiscard]] int32_t layers() const { return static_cast<int32_t>(units.size()) - 2; }
   [[nodiscard]] bool is_layer(int32_t unit) const { return unit >= 1 && unit <= layers(); }
-  /// A group by name, created on first use with the layout's size and Megatron rank stride.
-  GroupId group(const std::string& name);
+  /// The group playing `role`, created on first use with the layout's size and Megatron rank stride.
+  GroupId group(GroupRole role);
 };
 
 /// Where a unit's forward saves its activations and how backward gets them back.

@@ -206,7 +206,7 @@ void MegatronBuilder::reduce_group(int32_t group, int32_t mb) {
   if (hsdp() && last_mb) {
     // docs/architecture.md §4.6.5: after the inner reduction of the last micro-batch, the outer group all-reduces
     // (HSDP) or reduce-scatters (HFSDP) the accumulated shard, on the outer stream that waits on the RS stream.
-    const GroupId outer = ctx_.group(g.expert ? "edp_outer" : "dp_outer");
+    const GroupId outer = ctx_.group(g.expert ? GroupRole::edp_outer : GroupRole::dp_outer);
     const int64_t shard_grad_bytes = g.shard_elems() * dtype_bytes(main_grad_dtype(c));
     Op o = make_collective({.kind = hfsdp() ? OpKind::reduce_scatter : OpKind::all_reduce,
                             .name = op_name(hfsdp() ? "outer_rs" : "outer_ar", g.name, mb),
@@ -287,7 +287,7 @@ void MegatronBuilder::finalize() {
                                .name = "fp8_amax",
                                .phase = Phase::optim,
                                .stream = ctx_.compute,
-                               .group = ctx_.group("dp_shard"),
+                               .group = ctx_.group(GroupRole::dp_shard),
                                .group_size = ctx_.layout.dense_shard,
                                .payload_bytes = tensors * 4,  // one fp32 amax per FP8 tensor
                                .dtype = DType::fp32,

@@ -59,6 +59,17 @@ constexpr std::array<std::pair<BufferCategory, std::string_view>, 9> kCategories
     {BufferCategory::comm_staging, "comm_staging"},
 }};
 
+constexpr std::array<std::pair<GroupRole, std::string_view>, 8> kGroupRoles{{
+    {GroupRole::tp, "tp"},
+    {GroupRole::cp, "cp"},
+    {GroupRole::ep, "ep"},
+    {GroupRole::etp, "etp"},
+    {GroupRole::dp_shard, "dp_shard"},
+    {GroupRole::dp_outer, "dp_outer"},
+    {GroupRole::edp, "edp"},
+    {GroupRole::edp_outer, "edp_outer"},
+}};
+
 constexpr std::array<std::pair<ReduceOp, std::string_view>, 4> kReduceOps{{
     {ReduceOp::none, "none"},
     {ReduceOp::sum, "sum"},
@@ -79,6 +90,10 @@ StreamId Schedule::stream_index(std::string_view name) const {
     if (streams[i].name == name) return StreamId(static_cast<int32_t>(i));
   }
   return StreamId::none();
+}
+
+GroupId Schedule::group_index(GroupRole role) const {
+  return group_index(to_string(role));
 }
 
 GroupId Schedule::group_index(std::string_view name) const {
@@ -128,6 +143,10 @@ std::string_view to_string(BufferCategory v) {
 std::string_view to_string(ReduceOp v) {
   return name_of(kReduceOps, v);
 }
+
+std::string_view to_string(GroupRole v) {
+  return name_of(kGroupRoles, v);
+}
 std::optional<OpKind> parse_op_kind(std::string_view text) {
   return parse_name(kOpKinds, text);
 }
@@ -139,6 +158,10 @@ std::optional<BufferCategory> parse_buffer_category(std::string_view text) {
 }
 std::optional<ReduceOp> parse_reduce_op(std::string_view text) {
   return parse_name(kReduceOps, text);
+}
+
+std::optional<GroupRole> parse_group_role(std::string_view text) {
+  return parse_name(kGroupRoles, text);
 }
 
 const std::vector<OpKind>& all_op_kinds() {

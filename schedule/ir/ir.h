@@ -53,6 +53,11 @@ enum class BufferCategory : uint8_t {
 /// The reduction of a reducing collective. `avg` and `premul_sum` exclude NVLS, PAT and symmetric kernels in NCCL.
 enum class ReduceOp : uint8_t { none, sum, avg, premul_sum };
 
+/// What a process group is for, in Megatron's rank order tp-cp-ep-dp (dense parameters) and etp-ep-edp (experts);
+/// HSDP splits the data-parallel ranks into an inner shard group and an outer replica group. A group the builders
+/// make is named by its role (`to_string`); a schedule read from a file may name its groups freely.
+enum class GroupRole : uint8_t { tp, cp, ep, etp, dp_shard, dp_outer, edp, edp_outer };
+
 /// A process group, by name (dp_shard, dp_outer, tp, cp, ep, edp, ...). Its members are ranks
 /// r0, r0+stride, ..., r0+(size-1)·stride of Megatron's tp-cp-ep-dp order; the topology maps them onto nodes and
 /// NVLink domains.
@@ -141,6 +146,11 @@ struct ScheduleInfo {
   bool operator==(const ScheduleInfo&) const = default;
 };
 
+/// The name of the compute stream: the IR's one stream with a meaning of its own (CUDA's default stream in the
+/// frameworks). Reports count the gaps on it as exposed communication; validation checks gradient reductions against
+/// the backward computes on it.
+inline constexpr std::string_view kComputeStream = "compute";
+
 /// The whole IR.
 struct Schedule {
   static constexpr int32_t kVersion = 1;
@@ -156,6 +166,11 @@ struct Schedule {
   /// The stream or group with this name, or none.
   [[nodiscard]] StreamId stream_index(std::string_view name) const;
   [[nodiscard]] GroupId group_index(std::string_view name) const;
+  /// The group playing `role`, or none.
+  [[nodiscard]] GroupId group_index(GroupRole role) const;
+  /// The stream named kComputeStream (GEMMs, the optimizer; the stream every other waits on at the step's end), or
+  /// none.
+  [[nodiscard]] StreamId compute_stream() const { return stream_index(kComputeStream); }
   /// Sum of the persistent buffers' sizes.
   [[nodiscard]] int64_t persistent_bytes() const;
 };
@@ -169,10 +184,12 @@ std::string_view to_string(OpKind v);
 std::string_view to_string(Phase v);
 std::string_view to_string(BufferCategory v);
 std::string_view to_string(ReduceOp v);
+std::string_view to_string(GroupRole v);
 std::optional<OpKind> parse_op_kind(std::string_view text);
 std::optional<Phase> parse_phase(std::string_view text);
 std::optional<BufferCategory> parse_buffer_category(std::string_view text);
 std::optional<ReduceOp> parse_reduce_op(std::string_view text);
+std::optional<GroupRole> parse_group_role(std::string_view text);
 
 /// Every value of each enum, in declaration order (for reports and error messages).
 const std::vector<OpKind>& all_op_kinds();

@@ -205,16 +205,16 @@ class Checker {
   }
 
   void check_gradient_reductions(const HappensBefore& hb) {
+    const StreamId compute = s_.compute_stream();
     std::map<std::pair<int32_t, int32_t>, std::vector<OpId>> backward_ops;  // (unit, micro-batch) → bwd computes
     for (const Op& op : s_.ops) {
-      if (op.kind == OpKind::compute && op.phase == Phase::bwd && op.unit >= 0 &&
-          s_.streams[op.stream].name == "compute") {
+      if (op.kind == OpKind::compute && op.phase == Phase::bwd && op.unit >= 0 && op.stream == compute) {
         backward_ops[{op.unit, op.micro_batch}].push_back(op.id);
       }
     }
     for (const Op& op : s_.ops) {
       const bool grad_reduction = (op.kind == OpKind::reduce_scatter || op.kind == OpKind::all_reduce) &&
-                                  op.phase == Phase::bwd && op.unit >= 0 && s_.streams[op.stream].name != "compute";
+                                  op.phase == Phase::bwd && op.unit >= 0 && op.stream != compute;
       if (!grad_reduction) continue;
       const auto it = backward_ops.find({op.unit, op.micro_batch});
       if (it == backward_ops.end()) continue;

@@ -50,8 +50,8 @@ enum class UnitKind : uint8_t { embedding, decoder_layer, output };
 struct UnitCollective {
   std::string name;  ///< "tp_ag_attn", "ep_dispatch", ...
   OpKind kind = OpKind::all_gather;
-  std::string group;       ///< "tp", "cp", "ep"
-  int64_t send_bytes = 0;  ///< per rank, as in Op
+  GroupRole group = GroupRole::tp;  ///< tp, cp, ep or etp
+  int64_t send_bytes = 0;           ///< per rank, as in Op
   int64_t recv_bytes = 0;
 };
 

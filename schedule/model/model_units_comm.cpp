@@ -17,19 +17,19 @@
 namespace fsdpsim {
 namespace {
 
-UnitCollective all_gather(const std::string& name, const std::string& group, int64_t size, int64_t shard_bytes) {
+UnitCollective all_gather(const std::string& name, GroupRole group, int64_t size, int64_t shard_bytes) {
   return UnitCollective{name, OpKind::all_gather, group, shard_bytes, shard_bytes * size};
 }
 
-UnitCollective reduce_scatter(const std::string& name, const std::string& group, int64_t size, int64_t shard_bytes) {
+UnitCollective reduce_scatter(const std::string& name, GroupRole group, int64_t size, int64_t shard_bytes) {
   return UnitCollective{name, OpKind::reduce_scatter, group, shard_bytes * size, shard_bytes};
 }
 
-UnitCollective all_reduce(const std::string& name, const std::string& group, int64_t bytes) {
+UnitCollective all_reduce(const std::string& name, GroupRole group, int64_t bytes) {
   return UnitCollective{name, OpKind::all_reduce, group, bytes, bytes};
 }
 
-UnitCollective all_to_all(const std::string& name, const std::string& group, int64_t bytes) {
+UnitCollective all_to_all(const std::string& name, GroupRole group, int64_t bytes) {
   return UnitCollective{name, OpKind::all_to_all, group, bytes, bytes};
 }
 
@@ -46,34 +46,34 @@ int64_t attention_gather_width(const ModelSpec& m) {
 void tp_block(const UnitDims& d, const std::string& block, int64_t in_width, int64_t wgrad_width,
               std::vector<UnitCollective>& fwd, std::vector<UnitCollective>& bwd_in_order) {
   const int64_t tp = d.shape.tp, a = d.act_bytes, h = d.model->hidden_size;
-  fwd.push_back(all_gather("tp_ag_" + block, "tp", tp, d.sp_tokens * in_width * a));
+  fwd.push_back(all_gather("tp_ag_" + block, GroupRole::tp, tp, d.sp_tokens * in_width * a));
   // (the block's GEMMs run here)
-  fwd.push_back(reduce_scatter("tp_rs_" + block, "tp", tp, d.sp_tokens * h * a));
-  bwd_in_order.push_back(all_gather("tp_ag_" + block + "_grad", "tp", tp, d.sp_tokens * h * a));
+  fwd.push_back(reduce_scatter("tp_rs_" + block, GroupRole::tp, tp, d.sp_tokens * h * a));
+  bwd_in_order.push_back(all_gather("tp_ag_" + block + "_grad", GroupRole::tp, tp, d.sp_tokens * h * a));
   if (wgrad_width > 0) {
-    bwd_in_order.push_back(all_gather("tp_ag_" + block + "_input", "tp", tp, d.sp_tokens * wgrad_width * a));
+    bwd_in_order.push_back(all_gather("tp_ag_" + block + "_input", GroupRole::tp, tp, d.sp_tokens * wgrad_width * a));
   }
-  bwd_in_order.push_back(reduce_scatter("tp_rs_" + block + "_grad", "tp", tp, d.sp_tokens * in_width * a));
+  bwd_in_order.push_back(reduce_scatter("tp_rs_" + block + "_grad", GroupRole::tp, tp, d.sp_tokens * in_width * a));
 }
 
 void cp_exchange(const UnitDims& d, std::vector<UnitCollective>& fwd, std::vector<UnitCollective>& bwd) {
   const int64_t kv_bytes = d.tokens * d.kv_heads * (d.qk_head_dim + d.v_head_dim) * d.act_bytes;
-  fwd.push_back(all_gather("cp_ag_kv", "cp", d.shape.cp, kv_bytes));
-  bwd.push_back(all_gather("cp_ag_kv_bwd", "cp", d.shape.cp, kv_bytes));
-  bwd.push_back(reduce_scatter("cp_rs_dkv", "cp", d.shape.cp, kv_bytes));
+  fwd.push_back(all_gather("cp_ag_kv", GroupRole::cp, d.shape.cp, kv_bytes));
+  bwd.push_back(all_gather("cp_ag_kv_bwd", GroupRole::cp, d.shape.cp, kv_bytes));
+  bwd.push_back(reduce_scatter("cp_rs_dkv", GroupRole::cp, d.shape.cp, kv_bytes));
 }
 
 void ep_exchange(const UnitDims& d, std::vector<UnitCollective>& fwd, std::vector<UnitCollective>& bwd) {
   const int64_t bytes = d.dispatch_tokens * d.model->hidden_size * d.act_bytes;
   const int64_t etp = d.shape.etp;
-  if (d.shape.ep > 1) fwd.push_back(all_to_all("ep_dispatch", "ep", bytes));
-  if (etp > 1) fwd.push_back(all_gather("etp_ag_dispatch", "etp", etp, bytes));
-  if (etp > 1) fwd.push_back(reduce_scatter("etp_rs_combine", "etp", etp, bytes));
-  if (d.shape.ep > 1) fwd.push_back(all_to_all("ep_combine", "ep", bytes));
-  if (d.shape.ep > 1) bwd.push_back(all_to_all("ep_combine_grad", "ep", bytes));
-  if (etp > 1) bwd.push_back(all_gather("etp_ag_combine_grad", "etp", etp, bytes));
-  if (etp > 1) bwd.push_back(reduce_scatter("etp_rs_dispatch_grad", "etp", etp, bytes));
-  if (d.shape.ep > 1) bwd.push_back(all_to_all("ep_dispatch_grad", "ep", bytes));
+  if (d.shape.ep > 1) fwd.push_back(all_to_all("ep_dispatch", GroupRole::ep, bytes));
+  if (etp > 1) fwd.push_back(all_gather("etp_ag_dispatch", GroupRole::etp, etp, bytes));
+  if (etp > 1) fwd.push_back(reduce_scatter("etp_rs_combine", GroupRole::etp, etp, bytes));
+  if (d.shape.ep > 1) fwd.push_back(all_to_all("ep_combine", GroupRole::ep, bytes));
+  if (d.shape.ep > 1) bwd.push_back(all_to_all("ep_combine_grad", GroupRole::ep, bytes));
+  if (etp > 1) bwd.push_back(all_gather("etp_ag_combine_grad", GroupRole::etp, etp, bytes));
+  if (etp > 1) bwd.push_back(reduce_scatter("etp_rs_dispatch_grad", GroupRole::etp, etp, bytes));
+  if (d.shape.ep > 1) bwd.push_back(all_to_all("ep_dispatch_grad", GroupRole::ep, bytes));
 }
 
 }  // namespace
@@ -114,25 +114,25 @@ void add_embedding_collectives(const UnitDims& d, UnitCost& unit) {
   // reduce-scatters it into the sequence-parallel layout; with learned positions it all-reduces, adds the
   // positions and then splits the sequence (LanguageModelEmbedding, reduce_scatter_embeddings).
   if (d.model->position_embedding == PositionEmbedding::learned) {
-    unit.fwd_collectives.push_back(all_reduce("tp_ar_embedding", "tp", d.tokens * h * a));
+    unit.fwd_collectives.push_back(all_reduce("tp_ar_embedding", GroupRole::tp, d.tokens * h * a));
   } else {
-    unit.fwd_collectives.push_back(reduce_scatter("tp_rs_embedding", "tp", tp, d.sp_tokens * h * a));
+    unit.fwd_collectives.push_back(reduce_scatter("tp_rs_embedding", GroupRole::tp, tp, d.sp_tokens * h * a));
   }
-  unit.bwd_collectives.push_back(all_gather("tp_ag_embedding_grad", "tp", tp, d.sp_tokens * h * a));
+  unit.bwd_collectives.push_back(all_gather("tp_ag_embedding_grad", GroupRole::tp, tp, d.sp_tokens * h * a));
 }
 
 void add_output_collectives(const UnitDims& d, UnitCost& unit) {
   if (d.shape.tp == 1) return;
   const int64_t tp = d.shape.tp, a = d.act_bytes, h = d.model->hidden_size;
-  unit.fwd_collectives.push_back(all_gather("tp_ag_output", "tp", tp, d.sp_tokens * h * a));
+  unit.fwd_collectives.push_back(all_gather("tp_ag_output", GroupRole::tp, tp, d.sp_tokens * h * a));
   // Vocab-parallel cross-entropy (Megatron's _VocabParallelCrossEntropy): all-reduces of the per-token logit maximum,
   // the target logit and the sum of exponentials, each T fp32 values.
   const int64_t per_token_fp32 = d.tokens * 4;
-  unit.fwd_collectives.push_back(all_reduce("tp_ar_ce_max", "tp", per_token_fp32));
-  unit.fwd_collectives.push_back(all_reduce("tp_ar_ce_target", "tp", per_token_fp32));
-  unit.fwd_collectives.push_back(all_reduce("tp_ar_ce_sum_exp", "tp", per_token_fp32));
-  unit.bwd_collectives.push_back(all_gather("tp_ag_output_input", "tp", tp, d.sp_tokens * h * a));
-  unit.bwd_collectives.push_back(reduce_scatter("tp_rs_output_grad", "tp", tp, d.sp_tokens * h * a));
+  unit.fwd_collectives.push_back(all_reduce("tp_ar_ce_max", GroupRole::tp, per_token_fp32));
+  unit.fwd_collectives.push_back(all_reduce("tp_ar_ce_target", GroupRole::tp, per_token_fp32));
+  unit.fwd_collectives.push_back(all_reduce("tp_ar_ce_sum_exp", GroupRole::tp, per_token_fp32));
+  unit.bwd_collectives.push_back(all_gather("tp_ag_output_input", GroupRole::tp, tp, d.sp_tokens * h * a));
+  unit.bwd_collectives.push_back(reduce_scatter("tp_rs_output_grad", GroupRole::tp, tp, d.sp_tokens * h * a));
 }
 
 }  // namespace fsdpsim

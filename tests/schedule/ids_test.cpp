@@ -6,6 +6,8 @@
 #include <type_traits>
 
 #include "schedule/ir/ids.h"
+#include "schedule/ir/ir.h"
+#include "tests/schedule/tiny_schedule.h"
 
 namespace fsdpsim {
 namespace {
@@ -53,6 +55,32 @@ TEST(Ids, IdVectorIndexesAndKnowsItsIds) {
   EXPECT_EQ(sizes.next_id(), BufferId(3));
   sizes.push_back(40);
   EXPECT_EQ(sizes[sizes.next_id().value() - 1], 40);  // plain positions still work, as in a std::vector
+}
+
+TEST(Roles, EveryGroupRoleHasMegatronsNameAndParsesBack) {
+  const std::vector<std::pair<GroupRole, std::string_view>> names{{GroupRole::tp, "tp"},
+                                                                  {GroupRole::cp, "cp"},
+                                                                  {GroupRole::ep, "ep"},
+                                                                  {GroupRole::etp, "etp"},
+                                                                  {GroupRole::dp_shard, "dp_shard"},
+                                                                  {GroupRole::dp_outer, "dp_outer"},
+                                                                  {GroupRole::edp, "edp"},
+                                                                  {GroupRole::edp_outer, "edp_outer"}};
+  for (const auto& [role, name] : names) {
+    EXPECT_EQ(to_string(role), name);
+    EXPECT_EQ(parse_group_role(name), role);
+  }
+  EXPECT_FALSE(parse_group_role("dp").has_value());
+}
+
+TEST(Roles, TheScheduleFindsItsGroupsByRoleAndItsComputeStream) {
+  const Schedule s = testing::tiny_schedule();  // groups: dp_shard; streams: compute, ag, rs
+  EXPECT_EQ(s.group_index(GroupRole::dp_shard), GroupId(0));
+  EXPECT_FALSE(s.group_index(GroupRole::tp).valid());
+  EXPECT_EQ(s.compute_stream(), StreamId(0));
+  Schedule renamed = s;
+  renamed.streams[0].name = "main";
+  EXPECT_FALSE(renamed.compute_stream().valid());
 }
 
 }  // namespace

@@ -77,7 +77,7 @@ TEST(ModelUnitsMoe, ExpertParallelKeepsFlopsAndAddsAllToAll) {
   EXPECT_EQ(names(l.bwd_collectives), (std::vector<std::string>{"ep_combine_grad", "ep_dispatch_grad"}));
   for (const UnitCollective& c : l.fwd_collectives) {
     EXPECT_EQ(c.kind, OpKind::all_to_all);
-    EXPECT_EQ(c.group, "ep");
+    EXPECT_EQ(c.group, GroupRole::ep);
     EXPECT_EQ(c.send_bytes, 67'108'864);
     EXPECT_EQ(c.recv_bytes, 67'108'864);
   }
@@ -93,7 +93,7 @@ TEST(ModelUnitsMoe, ExpertTensorParallel) {
   EXPECT_EQ(gemm(l.fwd_gemms, "expert_gate_up"), (Gemm{"expert_gate_up", 2048, 14336, 4096, 8, false}));
   EXPECT_EQ(l.fwd_flops(), 343'597'383'680 + 268'435'456 + 2'886'218'022'912 + 137'472'507'904);
   const UnitCollective& ag = collective(l.fwd_collectives, "etp_ag_dispatch");
-  EXPECT_EQ(ag.group, "etp");
+  EXPECT_EQ(ag.group, GroupRole::etp);
   EXPECT_EQ(ag.send_bytes, 67'108'864);
   EXPECT_EQ(ag.recv_bytes, 134'217'728);
   const UnitCollective& rs = collective(l.fwd_collectives, "etp_rs_combine");

@@ -152,7 +152,7 @@ TEST(ModelUnits, TensorParallelHalvesLinearsNotNorms) {
                                       "tp_ag_attn_input", "tp_rs_attn_grad"}));
   for (const auto* list : {&l.fwd_collectives, &l.bwd_collectives}) {
     for (const UnitCollective& c : *list) {
-      EXPECT_EQ(c.group, "tp");
+      EXPECT_EQ(c.group, GroupRole::tp);
       if (c.kind == OpKind::all_gather) {
         EXPECT_EQ(c.send_bytes, 33'554'432) << c.name;
         EXPECT_EQ(c.recv_bytes, 67'108'864) << c.name;  // recv = send × 2
@@ -200,7 +200,7 @@ TEST(ModelUnits, ContextParallelSplitsTokensAndExchangesKv) {
   // K and V of this rank: 4096 tokens · 8 KV heads · (128 + 128) · 2 bytes = 16,777,216.
   ASSERT_EQ(l.fwd_collectives.size(), 1u);
   EXPECT_EQ(l.fwd_collectives[0].name, "cp_ag_kv");
-  EXPECT_EQ(l.fwd_collectives[0].group, "cp");
+  EXPECT_EQ(l.fwd_collectives[0].group, GroupRole::cp);
   EXPECT_EQ(l.fwd_collectives[0].send_bytes, 16'777'216);
   EXPECT_EQ(l.fwd_collectives[0].recv_bytes, 33'554'432);
   EXPECT_EQ(names(l.bwd_collectives), (std::vector<std::string>{"cp_ag_kv_bwd", "cp_rs_dkv"}));
