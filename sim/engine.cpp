@@ -1,6 +1,7 @@
 #include "sim/engine.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 
@@ -44,14 +45,20 @@ int64_t allocator_capacity(const Topology& t, const MemoryOverheads& overheads) 
   return std::max<int64_t>(1, t.gpu.hbm_bytes - overheads.total());
 }
 
-// What the cost model chose for each collective, as the run record keeps it.
-IdVector<OpId, CollectiveChoice> collective_choices(const Schedule& s, const std::vector<OpCost>& costs) {
-  IdVector<OpId, CollectiveChoice> choices(s.ops.size());
-  for (const Op& op : s.ops) {
-    if (!is_collective(op.kind)) continue;
-    const CollectiveCost& c = costs[op.id.index()].nccl;
-    choices[op.id.index()] = CollectiveChoice{
-        .algorithm = to_string(c.algo), .protocol = to_string(c.proto), .busbw_bytes_per_s = c.bus_bw_bytes_per_s};
+// What the cost model chose for each collective, as the run record keeps it. Names are looked up once per algorithm
+// and protocol, not per op: a 16-micro-batch 405B step has 36k ops.
+IdVector<OpId, CollectiveChoice> collective_choices(const std::vector<OpCost>& costs) {
+  std::array<std::string_view, 8> algo_names{};
+  for (const NcclAlgo a : all_nccl_algos()) algo_names.at(static_cast<size_t>(a)) = to_string(a);
+  std::array<std::string_view, 3> proto_names{};
+  for (const NcclProto p : all_nccl_protos()) proto_names.at(static_cast<size_t>(p)) = to_string(p);
+  IdVector<OpId, CollectiveChoice> choices(costs.size());
+  for (size_t i = 0; i < costs.size(); ++i) {
+    if (!costs[i].collective) continue;
+    const CollectiveCost& c = costs[i].nccl;
+    choices[i] = CollectiveChoice{.algorithm = algo_names[static_cast<size_t>(c.algo)],
+                                  .protocol = proto_names[static_cast<size_t>(c.proto)],
+                                  .busbw_bytes_per_s = c.bus_bw_bytes_per_s};
   }
   return choices;
 }
@@ -124,7 +131,7 @@ class Engine {
       now = run.end_ns;
       result.steps.push_back(std::move(run));
     }
-    result.origin = Prediction{.collectives = collective_choices(s_, costs_), .overheads = overheads_};
+    result.origin = Prediction{.collectives = collective_choices(costs_), .overheads = overheads_};
     result.timeline = memory_.timeline();
     result.oom = memory_.oom();
     result.allocator = memory_.allocator_stats();
