@@ -1,0 +1,3 @@
+#pragma once
+// A fixture for the ctest Layering.CatchesAnExecToSimInclude: exec/ may not include sim/.
+#include "sim/engine.h"

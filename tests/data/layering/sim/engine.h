@@ -1,0 +1,2 @@
+#pragma once
+// A fixture for the ctest Layering.CatchesAnExecToSimInclude.
