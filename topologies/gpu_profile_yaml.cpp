@@ -47,17 +47,6 @@ const std::vector<std::string>& profile_keys() {
   return keys;
 }
 
-const std::vector<std::string>& arch_names() {
-  static const std::vector<std::string> names{"ampere", "hopper", "blackwell"};
-  return names;
-}
-
-GpuArch arch_from(const std::string& text) {
-  if (text == "ampere") return GpuArch::ampere;
-  if (text == "blackwell") return GpuArch::blackwell;
-  return GpuArch::hopper;  // as_choice() has already rejected anything else
-}
-
 // An efficiency: a fraction of a peak, in (0, 1].
 double read_fraction(YamlMap& map, const std::string& key) {
   const YamlValue value = map.get(key);
@@ -76,7 +65,7 @@ void read_identity_and_peaks(YamlMap& map, GpuProfile& p) {
   const YamlValue name = map.get("name");
   p.name = name.as_string();
   if (p.name.empty()) name.fail("the profile name is empty", "write e.g. name: h100-sxm");
-  p.arch = arch_from(map.get("arch").as_choice(arch_names()));
+  p.arch = kGpuArchNames.parse(map.get("arch").as_choice(kGpuArchNames.names())).value();  // as_choice refused others
   p.sm_count = read_count(map, "sm_count", 1, 100000);
   p.dense_bf16_flops_per_s = map.get("dense_bf16_flops_per_s").as_flops_per_s();
   // FP8 is optional: a GPU without FP8 tensor cores (A100) leaves both FP8 keys out.

@@ -9,12 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "common/units.h"
 
 namespace fsdpsim {
 
 /// GPU architecture generation; selects NCCL's per-architecture tables.
 enum class GpuArch : uint8_t { ampere, hopper, blackwell };
+/// The architectures' names in profile YAML files and reports.
+inline constexpr EnumNames<GpuArch, 3> kGpuArchNames{
+    {{{GpuArch::ampere, "ampere"}, {GpuArch::hopper, "hopper"}, {GpuArch::blackwell, "blackwell"}}}};
 
 /// One GPU model.
 struct GpuProfile {

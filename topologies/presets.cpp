@@ -96,15 +96,7 @@ std::optional<GpuProfile> find_gpu_profile_preset(const std::string& name) {
 }  // namespace hardware_yaml
 
 std::string_view to_string(GpuArch arch) {
-  switch (arch) {
-    case GpuArch::ampere:
-      return "ampere";
-    case GpuArch::hopper:
-      return "hopper";
-    case GpuArch::blackwell:
-      return "blackwell";
-  }
-  return "unknown";
+  return kGpuArchNames.name(arch);
 }
 
 std::vector<std::string> topology_preset_names() {

@@ -3,6 +3,7 @@
 #include <functional>
 #include <sstream>
 
+#include "common/enum_names.h"
 #include "common/limits.h"
 #include "common/text.h"
 #include "common/yaml_reader.h"
@@ -17,45 +18,21 @@ struct KeyDef {
   std::function<std::string(const FsdpConfig&)> get;
 };
 
-template <typename E>
-struct EnumNames {
-  std::vector<std::pair<E, std::string>> values;
-  [[nodiscard]] std::vector<std::string> names() const {
-    std::vector<std::string> out;
-    for (const auto& v : values) out.push_back(v.second);
-    return out;
-  }
-  [[nodiscard]] const std::string& name(E e) const {
-    for (const auto& v : values) {
-      if (v.first == e) return v.second;
-    }
-    return values.front().second;
-  }
-  [[nodiscard]] E value(const std::string& n) const {
-    for (const auto& v : values) {
-      if (v.second == n) return v.first;
-    }
-    return values.front().first;
-  }
-};
-
-const EnumNames<Implementation> kImplementations{
-    {{Implementation::megatron_fsdp, "megatron_fsdp"}, {Implementation::fsdp2, "fsdp2"}}};
-const EnumNames<ShardingStrategy> kStrategies{{{ShardingStrategy::no_shard, "no_shard"},
-                                               {ShardingStrategy::optim, "optim"},
-                                               {ShardingStrategy::optim_grads, "optim_grads"},
-                                               {ShardingStrategy::optim_grads_params, "optim_grads_params"}}};
-const EnumNames<OuterStrategy> kOuterStrategies{
-    {{OuterStrategy::no_shard, "no_shard"}, {OuterStrategy::optim, "optim"}}};
-const EnumNames<BudgetRule> kBudgetRules{{{BudgetRule::floor, "floor"}, {BudgetRule::cap, "cap"}}};
-const EnumNames<RecomputeMethod> kRecomputeMethods{
-    {{RecomputeMethod::uniform, "uniform"}, {RecomputeMethod::block, "block"}}};
-const EnumNames<Recompute> kRecompute{{{Recompute::none, "none"},
-                                       {Recompute::selective, "selective"},
-                                       {Recompute::full, "full"},
-                                       {Recompute::selective_op, "selective_op"}}};
-const EnumNames<DType> kDtypes{
-    {{DType::fp32, "fp32"}, {DType::bf16, "bf16"}, {DType::fp16, "fp16"}, {DType::fp8, "fp8"}}};
+constexpr EnumNames<Implementation, 2> kImplementations{
+    {{{Implementation::megatron_fsdp, "megatron_fsdp"}, {Implementation::fsdp2, "fsdp2"}}}};
+constexpr EnumNames<ShardingStrategy, 4> kStrategies{{{{ShardingStrategy::no_shard, "no_shard"},
+                                                       {ShardingStrategy::optim, "optim"},
+                                                       {ShardingStrategy::optim_grads, "optim_grads"},
+                                                       {ShardingStrategy::optim_grads_params, "optim_grads_params"}}}};
+constexpr EnumNames<OuterStrategy, 2> kOuterStrategies{
+    {{{OuterStrategy::no_shard, "no_shard"}, {OuterStrategy::optim, "optim"}}}};
+constexpr EnumNames<BudgetRule, 2> kBudgetRules{{{{BudgetRule::floor, "floor"}, {BudgetRule::cap, "cap"}}}};
+constexpr EnumNames<RecomputeMethod, 2> kRecomputeMethods{
+    {{{RecomputeMethod::uniform, "uniform"}, {RecomputeMethod::block, "block"}}}};
+constexpr EnumNames<Recompute, 4> kRecompute{{{{Recompute::none, "none"},
+                                               {Recompute::selective, "selective"},
+                                               {Recompute::full, "full"},
+                                               {Recompute::selective_op, "selective_op"}}}};
 
 template <typename T>
 KeyDef int_key(const std::string& name, T FsdpConfig::*field, int64_t min, int64_t max, const std::string& help) {
@@ -79,11 +56,13 @@ KeyDef bool_key(const std::string& name, bool FsdpConfig::*field, const std::str
                 [=](const FsdpConfig& c) { return std::string(c.*field ? "true" : "false"); }};
 }
 
-template <typename E>
-KeyDef enum_key(const std::string& name, E FsdpConfig::*field, const EnumNames<E>& names, const std::string& help) {
+template <typename E, size_t N>
+KeyDef enum_key(const std::string& name, E FsdpConfig::*field, const EnumNames<E, N>& names, const std::string& help) {
   return KeyDef{{name, join(names.names(), "|"), help},
-                [=, &names](FsdpConfig& c, const YamlValue& v) { c.*field = names.value(v.as_choice(names.names())); },
-                [=, &names](const FsdpConfig& c) { return names.name(c.*field); }};
+                [=, &names](FsdpConfig& c, const YamlValue& v) {
+                  c.*field = names.parse(v.as_choice(names.names())).value();  // as_choice() refused anything else
+                },
+                [=, &names](const FsdpConfig& c) { return std::string(names.name(c.*field)); }};
 }
 
 KeyDef text_choice_key(const std::string& name, std::string FsdpConfig::*field, std::vector<std::string> choices,
@@ -113,7 +92,7 @@ const std::vector<KeyDef>& key_table() {
       count_key("global_batch_size", &FsdpConfig::global_batch_size, 0, limits::kMaxTokensPerStep,
                 "sequences per optimizer step over the job; 0 means micro_batch_size × data-parallel size"),
       count_key("seq_length", &FsdpConfig::seq_length, 1, int64_t{1} << 50, "tokens per sequence"),
-      enum_key("param_dtype", &FsdpConfig::param_dtype, kDtypes,
+      enum_key("param_dtype", &FsdpConfig::param_dtype, kDTypeNames,
                "compute weight dtype: bf16, or fp8 for FP8 parameters (fp8_param_gather)"),
       bool_key("fp8_compute", &FsdpConfig::fp8_compute,
                "FP8 GEMMs (Megatron --fp8-format); implied by param_dtype fp8"),
@@ -123,8 +102,8 @@ const std::vector<KeyDef>& key_table() {
                       "accumulated gradient dtype; auto is the parameter dtype (bf16 for fp8 parameters)"),
       text_choice_key("grad_comm_dtype", &FsdpConfig::grad_comm_dtype, {"auto", "fp32", "bf16"},
                       "gradient reduce-scatter dtype; auto is the main-grads dtype"),
-      enum_key("exp_avg_dtype", &FsdpConfig::exp_avg_dtype, kDtypes, "Adam first-moment dtype"),
-      enum_key("exp_avg_sq_dtype", &FsdpConfig::exp_avg_sq_dtype, kDtypes, "Adam second-moment dtype"),
+      enum_key("exp_avg_dtype", &FsdpConfig::exp_avg_dtype, kDTypeNames, "Adam first-moment dtype"),
+      enum_key("exp_avg_sq_dtype", &FsdpConfig::exp_avg_sq_dtype, kDTypeNames, "Adam second-moment dtype"),
       bool_key("fsdp_double_buffer", &FsdpConfig::fsdp_double_buffer,
                "persistent double buffers for gathered params and grads (caps prefetch at one unit)"),
       bool_key("nccl_ub", &FsdpConfig::nccl_ub,

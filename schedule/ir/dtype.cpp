@@ -1,27 +1,21 @@
 #include "schedule/ir/dtype.h"
 
 namespace fsdpsim {
+namespace {
+
+// PyTorch's spellings, also accepted where a dtype is read (a Hugging Face config.json says "bfloat16").
+constexpr EnumNames<DType, 4> kTorchDTypeNames{
+    {{{DType::fp32, "float32"}, {DType::bf16, "bfloat16"}, {DType::fp16, "float16"}, {DType::fp8, "float8"}}}};
+
+}  // namespace
 
 std::string_view to_string(DType t) {
-  switch (t) {
-    case DType::fp32:
-      return "fp32";
-    case DType::bf16:
-      return "bf16";
-    case DType::fp16:
-      return "fp16";
-    case DType::fp8:
-      return "fp8";
-  }
-  return "?";
+  return kDTypeNames.name(t);
 }
 
 std::optional<DType> parse_dtype(std::string_view text) {
-  if (text == "fp32" || text == "float32") return DType::fp32;
-  if (text == "bf16" || text == "bfloat16") return DType::bf16;
-  if (text == "fp16" || text == "float16") return DType::fp16;
-  if (text == "fp8" || text == "float8") return DType::fp8;
-  return std::nullopt;
+  if (const std::optional<DType> t = kDTypeNames.parse(text)) return t;
+  return kTorchDTypeNames.parse(text);
 }
 
 }  // namespace fsdpsim

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/enum_names.h"
+
 namespace fsdpsim {
 
 /// A numeric element type; fp8 is one byte (E4M3/E5M2 alike for sizing).
@@ -25,6 +27,10 @@ constexpr int64_t dtype_bytes(DType t) {
   }
   return 0;
 }
+
+/// The dtypes' names in files, flags and reports.
+inline constexpr EnumNames<DType, 4> kDTypeNames{
+    {{{DType::fp32, "fp32"}, {DType::bf16, "bf16"}, {DType::fp16, "fp16"}, {DType::fp8, "fp8"}}}};
 
 /// "fp32", "bf16", "fp16", "fp8".
 std::string_view to_string(DType t);

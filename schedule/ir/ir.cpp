@@ -1,35 +1,11 @@
 #include "schedule/ir/ir.h"
 
-#include <array>
-#include <utility>
+#include "common/enum_names.h"
 
 namespace fsdpsim {
 namespace {
 
-template <typename E, size_t N>
-std::string_view name_of(const std::array<std::pair<E, std::string_view>, N>& table, E value) {
-  for (const auto& [e, name] : table) {
-    if (e == value) return name;
-  }
-  return "?";
-}
-
-template <typename E, size_t N>
-std::optional<E> parse_name(const std::array<std::pair<E, std::string_view>, N>& table, std::string_view text) {
-  for (const auto& [e, name] : table) {
-    if (name == text) return e;
-  }
-  return std::nullopt;
-}
-
-template <typename E, size_t N>
-std::vector<E> values_of(const std::array<std::pair<E, std::string_view>, N>& table) {
-  std::vector<E> out;
-  for (const auto& entry : table) out.push_back(entry.first);
-  return out;
-}
-
-constexpr std::array<std::pair<OpKind, std::string_view>, 8> kOpKinds{{
+constexpr EnumNames<OpKind, 8> kOpKinds{{{
     {OpKind::all_gather, "all_gather"},
     {OpKind::reduce_scatter, "reduce_scatter"},
     {OpKind::all_reduce, "all_reduce"},
@@ -38,16 +14,16 @@ constexpr std::array<std::pair<OpKind, std::string_view>, 8> kOpKinds{{
     {OpKind::optimizer, "optimizer"},
     {OpKind::copy, "copy"},
     {OpKind::sync, "sync"},
-}};
+}}};
 
-constexpr std::array<std::pair<Phase, std::string_view>, 4> kPhases{{
+constexpr EnumNames<Phase, 4> kPhases{{{
     {Phase::fwd, "fwd"},
     {Phase::bwd, "bwd"},
     {Phase::recompute, "recompute"},
     {Phase::optim, "optim"},
-}};
+}}};
 
-constexpr std::array<std::pair<BufferCategory, std::string_view>, 9> kCategories{{
+constexpr EnumNames<BufferCategory, 9> kCategories{{{
     {BufferCategory::param_shard, "param_shard"},
     {BufferCategory::main_weight, "main_weight"},
     {BufferCategory::optimizer_state, "optimizer_state"},
@@ -57,9 +33,9 @@ constexpr std::array<std::pair<BufferCategory, std::string_view>, 9> kCategories
     {BufferCategory::activation, "activation"},
     {BufferCategory::workspace, "workspace"},
     {BufferCategory::comm_staging, "comm_staging"},
-}};
+}}};
 
-constexpr std::array<std::pair<GroupRole, std::string_view>, 8> kGroupRoles{{
+constexpr EnumNames<GroupRole, 8> kGroupRoles{{{
     {GroupRole::tp, "tp"},
     {GroupRole::cp, "cp"},
     {GroupRole::ep, "ep"},
@@ -68,14 +44,14 @@ constexpr std::array<std::pair<GroupRole, std::string_view>, 8> kGroupRoles{{
     {GroupRole::dp_outer, "dp_outer"},
     {GroupRole::edp, "edp"},
     {GroupRole::edp_outer, "edp_outer"},
-}};
+}}};
 
-constexpr std::array<std::pair<ReduceOp, std::string_view>, 4> kReduceOps{{
+constexpr EnumNames<ReduceOp, 4> kReduceOps{{{
     {ReduceOp::none, "none"},
     {ReduceOp::sum, "sum"},
     {ReduceOp::avg, "avg"},
     {ReduceOp::premul_sum, "premul_sum"},
-}};
+}}};
 
 }  // namespace
 
@@ -132,52 +108,52 @@ bool is_collective(OpKind kind) {
 }
 
 std::string_view to_string(OpKind v) {
-  return name_of(kOpKinds, v);
+  return kOpKinds.name(v);
 }
 std::string_view to_string(Phase v) {
-  return name_of(kPhases, v);
+  return kPhases.name(v);
 }
 std::string_view to_string(BufferCategory v) {
-  return name_of(kCategories, v);
+  return kCategories.name(v);
 }
 std::string_view to_string(ReduceOp v) {
-  return name_of(kReduceOps, v);
+  return kReduceOps.name(v);
 }
 
 std::string_view to_string(GroupRole v) {
-  return name_of(kGroupRoles, v);
+  return kGroupRoles.name(v);
 }
 std::optional<OpKind> parse_op_kind(std::string_view text) {
-  return parse_name(kOpKinds, text);
+  return kOpKinds.parse(text);
 }
 std::optional<Phase> parse_phase(std::string_view text) {
-  return parse_name(kPhases, text);
+  return kPhases.parse(text);
 }
 std::optional<BufferCategory> parse_buffer_category(std::string_view text) {
-  return parse_name(kCategories, text);
+  return kCategories.parse(text);
 }
 std::optional<ReduceOp> parse_reduce_op(std::string_view text) {
-  return parse_name(kReduceOps, text);
+  return kReduceOps.parse(text);
 }
 
 std::optional<GroupRole> parse_group_role(std::string_view text) {
-  return parse_name(kGroupRoles, text);
+  return kGroupRoles.parse(text);
 }
 
 const std::vector<OpKind>& all_op_kinds() {
-  static const std::vector<OpKind> values = values_of(kOpKinds);
+  static const std::vector<OpKind> values = kOpKinds.values();
   return values;
 }
 const std::vector<Phase>& all_phases() {
-  static const std::vector<Phase> values = values_of(kPhases);
+  static const std::vector<Phase> values = kPhases.values();
   return values;
 }
 const std::vector<BufferCategory>& all_buffer_categories() {
-  static const std::vector<BufferCategory> values = values_of(kCategories);
+  static const std::vector<BufferCategory> values = kCategories.values();
   return values;
 }
 const std::vector<ReduceOp>& all_reduce_ops() {
-  static const std::vector<ReduceOp> values = values_of(kReduceOps);
+  static const std::vector<ReduceOp> values = kReduceOps.values();
   return values;
 }
 
