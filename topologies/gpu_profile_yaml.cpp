@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/key_table.h"
 #include "common/text.h"
 #include "topologies/hardware.h"
 #include "topologies/hardware_yaml.h"
@@ -11,45 +12,20 @@
 namespace fsdpsim {
 namespace {
 
-// Every key a profile may hold, in field order (the writer's order too).
-const std::vector<std::string>& profile_keys() {
-  static const std::vector<std::string> keys{"name",
-                                             "arch",
-                                             "sm_count",
-                                             "dense_bf16_flops_per_s",
-                                             "dense_fp8_flops_per_s",
-                                             "hbm_bytes",
-                                             "hbm_bw_bytes_per_s",
-                                             "gemm_max_efficiency",
-                                             "fp8_gemm_max_efficiency",
-                                             "gemm_tile_m",
-                                             "gemm_tile_n",
-                                             "gemm_k_half",
-                                             "attention_efficiency",
-                                             "memory_efficiency",
-                                             "sustained_clock_fraction",
-                                             "kernel_overhead_ns",
-                                             "cuda_context_bytes",
-                                             "cublas_workspace_bytes",
-                                             "nccl_buffer_bytes",
-                                             "allocator_segment_reserve_bytes",
-                                             "ring_sms",
-                                             "nvls_sms",
-                                             "registered_sms",
-                                             "nvls_chunk_handshake_ns",
-                                             "nvls_pipeline_fill_chunks",
-                                             "overlap_slowdown",
-                                             "cuda_malloc_ns",
-                                             "busbw_scale_all_gather",
-                                             "busbw_scale_reduce_scatter",
-                                             "busbw_scale_all_reduce",
-                                             "calibration"};
-  return keys;
+using ProfileRow = KeyRow<GpuProfile>;
+using hardware_yaml::exact_bandwidth_text;
+using hardware_yaml::exact_bytes_text;
+using hardware_yaml::exact_flops_text;
+using hardware_yaml::exact_number_text;
+using hardware_yaml::exact_time_text;
+
+template <class V>
+void put(YAML::Emitter& out, const std::string& key, const V& value) {
+  out << YAML::Key << key << YAML::Value << value;
 }
 
 // An efficiency: a fraction of a peak, in (0, 1].
-double read_fraction(YamlMap& map, const std::string& key) {
-  const YamlValue value = map.get(key);
+double read_fraction(const YamlValue& value) {
   const double fraction = value.as_double(0.0, 1.0);
   if (fraction <= 0.0) {
     value.fail("an efficiency of 0 would make every operation take forever", "write a number in (0, 1], e.g. 0.8");
@@ -57,49 +33,173 @@ double read_fraction(YamlMap& map, const std::string& key) {
   return fraction;
 }
 
-int32_t read_count(YamlMap& map, const std::string& key, int64_t min, int64_t max) {
-  return static_cast<int32_t>(map.get(key).as_int(min, max));
+// A count of SMs a communication kernel may hold: at most every SM of the GPU (read after sm_count).
+int32_t read_sms(const GpuProfile& p, const YamlValue& value, int64_t min) {
+  return static_cast<int32_t>(value.as_int(min, p.sm_count));
 }
 
-void read_identity_and_peaks(YamlMap& map, GpuProfile& p) {
-  const YamlValue name = map.get("name");
-  p.name = name.as_string();
-  if (p.name.empty()) name.fail("the profile name is empty", "write e.g. name: h100-sxm");
-  p.arch = kGpuArchNames.parse(map.get("arch").as_choice(kGpuArchNames.names())).value();  // as_choice refused others
-  p.sm_count = read_count(map, "sm_count", 1, 100000);
-  p.dense_bf16_flops_per_s = map.get("dense_bf16_flops_per_s").as_flops_per_s();
-  // FP8 is optional: a GPU without FP8 tensor cores (A100) leaves both FP8 keys out.
+// Optional calibration written by `fsdpsim calibrate`: measured over predicted busbw, per collective.
+ProfileRow busbw_scale_row(const std::string& key, double GpuProfile::*field) {
+  return {key, KeyPresence::optional,
+          [field](GpuProfile& p, const YamlValue& v) {
+            p.*field = v.as_double(0.0, 4.0);
+            if (p.*field <= 0)
+              v.fail("a bandwidth scale must be positive", "write measured busbw / predicted busbw, e.g. 0.95");
+          },
+          [field](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+            if (p.*field != 1.0) put(o, k, exact_number_text(p.*field));
+          }};
+}
+
+// Every key a profile may hold, once: the allowed keys, the reader (in this order) and the writer (the same order).
+const std::vector<ProfileRow>& profile_rows() {
+  using R = KeyPresence;
+  static const std::vector<ProfileRow> rows{
+      {"name", R::required,
+       [](GpuProfile& p, const YamlValue& v) {
+         p.name = v.as_string();
+         if (p.name.empty()) v.fail("the profile name is empty", "write e.g. name: h100-sxm");
+       },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { put(o, k, p.name); }},
+      {"arch", R::required,
+       [](GpuProfile& p, const YamlValue& v) {
+         p.arch = kGpuArchNames.parse(v.as_choice(kGpuArchNames.names())).value();  // as_choice refused the rest
+       },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { put(o, k, std::string(to_string(p.arch))); }},
+      {"sm_count", R::required,
+       [](GpuProfile& p, const YamlValue& v) { p.sm_count = static_cast<int32_t>(v.as_int(1, 100000)); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { put(o, k, p.sm_count); }},
+      {"dense_bf16_flops_per_s", R::required,
+       [](GpuProfile& p, const YamlValue& v) { p.dense_bf16_flops_per_s = v.as_flops_per_s(); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         put(o, k, exact_flops_text(p.dense_bf16_flops_per_s));
+       }},
+      // FP8 is optional: a GPU without FP8 tensor cores (A100) leaves out both FP8 keys (check_fp8 below).
+      {"dense_fp8_flops_per_s", R::optional,
+       [](GpuProfile& p, const YamlValue& v) { p.dense_fp8_flops_per_s = v.as_flops_per_s(); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         if (p.dense_fp8_flops_per_s > 0) put(o, k, exact_flops_text(p.dense_fp8_flops_per_s));
+       }},
+      {"hbm_bytes", R::required, [](GpuProfile& p, const YamlValue& v) { p.hbm_bytes = v.as_bytes(1); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { put(o, k, exact_bytes_text(p.hbm_bytes)); }},
+      {"hbm_bw_bytes_per_s", R::required,
+       [](GpuProfile& p, const YamlValue& v) { p.hbm_bw_bytes_per_s = v.as_bandwidth_bytes_per_s(); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         put(o, k, exact_bandwidth_text(p.hbm_bw_bytes_per_s, false));
+       }},
+      {"gemm_max_efficiency", R::required,
+       [](GpuProfile& p, const YamlValue& v) { p.gemm_max_efficiency = read_fraction(v); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         put(o, k, exact_number_text(p.gemm_max_efficiency));
+       }},
+      {"fp8_gemm_max_efficiency", R::optional,
+       [](GpuProfile& p, const YamlValue& v) { p.fp8_gemm_max_efficiency = read_fraction(v); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         if (p.dense_fp8_flops_per_s > 0) put(o, k, exact_number_text(p.fp8_gemm_max_efficiency));
+       }},
+      {"gemm_tile_m", R::required, [](GpuProfile& p, const YamlValue& v) { p.gemm_tile_m = v.as_int(1, 65536); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { put(o, k, p.gemm_tile_m); }},
+      {"gemm_tile_n", R::required, [](GpuProfile& p, const YamlValue& v) { p.gemm_tile_n = v.as_int(1, 65536); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { put(o, k, p.gemm_tile_n); }},
+      {"gemm_k_half", R::required, [](GpuProfile& p, const YamlValue& v) { p.gemm_k_half = v.as_int(1, INT32_MAX); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { put(o, k, p.gemm_k_half); }},
+      {"attention_efficiency", R::required,
+       [](GpuProfile& p, const YamlValue& v) { p.attention_efficiency = read_fraction(v); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         put(o, k, exact_number_text(p.attention_efficiency));
+       }},
+      {"memory_efficiency", R::required,
+       [](GpuProfile& p, const YamlValue& v) { p.memory_efficiency = read_fraction(v); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         put(o, k, exact_number_text(p.memory_efficiency));
+       }},
+      // Above 1 only a little: a step cannot run much faster than the best-shape GEMM measurement allows.
+      {"sustained_clock_fraction", R::optional,
+       [](GpuProfile& p, const YamlValue& v) { p.sustained_clock_fraction = v.as_double(0.05, 1.25); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         if (p.sustained_clock_fraction != 1.0) put(o, k, exact_number_text(p.sustained_clock_fraction));
+       }},
+      {"kernel_overhead_ns", R::required,
+       [](GpuProfile& p, const YamlValue& v) { p.kernel_overhead_ns = v.as_time_ns(); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         put(o, k, exact_time_text(p.kernel_overhead_ns));
+       }},
+      {"cuda_context_bytes", R::required,
+       [](GpuProfile& p, const YamlValue& v) { p.cuda_context_bytes = v.as_bytes(1); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         put(o, k, exact_bytes_text(p.cuda_context_bytes));
+       }},
+      {"cublas_workspace_bytes", R::required,
+       [](GpuProfile& p, const YamlValue& v) { p.cublas_workspace_bytes = v.as_bytes(1); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         put(o, k, exact_bytes_text(p.cublas_workspace_bytes));
+       }},
+      {"nccl_buffer_bytes", R::required, [](GpuProfile& p, const YamlValue& v) { p.nccl_buffer_bytes = v.as_bytes(1); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         put(o, k, exact_bytes_text(p.nccl_buffer_bytes));
+       }},
+      // 0 is allowed: a profile may assume no fragmentation at all.
+      {"allocator_segment_reserve_bytes", R::required,
+       [](GpuProfile& p, const YamlValue& v) { p.allocator_segment_reserve_bytes = v.as_bytes(0); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         put(o, k, exact_bytes_text(p.allocator_segment_reserve_bytes));
+       }},
+      // Communication kernels occupy at most every SM; NVLS / registered kernels may be absent (0).
+      {"ring_sms", R::required, [](GpuProfile& p, const YamlValue& v) { p.ring_sms = read_sms(p, v, 1); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { put(o, k, p.ring_sms); }},
+      {"nvls_sms", R::required, [](GpuProfile& p, const YamlValue& v) { p.nvls_sms = read_sms(p, v, 0); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { put(o, k, p.nvls_sms); }},
+      {"registered_sms", R::required, [](GpuProfile& p, const YamlValue& v) { p.registered_sms = read_sms(p, v, 0); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { put(o, k, p.registered_sms); }},
+      // Optional: a profile without them gets NCCL's tuning model alone for NVLS calls.
+      {"nvls_chunk_handshake_ns", R::optional,
+       [](GpuProfile& p, const YamlValue& v) {
+         p.nvls_chunk_handshake_ns = v.as_time_ns();
+         if (p.nvls_chunk_handshake_ns > 1'000'000) {
+           v.fail("a handshake of more than 1 ms per chunk step would make every NVLS call crawl",
+                  "write the fixed cost of one chunk step, e.g. 4.15us");
+         }
+       },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         if (p.nvls_chunk_handshake_ns != 0) put(o, k, exact_time_text(p.nvls_chunk_handshake_ns));
+       }},
+      {"nvls_pipeline_fill_chunks", R::optional,
+       [](GpuProfile& p, const YamlValue& v) { p.nvls_pipeline_fill_chunks = v.as_double(0.0, 64.0); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         if (p.nvls_pipeline_fill_chunks != 0) put(o, k, exact_number_text(p.nvls_pipeline_fill_chunks));
+       }},
+      {"overlap_slowdown", R::required,
+       [](GpuProfile& p, const YamlValue& v) { p.overlap_slowdown = v.as_double(0.0, 1.0); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         put(o, k, exact_number_text(p.overlap_slowdown));
+       }},
+      {"cuda_malloc_ns", R::required, [](GpuProfile& p, const YamlValue& v) { p.cuda_malloc_ns = v.as_time_ns(); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         put(o, k, exact_time_text(p.cuda_malloc_ns));
+       }},
+      busbw_scale_row("busbw_scale_all_gather", &GpuProfile::busbw_scale_all_gather),
+      busbw_scale_row("busbw_scale_reduce_scatter", &GpuProfile::busbw_scale_reduce_scatter),
+      busbw_scale_row("busbw_scale_all_reduce", &GpuProfile::busbw_scale_all_reduce),
+      {"calibration", R::optional, [](GpuProfile& p, const YamlValue& v) { p.calibration = v.as_string(); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         if (!p.calibration.empty()) put(o, k, p.calibration);
+       }},
+  };
+  return rows;
+}
+
+// FP8 keys come together: an efficiency needs a peak, and a peak needs an efficiency.
+void check_fp8(YamlMap& map, const GpuProfile& p) {
   const bool has_fp8 = map.has("dense_fp8_flops_per_s");
-  if (has_fp8) p.dense_fp8_flops_per_s = map.get("dense_fp8_flops_per_s").as_flops_per_s();
   if (!has_fp8 && map.has("fp8_gemm_max_efficiency")) {
     map.get("fp8_gemm_max_efficiency")
         .fail("an FP8 efficiency is given but no FP8 peak", "add dense_fp8_flops_per_s, or remove this key");
   }
-  if (has_fp8) p.fp8_gemm_max_efficiency = read_fraction(map, "fp8_gemm_max_efficiency");
-  p.hbm_bytes = map.get("hbm_bytes").as_bytes(1);
-  p.hbm_bw_bytes_per_s = map.get("hbm_bw_bytes_per_s").as_bandwidth_bytes_per_s();
+  if (has_fp8 && !map.has("fp8_gemm_max_efficiency")) (void)map.get("fp8_gemm_max_efficiency");  // "missing" error
+  (void)p;
 }
 
-void read_compute_model(YamlMap& map, GpuProfile& p) {
-  p.gemm_max_efficiency = read_fraction(map, "gemm_max_efficiency");
-  p.gemm_tile_m = map.get("gemm_tile_m").as_int(1, 65536);
-  p.gemm_tile_n = map.get("gemm_tile_n").as_int(1, 65536);
-  p.gemm_k_half = map.get("gemm_k_half").as_int(1, INT32_MAX);
-  p.attention_efficiency = read_fraction(map, "attention_efficiency");
-  p.memory_efficiency = read_fraction(map, "memory_efficiency");
-  if (map.has("sustained_clock_fraction")) {
-    // Above 1 only a little: a step cannot run much faster than the best-shape GEMM measurement allows.
-    p.sustained_clock_fraction = map.get("sustained_clock_fraction").as_double(0.05, 1.25);
-  }
-  p.kernel_overhead_ns = map.get("kernel_overhead_ns").as_time_ns();
-}
-
-void read_memory_overheads(YamlMap& map, GpuProfile& p) {
-  p.cuda_context_bytes = map.get("cuda_context_bytes").as_bytes(1);
-  p.cublas_workspace_bytes = map.get("cublas_workspace_bytes").as_bytes(1);
-  p.nccl_buffer_bytes = map.get("nccl_buffer_bytes").as_bytes(1);
-  // 0 is allowed: a profile may assume no fragmentation at all.
-  p.allocator_segment_reserve_bytes = map.get("allocator_segment_reserve_bytes").as_bytes(0);
+void check_fixed_overheads(YamlMap& map, const GpuProfile& p) {
   const int64_t fixed = p.cuda_context_bytes + p.cublas_workspace_bytes + p.allocator_segment_reserve_bytes;
   if (fixed >= p.hbm_bytes) {
     map.get("cuda_context_bytes")
@@ -109,104 +209,23 @@ void read_memory_overheads(YamlMap& map, GpuProfile& p) {
   }
 }
 
-void read_interference(YamlMap& map, GpuProfile& p) {
-  // Communication kernels occupy at most every SM; NVLS / registered kernels may be absent (0).
-  p.ring_sms = read_count(map, "ring_sms", 1, p.sm_count);
-  p.nvls_sms = read_count(map, "nvls_sms", 0, p.sm_count);
-  p.registered_sms = read_count(map, "registered_sms", 0, p.sm_count);
-  // Optional: a profile without them gets NCCL's tuning model alone for NVLS calls.
-  if (map.has("nvls_chunk_handshake_ns")) {
-    const YamlValue v = map.get("nvls_chunk_handshake_ns");
-    p.nvls_chunk_handshake_ns = v.as_time_ns();
-    if (p.nvls_chunk_handshake_ns > 1'000'000) {
-      v.fail("a handshake of more than 1 ms per chunk step would make every NVLS call crawl",
-             "write the fixed cost of one chunk step, e.g. 4.15us");
-    }
-  }
-  if (map.has("nvls_pipeline_fill_chunks")) {
-    p.nvls_pipeline_fill_chunks = map.get("nvls_pipeline_fill_chunks").as_double(0.0, 64.0);
-  }
-  p.overlap_slowdown = map.get("overlap_slowdown").as_double(0.0, 1.0);
-  p.cuda_malloc_ns = map.get("cuda_malloc_ns").as_time_ns();
-}
-
-// Optional calibration written by `fsdpsim calibrate`: measured over predicted busbw, per collective.
-void read_calibration(YamlMap& map, GpuProfile& p) {
-  const auto scale = [&](const char* key, double& field) {
-    if (!map.has(key)) return;
-    const YamlValue v = map.get(key);
-    field = v.as_double(0.0, 4.0);
-    if (field <= 0) v.fail("a bandwidth scale must be positive", "write measured busbw / predicted busbw, e.g. 0.95");
-  };
-  scale("busbw_scale_all_gather", p.busbw_scale_all_gather);
-  scale("busbw_scale_reduce_scatter", p.busbw_scale_reduce_scatter);
-  scale("busbw_scale_all_reduce", p.busbw_scale_all_reduce);
-  p.calibration = map.string_or("calibration", "");
-}
-
 }  // namespace
 
 namespace hardware_yaml {
 
 GpuProfile read_gpu_profile(YamlMap& map) {
   // Unknown and misspelled keys first, so a typo gets "did you mean" instead of "missing required key".
-  map.allow(profile_keys());
+  map.allow(keys_of(profile_rows()));
   map.finish();
   GpuProfile profile;
-  read_identity_and_peaks(map, profile);
-  read_compute_model(map, profile);
-  read_memory_overheads(map, profile);
-  read_interference(map, profile);
-  read_calibration(map, profile);
+  read_keys(map, profile_rows(), profile);
+  check_fp8(map, profile);
+  check_fixed_overheads(map, profile);
   return profile;
 }
 
 void emit_gpu_profile_keys(YAML::Emitter& out, const GpuProfile& p) {
-  out << YAML::Key << "name" << YAML::Value << p.name;
-  out << YAML::Key << "arch" << YAML::Value << std::string(to_string(p.arch));
-  out << YAML::Key << "sm_count" << YAML::Value << p.sm_count;
-  out << YAML::Key << "dense_bf16_flops_per_s" << YAML::Value << exact_flops_text(p.dense_bf16_flops_per_s);
-  if (p.dense_fp8_flops_per_s > 0) {
-    out << YAML::Key << "dense_fp8_flops_per_s" << YAML::Value << exact_flops_text(p.dense_fp8_flops_per_s);
-  }
-  out << YAML::Key << "hbm_bytes" << YAML::Value << exact_bytes_text(p.hbm_bytes);
-  out << YAML::Key << "hbm_bw_bytes_per_s" << YAML::Value << exact_bandwidth_text(p.hbm_bw_bytes_per_s, false);
-  out << YAML::Key << "gemm_max_efficiency" << YAML::Value << exact_number_text(p.gemm_max_efficiency);
-  if (p.dense_fp8_flops_per_s > 0) {
-    out << YAML::Key << "fp8_gemm_max_efficiency" << YAML::Value << exact_number_text(p.fp8_gemm_max_efficiency);
-  }
-  out << YAML::Key << "gemm_tile_m" << YAML::Value << p.gemm_tile_m;
-  out << YAML::Key << "gemm_tile_n" << YAML::Value << p.gemm_tile_n;
-  out << YAML::Key << "gemm_k_half" << YAML::Value << p.gemm_k_half;
-  out << YAML::Key << "attention_efficiency" << YAML::Value << exact_number_text(p.attention_efficiency);
-  out << YAML::Key << "memory_efficiency" << YAML::Value << exact_number_text(p.memory_efficiency);
-  if (p.sustained_clock_fraction != 1.0) {
-    out << YAML::Key << "sustained_clock_fraction" << YAML::Value << exact_number_text(p.sustained_clock_fraction);
-  }
-  out << YAML::Key << "kernel_overhead_ns" << YAML::Value << exact_time_text(p.kernel_overhead_ns);
-  out << YAML::Key << "cuda_context_bytes" << YAML::Value << exact_bytes_text(p.cuda_context_bytes);
-  out << YAML::Key << "cublas_workspace_bytes" << YAML::Value << exact_bytes_text(p.cublas_workspace_bytes);
-  out << YAML::Key << "nccl_buffer_bytes" << YAML::Value << exact_bytes_text(p.nccl_buffer_bytes);
-  out << YAML::Key << "allocator_segment_reserve_bytes" << YAML::Value
-      << exact_bytes_text(p.allocator_segment_reserve_bytes);
-  out << YAML::Key << "ring_sms" << YAML::Value << p.ring_sms;
-  out << YAML::Key << "nvls_sms" << YAML::Value << p.nvls_sms;
-  out << YAML::Key << "registered_sms" << YAML::Value << p.registered_sms;
-  if (p.nvls_chunk_handshake_ns != 0) {
-    out << YAML::Key << "nvls_chunk_handshake_ns" << YAML::Value << exact_time_text(p.nvls_chunk_handshake_ns);
-  }
-  if (p.nvls_pipeline_fill_chunks != 0) {
-    out << YAML::Key << "nvls_pipeline_fill_chunks" << YAML::Value << exact_number_text(p.nvls_pipeline_fill_chunks);
-  }
-  out << YAML::Key << "overlap_slowdown" << YAML::Value << exact_number_text(p.overlap_slowdown);
-  out << YAML::Key << "cuda_malloc_ns" << YAML::Value << exact_time_text(p.cuda_malloc_ns);
-  const auto scale = [&](const char* key, double value) {
-    if (value != 1.0) out << YAML::Key << key << YAML::Value << exact_number_text(value);
-  };
-  scale("busbw_scale_all_gather", p.busbw_scale_all_gather);
-  scale("busbw_scale_reduce_scatter", p.busbw_scale_reduce_scatter);
-  scale("busbw_scale_all_reduce", p.busbw_scale_all_reduce);
-  if (!p.calibration.empty()) out << YAML::Key << "calibration" << YAML::Value << p.calibration;
+  write_keys(out, profile_rows(), p);
 }
 
 }  // namespace hardware_yaml
