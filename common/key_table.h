@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,11 @@ namespace fsdpsim {
 /// Whether a key must appear.
 enum class KeyPresence : uint8_t { required, optional };
 
+/// When a key is read: every row of the first pass in table order, then every row of the second. The writer ignores
+/// passes. One pass is the rule; a second keeps a reader's order where it differs from the file's (the table's),
+/// and with it which of two bad keys is reported first.
+enum class ReadPass : uint8_t { first, second };
+
 /// One key of a struct T.
 template <class T>
 struct KeyRow {
@@ -27,7 +33,14 @@ struct KeyRow {
   std::function<void(T&, const YamlValue&)> read;
   /// Writes `key` and its value, or nothing for an optional key at its default (files stay as short as the user's).
   std::function<void(YAML::Emitter&, const std::string& key, const T&)> write;
+  ReadPass pass = ReadPass::first;
 };
+
+/// Writes one `key: value` entry (what most rows' writers do).
+template <class V>
+void emit_key(YAML::Emitter& out, const std::string& key, const V& value) {
+  out << YAML::Key << key << YAML::Value << value;
+}
 
 /// Every key of the table, in order.
 template <class T>
@@ -37,12 +50,15 @@ std::vector<std::string> keys_of(const std::vector<KeyRow<T>>& rows) {
   return keys;
 }
 
-/// Reads every row present into `out`, in table order; a required key that is missing is an error naming it.
+/// Reads every row present into `out`, pass by pass in table order; a required key that is missing is an error
+/// naming it.
 template <class T>
 void read_keys(YamlMap& map, const std::vector<KeyRow<T>>& rows, T& out) {
-  for (const auto& row : rows) {
-    if (row.presence == KeyPresence::optional && !map.has(row.key)) continue;
-    row.read(out, map.get(row.key));
+  for (const ReadPass pass : {ReadPass::first, ReadPass::second}) {
+    for (const auto& row : rows) {
+      if (row.pass != pass || (row.presence == KeyPresence::optional && !map.has(row.key))) continue;
+      row.read(out, map.get(row.key));
+    }
   }
 }
 

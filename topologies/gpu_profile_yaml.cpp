@@ -19,11 +19,6 @@ using hardware_yaml::exact_flops_text;
 using hardware_yaml::exact_number_text;
 using hardware_yaml::exact_time_text;
 
-template <class V>
-void put(YAML::Emitter& out, const std::string& key, const V& value) {
-  out << YAML::Key << key << YAML::Value << value;
-}
-
 // An efficiency: a fraction of a peak, in (0, 1].
 double read_fraction(const YamlValue& value) {
   const double fraction = value.as_double(0.0, 1.0);
@@ -47,7 +42,7 @@ ProfileRow busbw_scale_row(const std::string& key, double GpuProfile::*field) {
               v.fail("a bandwidth scale must be positive", "write measured busbw / predicted busbw, e.g. 0.95");
           },
           [field](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
-            if (p.*field != 1.0) put(o, k, exact_number_text(p.*field));
+            if (p.*field != 1.0) emit_key(o, k, exact_number_text(p.*field));
           }};
 }
 
@@ -60,97 +55,101 @@ const std::vector<ProfileRow>& profile_rows() {
          p.name = v.as_string();
          if (p.name.empty()) v.fail("the profile name is empty", "write e.g. name: h100-sxm");
        },
-       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { put(o, k, p.name); }},
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { emit_key(o, k, p.name); }},
       {"arch", R::required,
        [](GpuProfile& p, const YamlValue& v) {
          p.arch = kGpuArchNames.parse(v.as_choice(kGpuArchNames.names())).value();  // as_choice refused the rest
        },
-       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { put(o, k, std::string(to_string(p.arch))); }},
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         emit_key(o, k, std::string(to_string(p.arch)));
+       }},
       {"sm_count", R::required,
        [](GpuProfile& p, const YamlValue& v) { p.sm_count = static_cast<int32_t>(v.as_int(1, 100000)); },
-       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { put(o, k, p.sm_count); }},
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { emit_key(o, k, p.sm_count); }},
       {"dense_bf16_flops_per_s", R::required,
        [](GpuProfile& p, const YamlValue& v) { p.dense_bf16_flops_per_s = v.as_flops_per_s(); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
-         put(o, k, exact_flops_text(p.dense_bf16_flops_per_s));
+         emit_key(o, k, exact_flops_text(p.dense_bf16_flops_per_s));
        }},
       // FP8 is optional: a GPU without FP8 tensor cores (A100) leaves out both FP8 keys (check_fp8 below).
       {"dense_fp8_flops_per_s", R::optional,
        [](GpuProfile& p, const YamlValue& v) { p.dense_fp8_flops_per_s = v.as_flops_per_s(); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
-         if (p.dense_fp8_flops_per_s > 0) put(o, k, exact_flops_text(p.dense_fp8_flops_per_s));
+         if (p.dense_fp8_flops_per_s > 0) emit_key(o, k, exact_flops_text(p.dense_fp8_flops_per_s));
        }},
       {"hbm_bytes", R::required, [](GpuProfile& p, const YamlValue& v) { p.hbm_bytes = v.as_bytes(1); },
-       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { put(o, k, exact_bytes_text(p.hbm_bytes)); }},
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         emit_key(o, k, exact_bytes_text(p.hbm_bytes));
+       }},
       {"hbm_bw_bytes_per_s", R::required,
        [](GpuProfile& p, const YamlValue& v) { p.hbm_bw_bytes_per_s = v.as_bandwidth_bytes_per_s(); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
-         put(o, k, exact_bandwidth_text(p.hbm_bw_bytes_per_s, false));
+         emit_key(o, k, exact_bandwidth_text(p.hbm_bw_bytes_per_s, false));
        }},
       {"gemm_max_efficiency", R::required,
        [](GpuProfile& p, const YamlValue& v) { p.gemm_max_efficiency = read_fraction(v); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
-         put(o, k, exact_number_text(p.gemm_max_efficiency));
+         emit_key(o, k, exact_number_text(p.gemm_max_efficiency));
        }},
       {"fp8_gemm_max_efficiency", R::optional,
        [](GpuProfile& p, const YamlValue& v) { p.fp8_gemm_max_efficiency = read_fraction(v); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
-         if (p.dense_fp8_flops_per_s > 0) put(o, k, exact_number_text(p.fp8_gemm_max_efficiency));
+         if (p.dense_fp8_flops_per_s > 0) emit_key(o, k, exact_number_text(p.fp8_gemm_max_efficiency));
        }},
       {"gemm_tile_m", R::required, [](GpuProfile& p, const YamlValue& v) { p.gemm_tile_m = v.as_int(1, 65536); },
-       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { put(o, k, p.gemm_tile_m); }},
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { emit_key(o, k, p.gemm_tile_m); }},
       {"gemm_tile_n", R::required, [](GpuProfile& p, const YamlValue& v) { p.gemm_tile_n = v.as_int(1, 65536); },
-       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { put(o, k, p.gemm_tile_n); }},
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { emit_key(o, k, p.gemm_tile_n); }},
       {"gemm_k_half", R::required, [](GpuProfile& p, const YamlValue& v) { p.gemm_k_half = v.as_int(1, INT32_MAX); },
-       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { put(o, k, p.gemm_k_half); }},
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { emit_key(o, k, p.gemm_k_half); }},
       {"attention_efficiency", R::required,
        [](GpuProfile& p, const YamlValue& v) { p.attention_efficiency = read_fraction(v); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
-         put(o, k, exact_number_text(p.attention_efficiency));
+         emit_key(o, k, exact_number_text(p.attention_efficiency));
        }},
       {"memory_efficiency", R::required,
        [](GpuProfile& p, const YamlValue& v) { p.memory_efficiency = read_fraction(v); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
-         put(o, k, exact_number_text(p.memory_efficiency));
+         emit_key(o, k, exact_number_text(p.memory_efficiency));
        }},
       // Above 1 only a little: a step cannot run much faster than the best-shape GEMM measurement allows.
       {"sustained_clock_fraction", R::optional,
        [](GpuProfile& p, const YamlValue& v) { p.sustained_clock_fraction = v.as_double(0.05, 1.25); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
-         if (p.sustained_clock_fraction != 1.0) put(o, k, exact_number_text(p.sustained_clock_fraction));
+         if (p.sustained_clock_fraction != 1.0) emit_key(o, k, exact_number_text(p.sustained_clock_fraction));
        }},
       {"kernel_overhead_ns", R::required,
        [](GpuProfile& p, const YamlValue& v) { p.kernel_overhead_ns = v.as_time_ns(); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
-         put(o, k, exact_time_text(p.kernel_overhead_ns));
+         emit_key(o, k, exact_time_text(p.kernel_overhead_ns));
        }},
       {"cuda_context_bytes", R::required,
        [](GpuProfile& p, const YamlValue& v) { p.cuda_context_bytes = v.as_bytes(1); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
-         put(o, k, exact_bytes_text(p.cuda_context_bytes));
+         emit_key(o, k, exact_bytes_text(p.cuda_context_bytes));
        }},
       {"cublas_workspace_bytes", R::required,
        [](GpuProfile& p, const YamlValue& v) { p.cublas_workspace_bytes = v.as_bytes(1); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
-         put(o, k, exact_bytes_text(p.cublas_workspace_bytes));
+         emit_key(o, k, exact_bytes_text(p.cublas_workspace_bytes));
        }},
       {"nccl_buffer_bytes", R::required, [](GpuProfile& p, const YamlValue& v) { p.nccl_buffer_bytes = v.as_bytes(1); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
-         put(o, k, exact_bytes_text(p.nccl_buffer_bytes));
+         emit_key(o, k, exact_bytes_text(p.nccl_buffer_bytes));
        }},
       // 0 is allowed: a profile may assume no fragmentation at all.
       {"allocator_segment_reserve_bytes", R::required,
        [](GpuProfile& p, const YamlValue& v) { p.allocator_segment_reserve_bytes = v.as_bytes(0); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
-         put(o, k, exact_bytes_text(p.allocator_segment_reserve_bytes));
+         emit_key(o, k, exact_bytes_text(p.allocator_segment_reserve_bytes));
        }},
       // Communication kernels occupy at most every SM; NVLS / registered kernels may be absent (0).
       {"ring_sms", R::required, [](GpuProfile& p, const YamlValue& v) { p.ring_sms = read_sms(p, v, 1); },
-       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { put(o, k, p.ring_sms); }},
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { emit_key(o, k, p.ring_sms); }},
       {"nvls_sms", R::required, [](GpuProfile& p, const YamlValue& v) { p.nvls_sms = read_sms(p, v, 0); },
-       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { put(o, k, p.nvls_sms); }},
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { emit_key(o, k, p.nvls_sms); }},
       {"registered_sms", R::required, [](GpuProfile& p, const YamlValue& v) { p.registered_sms = read_sms(p, v, 0); },
-       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { put(o, k, p.registered_sms); }},
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { emit_key(o, k, p.registered_sms); }},
       // Optional: a profile without them gets NCCL's tuning model alone for NVLS calls.
       {"nvls_chunk_handshake_ns", R::optional,
        [](GpuProfile& p, const YamlValue& v) {
@@ -161,28 +160,28 @@ const std::vector<ProfileRow>& profile_rows() {
          }
        },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
-         if (p.nvls_chunk_handshake_ns != 0) put(o, k, exact_time_text(p.nvls_chunk_handshake_ns));
+         if (p.nvls_chunk_handshake_ns != 0) emit_key(o, k, exact_time_text(p.nvls_chunk_handshake_ns));
        }},
       {"nvls_pipeline_fill_chunks", R::optional,
        [](GpuProfile& p, const YamlValue& v) { p.nvls_pipeline_fill_chunks = v.as_double(0.0, 64.0); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
-         if (p.nvls_pipeline_fill_chunks != 0) put(o, k, exact_number_text(p.nvls_pipeline_fill_chunks));
+         if (p.nvls_pipeline_fill_chunks != 0) emit_key(o, k, exact_number_text(p.nvls_pipeline_fill_chunks));
        }},
       {"overlap_slowdown", R::required,
        [](GpuProfile& p, const YamlValue& v) { p.overlap_slowdown = v.as_double(0.0, 1.0); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
-         put(o, k, exact_number_text(p.overlap_slowdown));
+         emit_key(o, k, exact_number_text(p.overlap_slowdown));
        }},
       {"cuda_malloc_ns", R::required, [](GpuProfile& p, const YamlValue& v) { p.cuda_malloc_ns = v.as_time_ns(); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
-         put(o, k, exact_time_text(p.cuda_malloc_ns));
+         emit_key(o, k, exact_time_text(p.cuda_malloc_ns));
        }},
       busbw_scale_row("busbw_scale_all_gather", &GpuProfile::busbw_scale_all_gather),
       busbw_scale_row("busbw_scale_reduce_scatter", &GpuProfile::busbw_scale_reduce_scatter),
       busbw_scale_row("busbw_scale_all_reduce", &GpuProfile::busbw_scale_all_reduce),
       {"calibration", R::optional, [](GpuProfile& p, const YamlValue& v) { p.calibration = v.as_string(); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
-         if (!p.calibration.empty()) put(o, k, p.calibration);
+         if (!p.calibration.empty()) emit_key(o, k, p.calibration);
        }},
   };
   return rows;

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/key_table.h"
 #include "common/text.h"
 #include "topologies/hardware.h"
 #include "topologies/hardware_yaml.h"
@@ -10,31 +11,17 @@
 namespace fsdpsim {
 namespace {
 
-const std::vector<std::string>& topology_keys() {
-  static const std::vector<std::string> keys{"name",
-                                             "description",
-                                             "gpu",
-                                             "gpus_per_node",
-                                             "nvlink_domain_gpus",
-                                             "nvlink_bw",
-                                             "nvls",
-                                             "nics_per_node",
-                                             "nic_bw",
-                                             "ib_sharp",
-                                             "host_bw",
-                                             "nic_latency",
-                                             "max_nics_between_domains"};
-  return keys;
-}
+using TopologyRow = KeyRow<Topology>;
+using hardware_yaml::exact_bandwidth_text;
+using hardware_yaml::exact_time_text;
 
 // `gpu:` is a profile name (a scalar) or a whole profile (a mapping).
-GpuProfile read_gpu(YamlMap& map) {
-  const YAML::Node node = map.raw("gpu");
+GpuProfile read_gpu(const YamlValue& value) {
+  const YAML::Node& node = value.node();
   if (node.IsMap()) {
-    YamlMap inline_profile(node, map.source(), map.key_path("gpu"));
+    YamlMap inline_profile(node, value.source(), value.key_path());
     return hardware_yaml::read_gpu_profile(inline_profile);
   }
-  const YamlValue value(node, map.source(), map.key_path("gpu"));
   if (!node.IsScalar()) value.fail("expected a GPU profile name or a profile mapping", "write e.g. gpu: h100-sxm");
   const std::string name = value.as_string();
   if (auto profile = hardware_yaml::find_gpu_profile_preset(name)) return *profile;
@@ -43,50 +30,104 @@ GpuProfile read_gpu(YamlMap& map) {
              "valid profiles: " + join(valid) + "; or give the profile inline as a mapping");
 }
 
-void read_shape(YamlMap& map, Topology& t) {
-  t.gpus_per_node = static_cast<int32_t>(map.get("gpus_per_node").as_int(1, 1 << 20));
-  const YamlValue domain = map.get("nvlink_domain_gpus");
-  t.nvlink_domain_gpus = static_cast<int32_t>(domain.as_int(1, 1 << 20));
-  // An NVLink domain is made of whole nodes (a DGX, or the 18 compute trays of an NVL72 rack).
-  if (t.nvlink_domain_gpus % t.gpus_per_node != 0) {
-    domain.fail("an NVLink domain of " + std::to_string(t.nvlink_domain_gpus) + " GPUs is not a whole number of " +
-                    std::to_string(t.gpus_per_node) + "-GPU nodes",
-                "use gpus_per_node (" + std::to_string(t.gpus_per_node) + ") or a multiple of it");
+// A built-in profile is named; anything else (a calibrated or edited profile) is written inline.
+void write_gpu(YAML::Emitter& out, const std::string& key, const GpuProfile& gpu) {
+  out << YAML::Key << key << YAML::Value;
+  const auto preset = hardware_yaml::find_gpu_profile_preset(gpu.name);
+  if (preset && *preset == gpu) {
+    out << gpu.name;
+    return;
   }
-  t.nics_per_node = static_cast<int32_t>(map.get("nics_per_node").as_int(1, 1 << 10));
-  const int64_t nics_per_domain = int64_t{t.nics_per_node} * (t.nvlink_domain_gpus / t.gpus_per_node);
-  t.max_nics_between_domains =
-      map.has("max_nics_between_domains")
-          ? static_cast<int32_t>(map.get("max_nics_between_domains").as_int(0, nics_per_domain))
-          : 0;
+  out << YAML::BeginMap;
+  hardware_yaml::emit_gpu_profile_keys(out, gpu);
+  out << YAML::EndMap;
 }
 
-void read_links(YamlMap& map, Topology& t) {
-  t.nvlink_bw_bytes_per_s = map.get("nvlink_bw").as_bandwidth_bytes_per_s();
-  t.nvls = map.bool_or("nvls", false);
-  // NVLink SHARP needs NVSwitch gen3 and an SM90+ GPU (NCCL runs NVLS only from Hopper on).
-  if (t.nvls && t.gpu.arch == GpuArch::ampere) {
-    map.get("nvls").fail(
-        "NVLS needs a Hopper or newer GPU, but '" + t.gpu.name + "' is " + std::string(to_string(t.gpu.arch)),
-        "set nvls: false");
-  }
-  t.nic_bw_bytes_per_s = map.get("nic_bw").as_bandwidth_bytes_per_s();
-  t.ib_sharp = map.bool_or("ib_sharp", false);
-  t.host_bw_bytes_per_s = map.get("host_bw").as_bandwidth_bytes_per_s();
-  t.nic_latency_ns = map.has("nic_latency") ? map.get("nic_latency").as_time_ns() : 0;
+// An NVLink domain is made of whole nodes (a DGX, or the 18 compute trays of an NVL72 rack).
+void check_whole_nodes(const Topology& t, const YamlValue& domain) {
+  if (t.nvlink_domain_gpus % t.gpus_per_node == 0) return;
+  domain.fail("an NVLink domain of " + std::to_string(t.nvlink_domain_gpus) + " GPUs is not a whole number of " +
+                  std::to_string(t.gpus_per_node) + "-GPU nodes",
+              "use gpus_per_node (" + std::to_string(t.gpus_per_node) + ") or a multiple of it");
+}
+
+// NVLink SHARP needs NVSwitch gen3 and an SM90+ GPU (NCCL runs NVLS only from Hopper on).
+void check_nvls_gpu(const Topology& t, const YamlValue& nvls) {
+  if (!t.nvls || t.gpu.arch != GpuArch::ampere) return;
+  nvls.fail("NVLS needs a Hopper or newer GPU, but '" + t.gpu.name + "' is " + std::string(to_string(t.gpu.arch)),
+            "set nvls: false");
+}
+
+// A link's bandwidth, read in the second pass (see topology_rows); `prefer_bits` for line rates quoted in bits.
+TopologyRow link_bandwidth_row(const std::string& key, double Topology::*field, bool prefer_bits) {
+  return {key, KeyPresence::required,
+          [field](Topology& t, const YamlValue& v) { t.*field = v.as_bandwidth_bytes_per_s(); },
+          [field, prefer_bits](YAML::Emitter& o, const std::string& k, const Topology& t) {
+            emit_key(o, k, exact_bandwidth_text(t.*field, prefer_bits));
+          },
+          ReadPass::second};
+}
+
+// Every key a topology may hold, once: the allowed keys, the reader and the writer (table order, which is the
+// file's). The node shape is read first and the links (the second pass) after, as they always have been, so a file
+// with a problem in each reports the shape's. Optional keys are always written, at their default too.
+const std::vector<TopologyRow>& topology_rows() {
+  using R = KeyPresence;
+  static const std::vector<TopologyRow> rows{
+      {"name", R::required,
+       [](Topology& t, const YamlValue& v) {
+         t.name = v.as_string();
+         if (t.name.empty()) v.fail("the topology name is empty", "write e.g. name: my-cluster");
+       },
+       [](YAML::Emitter& o, const std::string& k, const Topology& t) { emit_key(o, k, t.name); }},
+      {"description", R::optional, [](Topology& t, const YamlValue& v) { t.description = v.as_string(); },
+       [](YAML::Emitter& o, const std::string& k, const Topology& t) { emit_key(o, k, t.description); }},
+      {"gpu", R::required, [](Topology& t, const YamlValue& v) { t.gpu = read_gpu(v); },
+       [](YAML::Emitter& o, const std::string& k, const Topology& t) { write_gpu(o, k, t.gpu); }},
+      {"gpus_per_node", R::required,
+       [](Topology& t, const YamlValue& v) { t.gpus_per_node = static_cast<int32_t>(v.as_int(1, 1 << 20)); },
+       [](YAML::Emitter& o, const std::string& k, const Topology& t) { emit_key(o, k, t.gpus_per_node); }},
+      {"nvlink_domain_gpus", R::required,
+       [](Topology& t, const YamlValue& v) {
+         t.nvlink_domain_gpus = static_cast<int32_t>(v.as_int(1, 1 << 20));
+         check_whole_nodes(t, v);
+       },
+       [](YAML::Emitter& o, const std::string& k, const Topology& t) { emit_key(o, k, t.nvlink_domain_gpus); }},
+      link_bandwidth_row("nvlink_bw", &Topology::nvlink_bw_bytes_per_s, false),
+      {"nvls", R::optional,
+       [](Topology& t, const YamlValue& v) {
+         t.nvls = v.as_bool();
+         check_nvls_gpu(t, v);
+       },
+       [](YAML::Emitter& o, const std::string& k, const Topology& t) { emit_key(o, k, t.nvls); }, ReadPass::second},
+      {"nics_per_node", R::required,
+       [](Topology& t, const YamlValue& v) { t.nics_per_node = static_cast<int32_t>(v.as_int(1, 1 << 10)); },
+       [](YAML::Emitter& o, const std::string& k, const Topology& t) { emit_key(o, k, t.nics_per_node); }},
+      link_bandwidth_row("nic_bw", &Topology::nic_bw_bytes_per_s, true),
+      {"ib_sharp", R::optional, [](Topology& t, const YamlValue& v) { t.ib_sharp = v.as_bool(); },
+       [](YAML::Emitter& o, const std::string& k, const Topology& t) { emit_key(o, k, t.ib_sharp); }, ReadPass::second},
+      link_bandwidth_row("host_bw", &Topology::host_bw_bytes_per_s, false),
+      {"nic_latency", R::optional, [](Topology& t, const YamlValue& v) { t.nic_latency_ns = v.as_time_ns(); },
+       [](YAML::Emitter& o, const std::string& k, const Topology& t) {
+         emit_key(o, k, exact_time_text(t.nic_latency_ns));
+       },
+       ReadPass::second},
+      // At most every NIC of a domain (read after nics_per_node and the domain size).
+      {"max_nics_between_domains", R::optional,
+       [](Topology& t, const YamlValue& v) {
+         const int64_t nics_per_domain = int64_t{t.nics_per_node} * (t.nvlink_domain_gpus / t.gpus_per_node);
+         t.max_nics_between_domains = static_cast<int32_t>(v.as_int(0, nics_per_domain));
+       },
+       [](YAML::Emitter& o, const std::string& k, const Topology& t) { emit_key(o, k, t.max_nics_between_domains); }},
+  };
+  return rows;
 }
 
 Topology read_topology(YamlMap& map) {
-  map.allow(topology_keys());
+  map.allow(keys_of(topology_rows()));
   map.finish();  // unknown keys first, with "did you mean"
   Topology t;
-  const YamlValue name = map.get("name");
-  t.name = name.as_string();
-  if (t.name.empty()) name.fail("the topology name is empty", "write e.g. name: my-cluster");
-  t.description = map.string_or("description", "");
-  t.gpu = read_gpu(map);
-  read_shape(map, t);
-  read_links(map, t);
+  read_keys(map, topology_rows(), t);
   return t;
 }
 
@@ -99,31 +140,9 @@ Topology parse_topology_yaml(const std::string& text, const std::string& source)
 }
 
 std::string topology_to_yaml(const Topology& t) {
-  using hardware_yaml::exact_bandwidth_text;
   YAML::Emitter out;
   out << YAML::BeginMap;
-  out << YAML::Key << "name" << YAML::Value << t.name;
-  out << YAML::Key << "description" << YAML::Value << t.description;
-  // A built-in profile is named; anything else (a calibrated or edited profile) is written inline.
-  const auto preset = hardware_yaml::find_gpu_profile_preset(t.gpu.name);
-  out << YAML::Key << "gpu" << YAML::Value;
-  if (preset && *preset == t.gpu) {
-    out << t.gpu.name;
-  } else {
-    out << YAML::BeginMap;
-    hardware_yaml::emit_gpu_profile_keys(out, t.gpu);
-    out << YAML::EndMap;
-  }
-  out << YAML::Key << "gpus_per_node" << YAML::Value << t.gpus_per_node;
-  out << YAML::Key << "nvlink_domain_gpus" << YAML::Value << t.nvlink_domain_gpus;
-  out << YAML::Key << "nvlink_bw" << YAML::Value << exact_bandwidth_text(t.nvlink_bw_bytes_per_s, false);
-  out << YAML::Key << "nvls" << YAML::Value << t.nvls;
-  out << YAML::Key << "nics_per_node" << YAML::Value << t.nics_per_node;
-  out << YAML::Key << "nic_bw" << YAML::Value << exact_bandwidth_text(t.nic_bw_bytes_per_s, true);
-  out << YAML::Key << "ib_sharp" << YAML::Value << t.ib_sharp;
-  out << YAML::Key << "host_bw" << YAML::Value << exact_bandwidth_text(t.host_bw_bytes_per_s, false);
-  out << YAML::Key << "nic_latency" << YAML::Value << hardware_yaml::exact_time_text(t.nic_latency_ns);
-  out << YAML::Key << "max_nics_between_domains" << YAML::Value << t.max_nics_between_domains;
+  write_keys(out, topology_rows(), t);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }
