@@ -55,6 +55,7 @@ Job resolve_job(const JobOptions& options) {
 }
 
 Schedule build_job_schedule(const ModelSpec& model, FsdpConfig& config, const Topology& topology, ScheduleCheck check) {
+  config.fp8_recipe = resolve_fp8_recipe(config.fp8_recipe, topology.gpu.arch == GpuArch::blackwell);
   const ParallelLayout layout = resolve_layout(model, config, topology.gpus_per_node);
   Schedule s = build_schedule(model, config, layout);
   if (check == ScheduleCheck::validate) validate_or_throw(s, "the built schedule");

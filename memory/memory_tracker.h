@@ -15,7 +15,7 @@
 
 namespace fsdpsim {
 
-inline constexpr size_t kCategoryCount = 9;
+inline constexpr size_t kCategoryCount = kBufferCategoryCount;
 /// Bytes per BufferCategory (indexed by its value).
 using CategoryBytes = std::array<int64_t, kCategoryCount>;
 

@@ -1,7 +1,9 @@
 // The PyTorch FSDP2 builder (torch.distributed.fsdp.fully_shard, docs/architecture.md §4.7): one
-// FSDPParamGroup per decoder layer plus the root group (embedding, final norm, output layer); copy-in, all-gather
-// and copy-out per unshard; reshard after forward except for the root; one-unit implicit forward prefetch and
-// one-unit backward prefetch; reduce-scatter per backward with one reduce-scatter input in flight; HSDP all-reduce.
+// FSDPParamGroup per fully_shard call — torchtitan's wrapping (embedding; each decoder layer; [final norm, output]
+// kept unsharded after forward; the root left without parameters) or the plain two-level one (each layer, then the
+// root with embedding, final norm and output); copy-in, all-gather and copy-out per unshard; one-unit implicit
+// forward prefetch and one-unit backward prefetch; reduce-scatter per backward with one reduce-scatter input in
+// flight; HSDP all-reduce.
 #include "schedule/build/build_fsdp2.h"
 
 #include <algorithm>
@@ -28,7 +30,8 @@ struct Part {
 
 struct ParamGroup {
   std::string name;
-  std::vector<int32_t> units;  // model units it covers (root: embedding and output)
+  std::vector<int32_t> units;  // model units it covers, ascending (two-level root: embedding and output)
+  bool reshard_after_forward = true;
   std::vector<Part> parts;
   OpId copy_out_op;             // the compute stream waits on the all-gather once, at copy-out
   bool unsharded = false;       // unsharded params are alive
@@ -56,12 +59,11 @@ class Fsdp2Builder {
   [[nodiscard]] int64_t weight_bytes() const { return dtype_bytes(ctx_.config.param_dtype); }
   [[nodiscard]] int64_t shard_elem_bytes() const { return main_param_bytes(ctx_.config) > 0 ? 4 : 2; }
   [[nodiscard]] int64_t reduce_bytes() const { return dtype_bytes(grad_comm_dtype(ctx_.config)); }
-  [[nodiscard]] int32_t group_of_unit(int32_t unit) const {
-    return ctx_.is_layer(unit) ? unit : 0;  // group 0 is the root
-  }
+  [[nodiscard]] int32_t group_of_unit(int32_t unit) const { return unit_group_[static_cast<size_t>(unit)]; }
 
   void setup();
-  void unshard(int32_t g, Phase phase, int32_t mb);
+  void add_group(std::string name, std::vector<int32_t> units, bool reshard_after_forward);
+  void unshard(int32_t g, Phase phase, int32_t mb, bool after_compute = false);
   void copy_out(int32_t g, Phase phase, int32_t mb, bool free_flat_now);
   void forward(int32_t mb, Activations& acts);
   void backward(int32_t mb, Activations& acts);
@@ -70,6 +72,7 @@ class Fsdp2Builder {
 
   BuildContext ctx_;
   std::vector<ParamGroup> groups_;
+  std::vector<int32_t> unit_group_;  // model unit → its FSDP param group
   StreamId copy_in_stream_, ag_stream_, rs_stream_, ar_stream_;
   BufferId shard_params_, shard_grads_, optimizer_state_;
   int64_t shard_elems_ = 0;
@@ -78,6 +81,36 @@ class Fsdp2Builder {
   OpId rs_in_flight_op_;        // the last reduce-scatter's final op
   BufferId rs_in_flight_input_;
 };
+
+void Fsdp2Builder::add_group(std::string name, std::vector<int32_t> units, bool reshard_after_forward) {
+  const ParallelLayout& l = ctx_.layout;
+  ParamGroup pg;
+  pg.name = std::move(name);
+  pg.units = std::move(units);
+  pg.reshard_after_forward = reshard_after_forward;
+  int64_t dense = 0, expert = 0, dense_row = 1, expert_row = 1;
+  for (const int32_t u : pg.units) {
+    const UnitCost& c = ctx_.units[static_cast<size_t>(u)];
+    dense += c.dense_params;
+    expert += c.expert_params;
+    dense_row = std::max(dense_row, c.dense_row_elems);
+    expert_row = std::max(expert_row, c.expert_row_elems);
+    unit_group_[static_cast<size_t>(u)] = static_cast<int32_t>(groups_.size());
+  }
+  for (const bool is_expert : {false, true}) {
+    const int64_t elems = is_expert ? expert : dense;
+    if (elems == 0) continue;
+    Part part;
+    part.expert = is_expert;
+    part.shard = is_expert ? l.expert_shard : l.dense_shard;
+    // Each parameter is padded to ceil(dim0 / N)·N rows; the unit's largest row stands in for the rows.
+    const int64_t row = is_expert ? expert_row : dense_row;
+    part.padded_elems = ceil_div(elems, part.shard * row) * part.shard * row;
+    shard_elems_ += part.padded_elems / part.shard;
+    pg.parts.push_back(part);
+  }
+  groups_.push_back(std::move(pg));
+}
 
 void Fsdp2Builder::setup() {
   const ParallelLayout& l = ctx_.layout;
@@ -88,31 +121,19 @@ void Fsdp2Builder::setup() {
   ag_stream_ = ctx_.w.stream("ag", -1);
   rs_stream_ = ctx_.w.stream("rs", -1);
   if (l.outer > 1) ar_stream_ = ctx_.w.stream("outer_ar");
-  groups_.resize(static_cast<size_t>(ctx_.layers()) + 1);
-  for (int32_t g = 0; g <= ctx_.layers(); ++g) {
-    ParamGroup& pg = groups_[static_cast<size_t>(g)];
-    pg.units = g == 0 ? std::vector<int32_t>{0, ctx_.layers() + 1} : std::vector<int32_t>{g};
-    pg.name = g == 0 ? "root" : ctx_.units[static_cast<size_t>(g)].name;
-    int64_t dense = 0, expert = 0, dense_row = 1, expert_row = 1;
-    for (const int32_t u : pg.units) {
-      const UnitCost& c = ctx_.units[static_cast<size_t>(u)];
-      dense += c.dense_params;
-      expert += c.expert_params;
-      dense_row = std::max(dense_row, c.dense_row_elems);
-      expert_row = std::max(expert_row, c.expert_row_elems);
-    }
-    for (const bool is_expert : {false, true}) {
-      const int64_t elems = is_expert ? expert : dense;
-      if (elems == 0) continue;
-      Part part;
-      part.expert = is_expert;
-      part.shard = is_expert ? l.expert_shard : l.dense_shard;
-      // Each parameter is padded to ceil(dim0 / N)·N rows; the unit's largest row stands in for the rows.
-      const int64_t row = is_expert ? expert_row : dense_row;
-      part.padded_elems = ceil_div(elems, part.shard * row) * part.shard * row;
-      shard_elems_ += part.padded_elems / part.shard;
-      pg.parts.push_back(part);
-    }
+  const int32_t output = ctx_.layers() + 1;
+  const bool reshard = ctx_.config.reshard_after_forward;
+  unit_group_.assign(ctx_.units.size(), 0);
+  if (ctx_.config.fsdp2_wrap == Fsdp2Wrap::torchtitan) {
+    // torchtitan/distributed/fsdp.py @ b5bcd76c: the embedding alone (resharded as the blocks are), [norm, lm_head]
+    // not resharded after forward ("FSDP would prefetch them immediately"), each block, then the parameter-less root.
+    add_group("embedding", {0}, reshard);
+    for (int32_t layer = 1; layer <= ctx_.layers(); ++layer) add_group(ctx_.units[static_cast<size_t>(layer)].name, {layer}, reshard);
+    add_group("output", {output}, false);
+  } else {
+    // The root's parameters stay unsharded from forward to backward (FSDPState._lazy_init).
+    add_group("root", {0, output}, false);
+    for (int32_t layer = 1; layer <= ctx_.layers(); ++layer) add_group(ctx_.units[static_cast<size_t>(layer)].name, {layer}, reshard);
   }
   // Memory (docs/architecture.md §4.7): sharded parameters in their original dtype (FP32 master copy), sharded FP32
   // gradients, Adam.
@@ -122,9 +143,10 @@ void Fsdp2Builder::setup() {
   optimizer_state_ = ctx_.w.buffer("optimizer_state", BufferCategory::optimizer_state, adam * shard_elems_, true);
 }
 
-void Fsdp2Builder::unshard(int32_t g, Phase phase, int32_t mb) {
+void Fsdp2Builder::unshard(int32_t g, Phase phase, int32_t mb, bool after_compute) {
   // foreach_all_gather: copy-in (cast the shard into its slot of the flat output) on the copy-in stream, then
-  // all_gather_into_tensor on the AG stream. The AG streams wait only on the previous copy-out.
+  // all_gather_into_tensor on the AG stream. The AG streams wait only on the previous copy-out, and at the root's
+  // pre-forward on everything issued to the compute stream so far (FSDPState._root_pre_forward).
   ParamGroup& pg = groups_[static_cast<size_t>(g)];
   if (pg.unsharded || pg.issued) return;
   const std::string phase_name = phase == Phase::fwd ? "" : "." + std::string(to_string(phase));
@@ -137,7 +159,8 @@ void Fsdp2Builder::unshard(int32_t g, Phase phase, int32_t mb) {
     copy_in.unit = pg.units.front();
     copy_in.micro_batch = mb;
     if (last_copy_out_.valid()) copy_in.deps = {last_copy_out_};
-    if (!last_copy_out_.valid() && ctx_.w.tail(ctx_.compute).valid()) copy_in.deps = {ctx_.w.tail(ctx_.compute)};
+    const bool wait_compute = after_compute || !last_copy_out_.valid();
+    if (wait_compute && ctx_.w.tail(ctx_.compute).valid()) copy_in.deps.push_back(ctx_.w.tail(ctx_.compute));
     copy_in.reads = {shard_params_};
     copy_in.allocs = {part.flat};
     copy_in.writes = {part.flat};
@@ -195,15 +218,15 @@ void Fsdp2Builder::copy_out(int32_t g, Phase phase, int32_t mb, bool free_flat_n
 void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
   const auto units = static_cast<int32_t>(ctx_.units.size());
   const int32_t ahead = std::max(1, ctx_.config.forward_prefetch);
-  unshard(0, Phase::fwd, mb);  // the root's pre-forward
+  unshard(group_of_unit(0), Phase::fwd, mb, true);  // the root's pre-forward
   for (int32_t u = 0; u < units; ++u) {
     const int32_t g = group_of_unit(u);
     unshard(g, Phase::fwd, mb);
     copy_out(g, Phase::fwd, mb, false);
     // Implicit prefetch: the CPU reaches the next pre-forwards while the GPU computes this unit (explicit
     // set_modules_to_forward_prefetch issues `forward_prefetch` groups ahead).
-    for (int32_t next = u + 1; next <= std::min(units - 2, u + ahead) && ctx_.config.forward_prefetch > 0; ++next) {
-      if (ctx_.is_layer(next)) unshard(next, Phase::fwd, mb);
+    for (int32_t next = u + 1; next <= std::min(units - 1, u + ahead) && ctx_.config.forward_prefetch > 0; ++next) {
+      if (group_of_unit(next) != g) unshard(group_of_unit(next), Phase::fwd, mb);
     }
     emit_unit_collectives(ctx_, u, Phase::fwd, mb);
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
@@ -214,8 +237,8 @@ void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
     ParamGroup& pg = groups_[static_cast<size_t>(g)];
     for (const Part& part : pg.parts) fwd.reads.push_back(part.unsharded);
     acts.on_forward(fwd, u);
-    // reshard_after_forward: free the unsharded parameters of non-root groups (the root is kept for backward).
-    if (g != 0 && ctx_.config.reshard_after_forward) {
+    // reshard_after_forward: free the group's unsharded parameters after its last unit's forward.
+    if (pg.reshard_after_forward && u == pg.units.back()) {
       for (const Part& part : pg.parts) fwd.frees.push_back(part.unsharded);
       pg.unsharded = false;
     }
@@ -236,14 +259,16 @@ void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
     const int32_t g = group_of_unit(u);
     if (acts.chunk_end(u)) {
       for (int32_t r = acts.chunk_start(u); r <= u; ++r) {
-        unshard(r, Phase::recompute, mb);
-        copy_out(r, Phase::recompute, mb, true);
+        unshard(group_of_unit(r), Phase::recompute, mb);
+        copy_out(group_of_unit(r), Phase::recompute, mb, true);
         const UnitCost& rc = ctx_.units[static_cast<size_t>(r)];
         Op op = make_compute(op_name("recompute", rc.name, mb), Phase::recompute, ctx_.compute, rc.fwd_gemms,
                              rc.fwd_bytes_touched);
         op.unit = r;
         op.micro_batch = mb;
-        for (const Part& part : groups_[static_cast<size_t>(r)].parts) op.reads.push_back(part.unsharded);
+        for (const Part& part : groups_[static_cast<size_t>(group_of_unit(r))].parts) {
+          op.reads.push_back(part.unsharded);
+        }
         acts.on_recompute(op, r);
         ctx_.w.add(std::move(op));
       }
@@ -251,8 +276,8 @@ void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
     // Pre-backward: unshard this group, then prefetch the next `backward_prefetch` groups in reverse order.
     unshard(g, Phase::bwd, mb);
     copy_out(g, Phase::bwd, mb, true);
-    for (int32_t k = 1; k <= ctx_.config.backward_prefetch; ++k) {
-      if (ctx_.is_layer(u - k)) unshard(u - k, Phase::bwd, mb);
+    for (int32_t k = 1; k <= ctx_.config.backward_prefetch && u - k >= 0; ++k) {
+      if (group_of_unit(u - k) != g) unshard(group_of_unit(u - k), Phase::bwd, mb);
     }
     acts.reload(u, ctx_.w.tail(ctx_.compute));
     acts.reload(u - 1, ctx_.w.tail(ctx_.compute));
@@ -271,7 +296,7 @@ void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
     bwd.allocs.push_back(grads);
     bwd.writes.push_back(grads);
     pg.grads.push_back(grads);
-    const bool group_done = g != 0 || u == 0;  // the root's backward ends with the embedding
+    const bool group_done = u == pg.units.front();  // a two-level root's backward ends with the embedding
     if (group_done) {
       for (const Part& part : pg.parts) bwd.frees.push_back(part.unsharded);  // reshard
       pg.unsharded = false;

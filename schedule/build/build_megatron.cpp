@@ -30,6 +30,15 @@ bool MegatronBuilder::hfsdp() const {
   return hsdp() && ctx_.config.outer_dp_sharding_strategy == OuterStrategy::optim;
 }
 
+bool MegatronBuilder::fp8_transpose_buffer() const {
+  return zero3() && ctx_.config.param_dtype == DType::fp8 &&
+         resolve_fp8_recipe(ctx_.config.fp8_recipe, false) == Fp8Recipe::mxfp8;
+}
+
+bool MegatronBuilder::fp8_transpose_cache() const {
+  return zero3() && ctx_.config.param_dtype == DType::fp8 && !fp8_transpose_buffer();
+}
+
 int64_t MegatronBuilder::grad_bytes(const BucketGroup& g) const {
   return g.padded_elems * dtype_bytes(grad_comm_dtype(ctx_.config));
 }
@@ -40,7 +49,7 @@ GroupId MegatronBuilder::shard_group(const BucketGroup& g) {
 
 bool MegatronBuilder::uses_pool(int32_t group) const {
   const BucketGroup& g = plan_.groups[static_cast<size_t>(group)];
-  if (param_pool_.empty() || g.non_unit) return false;
+  if (param_pool_.empty() || g.non_unit || !g.distributed) return false;
   int64_t unit_bytes = 0;
   for (const int32_t other : plan_.unit_groups[static_cast<size_t>(g.units.front())]) {
     unit_bytes += plan_.groups[static_cast<size_t>(other)].gathered_bytes;
@@ -92,14 +101,33 @@ void MegatronBuilder::add_persistent_buffers() {
       param_shard_expert_ =
           mark(ctx_.w.buffer("param_shard.experts", BufferCategory::param_shard, shard_bytes[1], true));
     }
-    // docs/architecture.md §4.6.3: non-unit buckets are gathered once per step and stay unsharded (PRESERVED).
-    ag_[0].buffer =
-        mark(ctx_.w.buffer("params.non_unit", BufferCategory::gathered_param, plan_.groups[0].gathered_bytes, true));
+    if (fp8_transpose_buffer()) {
+      // MXFP8 (DataParallelBuffer is_transpose_buffer): a column-wise copy of every FP8 weight shard, all-gathered in
+      // backward instead of the row-wise data.
+      int64_t transpose_bytes = 0;
+      for (const auto& g : plan_.groups) transpose_bytes += g.fp8_padded_elems / g.shard_size;
+      param_shard_transpose_ =
+          mark(ctx_.w.buffer("param_shard.transpose", BufferCategory::param_shard, transpose_bytes, true));
+    }
+    // docs/architecture.md §4.6.3: non-unit buckets are gathered once per step and stay unsharded (PRESERVED). They
+    // come from the plain caching allocator, not the NCCL pool (param_and_grad_buffer.py, fetch_bucket fallback).
+    for (const int32_t g : plan_.non_unit_groups) {
+      ag_[static_cast<size_t>(g)].buffer =
+          ctx_.w.buffer("params." + plan_.groups[static_cast<size_t>(g)].name, BufferCategory::gathered_param,
+                        plan_.groups[static_cast<size_t>(g)].gathered_bytes, true);
+    }
+    // A unit group that is not distributed (an expert shard group of one rank) computes from its full, persistent
+    // weight buffer (DataParallelBuffer.fetch_bucket returns it): always ready, never gathered or released.
+    for (size_t g = 0; g < plan_.groups.size(); ++g) {
+      if (plan_.groups[g].non_unit || plan_.groups[g].distributed) continue;
+      ag_[g].buffer = plan_.groups[g].expert ? param_shard_expert_ : param_shard_;
+      ag_[g].status = AgStatus::ready;
+    }
   } else {
     for (size_t g = 0; g < plan_.groups.size(); ++g) {
       ag_[g].buffer = mark(ctx_.w.buffer("params." + plan_.groups[g].name, BufferCategory::gathered_param,
                                          plan_.groups[g].gathered_bytes, true));
-      if (c.data_parallel_sharding_strategy == ShardingStrategy::no_shard) ag_[g].status = AgStatus::ready;
+      if (!plan_.groups[g].distributed) ag_[g].status = AgStatus::ready;
     }
   }
   const int64_t outer_shards = hfsdp() ? ctx_.layout.outer : 1;
@@ -107,8 +135,9 @@ void MegatronBuilder::add_persistent_buffers() {
                          ? full_elems
                          : (shard_elems[0] + shard_elems[1]) / outer_shards;
   if (main_param_bytes(c) > 0) {
+    // Main weights are not allocated in the NCCL memory pool (param_and_grad_buffer.py, main weight buffer init).
     main_weights_ =
-        mark(ctx_.w.buffer("main_weights", BufferCategory::main_weight, main_param_bytes(c) * optimizer_elems_, true));
+        ctx_.w.buffer("main_weights", BufferCategory::main_weight, main_param_bytes(c) * optimizer_elems_, true);
   }
   const int64_t adam_bytes = dtype_bytes(c.exp_avg_dtype) + dtype_bytes(c.exp_avg_sq_dtype);
   optimizer_state_ =
@@ -163,7 +192,6 @@ void MegatronBuilder::add_double_buffer_pools() {
       ctx_.w.mark_registered(grad_pool_.back());
     }
   }
-  grad_pool_last_reader_.assign(2, OpId::none());
   if (!zero3()) modal_unit_bytes_ = -1;  // ZeRO-2 keeps full weights; only grads use the pool
 }
 
@@ -206,7 +234,9 @@ void MegatronBuilder::gather(const std::vector<int32_t>& requested, Prefetch pre
   // Only EMPTY buckets are gathered, in ascending bucket-ID order even in backward (docs/architecture.md §4.6.3).
   std::vector<int32_t> to_issue;
   for (const int32_t g : list) {
-    if (ag_[static_cast<size_t>(g)].status == AgStatus::empty) to_issue.push_back(g);
+    if (ag_[static_cast<size_t>(g)].status == AgStatus::empty && plan_.groups[static_cast<size_t>(g)].distributed) {
+      to_issue.push_back(g);
+    }
     ag_[static_cast<size_t>(g)].releasable = false;  // what is about to be used is not recycled
   }
   if (to_issue.empty()) return;
@@ -279,11 +309,15 @@ void MegatronBuilder::issue_all_gather(int32_t group, Phase phase, int32_t mb) {
   op.micro_batch = mb;
   op.deps = deps;
   if (source.valid()) op.reads = {source};
+  // MXFP8: backward gathers the column-wise copy of the FP8 weights (get_bucket_key(bucket, bwd=True)).
+  if (phase == Phase::bwd && g.fp8_padded_elems > 0 && param_shard_transpose_.valid()) {
+    op.reads.push_back(param_shard_transpose_);
+  }
   if (transient) op.allocs = {buffer};
   op.writes = {buffer};
   state.status = AgStatus::in_flight;
   state.buffer = buffer;
-  state.ag_op = ctx_.w.add(std::move(op));
+  state.ag_op = add_on_communicator(std::move(op));
   state.releasable = false;
 }
 
@@ -304,10 +338,24 @@ void MegatronBuilder::release(const std::vector<int32_t>& groups, Op& op) {
   // release_bucket(): a storage resize to 0 after the op that used the weights.
   for (const int32_t g : groups) {
     AgState& state = ag_[static_cast<size_t>(g)];
-    if (state.status == AgStatus::empty) continue;
+    if (state.status == AgStatus::empty || !plan_.groups[static_cast<size_t>(g)].distributed) continue;
     if (!ctx_.w.buffer_at(state.buffer).persistent) op.frees.push_back(state.buffer);
     state = AgState{};
   }
+}
+
+OpId MegatronBuilder::add_on_communicator(Op op) {
+  // All-gathers and reduce-scatters of one data-parallel group share its NCCL communicator unless
+  // --create-all-gather-group gives the all-gathers their own; ProcessGroupNCCL runs one communicator's collectives
+  // on one internal stream in the order the host issued them (Megatron-FSDP's docs/runtime_schedule.md @
+  // d98e8a64ddf3), so each one also waits for the previous one on that communicator.
+  const bool own_ag_communicator = ctx_.config.create_all_gather_group && op.kind == OpKind::all_gather;
+  const int32_t key = op.group.value() * 2 + (own_ag_communicator ? 1 : 0);
+  const auto previous = last_on_communicator_.find(key);
+  if (previous != last_on_communicator_.end()) op.deps.push_back(previous->second);
+  const OpId id = ctx_.w.add(std::move(op));
+  last_on_communicator_[key] = id;
+  return id;
 }
 
 // ---- forward ----------------------------------------------------------------------------------------------------
@@ -317,7 +365,7 @@ void MegatronBuilder::start_param_sync() {
   const auto strategy = ctx_.config.data_parallel_sharding_strategy;
   if (strategy == ShardingStrategy::no_shard) return;
   if (ctx_.config.overlap_param_gather) {
-    gather({0}, Prefetch::forward, Phase::fwd, 0);
+    gather({plan_.unit_groups.front().front()}, Prefetch::forward, Phase::fwd, 0);
     return;
   }
   std::vector<int32_t> all;

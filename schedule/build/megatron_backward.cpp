@@ -7,6 +7,9 @@
 namespace fsdpsim {
 namespace {
 
+// autograd's param.grad has the compute weight's dtype: BF16 (TE hands FP8 parameters BF16 weight gradients).
+constexpr int64_t kParamGradBytes = 2;
+
 // gradient_reduce_preprocessing(): per-token loss sums; average_in_collective uses ncclAvg; otherwise non-BF16 grads
 // use NCCL PreMulSum(1/N) and BF16 grads get an explicit mul_ over the bucket before a plain sum
 // (docs/architecture.md §4.6.4).
@@ -23,19 +26,23 @@ ReduceOp grad_reduce_op(const FsdpConfig& c, bool* needs_scale_pass) {
 
 void MegatronBuilder::backward(int32_t mb, Activations& acts) {
   // Root pre-backward (docs/architecture.md §4.6.3): every unit bucket still gathered becomes lazily releasable.
+  // Non-unit buckets and buckets that are not distributed are never released inside the step.
   if (zero3()) {
-    for (auto& state : ag_) {
-      if (state.status != AgStatus::empty) state.releasable = true;
+    for (size_t g = 0; g < ag_.size(); ++g) {
+      const BucketGroup& bg = plan_.groups[g];
+      if (ag_[g].status != AgStatus::empty && !bg.non_unit && bg.distributed) ag_[g].releasable = true;
     }
-    ag_[0].releasable = false;  // non-unit buckets are never released inside the step
   }
   const auto unit_count = static_cast<int32_t>(ctx_.units.size());
   for (int32_t u = unit_count - 1; u >= 0; --u) {
     if (acts.chunk_end(u)) recompute_chunk(acts.chunk_start(u), u, acts, mb);
     backward_unit(u, acts, mb);
-    std::vector<int32_t> done;  // bucket groups whose gradients are complete after this unit
-    if (ctx_.is_layer(u)) done = plan_.unit_groups[static_cast<size_t>(u)];
-    if (u == 0) done = {0};  // the non-unit group completes with the embedding's gradient
+    // Bucket groups whose gradients are complete after this unit: those whose first unit it is (the single non-unit
+    // group completes with the embedding's gradient).
+    std::vector<int32_t> done;
+    for (const int32_t g : plan_.unit_groups[static_cast<size_t>(u)]) {
+      if (plan_.groups[static_cast<size_t>(g)].units.front() == u) done.push_back(g);
+    }
     for (const int32_t g : done) {
       if (shards_grads()) {
         reduce_group(g, mb);
@@ -54,8 +61,9 @@ void MegatronBuilder::backward(int32_t mb, Activations& acts) {
 
 void MegatronBuilder::recompute_chunk(int32_t first_unit, int32_t last_unit, Activations& acts, int32_t mb) {
   // Full recompute: the checkpointed chunk re-runs its forward inside backward. The pre-forward hook in PRE_BACKWARD
-  // re-gathers each layer without prefetch (docs/architecture.md §4.6.3); the weights stay gathered for that layer's
-  // backward.
+  // re-gathers each layer without prefetch (docs/architecture.md §4.6.3). Each layer's post-forward marks its bucket
+  // lazily releasable (megatron_fsdp.py _post_forward), so the next layer's all-gather recycles it: only the chunk's
+  // last layer stays gathered for its backward, the others are gathered again at their pre-backward.
   for (int32_t u = first_unit; u <= last_unit; ++u) {
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
     const std::vector<int32_t>& groups = plan_.unit_groups[static_cast<size_t>(u)];
@@ -69,6 +77,14 @@ void MegatronBuilder::recompute_chunk(int32_t first_unit, int32_t last_unit, Act
     for (const int32_t g : groups) op.reads.push_back(ag_[static_cast<size_t>(g)].buffer);
     acts.on_recompute(op, u);
     ctx_.w.add(std::move(op));
+    if (zero3() && u < last_unit) {
+      for (const int32_t g : groups) {
+        AgState& state = ag_[static_cast<size_t>(g)];
+        if (state.status != AgStatus::empty && plan_.groups[static_cast<size_t>(g)].distributed) {
+          state.releasable = true;
+        }
+      }
+    }
   }
 }
 
@@ -81,16 +97,41 @@ void MegatronBuilder::backward_unit(int32_t u, Activations& acts, int32_t mb) {
   acts.reload(u, ctx_.w.tail(ctx_.compute));      // an offloaded unit that was not prefetched
   acts.reload(u - 1, ctx_.w.tail(ctx_.compute));  // prefetch the next unit's activations one layer ahead
   emit_unit_collectives(ctx_, u, Phase::bwd, mb);
-  // Without TE's wgrad fusion (the recommended --no-gradient-accumulation-fusion), each param.grad is written in the
-  // parameter dtype and copied into the unsharded gradient bucket: read 2 B + write b_c per parameter.
-  const int64_t grad_copy_bytes = cost.params() * (2 + dtype_bytes(grad_comm_dtype(ctx_.config)));
+  // Without TE's wgrad fusion (the recommended --no-gradient-accumulation-fusion), autograd writes each param.grad in
+  // the parameter dtype and the post-accumulate-grad hook copies it into the gradient bucket and deletes it
+  // (megatron_fsdp.py _grad_acc): read 2 B + write b_c per parameter, and one param.grad alive at a time. With the
+  // fusion, TE's wgrad GEMMs write into main_grad; only parameters outside TE linears (embedding, norms, router)
+  // still go through param.grad.
+  const bool fusion = ctx_.config.gradient_accumulation_fusion;
+  int64_t grad_copy_elems = 0;
+  for (const UnitParam& p : cost.param_tensors) {
+    if (!(fusion && p.linear_weight)) grad_copy_elems += p.elems * p.copies;
+  }
+  const int64_t grad_copy_bytes = grad_copy_elems * (kParamGradBytes + dtype_bytes(grad_comm_dtype(ctx_.config)));
+  // Hopper FP8 recipes: after the backward all-gather each FP8 weight gets its transpose (column-wise) copy for the
+  // data-gradient GEMM (mixed_precision.py fp8_create_transpose_cache), dropped when the unit is released.
+  const int64_t fp8_transpose_bytes =
+      fp8_transpose_cache() && ctx_.is_layer(u) ? linear_weight_elems(cost, false) + linear_weight_elems(cost, true) : 0;
   Op bwd = make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, cost.bwd_gemms,
-                        cost.bwd_bytes_touched + grad_copy_bytes);
+                        cost.bwd_bytes_touched + grad_copy_bytes + 2 * fp8_transpose_bytes);
   bwd.unit = u;
   bwd.micro_batch = mb;
   bwd.deps = wait_for(groups);
   for (const int32_t g : groups) bwd.reads.push_back(ag_[static_cast<size_t>(g)].buffer);
   acts.on_backward(bwd, u);
+  if (fp8_transpose_bytes > 0) {
+    const BufferId t = ctx_.w.buffer(op_name("fp8_transpose", cost.name, mb), BufferCategory::gathered_param,
+                                     fp8_transpose_bytes, false);
+    bwd.allocs.push_back(t);
+    bwd.frees.push_back(t);
+  }
+  const int64_t param_grad_elems = cost.largest_param_elems(!fusion);
+  if (param_grad_elems > 0) {
+    const BufferId t = ctx_.w.buffer(op_name("param_grad", cost.name, mb), BufferCategory::weight_grad,
+                                     param_grad_elems * kParamGradBytes, false);
+    bwd.allocs.push_back(t);
+    bwd.frees.push_back(t);
+  }
   grad_buckets_for(u, bwd, mb);
   // Post-backward (RegisterFSDPBackwardFunction): release the unit's gathered weights.
   if (zero3() && ctx_.is_layer(u)) release(groups, bwd);
@@ -107,24 +148,26 @@ void MegatronBuilder::grad_buckets_for(int32_t u, Op& bwd, int32_t mb) {
   const int64_t comm_bytes = dtype_bytes(grad_comm_dtype(ctx_.config));
   for (const int32_t g : groups) {
     const BucketGroup& bg = plan_.groups[static_cast<size_t>(g)];
-    BufferId buffer;
-    if (!bg.non_unit && !grad_pool_.empty() && uses_pool(g)) {
-      // The double buffer reuses slot u % 2: this unit's gradients wait until the slot's last reduction read it.
-      const auto slot = static_cast<size_t>(u % 2);
-      buffer = grad_pool_[slot];
-      if (grad_pool_last_reader_[slot].valid()) bwd.deps.push_back(grad_pool_last_reader_[slot]);
-    } else {
-      // main_grad_getter allocates the unsharded bucket at the first gradient of the group; the non-unit group's
-      // output-layer part is allocated early in backward and its embedding part at the end
-      // (docs/architecture.md §4.6.4).
-      const int64_t elems = bg.non_unit ? ctx_.units[static_cast<size_t>(u)].dense_params : bg.padded_elems;
-      buffer = ctx_.w.buffer(
-          op_name("grads", bg.non_unit ? bg.name + "." + ctx_.units[static_cast<size_t>(u)].name : bg.name, mb),
-          BufferCategory::unsharded_grad, elems * comm_bytes, false);
-      bwd.allocs.push_back(buffer);
+    std::vector<BufferId>& held = grad_buffers_[static_cast<size_t>(g)];
+    if (!bg.distributed) {
+      // Not distributed: main_grad is the persistent full buffer (main_grad.add_(param.grad)).
+      bwd.writes.push_back(bg.expert ? grad_shard_expert_ : grad_shard_);
+      continue;
     }
-    bwd.writes.push_back(buffer);
-    grad_buffers_[static_cast<size_t>(g)].push_back(buffer);
+    if (held.empty()) {
+      if (uses_pool(g)) {
+        // The double buffer's slot u % 2. Megatron waits for old reductions of the pool on the RS stream only
+        // (_enforce_double_buffer_limit); the compute stream is held back by the queue capacity alone.
+        held.push_back(grad_pool_[static_cast<size_t>(u % 2)]);
+      } else {
+        // main_grad_getter allocates the whole unsharded bucket at the group's first gradient: for a single
+        // non-unit group that is the output layer's, early in backward (docs/architecture.md §4.6.4).
+        held.push_back(ctx_.w.buffer(op_name("grads", bg.name, mb), BufferCategory::unsharded_grad,
+                                     bg.padded_elems * comm_bytes, false));
+        bwd.allocs.push_back(held.back());
+      }
+    }
+    bwd.writes.push_back(held.back());
   }
 }
 
@@ -154,17 +197,19 @@ void MegatronBuilder::pop_reduce_queue(int64_t capacity_elems, int32_t mb) {
 void MegatronBuilder::reduce_group(int32_t group, int32_t mb) {
   const FsdpConfig& c = ctx_.config;
   const BucketGroup& g = plan_.groups[static_cast<size_t>(group)];
-  const bool last_mb = mb == ctx_.layout.micro_batches - 1;
   const int32_t unit = g.non_unit ? -1 : g.units.front();
-  if (shards_grads()) {
-    // The double buffer keeps gradient buckets of at most 2 units (_enforce_double_buffer_limit).
-    pop_reduce_queue(c.fsdp_double_buffer ? 1 : plan_.rs_queue_capacity_elems, mb);
+  const BufferId grads_out = g.expert ? grad_shard_expert_ : grad_shard_;
+  if (g.group_ranks == 1) {
+    // Nothing to reduce over one rank; HSDP's outer reduction of the full buffer still runs.
+    reduce_outer(group, mb, OpId::none(), shards_grads() ? grads_out : full_grads_[static_cast<size_t>(group)]);
+    return;
   }
+  if (shards_grads()) pop_reduce_queue(plan_.rs_queue_capacity_elems, mb);
   bool scale_pass = false;
   const ReduceOp reduce_op = grad_reduce_op(c, &scale_pass);
   const DType comm = grad_comm_dtype(c);
-  std::vector<BufferId> buffers = shards_grads() ? grad_buffers_[static_cast<size_t>(group)]
-                                                 : std::vector<BufferId>{full_grads_[static_cast<size_t>(group)]};
+  const std::vector<BufferId> buffers = shards_grads() ? grad_buffers_[static_cast<size_t>(group)]
+                                                       : std::vector<BufferId>{full_grads_[static_cast<size_t>(group)]};
   const std::vector<OpId> deps = ctx_.w.tails({ctx_.compute});  // rs_stream.wait_stream(current_stream)
   if (scale_pass) {
     Op scale = make_compute(op_name("grad_scale", g.name, mb), Phase::bwd, rs_stream_, {}, 2 * grad_bytes(g));
@@ -176,13 +221,12 @@ void MegatronBuilder::reduce_group(int32_t group, int32_t mb) {
     ctx_.w.add(std::move(scale));
   }
   const bool all_reduce = c.data_parallel_sharding_strategy == ShardingStrategy::no_shard;
-  const BufferId grads_out = g.expert ? grad_shard_expert_ : grad_shard_;
   Op op = make_collective({.kind = all_reduce ? OpKind::all_reduce : OpKind::reduce_scatter,
                            .name = op_name(all_reduce ? "ar" : "rs", g.name, mb),
                            .phase = Phase::bwd,
                            .stream = rs_stream_,
                            .group = shard_group(g),
-                           .group_size = g.shard_size,
+                           .group_size = g.group_ranks,
                            .payload_bytes = all_reduce ? grad_bytes(g) : grad_bytes(g) / g.shard_size,
                            .dtype = comm,
                            .reduce_op = reduce_op});
@@ -191,7 +235,7 @@ void MegatronBuilder::reduce_group(int32_t group, int32_t mb) {
   op.deps = deps;
   op.reads = buffers;
   op.writes = shards_grads() ? std::vector<BufferId>{grads_out} : buffers;
-  OpId last = ctx_.w.add(std::move(op));
+  OpId last = add_on_communicator(std::move(op));
   if (shards_grads()) {
     // On the RS stream: main_grad_shard += reduced (read the reduced shard and the accumulator, write it back).
     const int64_t shard_elems = g.shard_elems();
@@ -203,33 +247,43 @@ void MegatronBuilder::reduce_group(int32_t group, int32_t mb) {
     acc.writes = {grads_out};
     last = ctx_.w.add(std::move(acc));
   }
-  if (hsdp() && last_mb) {
-    // docs/architecture.md §4.6.5: after the inner reduction of the last micro-batch, the outer group all-reduces
-    // (HSDP) or reduce-scatters (HFSDP) the accumulated shard, on the outer stream that waits on the RS stream.
-    const GroupId outer = ctx_.group(g.expert ? GroupRole::edp_outer : GroupRole::dp_outer);
-    const int64_t shard_grad_bytes = g.shard_elems() * dtype_bytes(main_grad_dtype(c));
-    Op o = make_collective({.kind = hfsdp() ? OpKind::reduce_scatter : OpKind::all_reduce,
-                            .name = op_name(hfsdp() ? "outer_rs" : "outer_ar", g.name, mb),
-                            .phase = Phase::bwd,
-                            .stream = outer_rs_stream_,
-                            .group = outer,
-                            .group_size = ctx_.layout.outer,
-                            .payload_bytes = hfsdp() ? shard_grad_bytes / ctx_.layout.outer : shard_grad_bytes,
-                            .dtype = main_grad_dtype(c),
-                            .reduce_op = c.average_in_collective ? ReduceOp::avg : ReduceOp::sum});
-    o.unit = unit;
-    o.micro_batch = mb;
-    o.deps = {last};
-    o.reads = {grads_out.valid() ? grads_out : buffers.front()};
-    o.writes = o.reads;
-    ctx_.w.add(std::move(o));
-  }
-  if (!grad_pool_.empty() && !g.non_unit && uses_pool(group))
-    grad_pool_last_reader_[static_cast<size_t>(unit % 2)] = last;
+  // On the last micro-batch of HSDP the outer collective's event replaces the RS event in the queue
+  // (param_and_grad_buffer.py _bucket_group_gradient_reduce): queue pops and the final join wait for it too.
+  const OpId outer = reduce_outer(group, mb, last, grads_out.valid() ? grads_out : buffers.front());
+  if (outer.valid()) last = outer;
   if (shards_grads()) {
     rs_queue_.push_back(QueuedReduce{last, grad_buffers_[static_cast<size_t>(group)], g.padded_elems});
     grad_buffers_[static_cast<size_t>(group)].clear();
   }
+}
+
+OpId MegatronBuilder::reduce_outer(int32_t group, int32_t mb, OpId after, BufferId accumulated) {
+  const FsdpConfig& c = ctx_.config;
+  const BucketGroup& g = plan_.groups[static_cast<size_t>(group)];
+  if (!hsdp() || mb != ctx_.layout.micro_batches - 1) return OpId::none();
+  // docs/architecture.md §4.6.5: after the inner reduction of the last micro-batch, the outer group all-reduces
+  // (HSDP) or reduce-scatters (HFSDP) the accumulated shard, on the outer stream that waits on the RS stream.
+  const GroupId outer = ctx_.group(g.expert ? GroupRole::edp_outer : GroupRole::dp_outer);
+  const int64_t shard_grad_bytes = g.shard_elems() * dtype_bytes(main_grad_dtype(c));
+  Op o = make_collective({.kind = hfsdp() ? OpKind::reduce_scatter : OpKind::all_reduce,
+                          .name = op_name(hfsdp() ? "outer_rs" : "outer_ar", g.name, mb),
+                          .phase = Phase::bwd,
+                          .stream = outer_rs_stream_,
+                          .group = outer,
+                          .group_size = ctx_.layout.outer,
+                          .payload_bytes = hfsdp() ? shard_grad_bytes / ctx_.layout.outer : shard_grad_bytes,
+                          .dtype = main_grad_dtype(c),
+                          .reduce_op = c.average_in_collective ? ReduceOp::avg : ReduceOp::sum});
+  o.unit = g.non_unit ? -1 : g.units.front();
+  o.micro_batch = mb;
+  if (after.valid()) {
+    o.deps = {after};
+  } else {
+    o.deps = ctx_.w.tails({ctx_.compute});
+  }
+  o.reads = {accumulated};
+  o.writes = o.reads;
+  return ctx_.w.add(std::move(o));
 }
 
 void MegatronBuilder::finalize() {
@@ -245,9 +299,10 @@ void MegatronBuilder::finalize() {
   const int64_t grad_elem = dtype_bytes(main_grad_dtype(c));
   const int64_t main_elem = main_param_bytes(c);
   BufferId optimizer_grads;
-  if (main_elem > 0 && grad_elem != main_elem) {
+  if (main_elem > 0 && grad_elem != main_elem && !c.use_precision_aware_optimizer) {
     // update_main_grads(): each grad shard becomes a new copy in the main-param dtype, alive through the step
-    // (docs/architecture.md §4.6.7).
+    // (docs/architecture.md §4.6.7). --use-precision-aware-optimizer sets megatron_fsdp_use_decoupled_grad
+    // (megatron/training/training.py @ d98e8a64ddf3): the optimizer reads the shard as it is, with no copy.
     optimizer_grads = ctx_.w.buffer("optimizer_grads", BufferCategory::grad_shard, main_elem * elems, false);
     Op cast =
         make_memory_op(OpKind::copy, "update_main_grads", Phase::optim, ctx_.compute, elems * (grad_elem + main_elem));

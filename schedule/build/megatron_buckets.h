@@ -1,8 +1,10 @@
 #pragma once
 /// Megatron-FSDP's parameter buckets (docs/architecture.md §4.6.1): one bucket per (unit, dtype, dense|expert),
 /// coalesced per (unit, dense|expert) into one collective; non-unit parameters (embedding, final norm, output layer)
-/// form one group; every bucket is padded to a multiple of shard-group size × chunk factor. Also the communication
-/// budget that sets the all-gather prefetch depth and the reduce-scatter queue (§4.6.2, §4.6.4).
+/// split by Megatron-LM's bucket size ([embedding] and [final norm, output] once the embedding alone reaches it);
+/// no_shard has no units and splits every parameter by that size. Every sharded bucket is padded to a multiple of
+/// shard-group size × chunk factor. Also the communication budget that sets the all-gather prefetch depth and the
+/// reduce-scatter queue (§4.6.2, §4.6.4).
 
 #include <cstdint>
 #include <string>
@@ -16,13 +18,19 @@ namespace fsdpsim {
 
 /// Every bucket of one (unit, dense|expert) pair: one coalesced all-gather / reduce-scatter.
 struct BucketGroup {
-  std::string name;            ///< "layer.3", "layer.3.experts", "non_unit"
-  std::vector<int32_t> units;  ///< unit indices covered (two for the non-unit group: embedding and output)
+  std::string name;            ///< "layer.3", "layer.3.experts", "non_unit", "non_unit.output", "bucket.7"
+  std::vector<int32_t> units;  ///< unit indices covered, ascending (the group's gradients complete at the first)
   bool expert = false;
-  bool non_unit = false;
-  int32_t shard_size = 1;      ///< ranks sharing the bucket (dense shard group or expert shard group)
+  bool non_unit = false;       ///< embedding / final norm / output layer, or a no_shard bucket: never released
+  int32_t group_ranks = 1;     ///< ranks of its data-parallel group (dense or expert shard group): the reduction
+  int32_t shard_size = 1;      ///< ranks sharing the bucket: group_ranks when sharded, 1 for no_shard
+  /// Megatron's is_data_distributed: sharded and over more than one rank. A bucket that is not (no_shard, or an
+  /// expert shard group of one rank) keeps its full weights and gradients in persistent buffers: no all-gather
+  /// bucket, no unsharded gradient bucket (DataParallelBuffer.fetch_bucket, MegatronFSDP _grad_acc).
+  bool distributed = true;
   int64_t elems = 0;           ///< parameters, unpadded
   int64_t padded_elems = 0;    ///< Σ buckets padded to a multiple of shard_size × chunk factor
+  int64_t fp8_padded_elems = 0;  ///< of which FP8 GEMM weights (FP8 parameters), one byte each
   int64_t gathered_bytes = 0;  ///< the unsharded bucket in the compute dtypes (fp8 linear weights, bf16 the rest)
   [[nodiscard]] int64_t shard_elems() const { return padded_elems / shard_size; }
   [[nodiscard]] int64_t shard_bytes() const { return gathered_bytes / shard_size; }
@@ -34,6 +42,7 @@ struct BucketPlan {
   std::vector<std::vector<int32_t>> unit_groups;  ///< unit index → its bucket groups, ascending
   int64_t ag_prefetch_budget_elems = 0;           ///< suggested_AG_prefetch_size
   int64_t rs_queue_capacity_elems = 0;            ///< suggested_RS_queue_capacity
+  std::vector<int32_t> non_unit_groups;           ///< the groups of embedding / final norm / output, ascending
   int32_t prefetch_depth = 0;                     ///< units gathered ahead of the current one, for a typical layer
 };
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <vector>
 
 #include "schedule/build/builder_common.h"
@@ -61,6 +62,10 @@ class MegatronBuilder {
   void recycle_releasable(int32_t mb);
   std::vector<OpId> wait_for(const std::vector<int32_t>& groups);
   void release(const std::vector<int32_t>& groups, Op& op);
+  /// Adds a data-parallel all-gather or reduce-scatter behind the previous collective on its NCCL communicator.
+  OpId add_on_communicator(Op op);
+  [[nodiscard]] bool fp8_transpose_buffer() const;  ///< MXFP8 parameters: a gathered transpose buffer
+  [[nodiscard]] bool fp8_transpose_cache() const;   ///< other FP8 recipes: a transpose built after backward AG
 
   // The step.
   void start_param_sync();
@@ -70,6 +75,8 @@ class MegatronBuilder {
   void backward_unit(int32_t unit, Activations& acts, int32_t mb);
   void grad_buckets_for(int32_t unit, Op& bwd, int32_t mb);
   void reduce_group(int32_t group, int32_t mb);
+  /// HSDP/HFSDP on the last micro-batch: the outer reduction of `accumulated` after `after`; none otherwise.
+  OpId reduce_outer(int32_t group, int32_t mb, OpId after, BufferId accumulated);
   void pop_reduce_queue(int64_t capacity_elems, int32_t mb);
   void finalize();
 
@@ -86,7 +93,8 @@ class MegatronBuilder {
   int64_t optimizer_elems_ = 0;                   ///< elements the optimizer updates on this rank
   std::vector<BufferId> full_grads_;              ///< ZeRO-0/1: per group persistent full gradient buffers
   std::vector<BufferId> param_pool_, grad_pool_;  ///< fsdp_double_buffer slots
-  std::vector<OpId> grad_pool_last_reader_;       ///< per grad slot: the last reduction op that read it
+  BufferId param_shard_transpose_;                ///< MXFP8: the column-wise FP8 weight shards
+  std::map<int32_t, OpId> last_on_communicator_;  ///< per communicator: the last collective issued on it
   int64_t modal_unit_bytes_ = -1;                 ///< gathered bytes of the units that use the pool
 };
 

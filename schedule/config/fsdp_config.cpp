@@ -29,6 +29,13 @@ constexpr EnumNames<OuterStrategy, 2> kOuterStrategies{
 constexpr EnumNames<BudgetRule, 2> kBudgetRules{{{{BudgetRule::floor, "floor"}, {BudgetRule::cap, "cap"}}}};
 constexpr EnumNames<RecomputeMethod, 2> kRecomputeMethods{
     {{{RecomputeMethod::uniform, "uniform"}, {RecomputeMethod::block, "block"}}}};
+constexpr EnumNames<Fp8Recipe, 5> kFp8Recipes{{{{Fp8Recipe::auto_recipe, "auto"},
+                                                {Fp8Recipe::delayed, "delayed"},
+                                                {Fp8Recipe::tensorwise, "tensorwise"},
+                                                {Fp8Recipe::blockwise, "blockwise"},
+                                                {Fp8Recipe::mxfp8, "mxfp8"}}}};
+constexpr EnumNames<Fsdp2Wrap, 2> kFsdp2Wraps{
+    {{{Fsdp2Wrap::torchtitan, "torchtitan"}, {Fsdp2Wrap::blocks_and_root, "blocks_and_root"}}}};
 constexpr EnumNames<Recompute, 4> kRecompute{{{{Recompute::none, "none"},
                                                {Recompute::selective, "selective"},
                                                {Recompute::full, "full"},
@@ -101,7 +108,7 @@ const std::vector<KeyDef>& key_table() {
       text_choice_key("main_grads_dtype", &FsdpConfig::main_grads_dtype, {"auto", "fp32", "bf16"},
                       "accumulated gradient dtype; auto is the parameter dtype (bf16 for fp8 parameters)"),
       text_choice_key("grad_comm_dtype", &FsdpConfig::grad_comm_dtype, {"auto", "fp32", "bf16"},
-                      "gradient reduce-scatter dtype; auto is the main-grads dtype"),
+                      "gradient reduce-scatter dtype; auto: the main-grads dtype (Megatron-FSDP), fp32 (FSDP2 as torchtitan)"),
       enum_key("exp_avg_dtype", &FsdpConfig::exp_avg_dtype, kDTypeNames, "Adam first-moment dtype"),
       enum_key("exp_avg_sq_dtype", &FsdpConfig::exp_avg_sq_dtype, kDTypeNames, "Adam second-moment dtype"),
       bool_key("fsdp_double_buffer", &FsdpConfig::fsdp_double_buffer,
@@ -109,7 +116,19 @@ const std::vector<KeyDef>& key_table() {
       bool_key("nccl_ub", &FsdpConfig::nccl_ub,
                "NCCL user-buffer registration (SM-light NVLS/SHARP kernels); forces fsdp_double_buffer"),
       bool_key("overlap_param_gather", &FsdpConfig::overlap_param_gather, "prefetch all-gathers under compute"),
-      bool_key("overlap_grad_reduce", &FsdpConfig::overlap_grad_reduce, "overlap reduce-scatters with backward"),
+      bool_key("overlap_grad_reduce", &FsdpConfig::overlap_grad_reduce,
+               "overlap reduce-scatters with backward; as given it also sets the non-unit bucket size"),
+      count_key("ddp_bucket_size", &FsdpConfig::ddp_bucket_size, 0, limits::kMaxParameters,
+                "Megatron's bucket size in elements (splits embedding/output buckets); 0: max(40M, 1M × dp·cp)"),
+      bool_key("create_all_gather_group", &FsdpConfig::create_all_gather_group,
+               "Megatron: all-gathers on their own communicator; false: queued with reduce-scatters in issue order"),
+      bool_key("gradient_accumulation_fusion", &FsdpConfig::gradient_accumulation_fusion,
+               "TE wgrad fusion into main_grad (no param.grad, no copy); false: --no-gradient-accumulation-fusion"),
+      bool_key("use_precision_aware_optimizer", &FsdpConfig::use_precision_aware_optimizer,
+               "Megatron: the optimizer reads the grad shard as is (no FP32 copy at the step)"),
+      enum_key("fp8_recipe", &FsdpConfig::fp8_recipe, kFp8Recipes,
+               "FP8 recipe: mxfp8 all-gathers a transpose buffer in backward, the others build a transpose cache; "
+               "auto: mxfp8 on Blackwell"),
       count_key("suggested_communication_unit_size", &FsdpConfig::suggested_communication_unit_size, 0,
                 limits::kMaxParameters,
                 "communication budget in elements (sets prefetch depth and the reduce-scatter queue); 0: default"),
@@ -141,6 +160,8 @@ const std::vector<KeyDef>& key_table() {
                "(torchtitan, HF)"),
       bool_key("reshard_after_forward", &FsdpConfig::reshard_after_forward,
                "FSDP2: free gathered params after forward (true) or keep them until backward (false)"),
+      enum_key("fsdp2_wrap", &FsdpConfig::fsdp2_wrap, kFsdp2Wraps,
+               "FSDP2: torchtitan's wrapping (embedding alone, [norm, output] together) or blocks_and_root"),
       int_key("forward_prefetch", &FsdpConfig::forward_prefetch, 0, 64, "FSDP2: units all-gathered ahead in forward"),
       int_key("backward_prefetch", &FsdpConfig::backward_prefetch, 0, 64,
               "FSDP2: units all-gathered ahead in backward"),
@@ -246,6 +267,15 @@ std::string_view to_string(OuterStrategy v) {
   return kOuterStrategies.name(v);
 }
 
+std::string_view to_string(Fp8Recipe v) {
+  return kFp8Recipes.name(v);
+}
+
+Fp8Recipe resolve_fp8_recipe(Fp8Recipe recipe, bool blackwell) {
+  if (recipe != Fp8Recipe::auto_recipe) return recipe;
+  return blackwell ? Fp8Recipe::mxfp8 : Fp8Recipe::tensorwise;
+}
+
 int64_t main_param_bytes(const FsdpConfig& config) {
   return config.main_params_dtype == "fp32" ? 4 : 0;
 }
@@ -261,6 +291,9 @@ DType main_grad_dtype(const FsdpConfig& config) {
 DType grad_comm_dtype(const FsdpConfig& config) {
   if (config.grad_comm_dtype == "fp32") return DType::fp32;
   if (config.grad_comm_dtype == "bf16") return DType::bf16;
+  // auto under FSDP2: torchtitan's mixed_precision_reduce, which only allows "float32"
+  // (torchtitan/config/configs.py @ b5bcd76c). A bare MixedPrecisionPolicy(param_dtype=bf16) reduces in BF16.
+  if (config.implementation == Implementation::fsdp2) return DType::fp32;
   return main_grad_dtype(config);
 }
 

@@ -30,6 +30,17 @@ enum class BudgetRule : uint8_t { floor, cap };
 /// Recompute method for full recompute (Megatron's --recompute-method).
 enum class RecomputeMethod : uint8_t { uniform, block };
 
+/// Transformer Engine's FP8 recipe (Megatron's --fp8-recipe). What matters here is where the backward's transposed
+/// weights come from: delayed, tensorwise and blockwise build a transpose cache on each rank after the backward
+/// all-gather; mxfp8 keeps a separate transpose (column-wise) buffer that is all-gathered in backward. `auto` is mxfp8
+/// on Blackwell and tensorwise elsewhere, resolved from the topology's GPU when the job is built.
+enum class Fp8Recipe : uint8_t { auto_recipe, delayed, tensorwise, blockwise, mxfp8 };
+
+/// How FSDP2 wraps the model (fully_shard calls): torchtitan's recipe (embedding alone, [final norm, output] kept
+/// unsharded after forward, each block, then the root with no parameters left) or the plain two-level wrapping (each
+/// block, then the root holding embedding, final norm and output).
+enum class Fsdp2Wrap : uint8_t { torchtitan, blocks_and_root };
+
 /// One training job's parallel and FSDP settings. Defaults follow Megatron-FSDP at the reference snapshot.
 struct FsdpConfig {
   Implementation implementation = Implementation::megatron_fsdp;
@@ -55,6 +66,11 @@ struct FsdpConfig {
   bool nccl_ub = false;
   bool overlap_param_gather = true;
   bool overlap_grad_reduce = true;
+  int64_t ddp_bucket_size = 0;            ///< elements (Megatron's --ddp-bucket-size); 0: max(40M, 1M × dp·cp)
+  bool create_all_gather_group = false;   ///< Megatron: all-gathers on their own communicator, not behind RS
+  bool gradient_accumulation_fusion = false;  ///< TE wgrad fusion: gradients written straight into main_grad
+  bool use_precision_aware_optimizer = false;  ///< Megatron: decoupled grads, no FP32 copy of the grad shard
+  Fp8Recipe fp8_recipe = Fp8Recipe::auto_recipe;
   int64_t suggested_communication_unit_size = 0;  ///< elements; 0: Megatron's default rule
   BudgetRule communication_budget_rule = BudgetRule::floor;
   Recompute recompute_granularity = Recompute::none;
@@ -69,6 +85,7 @@ struct FsdpConfig {
   bool fused_elementwise = true;      ///< false: PyTorch eager elementwise kernels (no torch.compile, no TE)
   bool fused_cross_entropy = true;    ///< false: F.cross_entropy on fp32-upcast logits (torchtitan, Hugging Face)
   bool reshard_after_forward = true;  ///< FSDP2 only
+  Fsdp2Wrap fsdp2_wrap = Fsdp2Wrap::torchtitan;  ///< FSDP2 only
   int32_t forward_prefetch = 1;       ///< FSDP2: units gathered ahead in forward
   int32_t backward_prefetch = 1;      ///< FSDP2: units gathered ahead in backward
 
@@ -103,6 +120,10 @@ std::string config_value(const FsdpConfig& config, const std::string& key);
 std::string_view to_string(Implementation v);
 std::string_view to_string(ShardingStrategy v);
 std::string_view to_string(OuterStrategy v);
+std::string_view to_string(Fp8Recipe v);
+
+/// The recipe `auto` stands for on a GPU of this architecture generation (true: Blackwell or later).
+Fp8Recipe resolve_fp8_recipe(Fp8Recipe recipe, bool blackwell);
 
 /// Bytes per element of the main weights (0 when there are none), main grads and gradient communication.
 int64_t main_param_bytes(const FsdpConfig& config);

@@ -52,12 +52,10 @@ const std::set<std::string>& ignored_flags() {
       "--hidden-dropout",
       "--use-mcore-models",
       "--transformer-impl",
-      "--no-gradient-accumulation-fusion",
       "--use-distributed-optimizer",
       "--ckpt-format",
       "--use-megatron-fsdp",
       "--fsdp-manual-registration",
-      "--use-precision-aware-optimizer",
       "--sequence-parallel",
       "--use-flash-attn",
       "--attention-backend",
@@ -98,7 +96,6 @@ const std::set<std::string>& ignored_flags() {
       "--moe-z-loss-coeff",
       "--cross-entropy-loss-fusion",
       "--overlap-param-gather-with-optimizer-step",
-      "--fp8-recipe",
       "--fp8-amax-history-len",
       "--fp8-amax-compute-algo",
       "--dump-param-to-param-group-map",
@@ -113,6 +110,8 @@ const std::set<std::string>& ignored_flags() {
       "--overlap-param-gather",
       "--calculate-per-token-loss",
       "--init-model-with-meta-device",
+      // Only clears accumulate_allreduce_grads_in_fp32 (arguments.py), which Megatron-FSDP v1 does not read
+      // (nothing under megatron/core/distributed/fsdp/ @ d98e8a64ddf3 uses it): no effect on its schedule.
       "--grad-reduce-in-bf16",
       "--cpu-offloading",
   };
@@ -168,7 +167,8 @@ const std::set<std::string>& switch_flags() {
       "--no-bias-swiglu-fusion",
       "--no-rope-fusion",
       "--use-rotary-position-embeddings",
-      "--average-in-collective",
+      "--ddp-average-in-collective",
+      "--create-all-gather-group",
   };
   return flags;
 }
@@ -248,8 +248,17 @@ const std::map<std::string, ConfigRule>& config_rules() {
       {"--seq-length", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "seq_length", f.value, f.name); }},
       {"--calculate-per-token-loss",
        [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "calculate_per_token_loss", "true", f.name); }},
-      {"--average-in-collective",
+      {"--ddp-average-in-collective",
        [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "average_in_collective", "true", f.name); }},
+      {"--ddp-bucket-size",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "ddp_bucket_size", f.value, f.name); }},
+      {"--create-all-gather-group",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "create_all_gather_group", "true", f.name); }},
+      {"--no-gradient-accumulation-fusion",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "gradient_accumulation_fusion", "false", f.name); }},
+      {"--use-precision-aware-optimizer",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "use_precision_aware_optimizer", "true", f.name); }},
+      {"--fp8-recipe", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "fp8_recipe", f.value, f.name); }},
       {"--init-model-with-meta-device",
        [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "init_model_with_meta_device", "true", f.name); }},
       {"--fsdp-double-buffer",
@@ -259,11 +268,6 @@ const std::map<std::string, ConfigRule>& config_rules() {
        [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "overlap_grad_reduce", "true", f.name); }},
       {"--overlap-param-gather",
        [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "overlap_param_gather", "true", f.name); }},
-      {"--grad-reduce-in-bf16",
-       [](FsdpConfig& c, const ParsedFlag& f) {
-         set_key(c, "main_grads_dtype", "bf16", f.name);
-         set_key(c, "grad_comm_dtype", "bf16", f.name);
-       }},
       {"--megatron-fsdp-main-params-dtype",
        [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "main_params_dtype", f.value, f.name); }},
       {"--megatron-fsdp-main-grads-dtype",
@@ -478,6 +482,14 @@ void apply_megatron_args(const std::string& args, FsdpConfig& config, std::optio
   }
   const bool from_scratch = !model.has_value();
   if (touches_model && from_scratch) model = megatron_default_model();
+  // Megatron-LM's defaults for what the script leaves out (arguments.py): TE's wgrad fusion is on and gradient
+  // reduction is not overlapped (which leaves the bucket size unset). A key the configuration file set stays.
+  if (config.origin.count("gradient_accumulation_fusion") == 0) {
+    set_key(config, "gradient_accumulation_fusion", "true", "(Megatron-LM default)");
+  }
+  if (config.origin.count("overlap_grad_reduce") == 0 && given.count("--overlap-grad-reduce") == 0) {
+    set_key(config, "overlap_grad_reduce", "false", "(Megatron-LM default)");
+  }
   for (const auto& f : flags) {
     const bool known = config_rules().count(f.name) || model_rules().count(f.name) || ignored_flags().count(f.name);
     if (!known) {

@@ -1,5 +1,6 @@
 #include "schedule/config/parallel_layout.h"
 
+#include <algorithm>
 #include <string>
 
 #include "common/error.h"
@@ -25,11 +26,10 @@ std::string divisors_of(int64_t n, int64_t limit = 4096) {
 void apply_forced_options(FsdpConfig& config) {
   if (config.nccl_ub) config.fsdp_double_buffer = true;
   if (config.implementation != Implementation::megatron_fsdp) return;
+  // It also forces overlap_grad_reduce for optim_grads(_params); the builder reduces every micro-batch for those
+  // strategies anyway, and the flag as given still sizes Megatron-LM's buckets, so it stays as the user set it.
   if (config.data_parallel_sharding_strategy == ShardingStrategy::optim_grads_params) {
     config.overlap_param_gather = true;
-    config.overlap_grad_reduce = true;
-  } else if (config.data_parallel_sharding_strategy == ShardingStrategy::optim_grads) {
-    config.overlap_grad_reduce = true;
   }
 }
 
@@ -44,9 +44,12 @@ void check_combinations(const ModelSpec& model, const FsdpConfig& c) {
            "set num_distributed_optimizer_instances to 2 or more");
   }
   if (c.implementation == Implementation::fsdp2) {
-    if (strategy != ShardingStrategy::optim_grads_params && strategy != ShardingStrategy::optim_grads) {
-      reject(c, "data_parallel_sharding_strategy", "FSDP2 shards parameters, gradients and optimizer state",
-             "use optim_grads_params (reshard_after_forward) or optim_grads, or implementation: megatron_fsdp");
+    if (strategy != ShardingStrategy::optim_grads_params) {
+      // fully_shard always shards parameters, gradients and optimizer state; what is closest to ZeRO-2 is keeping
+      // the gathered parameters from forward to backward.
+      reject(c, "data_parallel_sharding_strategy", "FSDP2 (fully_shard) always shards parameters, gradients and optimizer state",
+             "use optim_grads_params, with reshard_after_forward: false for ZeRO-2-like behaviour, or "
+             "implementation: megatron_fsdp");
     }
     if (c.outer_dp_sharding_strategy == OuterStrategy::optim) {
       reject(c, "outer_dp_sharding_strategy", "FSDP2's HSDP replicates across the outer group",
@@ -86,6 +89,9 @@ void check_combinations(const ModelSpec& model, const FsdpConfig& c) {
 }  // namespace
 
 ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_t gpus_per_node) {
+  // Megatron-LM sizes its buckets from the flag as given, before MegatronFSDP.__init__ forces the overlaps
+  // (megatron/training/training.py, resolve_ddp_bucket_size, @ d98e8a64ddf3).
+  const bool overlap_grad_reduce_as_given = config.overlap_grad_reduce;
   apply_forced_options(config);
   check_combinations(model, config);
   if (config.micro_batch_size < 1) reject(config, "micro_batch_size", "must be at least 1", "set micro_batch_size: 1");
@@ -133,6 +139,10 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
                std::to_string(dp_cp) +
                (model.is_moe() ? " (expert data-parallel " + std::to_string(l.expert_dp) + ")" : ""),
            "choose among: " + divisors_of(dp_cp, 1024));
+  }
+  if (overlap_grad_reduce_as_given) {
+    l.ddp_bucket_elems = config.ddp_bucket_size > 0 ? config.ddp_bucket_size
+                                                    : std::max<int64_t>(40'000'000, int64_t{1'000'000} * dp_cp);
   }
   l.dense_shard = dp_cp / l.outer;
   l.expert_shard = l.expert_dp / l.outer;

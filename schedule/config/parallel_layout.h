@@ -25,6 +25,10 @@ struct ParallelLayout {
   int32_t expert_shard = 1;   ///< expert FSDP shard group: expert_dp / outer
   int32_t micro_batches = 1;  ///< gradient-accumulation steps per optimizer step
   int64_t global_batch_size = 1;
+  /// Megatron-LM's resolved DDP bucket size in elements (resolve_ddp_bucket_size): --ddp-bucket-size or
+  /// max(40M, 1M × dp·cp) when --overlap-grad-reduce is given, else 0 (None). It splits Megatron-FSDP's non-unit
+  /// parameters and no_shard's buckets, and is the optim/optim_grads communication budget.
+  int64_t ddp_bucket_elems = 0;
   RankShape shape;  ///< what one rank computes per micro-batch
 };
 

@@ -23,12 +23,13 @@ constexpr EnumNames<Phase, 4> kPhases{{{
     {Phase::optim, "optim"},
 }}};
 
-constexpr EnumNames<BufferCategory, 9> kCategories{{{
+constexpr EnumNames<BufferCategory, 10> kCategories{{{
     {BufferCategory::param_shard, "param_shard"},
     {BufferCategory::main_weight, "main_weight"},
     {BufferCategory::optimizer_state, "optimizer_state"},
     {BufferCategory::grad_shard, "grad_shard"},
     {BufferCategory::unsharded_grad, "unsharded_grad"},
+    {BufferCategory::weight_grad, "weight_grad"},
     {BufferCategory::gathered_param, "gathered_param"},
     {BufferCategory::activation, "activation"},
     {BufferCategory::workspace, "workspace"},

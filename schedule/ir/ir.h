@@ -44,11 +44,14 @@ enum class BufferCategory : uint8_t {
   optimizer_state,  ///< Adam moments
   grad_shard,       ///< this rank's shard of the accumulated gradients
   unsharded_grad,   ///< a unit's full gradient bucket before its reduce-scatter (or a full grad buffer)
+  weight_grad,      ///< autograd's param.grad of one weight, before the hook copies it into the gradient bucket
   gathered_param,   ///< a unit's all-gathered (unsharded) weights
   activation,       ///< activations saved for backward, and recomputed ones
   workspace,        ///< transient working memory of a compute op
   comm_staging,     ///< communication staging: FSDP2 copy-in/out, HSDP buffers, double-buffer pools
 };
+/// How many categories there are (arrays indexed by category use it; comm_staging stays last).
+inline constexpr size_t kBufferCategoryCount = static_cast<size_t>(BufferCategory::comm_staging) + 1;
 
 /// The reduction of a reducing collective. `avg` and `premul_sum` exclude NVLS, PAT and symmetric kernels in NCCL.
 enum class ReduceOp : uint8_t { none, sum, avg, premul_sum };

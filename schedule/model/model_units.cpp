@@ -188,6 +188,8 @@ void set_params(const std::vector<ParamTensor>& tensors, const UnitDims& d, bool
     const int64_t cols = t.split == TpSplit::row ? exact_div(t.cols, split, t.name) : t.cols;
     const int64_t copies = t.expert ? exact_div(t.copies, d.shape.ep, t.name) : t.copies;
     const int64_t elems = rows * cols * copies;
+    const bool linear = t.name.find(".linear_") != std::string::npos || t.name == "output_layer.weight";
+    unit.param_tensors.push_back(UnitParam{rows * cols, copies, t.expert, linear});
     if (t.expert) {
       unit.expert_params += elems;
       unit.expert_row_elems = std::max(unit.expert_row_elems, cols);
@@ -243,6 +245,15 @@ UnitCost output_unit(const UnitDims& d) {
 }
 
 }  // namespace
+
+int64_t UnitCost::largest_param_elems(bool include_linear_weights) const {
+  int64_t largest = 0;
+  for (const UnitParam& p : param_tensors) {
+    if (p.linear_weight && !include_linear_weights) continue;
+    largest = std::max(largest, p.elems);
+  }
+  return largest;
+}
 
 int64_t UnitCost::fwd_flops() const {
   return sum_flops(fwd_gemms);

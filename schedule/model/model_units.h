@@ -55,6 +55,14 @@ struct UnitCollective {
   int64_t recv_bytes = 0;
 };
 
+/// One parameter tensor of a rank (after TP, EP and ETP), in Megatron-Core's module order.
+struct UnitParam {
+  int64_t elems = 0;           ///< one tensor; for routed experts one expert's tensor (TE's GroupedLinear weight<i>)
+  int64_t copies = 1;          ///< local experts holding a tensor of this shape
+  bool expert = false;
+  bool linear_weight = false;  ///< a GEMM weight: TE's wgrad fusion writes its gradient straight into main_grad
+};
+
 /// One FSDP unit of one rank.
 ///
 /// GEMM shapes: a linear layer's forward is m = tokens, n = output features, k = input features; its data gradient
@@ -76,6 +84,9 @@ struct UnitCost {
   /// row-parallel biases): each TP rank computes a partial gradient on its T/tp tokens, and Megatron all-reduces them
   /// over "tp" once per step (finalize_model_grads). Counted in dense_params too; 0 when tp = 1.
   int64_t tp_replicated_params = 0;
+  /// Every parameter tensor in module order (what Megatron buckets by size under no_shard, and what autograd
+  /// materialises one at a time as param.grad).
+  std::vector<UnitParam> param_tensors;
 
   // Per micro-batch, per rank.
   std::vector<Gemm> fwd_gemms;
@@ -105,6 +116,9 @@ struct UnitCost {
   [[nodiscard]] int64_t fwd_flops() const;
   [[nodiscard]] int64_t bwd_flops() const;
   [[nodiscard]] int64_t params() const { return dense_params + expert_params; }
+  /// Elements of the largest single parameter tensor; GEMM weights count only when `include_linear_weights` (they
+  /// have no separate param.grad under TE's wgrad fusion).
+  [[nodiscard]] int64_t largest_param_elems(bool include_linear_weights) const;
 };
 
 /// The units of `model` for one rank shaped by `shape`, in execution order: embedding, layer.0 … layer.L-1, output.

@@ -294,9 +294,9 @@ void add_embedding_memory(const UnitDims& d, UnitCost& unit) {
   if (learned) unit.bwd_bytes_touched += m.max_position_embeddings * h * a + 3 * t * h * a;
   // Forward: the partial lookup before the TP reduce-scatter, or the word embeddings before the position add.
   unit.fwd_workspace_bytes = (d.shape.tp > 1 || learned) ? t * h * a : 0;
-  // Backward: the dense weight gradient(s) before they are copied into the gradient bucket, and the gathered dY.
-  unit.bwd_workspace_bytes =
-      d.vocab_rank * h * a + (learned ? m.max_position_embeddings * h * a : 0) + (d.shape.tp > 1 ? t * h * a : 0);
+  // Backward: the gathered dY. The dense weight gradient is autograd's param.grad, which the builders place (a
+  // transient before Megatron-FSDP's bucket copy, FSDP2's unsharded gradient) as they do for every unit.
+  unit.bwd_workspace_bytes = d.shape.tp > 1 ? t * h * a : 0;
 }
 
 void add_output_memory(const UnitDims& d, UnitCost& unit) {

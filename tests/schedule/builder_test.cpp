@@ -39,11 +39,18 @@ std::vector<BuildCase> build_cases() {
         sets.push_back("num_distributed_optimizer_instances=" + std::to_string(outer));
         cases.push_back({model + "_megatron_" + strategy + "_outer" + std::to_string(outer), model, sets});
         const std::string s(strategy);
-        if (s == "optim_grads_params" || s == "optim_grads") {
-          std::vector<std::string> fsdp2 = sets;
-          fsdp2.push_back("implementation=fsdp2");
-          if (s == "optim_grads") fsdp2.push_back("reshard_after_forward=false");
-          cases.push_back({model + "_fsdp2_" + strategy + "_outer" + std::to_string(outer), model, fsdp2});
+        if (s == "optim_grads_params") {
+          // FSDP2 always shards everything; its knobs are the wrapping and reshard_after_forward.
+          for (const char* wrap : {"torchtitan", "blocks_and_root"}) {
+            for (const char* reshard : {"true", "false"}) {
+              std::vector<std::string> fsdp2 = sets;
+              fsdp2.push_back("implementation=fsdp2");
+              fsdp2.push_back(std::string("fsdp2_wrap=") + wrap);
+              fsdp2.push_back(std::string("reshard_after_forward=") + reshard);
+              cases.push_back({model + "_fsdp2_" + wrap + "_reshard_" + reshard + "_outer" + std::to_string(outer),
+                               model, fsdp2});
+            }
+          }
         }
       }
     }
@@ -125,9 +132,11 @@ TEST(MegatronBuilder, DefaultBudgetPrefetchesThreeLlama8bLayers) {
   // once the listed units beyond the current one reach 5e8: 218M, 436M, 654M → k = 3.
   const Schedule s = build_schedule(model_preset("llama3-8b"), FsdpConfig{}, 8);
   EXPECT_EQ(s.info.prefetch_depth, 3);
-  // start_param_sync gathers bucket 0 (the non-unit group) and prefetches layers 0-2; the embedding's pre-forward
-  // finds them all in flight: so 4 all-gathers precede the first layer's forward, and layer.0's pre-forward adds
-  // layer.3 before its forward.
+  // Megatron-LM's bucket size on 8 GPUs is max(40M, 8M) = 40M, which the embedding (525M) reaches alone: the non-unit
+  // parameters are buckets 0 [embedding] and 1 [final norm, output]. start_param_sync gathers bucket 0 and prefetches
+  // bucket 1 (525M ≥ S_AG: stop); the embedding's pre-forward lists the same two; layer.0's pre-forward gathers
+  // layer 0 and prefetches 1, 2, 3 (218M, 436M, 654M ≥ 5e8: stop). So 6 all-gathers precede the first layer's
+  // forward, and layer.1's pre-forward adds layer.4 before its forward.
   int before_first_layer = 0, before_second_layer = 0;
   const OpId fwd0 = first_op_named(s, "fwd.layer.0.mb0");
   const OpId fwd1 = first_op_named(s, "fwd.layer.1.mb0");
@@ -136,8 +145,8 @@ TEST(MegatronBuilder, DefaultBudgetPrefetchesThreeLlama8bLayers) {
     before_first_layer += op.id < fwd0;
     before_second_layer += op.id < fwd1;
   }
-  EXPECT_EQ(before_first_layer, 5);  // non-unit + layers 0, 1, 2 + layer 3 (issued at layer.0's pre-forward)
-  EXPECT_EQ(before_second_layer, 6);
+  EXPECT_EQ(before_first_layer, 6);  // embedding, output, layers 0-3
+  EXPECT_EQ(before_second_layer, 7);
 }
 
 TEST(MegatronBuilder, CapRuleAndDoubleBufferGiveDepthOne) {
@@ -176,7 +185,8 @@ TEST(MegatronBuilder, CollectivesPerStrategy) {
   // Per step with 32 layers and 2 micro-batches (docs/architecture.md §4.6.5): ZeRO-3 gathers every layer in forward
   // and backward of every micro-batch and reduce-scatters every micro-batch; ZeRO-2 gathers once per step and
   // reduce-scatters every micro-batch; ZeRO-1 gathers once and reduce-scatters on the last; no_shard only all-reduces
-  // on the last.
+  // on the last. With Megatron-LM's 40M bucket size the non-unit parameters are two bucket groups ([embedding] and
+  // [final norm, output]); no_shard has no units and splits every parameter list at 40M (see below).
   const auto count = [](const Schedule& s, OpKind kind) {
     return std::count_if(s.ops.begin(), s.ops.end(), [&](const Op& op) { return op.kind == kind; });
   };
@@ -188,16 +198,18 @@ TEST(MegatronBuilder, CollectivesPerStrategy) {
       build_schedule(m, config_of({"global_batch_size=16", "data_parallel_sharding_strategy=optim"}), 8);
   const Schedule z0 =
       build_schedule(m, config_of({"global_batch_size=16", "data_parallel_sharding_strategy=no_shard"}), 8);
-  // ZeRO-3: non-unit once + 32 × 2 (fwd, bwd) × 2 micro-batches + the output layer's 3 wasted prefetches per
-  // micro-batch (layers 0-2, recycled at the first backward gather) = 1 + 128 + 6.
-  EXPECT_EQ(count(z3, OpKind::all_gather), 1 + 128 + 6);
-  EXPECT_EQ(count(z3, OpKind::reduce_scatter), (32 + 1) * 2);  // every bucket group, every micro-batch
-  EXPECT_EQ(count(z2, OpKind::all_gather), 33);                // once per step
-  EXPECT_EQ(count(z2, OpKind::reduce_scatter), 33 * 2);
-  EXPECT_EQ(count(z1, OpKind::all_gather), 33);
-  EXPECT_EQ(count(z1, OpKind::reduce_scatter), 33);  // last micro-batch only
+  // ZeRO-3: 2 non-unit groups once + 32 × 2 (fwd, bwd) × 2 micro-batches + the output layer's 3 wasted prefetches
+  // per micro-batch (layers 0-2, recycled at the first backward gather) = 2 + 128 + 6.
+  EXPECT_EQ(count(z3, OpKind::all_gather), 2 + 128 + 6);
+  EXPECT_EQ(count(z3, OpKind::reduce_scatter), (32 + 2) * 2);  // every bucket group, every micro-batch
+  EXPECT_EQ(count(z2, OpKind::all_gather), 34);                // once per step
+  EXPECT_EQ(count(z2, OpKind::reduce_scatter), 34 * 2);
+  EXPECT_EQ(count(z1, OpKind::all_gather), 34);
+  EXPECT_EQ(count(z1, OpKind::reduce_scatter), 34);  // last micro-batch only
   EXPECT_EQ(count(z0, OpKind::all_gather), 0);
-  EXPECT_EQ(count(z0, OpKind::all_reduce), 33);
+  // no_shard buckets in module order, closed once they reach 40M: [embedding 525M]; per layer [input norm, qkv 25.2M,
+  // proj 16.8M] = 42M, [pre-MLP norm, fc1 117M], [fc2 58.7M]; [final norm, output 525M]: 1 + 3 × 32 + 1.
+  EXPECT_EQ(count(z0, OpKind::all_reduce), 1 + 3 * 32 + 1);
 }
 
 TEST(MegatronBuilder, HsdpOuterCollectivesOnTheLastMicroBatch) {
@@ -215,9 +227,9 @@ TEST(MegatronBuilder, HsdpOuterCollectivesOnTheLastMicroBatch) {
       return op.name.rfind(prefix, 0) == 0 && (mb < 0 || op.micro_batch == mb);
     });
   };
-  EXPECT_EQ(outer(hsdp, "outer_ar", 1), 33);
+  EXPECT_EQ(outer(hsdp, "outer_ar", 1), 34);  // 32 layers + [embedding] + [final norm, output]
   EXPECT_EQ(outer(hsdp, "outer_ar", 0), 0);
-  EXPECT_EQ(outer(hfsdp, "outer_rs", 1), 33);
+  EXPECT_EQ(outer(hfsdp, "outer_rs", 1), 34);
   EXPECT_EQ(outer(hfsdp, "outer_ag", 1), 0);
   // First micro-batch: every all-gather has its outer all-gather in front.
   const auto inner_ags_mb0 = std::count_if(hfsdp.ops.begin(), hfsdp.ops.end(), [](const Op& op) {
@@ -238,8 +250,10 @@ TEST(MegatronBuilder, FullRecomputeRegathersEachLayer) {
 }
 
 TEST(Fsdp2Builder, CopyInAllGatherCopyOutAndRootKeptForBackward) {
-  const Schedule s =
-      build_schedule(model_preset("llama3-8b"), config_of({"implementation=fsdp2", "global_batch_size=16"}), 8);
+  // The plain two-level wrapping: each layer, then the root holding embedding, final norm and output.
+  const Schedule s = build_schedule(
+      model_preset("llama3-8b"),
+      config_of({"implementation=fsdp2", "fsdp2_wrap=blocks_and_root", "global_batch_size=16"}), 8);
   ASSERT_TRUE(s.stream_index("ag_copy_in").valid());
   EXPECT_EQ(s.streams[(s.stream_index("ag")).index()].priority, -1);
   // Per micro-batch: the root is gathered once (kept through backward); each layer in forward and in backward.
@@ -255,6 +269,36 @@ TEST(Fsdp2Builder, CopyInAllGatherCopyOutAndRootKeptForBackward) {
   const auto copy_outs =
       std::count_if(copies.begin(), copies.end(), [](const Op* op) { return op->name.rfind("ag_copy_out", 0) == 0; });
   EXPECT_EQ(copy_outs, 33);
+}
+
+TEST(Fsdp2Builder, TorchtitanWrapsEmbeddingAloneAndNormWithOutput) {
+  // torchtitan/distributed/fsdp.py @ b5bcd76c: fully_shard(tok_embeddings), each block, fully_shard([norm, lm_head],
+  // reshard_after_forward=False), then the parameter-less root; reduce_dtype float32.
+  const Schedule s =
+      build_schedule(model_preset("llama3-8b"), config_of({"implementation=fsdp2", "global_batch_size=16"}), 8);
+  // Forward gathers embedding, 32 layers and [norm, output]; backward re-gathers the 32 layers and the embedding
+  // (resharded after forward) but not [norm, output].
+  EXPECT_EQ(ops_of(s, OpKind::all_gather, Phase::fwd, 0).size(), 34u);
+  const auto bwd_ags = ops_of(s, OpKind::all_gather, Phase::bwd, 0);
+  EXPECT_EQ(bwd_ags.size(), 33u);
+  EXPECT_EQ(bwd_ags.back()->name, "ag.bwd.embedding.mb0");  // prefetched at layer.0's pre-backward
+  // [norm, output] is reduce-scattered right after its own backward, before layer.31's backward; in FP32.
+  const auto rs = ops_of(s, OpKind::reduce_scatter, Phase::bwd, 0);
+  ASSERT_EQ(rs.size(), 34u);
+  EXPECT_EQ(rs.front()->name, "rs.output.mb0");
+  EXPECT_LT(rs.front()->id, first_op_named(s, "bwd.layer.31.mb0"));
+  EXPECT_EQ(rs.front()->dtype, DType::fp32);
+  EXPECT_EQ(rs.back()->name, "rs.embedding.mb0");
+  // The root's pre-forward of micro-batch 1 makes the copy-in stream wait on everything the compute stream was
+  // given so far (FSDPState._root_pre_forward): the embedding's all-gather cannot overlap micro-batch 0's tail.
+  const OpId copy_in = first_op_named(s, "ag_copy_in.embedding.mb1");
+  ASSERT_TRUE(copy_in.valid());
+  OpId last_compute_before;
+  for (const Op& op : s.ops) {
+    if (op.id < copy_in && op.stream == s.stream_index("compute")) last_compute_before = op.id;
+  }
+  const auto& deps = s.ops[copy_in].deps;
+  EXPECT_NE(std::find(deps.begin(), deps.end(), last_compute_before), deps.end());
 }
 
 TEST(Builders, ActivationOffloadCopiesEachOffloadedLayer) {

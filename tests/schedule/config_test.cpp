@@ -133,7 +133,7 @@ TEST(Layout, ErrorsNameTheKeyWhereItWasSet) {
     FsdpConfig c = parse_config_yaml("implementation: fsdp2\ndata_parallel_sharding_strategy: optim\n", "job.yaml");
     resolve_layout(llama70, c, 8);
   });
-  EXPECT_NE(m.find("FSDP2 shards parameters"), std::string::npos) << m;
+  EXPECT_NE(m.find("FSDP2 (fully_shard) always shards parameters"), std::string::npos) << m;
 }
 
 }  // namespace

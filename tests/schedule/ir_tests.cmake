@@ -8,4 +8,5 @@ fsdpsim_test(test_schedule_ir
     megatron_args_test.cpp
     builder_test.cpp
     builder_memory_test.cpp
+    builder_megatron_code_test.cpp
   DEPS fsdpsim_schedule)

@@ -36,7 +36,11 @@ TEST(MegatronArgs, DefinesTheModelAndTheConfig) {
   EXPECT_EQ(config.global_batch_size, 128);
   EXPECT_TRUE(config.calculate_per_token_loss);
   EXPECT_TRUE(config.init_model_with_meta_device);
-  EXPECT_EQ(config.main_grads_dtype, "bf16");
+  // --grad-reduce-in-bf16 only clears accumulate_allreduce_grads_in_fp32, which Megatron-FSDP does not read.
+  EXPECT_EQ(config.main_grads_dtype, "auto");
+  // --no-gradient-accumulation-fusion as given; Megatron-LM's default for the left-out --overlap-grad-reduce.
+  EXPECT_FALSE(config.gradient_accumulation_fusion);
+  EXPECT_FALSE(config.overlap_grad_reduce);
   EXPECT_EQ(config.where("seq_length").file, "<megatron-args --seq-length seq_length=8192>");
 }
 
@@ -47,7 +51,7 @@ TEST(MegatronArgs, SameScheduleAsThePresetJob) {
   apply_override(from_args, "nodes=8");
   FsdpConfig from_keys;
   for (const char* kv : {"nodes=8", "seq_length=8192", "global_batch_size=128", "calculate_per_token_loss=true",
-                         "init_model_with_meta_device=true", "main_grads_dtype=bf16", "grad_comm_dtype=bf16"}) {
+                         "init_model_with_meta_device=true", "overlap_grad_reduce=false"}) {
     apply_override(from_keys, kv);
   }
   const Schedule a = build_schedule(*model, from_args, 8);
@@ -87,6 +91,39 @@ TEST(MegatronArgs, Errors) {
               apply_megatron_args("--num-layers 2 --hidden-size 64 --num-attention-heads 4", c, none);
             }).find("'--vocab-size': the Megatron-LM arguments define a model but not --vocab-size"),
             std::string::npos);
+}
+
+TEST(MegatronArgs, ReductionAndOptimizerFlagsAsMegatronLmDefinesThem) {
+  // megatron/training/arguments.py @ d98e8a64ddf3: the flag is --ddp-average-in-collective; --ddp-bucket-size and
+  // --create-all-gather-group shape the buckets and communicators; --use-precision-aware-optimizer decouples the
+  // grads; --fp8-recipe picks the transpose path; wgrad fusion is on unless --no-gradient-accumulation-fusion.
+  FsdpConfig c;
+  std::optional<ModelSpec> m = model_preset("llama3-8b");
+  apply_megatron_args(
+      "--ddp-average-in-collective --ddp-bucket-size 50000000 --create-all-gather-group "
+      "--use-precision-aware-optimizer --fp8-recipe mxfp8 --overlap-grad-reduce",
+      c, m);
+  EXPECT_TRUE(c.average_in_collective);
+  EXPECT_EQ(c.ddp_bucket_size, 50'000'000);
+  EXPECT_TRUE(c.create_all_gather_group);
+  EXPECT_TRUE(c.use_precision_aware_optimizer);
+  EXPECT_EQ(c.fp8_recipe, Fp8Recipe::mxfp8);
+  EXPECT_TRUE(c.gradient_accumulation_fusion);
+  EXPECT_TRUE(c.overlap_grad_reduce);
+  // A configuration file's setting stands where the script says nothing.
+  FsdpConfig from_file = parse_config_yaml("gradient_accumulation_fusion: false\n", "job.yaml");
+  apply_megatron_args("--micro-batch-size 1", from_file, m);
+  EXPECT_FALSE(from_file.gradient_accumulation_fusion);
+  // The name without the ddp- prefix is no Megatron-LM flag.
+  EXPECT_NE(error_of([&] {
+              apply_megatron_args("--average-in-collective", c, m);
+            }).find("did you mean '--ddp-average-in-collective'?"),
+            std::string::npos);
+  // --grad-reduce-in-bf16 changes nothing Megatron-FSDP reads.
+  FsdpConfig plain, bf16;
+  apply_megatron_args("--micro-batch-size 1", plain, m);
+  apply_megatron_args("--micro-batch-size 1 --grad-reduce-in-bf16", bf16, m);
+  EXPECT_EQ(config_to_yaml(plain), config_to_yaml(bf16));
 }
 
 }  // namespace

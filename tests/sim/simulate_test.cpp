@@ -53,6 +53,43 @@ TEST(Simulate, Llama8bOnOneNodeFits) {
   EXPECT_GE(r.first_step_time_s, r.step_time_s);  // the first step also pays for new allocator segments
 }
 
+TEST(Simulate, MegatronReferenceJobPeakAsTheCodeImpliesIt) {
+  // Llama-3-70B on 64 H100s (8 DGX nodes), optim_grads_params, TP 1, sequence 8192, GBS 128 (2 micro-batches), full
+  // recompute of every layer (the builder audit's reference job). The peak is layer.78's backward of micro-batch 0:
+  Report r = [] {
+    FsdpConfig config;
+    for (const char* s : {"nodes=8", "seq_length=8192", "global_batch_size=128", "recompute_granularity=full"}) {
+      apply_override(config, s);
+    }
+    const Topology topology = topology_preset("dgx-h100-ndr");
+    const Schedule schedule = build_schedule(model_preset("llama3-70b"), config, topology.gpus_per_node);
+    return make_report(schedule, topology, run_schedule(schedule, topology, SimOptions{}));
+  }();
+  EXPECT_EQ(r.peak_op, "bwd.layer.78.mb0");
+  // Buckets padded to 64 × chunk factor (the largest row): a layer's 855,670,784 parameters to a multiple of
+  // 64 × 28,672 → 856,948,736 (1,713,897,472 B in BF16); [final norm, output] 1,050,681,344 to a multiple of
+  // 64 × 8,192 → 1,051,197,440 (2,102,394,880 B); [embedding] 1,050,673,152 stays (2,101,346,304 B).
+  constexpr int64_t kLayer = 1'713'897'472, kOutput = 2'102'394'880, kEmbedding = 2'101'346'304;
+  // Megatron-LM's bucket size max(40M, 64M) splits the non-unit parameters into [embedding] and [final norm, output];
+  // [final norm, output] is reduce-scattered after its backward and stays in the queue (capacity 2 × 855,670,784
+  // unpadded) through layers 79 and 78: while layer.78 fills its bucket the queue holds output and layer.79.
+  EXPECT_EQ(r.memory_breakdown.at("unsharded_grad"), kOutput + 2 * kLayer);
+  // autograd's param.grad before the bucket copy: the largest weight, fc1 (2 × 28,672) × 8,192 in BF16.
+  EXPECT_EQ(r.memory_breakdown.at("weight_grad"), 57'344LL * 8'192 * 2);
+  // Both non-unit buckets stay gathered; layer.78 (in use) and layer.77 (prefetched, S_AG = 855,670,784 stops after
+  // one unit).
+  EXPECT_EQ(r.memory_breakdown.at("gathered_param"), kEmbedding + kOutput + 2 * kLayer);
+  // 2 + 2 + 4 + 8 B (BF16 weights and grads, FP32 main weights, Adam) per shard element:
+  // (2,101,870,592 + 80 × 856,948,736) / 64 = 1,104,027,648.
+  EXPECT_EQ(r.memory_breakdown.at("param_shard") + r.memory_breakdown.at("grad_shard") +
+                r.memory_breakdown.at("main_weight") + r.memory_breakdown.at("optimizer_state"),
+            16 * 1'104'027'648LL);
+  // With the activations (79 checkpointed layer inputs, layer.78's recomputed activations) and the backward
+  // workspace: 43.0 GiB, where the unchanged builder predicted 45.1 GiB (one more queued layer bucket, the output
+  // gradient held to the end, no param.grad).
+  EXPECT_NEAR(static_cast<double>(r.peak_allocated_bytes) / (1LL << 30), 43.0, 0.05);
+}
+
 // Llama-3-8B's padded layer on 8 GPUs: 218,112,000 parameters, largest row 14,336 → quantum 8 × 14,336 = 114,688;
 // ceil(218,112,000 / 114,688) = 1,902 → 218,136,576 elements, 436,273,152 B in BF16.
 constexpr int64_t kLlama8bLayerBytes = 436'273'152;
