@@ -7,6 +7,7 @@
 #include "schedule/build/build_fsdp2.h"
 
 #include <algorithm>
+#include <map>
 
 #include "common/error.h"
 #include "schedule/build/builder_common.h"
@@ -69,6 +70,9 @@ class Fsdp2Builder {
   void backward(int32_t mb, Activations& acts);
   void post_backward(int32_t g, int32_t mb);
   void optimizer_step();
+  /// Adds an all-gather or reduce-scatter of the data-parallel mesh behind the previous one: FSDP2 issues both on
+  /// the same process group, whose collectives ProcessGroupNCCL runs in host order on one internal stream.
+  OpId add_on_communicator(Op op);
 
   BuildContext ctx_;
   std::vector<ParamGroup> groups_;
@@ -76,6 +80,7 @@ class Fsdp2Builder {
   StreamId copy_in_stream_, ag_stream_, rs_stream_, ar_stream_;
   BufferId shard_params_, shard_grads_, optimizer_state_;
   int64_t shard_elems_ = 0;
+  std::map<int32_t, OpId> last_on_communicator_;  // per process group: the last collective issued on it
   OpId last_copy_out_;          // copy-in waits on the previous copy-out (all_gather_state)
   BufferId pending_flat_free_;  // forward: the previous group's flat output, freed at the next copy-out
   OpId rs_in_flight_op_;        // the last reduce-scatter's final op
@@ -179,7 +184,7 @@ void Fsdp2Builder::unshard(int32_t g, Phase phase, int32_t mb, bool after_comput
     ag.deps = {copy_in_id};
     ag.reads = {part.flat};
     ag.writes = {part.flat};
-    part.ag_op = ctx_.w.add(std::move(ag));
+    part.ag_op = add_on_communicator(std::move(ag));
   }
   pg.issued = true;
 }
@@ -304,8 +309,10 @@ void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
     ctx_.w.add(std::move(bwd));
     if (group_done) post_backward(g, mb);
   }
-  // Root post-backward (is_last_backward): the compute stream waits on the last reduce-scatter and frees its input.
-  Op sync = make_sync(op_name("rs_join", "", mb), Phase::bwd, ctx_.compute, {rs_in_flight_op_}, {rs_in_flight_input_});
+  // Root post-backward (is_last_backward): the compute stream waits on every group's post-reduce event and the last
+  // reduce-scatter, and frees its input.
+  Op sync = make_sync(op_name("rs_join", "", mb), Phase::bwd, ctx_.compute,
+                      ctx_.w.tails({rs_stream_, ar_stream_}), {rs_in_flight_input_});
   sync.micro_batch = mb;
   ctx_.w.add(std::move(sync));
   rs_in_flight_op_ = OpId::none();
@@ -336,7 +343,7 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
   copy.writes = {input};
   const OpId copy_id = ctx_.w.add(std::move(copy));
   pg.grads.clear();
-  OpId last;
+  OpId last, rs_event;
   for (const Part& part : pg.parts) {
     const std::string name = pg.name + (part.expert ? ".experts" : "");
     const int64_t out_bytes = part.padded_elems / part.shard * reduce_bytes();
@@ -357,7 +364,8 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
     rs.reads = {input};
     rs.allocs = {output};
     rs.writes = {output};
-    last = ctx_.w.add(std::move(rs));
+    last = add_on_communicator(std::move(rs));
+    rs_event = last;  // the reduce-scatter event the next group's post-backward waits on
     if (ar_stream_.valid()) {
       Op ar = make_collective({.kind = OpKind::all_reduce,
                                .name = op_name("outer_ar", name, mb),
@@ -375,8 +383,9 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
       ar.writes = {output};
       last = ctx_.w.add(std::move(ar));
     }
-    // Cast to the original dtype and accumulate into the sharded .grad.
-    Op acc = make_compute(op_name("grad_accum", name, mb), Phase::bwd, rs_stream_, {},
+    // Cast to the original dtype and accumulate into the sharded .grad: on the all-reduce stream under HSDP
+    // (foreach_reduce), so the next reduce-scatter does not queue behind this group's all-reduce.
+    Op acc = make_compute(op_name("grad_accum", name, mb), Phase::bwd, ar_stream_.valid() ? ar_stream_ : rs_stream_, {},
                           part.padded_elems / part.shard * (reduce_bytes() + 2 * shard_elem_bytes()));
     acc.unit = pg.units.front();
     acc.micro_batch = mb;
@@ -386,8 +395,17 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
     acc.frees = {output};
     last = ctx_.w.add(std::move(acc));
   }
-  rs_in_flight_op_ = last;
+  rs_in_flight_op_ = rs_event;
   rs_in_flight_input_ = input;
+}
+
+OpId Fsdp2Builder::add_on_communicator(Op op) {
+  const int32_t key = op.group.value();
+  const auto previous = last_on_communicator_.find(key);
+  if (previous != last_on_communicator_.end()) op.deps.push_back(previous->second);
+  const OpId id = ctx_.w.add(std::move(op));
+  last_on_communicator_[key] = id;
+  return id;
 }
 
 void Fsdp2Builder::optimizer_step() {

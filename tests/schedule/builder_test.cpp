@@ -301,6 +301,32 @@ TEST(Fsdp2Builder, TorchtitanWrapsEmbeddingAloneAndNormWithOutput) {
   EXPECT_NE(std::find(deps.begin(), deps.end(), last_compute_before), deps.end());
 }
 
+TEST(Fsdp2Builder, HsdpAccumulatesOnTheAllReduceStreamAndCollectivesQueueOnTheirGroup) {
+  // _fsdp_collectives.py foreach_reduce: the reduce-scatter event is recorded right after the reduce-scatter; under
+  // HSDP the all-reduce and the cast/accumulate run on the all-reduce stream, and the next group's post-backward waits
+  // only on the reduce-scatter event.
+  const Schedule s = build_schedule(
+      model_preset("llama3-8b"),
+      config_of({"implementation=fsdp2", "nodes=2", "global_batch_size=32", "num_distributed_optimizer_instances=2"}),
+      8);
+  const StreamId ar = s.stream_index("outer_ar");
+  ASSERT_TRUE(ar.valid());
+  for (const Op& op : s.ops) {
+    if (op.name.rfind("grad_accum", 0) == 0) {
+      EXPECT_EQ(op.stream, ar) << op.name;
+    }
+    if (op.name.rfind("rs_wait", 0) == 0) {
+      ASSERT_EQ(op.deps.size(), 1u);
+      EXPECT_EQ(s.ops[op.deps.front()].kind, OpKind::reduce_scatter) << op.name;
+    }
+  }
+  // All-gathers and reduce-scatters share the data-parallel mesh's process group: the backward all-gather issued
+  // after layer.31's reduce-scatter waits for it.
+  const Op& ag = s.ops[first_op_named(s, "ag.bwd.layer.29.mb0")];
+  EXPECT_TRUE(std::any_of(ag.deps.begin(), ag.deps.end(),
+                          [&](OpId d) { return s.ops[d].name == "rs.layer.31.mb0"; }));
+}
+
 TEST(Builders, ActivationOffloadCopiesEachOffloadedLayer) {
   // Default: every decoder layer but the last is offloaded: 31 device→host and 31 host→device copies per micro-batch.
   const Schedule s = build_schedule(model_preset("llama3-8b"), config_of({"cpu_offloading_activations=true"}), 8);
