@@ -265,5 +265,15 @@ TEST(MegatronCode, NcclUbRegistersShardsAndPoolsButNotMainWeightsOrNonUnitBucket
   EXPECT_FALSE(buffer_named(s, "params.non_unit")->nccl_registered);
 }
 
+TEST(MegatronCode, UnderTheDoubleBufferANonUnitRequestPrefetchesNothing) {
+  // AllGatherPipeline.all_gather_params: with fsdp_double_buffer, a request of non-unit buckets only skips prefetch.
+  // start_param_sync and the embedding's pre-forward gather the non-unit bucket alone; layer 0 is gathered at its own
+  // pre-forward, after the embedding's forward. Without the double buffer it is prefetched before.
+  const Schedule db = build(tiny_model(2), {"fsdp_double_buffer=true"});
+  EXPECT_GT(op_named(db, "ag.layer.0.mb0")->id, op_named(db, "fwd.embedding.mb0")->id);
+  const Schedule plain = build(tiny_model(2), {});
+  EXPECT_LT(op_named(plain, "ag.layer.0.mb0")->id, op_named(plain, "fwd.embedding.mb0")->id);
+}
+
 }  // namespace
 }  // namespace fsdpsim
