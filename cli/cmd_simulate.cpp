@@ -48,7 +48,9 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--margin", options->margin, "memory margin the OOM advice keeps free")->capture_default_str();
   cmd->callback([options] {
     Topology topology;
-    const Schedule schedule = load_or_build_schedule_for_cli(options->schedule_file, options->job, &topology);
+    std::vector<std::string> read_not_modelled;
+    const Schedule schedule =
+        load_or_build_schedule_for_cli(options->schedule_file, options->job, &topology, &read_not_modelled);
     if (!options->profile.empty()) topology.gpu = load_gpu_profile(options->profile);
     SimOptions sim;
     sim.steps = options->steps;
@@ -56,7 +58,8 @@ void register_simulate(CLI::App& app) {
     sim.record_timeline = true;
     sim.allocator_capacity_bytes = 0;
     const RunRecord run = run_schedule(schedule, topology, sim);
-    const Report report = make_report(schedule, topology, run);
+    Report report = make_report(schedule, topology, run);
+    report.read_not_modelled = read_not_modelled;
     std::cout << report_text(report);
     std::vector<AdviceItem> advice;
     if (report.oom && !options->no_advice && options->schedule_file.empty()) {

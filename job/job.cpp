@@ -7,6 +7,7 @@
 #include "job/placement_check.h"
 #include "schedule/build/builder.h"
 #include "schedule/config/megatron_args.h"
+#include "schedule/config/torchtitan_config.h"
 #include "schedule/ir/ir_yaml.h"
 #include "schedule/ir/validate.h"
 
@@ -38,20 +39,28 @@ JobInputs load_job_inputs(const JobOptions& options) {
   FsdpConfig config = load_config(options.config);
   std::optional<ModelSpec> model;
   if (!options.model.empty()) model = load_model(options.model);
-  if (!options.megatron_args.empty()) apply_megatron_args(options.megatron_args, config, model);
+  std::vector<std::string> read_not_modelled;
+  if (!options.megatron_args.empty()) {
+    read_not_modelled = apply_megatron_args(options.megatron_args, config, model).not_modelled;
+  }
+  std::optional<TorchtitanWorld> torchtitan;
+  if (!options.torchtitan_config.empty()) torchtitan = apply_torchtitan_config(options.torchtitan_config, config, model);
   for (const auto& assignment : options.sets) apply_override(config, assignment);
   if (!model) {
     throw ConfigError(
-        "no model: give --model PRESET|FILE, or --megatron-args with --num-layers, --hidden-size, "
-        "--num-attention-heads and --vocab-size");
+        "no model: give --model PRESET|FILE, --torchtitan-config FILE, or --megatron-args with --num-layers, "
+        "--hidden-size, --num-attention-heads and --vocab-size");
   }
-  return JobInputs{std::move(*model), load_topology(options.topology), std::move(config)};
+  JobInputs in{std::move(*model), load_topology(options.topology), std::move(config), std::move(read_not_modelled)};
+  if (torchtitan) settle_torchtitan_world(*torchtitan, in.config, in.topology.gpus_per_node);
+  return in;
 }
 
 Job resolve_job(const JobOptions& options) {
   JobInputs in = load_job_inputs(options);
   ParallelLayout layout = resolve_layout(in.model, in.config, in.topology.gpus_per_node);
-  return Job{std::move(in.model), std::move(in.topology), std::move(in.config), std::move(layout)};
+  return Job{std::move(in.model), std::move(in.topology), std::move(in.config), std::move(layout),
+             std::move(in.read_not_modelled)};
 }
 
 Schedule build_job_schedule(const ModelSpec& model, FsdpConfig& config, const Topology& topology, ScheduleCheck check) {

@@ -21,6 +21,7 @@ struct JobOptions {
   std::string topology = "dgx-h100-ndr";
   std::string config;
   std::string megatron_args;
+  std::string torchtitan_config;  ///< a torchtitan job TOML (--torchtitan-config)
   std::vector<std::string> sets;
   bool print_config = false;
   std::string schedule_file_hint;  ///< names a schedule file in errors about it
@@ -32,6 +33,7 @@ struct Job {
   Topology topology;
   FsdpConfig config;
   ParallelLayout layout;
+  std::vector<std::string> read_not_modelled;  ///< input settings read but not modelled (Megatron-LM flags, ...)
 };
 
 /// The job's inputs before the layout is resolved (the configuration as the user gave it, nothing forced yet).
@@ -39,9 +41,11 @@ struct JobInputs {
   ModelSpec model;
   Topology topology;
   FsdpConfig config;
+  std::vector<std::string> read_not_modelled;  ///< input settings read but not modelled (Megatron-LM flags, ...)
 };
 
-/// Loads model, topology and configuration: config file, then Megatron-LM flags, then --set overrides (last wins).
+/// Loads model, topology and configuration: config file, then Megatron-LM flags, then a torchtitan TOML, then --set
+/// overrides (last wins; the TOML's degrees then fix or check the node count).
 JobInputs load_job_inputs(const JobOptions& options);
 /// Loads and checks everything: the inputs, then the layout.
 Job resolve_job(const JobOptions& options);

@@ -162,6 +162,7 @@ Report make_report(const Schedule& s, const Topology& t, const RunRecord& run, R
   r.world_size = s.info.world_size;
   r.nodes = s.info.world_size / std::max(1, t.gpus_per_node);
   r.micro_batches = s.info.micro_batches;
+  r.model_size = model_size(s);
   r.events = run.events;
   if (const Measurement* measured = run.measurement()) {
     r.source = "fsdpsim exec (" + measured->backend + ", " + measured->device + ")";

@@ -12,6 +12,7 @@
 #include "memory/memory_overheads.h"
 #include "run/run_record.h"
 #include "schedule/ir/ir.h"
+#include "schedule/ir/summary.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {
@@ -52,6 +53,9 @@ struct Report {
   std::string source = "fsdpsim simulate";  ///< or "fsdpsim exec (cuda|host)"
   std::string model, implementation, strategy, topology, gpu;
   int32_t world_size = 0, nodes = 0, micro_batches = 0;
+  ModelSize model_size;  ///< parameters and FLOPs per token (zeros when the schedule does not record them)
+  /// Input settings read but not modelled (Megatron-LM flags such as --lr): the caller fills it from the job.
+  std::vector<std::string> read_not_modelled;
 
   double step_time_s = 0;
   double first_step_time_s = 0;

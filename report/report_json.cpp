@@ -29,6 +29,13 @@ std::string report_json(const Report& r) {
   j["world_size"] = r.world_size;
   j["nodes"] = r.nodes;
   j["micro_batches"] = r.micro_batches;
+  if (r.model_size.params > 0) {
+    j["model_params"] = r.model_size.params;
+    j["model_active_params"] = r.model_size.active_params;
+    j["params_per_rank"] = r.model_size.params_per_rank;
+    j["model_flops_per_token"] = r.model_size.flops_per_token;
+  }
+  j["read_not_modelled"] = r.read_not_modelled;
   j["first_step_time_s"] = r.first_step_time_s;
   j["exposed_comm_by_phase_s"] = r.exposed_comm_by_phase_s;
   j["exposed_comm_by_kind_s"] = r.exposed_comm_by_kind_s;

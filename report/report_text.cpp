@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "common/text.h"
 #include "report/report.h"
 
 namespace fsdpsim {
@@ -63,7 +64,12 @@ std::string report_text(const Report& r) {
   out << r.source << ": " << r.model << " on " << r.topology << ", " << r.nodes << " nodes, " << r.world_size
       << " GPUs (" << r.gpu << ")\n";
   out << "  " << r.implementation << " " << r.strategy << ", " << r.micro_batches << " micro-batch"
-      << (r.micro_batches == 1 ? "" : "es") << " per step\n\n";
+      << (r.micro_batches == 1 ? "" : "es") << " per step\n";
+  if (const std::string size = model_size_text(r.model_size); !size.empty()) out << "  model: " << size << "\n";
+  if (!r.read_not_modelled.empty()) {
+    out << "  read, not modelled (" << r.read_not_modelled.size() << "): " << join(r.read_not_modelled, " ") << "\n";
+  }
+  out << "\n";
   out << "step time       " << fixed(r.step_time_s, 3) << " s steady state (first step "
       << fixed(r.first_step_time_s, 3) << " s)\n";
   out << "throughput      " << fixed(r.tokens_per_s_per_gpu, 0) << " tokens/s per GPU, " << fixed(r.tflops_per_gpu, 1)

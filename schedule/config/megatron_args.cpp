@@ -9,168 +9,22 @@
 #include "common/limits.h"
 #include "common/text.h"
 #include "common/yaml_reader.h"
+#include "schedule/config/layer_pattern.h"
 
 namespace fsdpsim {
 namespace {
 
 const SourceLocation kWhere{"<megatron-args>", 0, 0};
 
-// Flags that do not shape the step's schedule (optimizer hyper-parameters, data, logging, checkpointing).
-const std::set<std::string>& ignored_flags() {
-  static const std::set<std::string> flags{
-      "--lr",
-      "--min-lr",
-      "--lr-decay-style",
-      "--lr-warmup-iters",
-      "--lr-warmup-fraction",
-      "--lr-decay-iters",
-      "--lr-warmup-samples",
-      "--lr-decay-samples",
-      "--train-iters",
-      "--train-samples",
-      "--weight-decay",
-      "--clip-grad",
-      "--adam-beta1",
-      "--adam-beta2",
-      "--adam-eps",
-      "--init-method-std",
-      "--log-interval",
-      "--save",
-      "--load",
-      "--save-interval",
-      "--eval-iters",
-      "--eval-interval",
-      "--data-path",
-      "--split",
-      "--tokenizer-type",
-      "--tokenizer-model",
-      "--vocab-file",
-      "--merge-file",
-      "--seed",
-      "--distributed-backend",
-      "--attention-dropout",
-      "--hidden-dropout",
-      "--use-mcore-models",
-      "--transformer-impl",
-      "--use-distributed-optimizer",
-      "--ckpt-format",
-      "--use-megatron-fsdp",
-      "--fsdp-manual-registration",
-      "--sequence-parallel",
-      "--use-flash-attn",
-      "--attention-backend",
-      "--bf16",
-      "--log-throughput",
-      "--tensorboard-dir",
-      "--wandb-project",
-      "--wandb-exp-name",
-      "--dataloader-type",
-      "--num-workers",
-      "--no-masked-softmax-fusion",
-      "--no-bias-gelu-fusion",
-      "--no-bias-swiglu-fusion",
-      "--no-rope-fusion",
-      "--rotary-base",
-      "--rotary-percent",
-      "--use-rotary-position-embeddings",
-      "--manual-gc",
-      "--manual-gc-interval",
-      "--exit-duration-in-mins",
-      "--mock-data",
-      "--no-load-optim",
-      "--no-load-rng",
-      "--no-save-optim",
-      "--no-save-rng",
-      "--dist-ckpt-strictness",
-      "--auto-detect-ckpt-format",
-      "--moe-router-load-balancing-type",
-      "--moe-aux-loss-coeff",
-      "--moe-grouped-gemm",
-      "--moe-token-dispatcher-type",
-      "--moe-router-score-function",
-      "--moe-router-enable-expert-bias",
-      "--moe-router-bias-update-rate",
-      "--moe-router-dtype",
-      "--moe-permute-fusion",
-      "--moe-router-pre-softmax",
-      "--moe-z-loss-coeff",
-      "--cross-entropy-loss-fusion",
-      "--overlap-param-gather-with-optimizer-step",
-      "--fp8-amax-history-len",
-      "--fp8-amax-compute-algo",
-      "--dump-param-to-param-group-map",
-      "--norm-epsilon",
-      "--make-vocab-size-divisible-by",
-      "--group-query-attention",
-      "--multi-latent-attention",
-      "--use-torch-fsdp2",
-      "--fsdp-double-buffer",
-      "--use-nccl-ub",
-      "--overlap-grad-reduce",
-      "--overlap-param-gather",
-      "--calculate-per-token-loss",
-      "--init-model-with-meta-device",
-      // Only clears accumulate_allreduce_grads_in_fp32 (arguments.py), which Megatron-FSDP v1 does not read
-      // (nothing under megatron/core/distributed/fsdp/ @ d98e8a64ddf3 uses it): no effect on its schedule.
-      "--grad-reduce-in-bf16",
-      "--cpu-offloading",
-  };
-  return flags;
-}
+// How many values a flag takes, as Megatron-LM's argparse parser declares it (nargs).
+enum class FlagArity : uint8_t { none, one, many, optional };
 
-// Flags that take no value.
-const std::set<std::string>& switch_flags() {
-  static const std::set<std::string> flags{
-      "--use-megatron-fsdp",
-      "--use-torch-fsdp2",
-      "--no-gradient-accumulation-fusion",
-      "--use-distributed-optimizer",
-      "--calculate-per-token-loss",
-      "--init-model-with-meta-device",
-      "--grad-reduce-in-bf16",
-      "--fsdp-double-buffer",
-      "--use-nccl-ub",
-      "--fsdp-manual-registration",
-      "--overlap-grad-reduce",
-      "--overlap-param-gather",
-      "--bf16",
-      "--swiglu",
-      "--untie-embeddings-and-output-weights",
-      "--disable-bias-linear",
-      "--add-qkv-bias",
-      "--qk-layernorm",
-      "--group-query-attention",
-      "--multi-latent-attention",
-      "--sequence-parallel",
-      "--use-flash-attn",
-      "--use-precision-aware-optimizer",
-      "--cpu-offloading",
-      "--cpu-offloading-activations",
-      "--fp8-param-gather",
-      "--use-mcore-models",
-      "--log-throughput",
-      "--mock-data",
-      "--no-load-optim",
-      "--no-load-rng",
-      "--no-save-optim",
-      "--no-save-rng",
-      "--auto-detect-ckpt-format",
-      "--moe-grouped-gemm",
-      "--moe-router-enable-expert-bias",
-      "--moe-permute-fusion",
-      "--moe-router-pre-softmax",
-      "--cross-entropy-loss-fusion",
-      "--overlap-param-gather-with-optimizer-step",
-      "--manual-gc",
-      "--no-masked-softmax-fusion",
-      "--no-bias-gelu-fusion",
-      "--no-bias-swiglu-fusion",
-      "--no-rope-fusion",
-      "--use-rotary-position-embeddings",
-      "--ddp-average-in-collective",
-      "--create-all-gather-group",
+// Every flag of Megatron-LM's parser. Those without a rule below are read and reported as not modelled.
+const std::map<std::string, FlagArity>& megatron_flag_table() {
+  static const std::map<std::string, FlagArity> table{
+#include "schedule/config/megatron_flag_table.inc"
   };
-  return flags;
+  return table;
 }
 
 struct ParsedFlag {
@@ -178,25 +32,40 @@ struct ParsedFlag {
   std::string value;  // empty for switches
 };
 
-std::vector<ParsedFlag> parse_flags(const std::string& args) {
+bool is_flag(const std::string& word) {
+  return word.size() > 2 && word.rfind("--", 0) == 0;
+}
+
+// Splits the words into flags and their values by the parser's arities; a flag Megatron-LM does not know takes the
+// words up to the next flag, so that one misspelling does not hide the rest. Stray words are problems, not errors,
+// so that every problem of the command line is reported at once.
+std::vector<ParsedFlag> parse_flags(const std::string& args, std::vector<std::string>& problems) {
   std::vector<ParsedFlag> out;
   const std::vector<std::string> words = split_command_line(args);
   for (size_t i = 0; i < words.size(); ++i) {
-    std::string word = words[i];
-    if (word.rfind("--", 0) != 0) {
-      throw ConfigError(kWhere, word, "unexpected word '" + word + "' (every argument must be a --flag or its value)",
-                        "quote values that contain spaces");
+    const std::string& word = words[i];
+    if (!is_flag(word)) {
+      problems.push_back("unexpected word '" + word + "' (every argument must be a --flag or its value; quote values " +
+                         "that contain spaces)");
+      continue;
     }
     ParsedFlag flag;
     const size_t eq = word.find('=');
     if (eq != std::string::npos) {
       flag.name = word.substr(0, eq);
       flag.value = word.substr(eq + 1);
-    } else {
-      flag.name = word;
-      if (switch_flags().count(word) == 0 && i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0) {
-        flag.value = words[++i];
-      }
+      out.push_back(flag);
+      continue;
+    }
+    flag.name = word;
+    const auto known = megatron_flag_table().find(word);
+    const FlagArity arity = known == megatron_flag_table().end() ? FlagArity::many : known->second;
+    if (arity == FlagArity::one || arity == FlagArity::optional) {
+      if (i + 1 < words.size() && !is_flag(words[i + 1])) flag.value = words[++i];
+    } else if (arity == FlagArity::many) {
+      std::vector<std::string> values;
+      while (i + 1 < words.size() && !is_flag(words[i + 1])) values.push_back(words[++i]);
+      flag.value = join(values, " ");
     }
     out.push_back(flag);
   }
@@ -285,8 +154,6 @@ const std::map<std::string, ConfigRule>& config_rules() {
        [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "recompute_method", f.value, f.name); }},
       {"--recompute-num-layers",
        [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "recompute_num_layers", f.value, f.name); }},
-      {"--cpu-offloading-activations",
-       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "cpu_offloading_activations", "true", f.name); }},
       {"--cpu-offloading-num-layers",
        [](FsdpConfig& c, const ParsedFlag& f) {
          set_key(c, "cpu_offloading_activations", "true", f.name);
@@ -377,7 +244,25 @@ const std::map<std::string, ModelRule>& model_rules() {
        }},
       {"--moe-layer-freq",
        [](ModelSpec& m, const ParsedFlag& f) {
-         m.moe.layer_freq = static_cast<int32_t>(int_value(f, 1, limits::kMaxLayers));
+         // megatron/training/arguments.py moe_freq_type: an integer N (every N-th layer) or a list expression of
+         // 0 (dense) and 1 (MoE) per layer; its length is checked against --num-layers in finish_model.
+         m.moe.layers.clear();
+         m.moe.first_dense_layers = 0;
+         m.moe.pattern_length = 0;
+         if (f.value.find('[') == std::string::npos) {
+           m.moe.layer_freq = static_cast<int32_t>(int_value(f, 1, limits::kMaxLayers));
+           return;
+         }
+         m.moe.layer_freq = 1;
+         const std::vector<int64_t> pattern = eval_layer_pattern(f.value, f.name, limits::kMaxLayers);
+         for (size_t layer = 0; layer < pattern.size(); ++layer) {
+           if (pattern[layer] != 0 && pattern[layer] != 1) {
+             throw ConfigError(kWhere, f.name, "layer " + std::to_string(layer) + " is " + std::to_string(pattern[layer]),
+                               "use 0 (dense) or 1 (MoE) for each layer");
+           }
+           if (pattern[layer] == 1) m.moe.layers.push_back(static_cast<int32_t>(layer));
+         }
+         m.moe.pattern_length = static_cast<int32_t>(pattern.size());
        }},
       {"--q-lora-rank",
        [](ModelSpec& m, const ParsedFlag& f) { m.mla.q_lora_rank = int_value(f, 0, limits::kMaxLoraRank); }},
@@ -391,6 +276,19 @@ const std::map<std::string, ModelRule>& model_rules() {
        [](ModelSpec& m, const ParsedFlag& f) { m.mla.v_head_dim = int_value(f, 1, limits::kMaxHeadDim); }},
   };
   return rules;
+}
+
+// Vocabulary sizes of the Hugging Face tokenizers that launch scripts name with --tokenizer-model (Megatron-LM takes
+// the vocabulary from the tokenizer when --vocab-size is not given): each repository's config.json `vocab_size`.
+int64_t tokenizer_vocab_size(const std::string& tokenizer) {
+  static const std::map<std::string, int64_t> known{
+      {"deepseek-ai/DeepSeek-V3", 129'280},          {"deepseek-ai/DeepSeek-V3-Base", 129'280},
+      {"meta-llama/Meta-Llama-3-8B", 128'256},       {"meta-llama/Meta-Llama-3-70B", 128'256},
+      {"meta-llama/Llama-3.1-8B", 128'256},          {"meta-llama/Llama-3.1-70B", 128'256},
+      {"meta-llama/Llama-3.1-405B", 128'256},        {"mistralai/Mixtral-8x7B-v0.1", 32'000},
+  };
+  const auto it = known.find(tokenizer);
+  return it == known.end() ? 0 : it->second;
 }
 
 // Megatron-LM's defaults for a GPT model when no preset is given (arguments.py): LayerNorm, GeLU MLP with 4h,
@@ -416,6 +314,23 @@ void finish_model(ModelSpec& m, const std::set<std::string>& given) {
   }
   if (m.ffn_hidden_size == 0 && m.hidden_size > 0) m.ffn_hidden_size = 4 * m.hidden_size;  // Megatron's default
   if (m.is_moe() && m.moe.expert_ffn_hidden_size == 0) m.moe.expert_ffn_hidden_size = m.ffn_hidden_size;
+  if (m.moe.pattern_length > 0 && m.moe.layers.empty()) {
+    throw ConfigError(kWhere, "--moe-layer-freq", "the pattern makes no layer a MoE layer",
+                      "mark MoE layers with 1, or drop --num-experts for a dense model");
+  }
+  if (m.moe.pattern_length > 0 && m.moe.pattern_length != m.num_layers) {
+    throw ConfigError(kWhere, "--moe-layer-freq",
+                      "the pattern has " + std::to_string(m.moe.pattern_length) + " entries but the model has " +
+                          std::to_string(m.num_layers) + " layers",
+                      "give one 0 or 1 per layer, as Megatron-LM requires");
+  }
+  if (m.mla.enabled()) {
+    // With --multi-latent-attention Megatron-LM ignores --kv-channels (the heads are qk_head_dim + qk_pos_emb_head_dim
+    // wide), and --qk-layernorm means the norms of the query and key-value latents, which the MLA parameters include.
+    m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+    m.num_kv_heads = m.num_attention_heads;
+    m.qk_norm = false;
+  }
 }
 
 }  // namespace
@@ -466,14 +381,22 @@ std::vector<std::string> split_command_line(const std::string& text) {
 }
 
 std::vector<std::string> known_megatron_flags() {
-  std::set<std::string> all(ignored_flags());
-  for (const auto& [name, rule] : config_rules()) all.insert(name);
-  for (const auto& [name, rule] : model_rules()) all.insert(name);
-  return std::vector<std::string>(all.begin(), all.end());
+  std::vector<std::string> all;
+  for (const auto& [name, arity] : megatron_flag_table()) all.push_back(name);
+  return all;
 }
 
-void apply_megatron_args(const std::string& args, FsdpConfig& config, std::optional<ModelSpec>& model) {
-  const std::vector<ParsedFlag> flags = parse_flags(args);
+std::vector<std::string> modelled_megatron_flags() {
+  std::vector<std::string> out;
+  for (const auto& [name, rule] : config_rules()) out.push_back(name);
+  for (const auto& [name, rule] : model_rules()) out.push_back(name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+MegatronArgsRead apply_megatron_args(const std::string& args, FsdpConfig& config, std::optional<ModelSpec>& model) {
+  std::vector<std::string> problems;
+  const std::vector<ParsedFlag> flags = parse_flags(args, problems);
   std::set<std::string> given;
   bool touches_model = false;
   for (const auto& f : flags) {
@@ -490,21 +413,47 @@ void apply_megatron_args(const std::string& args, FsdpConfig& config, std::optio
   if (config.origin.count("overlap_grad_reduce") == 0 && given.count("--overlap-grad-reduce") == 0) {
     set_key(config, "overlap_grad_reduce", "false", "(Megatron-LM default)");
   }
+  MegatronArgsRead read;
   for (const auto& f : flags) {
-    const bool known = config_rules().count(f.name) || model_rules().count(f.name) || ignored_flags().count(f.name);
-    if (!known) {
-      throw ConfigError(kWhere, f.name,
-                        "unknown or unmodelled Megatron-LM flag" + did_you_mean(f.name, known_megatron_flags()),
-                        "remove it if it does not change the parallel layout, or check its spelling");
+    const auto known = megatron_flag_table().find(f.name);
+    if (known == megatron_flag_table().end()) {
+      problems.push_back("'" + f.name + "': not a Megatron-LM flag" + did_you_mean(f.name, known_megatron_flags()));
+      continue;
     }
-    if (switch_flags().count(f.name) == 0 && f.value.empty() &&
-        (config_rules().count(f.name) || model_rules().count(f.name))) {
-      throw ConfigError(kWhere, f.name, "this flag needs a value", "write " + f.name + " VALUE");
+    const bool modelled = config_rules().count(f.name) || model_rules().count(f.name);
+    if (known->second != FlagArity::none && known->second != FlagArity::optional && f.value.empty()) {
+      problems.push_back("'" + f.name + "': needs a value (write " + f.name + " VALUE)");
+      continue;
     }
-    if (const auto it = config_rules().find(f.name); it != config_rules().end()) it->second(config, f);
-    if (const auto it = model_rules().find(f.name); it != model_rules().end()) it->second(*model, f);
+    if (!modelled) {
+      read.not_modelled.push_back(f.name);
+      continue;
+    }
+    try {
+      if (const auto it = config_rules().find(f.name); it != config_rules().end()) it->second(config, f);
+      if (const auto it = model_rules().find(f.name); it != model_rules().end()) it->second(*model, f);
+    } catch (const ConfigError& e) {
+      problems.push_back("'" + (e.key().empty() ? f.name : e.key()) + "': " + e.problem() +
+                         (e.fix().empty() ? "" : " (" + e.fix() + ")"));
+    }
   }
-  if (!model.has_value()) return;
+  if (!problems.empty()) {
+    std::string message = problems.size() == 1 ? "" : std::to_string(problems.size()) + " problems in the Megatron-LM arguments:";
+    for (const auto& p : problems) message += (problems.size() == 1 ? "" : "\n  ") + p;
+    throw ConfigError(kWhere, "", message, "");
+  }
+  if (model.has_value() && given.count("--vocab-size") == 0) {
+    for (const auto& f : flags) {
+      const int64_t vocab = f.name == "--tokenizer-model" ? tokenizer_vocab_size(f.value) : 0;
+      if (vocab == 0) continue;
+      model->vocab_size = vocab;
+      given.insert("--vocab-size");
+      std::erase(read.not_modelled, f.name);
+    }
+  }
+  std::sort(read.not_modelled.begin(), read.not_modelled.end());
+  read.not_modelled.erase(std::unique(read.not_modelled.begin(), read.not_modelled.end()), read.not_modelled.end());
+  if (!model.has_value()) return read;
   finish_model(*model, given);
   if (model->position_embedding == PositionEmbedding::learned && model->max_position_embeddings == 0) {
     model->max_position_embeddings = config.seq_length;
@@ -513,11 +462,13 @@ void apply_megatron_args(const std::string& args, FsdpConfig& config, std::optio
     for (const char* required : {"--num-layers", "--hidden-size", "--num-attention-heads", "--vocab-size"}) {
       if (given.count(required) == 0) {
         throw ConfigError(kWhere, required, "the Megatron-LM arguments define a model but not " + std::string(required),
-                          "add " + std::string(required) + " VALUE, or give --model PRESET to start from");
+                          "add " + std::string(required) + " VALUE, or give --model PRESET to start from" +
+                              (std::string(required) == "--vocab-size" ? " (or a --tokenizer-model fsdpsim knows)" : ""));
       }
     }
   }
   check_model(*model, "<megatron-args>");
+  return read;
 }
 
 }  // namespace fsdpsim

@@ -34,6 +34,40 @@ ScheduleStats schedule_stats(const Schedule& s) {
   return stats;
 }
 
+ModelSize model_size(const Schedule& s) {
+  ModelSize size;
+  size.params = s.info.model_params;
+  size.active_params = s.info.model_active_params;
+  for (const UnitInfo& u : s.units) size.params_per_rank += u.params;
+  if (s.info.global_tokens_per_step > 0) {
+    size.flops_per_token = s.info.model_flops_per_gpu * s.info.world_size / s.info.global_tokens_per_step;
+  }
+  return size;
+}
+
+std::string format_count(int64_t count) {
+  char text[32];
+  const double v = static_cast<double>(count);
+  if (count >= 1'000'000'000) {
+    std::snprintf(text, sizeof text, "%.2fB", v / 1e9);
+  } else if (count >= 1'000'000) {
+    std::snprintf(text, sizeof text, "%.2fM", v / 1e6);
+  } else if (count >= 1'000) {
+    std::snprintf(text, sizeof text, "%.2fK", v / 1e3);
+  } else {
+    std::snprintf(text, sizeof text, "%lld", static_cast<long long>(count));
+  }
+  return text;
+}
+
+std::string model_size_text(const ModelSize& size) {
+  if (size.params <= 0) return "";
+  char flops[32];
+  std::snprintf(flops, sizeof flops, "%.2f GFLOP", static_cast<double>(size.flops_per_token) / 1e9);
+  return format_count(size.params) + " parameters (" + format_count(size.active_params) + " active per token), " +
+         format_count(size.params_per_rank) + " per rank before FSDP sharding, " + flops + " per token";
+}
+
 std::string schedule_summary(const Schedule& s) {
   const ScheduleStats stats = schedule_stats(s);
   std::ostringstream out;
@@ -42,6 +76,7 @@ std::string schedule_summary(const Schedule& s) {
       << s.info.world_size << " GPUs, " << s.info.micro_batches << " micro-batch"
       << (s.info.micro_batches == 1 ? "" : "es") << " per step, " << s.info.global_tokens_per_step
       << " tokens per step\n";
+  if (const std::string size = model_size_text(model_size(s)); !size.empty()) out << "model: " << size << "\n";
   out << "units: " << s.units.size() << " (embedding, " << stats.layers << " decoder layers, output); prefetch depth "
       << s.info.prefetch_depth << " unit" << (s.info.prefetch_depth == 1 ? "" : "s") << " ahead\n";
   out << "streams:";

@@ -31,6 +31,22 @@ struct ScheduleStats {
   int64_t step_send_bytes = 0;  ///< per rank, all collectives of the step
 };
 
+/// The model's size as a schedule records it (zeros for a schedule file that does not say).
+struct ModelSize {
+  int64_t params = 0;         ///< the whole model
+  int64_t active_params = 0;  ///< touched by one token (MoE: top-k routed experts)
+  int64_t params_per_rank = 0;   ///< one rank's TP/EP slice, before FSDP sharding
+  int64_t flops_per_token = 0;   ///< model FLOPs (forward + backward, no recompute) per trained token
+};
+
+/// The model size of `schedule`.
+ModelSize model_size(const Schedule& schedule);
+/// "671.0B parameters (37.5B active), 5.23B per rank before FSDP sharding, 2.25 TFLOP per token"; empty when the
+/// schedule does not record the parameter count.
+std::string model_size_text(const ModelSize& size);
+/// A count with a B/M/K suffix ("70.55B").
+std::string format_count(int64_t count);
+
 /// Counts what the schedule does.
 ScheduleStats schedule_stats(const Schedule& schedule);
 /// The text `fsdpsim schedule` prints.

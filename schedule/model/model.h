@@ -23,6 +23,7 @@ struct MoeSpec {
   int32_t first_dense_layers = 0;             ///< leading layers with a dense MLP (DeepSeek's first_k_dense_replace)
   int32_t layer_freq = 1;       ///< after those, layers whose index is a multiple of this are MoE (DeepSeek)
   std::vector<int32_t> layers;  ///< explicit MoE layer indices; overrides the two fields above when set
+  int32_t pattern_length = 0;   ///< entries of the layer pattern `layers` came from (0: not from a pattern)
   bool operator==(const MoeSpec&) const = default;
 };
 

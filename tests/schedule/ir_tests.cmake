@@ -6,7 +6,9 @@ fsdpsim_test(test_schedule_ir
     ir_yaml_test.cpp
     config_test.cpp
     megatron_args_test.cpp
+    torchtitan_config_test.cpp
     builder_test.cpp
     builder_memory_test.cpp
     builder_megatron_code_test.cpp
   DEPS fsdpsim_schedule)
+add_dependencies(test_schedule_ir fsdpsim)  # the torchtitan tests run the program

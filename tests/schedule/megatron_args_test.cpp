@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <set>
+#include <sstream>
+
 #include "schedule/build/builder.h"
 #include "schedule/ir/summary.h"
 #include "tests/support/error_of.h"
@@ -76,7 +80,7 @@ TEST(MegatronArgs, Errors) {
   EXPECT_NE(
       error_of([&] {
         apply_megatron_args("--micro-batch-sise 2", c, m);
-      }).find("'--micro-batch-sise': unknown or unmodelled Megatron-LM flag (did you mean '--micro-batch-size'?)"),
+      }).find("'--micro-batch-sise': not a Megatron-LM flag (did you mean '--micro-batch-size'?)"),
       std::string::npos);
   EXPECT_NE(error_of([&] {
               apply_megatron_args("--tensor-model-parallel-size two", c, m);
@@ -124,6 +128,112 @@ TEST(MegatronArgs, ReductionAndOptimizerFlagsAsMegatronLmDefinesThem) {
   apply_megatron_args("--micro-batch-size 1", plain, m);
   apply_megatron_args("--micro-batch-size 1 --grad-reduce-in-bf16", bf16, m);
   EXPECT_EQ(config_to_yaml(plain), config_to_yaml(bf16));
+}
+
+// The plain list scripts/megatron_flags.py wrote from Megatron-LM's parser: "--flag arity" per line.
+std::vector<std::pair<std::string, std::string>> parser_flags() {
+  std::ifstream in(std::string(FSDPSIM_SOURCE_DIR) + "/tests/data/megatron/arguments_flags.txt");
+  std::vector<std::pair<std::string, std::string>> flags;
+  std::string flag, arity;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream words(line);
+    words >> flag >> arity;
+    flags.emplace_back(flag, arity);
+  }
+  return flags;
+}
+
+TEST(MegatronArgs, EveryFlagOfMegatronLmsParserIsKnown) {
+  // megatron/training/arguments.py @ d98e8a64ddf3, add_megatron_arguments: 877 flags. None may be refused as unknown
+  // (a modelled flag may still refuse a placeholder value).
+  const auto flags = parser_flags();
+  ASSERT_GT(flags.size(), 800u);
+  for (const auto& [flag, arity] : flags) {
+    FsdpConfig c;
+    std::optional<ModelSpec> m = model_preset("llama3-8b");
+    const std::string args = flag + (arity == "none" ? "" : " 1");
+    EXPECT_EQ(error_of([&] { apply_megatron_args(args, c, m); }).find("not a Megatron-LM flag"), std::string::npos)
+        << flag;
+  }
+  // And every flag fsdpsim models is one of the parser's (a misspelt rule would never fire).
+  std::set<std::string> names;
+  for (const auto& [flag, arity] : flags) names.insert(flag);
+  for (const auto& flag : modelled_megatron_flags()) EXPECT_TRUE(names.count(flag)) << flag;
+}
+
+TEST(MegatronArgs, AllProblemsOfACommandLineInOneMessage) {
+  FsdpConfig c;
+  std::optional<ModelSpec> m = model_preset("llama3-8b");
+  const std::string message = error_of([&] {
+    apply_megatron_args("--lr 1e-4 --micro-batch-sise 2 --hiden-size 4096 --tensor-model-parallel-size two "
+                        "--moe-layer-freq",
+                        c, m);
+  });
+  EXPECT_NE(message.find("4 problems"), std::string::npos) << message;
+  EXPECT_NE(message.find("'--micro-batch-sise': not a Megatron-LM flag (did you mean '--micro-batch-size'?)"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("'--hiden-size': not a Megatron-LM flag (did you mean '--hidden-size'?)"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("'tp': expected a whole number"), std::string::npos) << message;
+  EXPECT_NE(message.find("'--moe-layer-freq': needs a value"), std::string::npos) << message;
+}
+
+TEST(MegatronArgs, FlagsThatDoNotShapeTheScheduleAreListedOnce) {
+  FsdpConfig c;
+  std::optional<ModelSpec> m = model_preset("llama3-8b");
+  const MegatronArgsRead read = apply_megatron_args(
+      "--lr 1e-4 --save /ckpt --micro-batch-size 2 --lr 2e-4 --recompute-modules core_attn --log-timers-to-tensorboard",
+      c, m);
+  EXPECT_EQ(read.not_modelled,
+            (std::vector<std::string>{"--log-timers-to-tensorboard", "--lr", "--recompute-modules", "--save"}));
+  EXPECT_EQ(c.micro_batch_size, 2);
+}
+
+TEST(MegatronArgs, MoeLayerFreqAsAnIntegerOrAPythonListExpression) {
+  // megatron/training/arguments.py moe_freq_type: N → layers whose index is a multiple of N; a list expression → one
+  // 0 (dense) or 1 (MoE) per layer. DeepSeek-V3's "([0]*3+[1]*58)": layers 3-60 are MoE.
+  const auto layers_of = [](const std::string& args) {
+    FsdpConfig c;
+    std::optional<ModelSpec> m = model_preset("deepseek-v3");
+    apply_megatron_args(args, c, m);
+    std::vector<int32_t> moe;
+    for (int32_t l = 0; l < m->num_layers; ++l) {
+      if (m->is_moe_layer(l)) moe.push_back(l);
+    }
+    return moe;
+  };
+  const std::vector<int32_t> deepseek = layers_of("--moe-layer-freq ([0]*3+[1]*58)");
+  ASSERT_EQ(deepseek.size(), 58u);
+  EXPECT_EQ(deepseek.front(), 3);
+  EXPECT_EQ(deepseek.back(), 60);
+  EXPECT_EQ(layers_of("--num-layers 4 --moe-layer-freq [1,0,1,0]"), (std::vector<int32_t>{0, 2}));
+  EXPECT_EQ(layers_of("--num-layers 4 --moe-layer-freq 2*[0,1]"), (std::vector<int32_t>{1, 3}));
+  EXPECT_EQ(layers_of("--num-layers 6 --moe-layer-freq 3"), (std::vector<int32_t>{0, 3}));
+  FsdpConfig c;
+  std::optional<ModelSpec> m = model_preset("deepseek-v3");
+  EXPECT_NE(error_of([&] { apply_megatron_args("--moe-layer-freq [0]*3+[1]*57", c, m); })
+                .find("the pattern has 60 entries but the model has 61 layers"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_megatron_args("--moe-layer-freq [0]*100000000", c, m); })
+                .find("cannot read the layer pattern"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_megatron_args("--moe-layer-freq [0]*3+import", c, m); })
+                .find("cannot read the layer pattern"),
+            std::string::npos);
+}
+
+TEST(MegatronArgs, MlaIgnoresKvChannelsAndQkLayernormMeansTheLatentNorms) {
+  // Megatron-LM accepts both with --multi-latent-attention: the heads are qk_head_dim + qk_pos_emb_head_dim wide.
+  FsdpConfig c;
+  std::optional<ModelSpec> m = model_preset("deepseek-v3");
+  const int64_t before = count_parameters(*m).total;
+  apply_megatron_args("--multi-latent-attention --kv-channels 128 --qk-layernorm --qk-head-dim 128 --qk-pos-emb-head-dim 64", c,
+                      m);
+  EXPECT_EQ(m->head_dim, 192);
+  EXPECT_FALSE(m->qk_norm);
+  EXPECT_EQ(count_parameters(*m).total, before);
 }
 
 }  // namespace
