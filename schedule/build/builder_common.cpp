@@ -70,11 +70,27 @@ ScheduleInfo make_schedule_info(const ModelSpec& model, const FsdpConfig& config
 
 std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch) {
   const UnitCost& cost = ctx.units.at(static_cast<size_t>(unit));
-  const auto& list = phase == Phase::fwd || phase == Phase::recompute ? cost.fwd_collectives : cost.bwd_collectives;
+  std::vector<UnitCollective> list =
+      phase == Phase::fwd || phase == Phase::recompute ? cost.fwd_collectives : cost.bwd_collectives;
+  std::vector<bool> rerun(list.size(), false);
+  if (phase == Phase::bwd && ctx.config.recompute_granularity == Recompute::selective && ctx.is_layer(unit)) {
+    // A recomputed MoE block dispatches and combines its tokens again before its backward (megatron moe_layer.py).
+    std::vector<UnitCollective> again;
+    for (const RecomputeModule m : applicable_modules(cost, ctx.config.recompute_modules)) {
+      for (const std::string& name : cost.module_recompute[static_cast<size_t>(m)].collectives) {
+        for (const UnitCollective& c : cost.fwd_collectives) {
+          if (c.name == name) again.push_back(c);
+        }
+      }
+    }
+    list.insert(list.begin(), again.begin(), again.end());
+    rerun.insert(rerun.begin(), again.size(), true);
+  }
   std::vector<OpId> ids;
-  for (const auto& c : list) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    const UnitCollective& c = list[i];
     Op op;
-    op.name = op_name(c.name + (phase == Phase::recompute ? ".recompute" : ""), cost.name, micro_batch);
+    op.name = op_name(c.name + (phase == Phase::recompute || rerun[i] ? ".recompute" : ""), cost.name, micro_batch);
     op.kind = c.kind;
     op.phase = phase;
     op.unit = unit;
@@ -114,6 +130,7 @@ int64_t Activations::saved_bytes(int32_t unit) const {
   const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
   const auto mode = ctx_.config.recompute_granularity;
   if (!ctx_.is_layer(unit)) return cost.saved_activation_bytes[static_cast<size_t>(Recompute::none)];
+  if (mode == Recompute::selective) return selective_saved_bytes(cost, ctx_.config.recompute_modules);
   if (mode != Recompute::full) return cost.saved_activation_bytes[static_cast<size_t>(mode)];
   const int32_t start = chunk_start(unit);
   if (start < 0) return cost.saved_activation_bytes[static_cast<size_t>(Recompute::none)];
@@ -211,6 +228,23 @@ void Activations::on_backward(Op& bwd, int32_t unit) {
     *b = BufferId::none();
   }
   const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
+  if (ctx_.config.recompute_granularity == Recompute::selective && ctx_.is_layer(unit)) {
+    // Megatron's selective recompute: the checkpointed modules re-run their forward at the start of the layer's
+    // backward, and what they re-create lives until the layer's backward ends.
+    int64_t recreated = 0;
+    for (const RecomputeModule m : applicable_modules(cost, ctx_.config.recompute_modules)) {
+      const ModuleRecompute& r = cost.module_recompute[static_cast<size_t>(m)];
+      bwd.gemms.insert(bwd.gemms.begin(), r.gemms.begin(), r.gemms.end());
+      bwd.bytes_touched += r.bytes_touched;
+      if (m != RecomputeModule::core_attn) recreated += r.freed_bytes;
+    }
+    if (recreated > 0) {
+      const BufferId b =
+          ctx_.w.buffer(op_name("act.module_recomputed", cost.name, mb_), BufferCategory::activation, recreated, false);
+      bwd.allocs.push_back(b);
+      bwd.frees.push_back(b);
+    }
+  }
   if (ctx_.config.recompute_granularity == Recompute::selective_op && ctx_.is_layer(unit)) {
     // torchtitan's op-level SAC re-runs the unsaved matmuls and every elementwise op first, then the backward; the
     // re-created tensors live until the block's backward ends.

@@ -1,5 +1,6 @@
 #include "schedule/config/fsdp_config.h"
 
+#include <algorithm>
 #include <functional>
 #include <sstream>
 
@@ -72,6 +73,30 @@ KeyDef enum_key(const std::string& name, E FsdpConfig::*field, const EnumNames<E
                 [=, &names](const FsdpConfig& c) { return std::string(names.name(c.*field)); }};
 }
 
+// A list of recompute modules, written "mlp,moe" or "mlp moe" (Megatron-LM's --recompute-modules takes the second).
+KeyDef modules_key(const std::string& name, std::vector<RecomputeModule> FsdpConfig::*field, const std::string& help) {
+  static const std::vector<std::string> valid{"core_attn", "moe_act",  "layernorm",     "mla_up_proj",
+                                              "mlp",       "moe",      "shared_experts"};
+  return KeyDef{{name, "list of " + join(valid, "|"), help},
+                [=](FsdpConfig& c, const YamlValue& v) {
+                  std::vector<RecomputeModule> modules;
+                  std::string text = v.as_string();
+                  std::replace(text.begin(), text.end(), ',', ' ');
+                  std::istringstream words(text);
+                  for (std::string word; words >> word;) {
+                    const auto m = parse_recompute_module(word);
+                    if (!m) v.fail("unknown recompute module '" + word + "'", "use any of " + join(valid, ", "));
+                    if (std::find(modules.begin(), modules.end(), *m) == modules.end()) modules.push_back(*m);
+                  }
+                  c.*field = modules;
+                },
+                [=](const FsdpConfig& c) {
+                  std::vector<std::string> names;
+                  for (const RecomputeModule m : c.*field) names.emplace_back(to_string(m));
+                  return join(names, ",");
+                }};
+}
+
 KeyDef text_choice_key(const std::string& name, std::string FsdpConfig::*field, std::vector<std::string> choices,
                        const std::string& help) {
   return KeyDef{{name, join(choices, "|"), help},
@@ -141,6 +166,9 @@ const std::vector<KeyDef>& key_table() {
                "full recompute: uniform (chunks of recompute_num_layers) or block (first N layers)"),
       int_key("recompute_num_layers", &FsdpConfig::recompute_num_layers, 1, 1 << 20,
               "full recompute: layers per checkpointed chunk (uniform) or layers recomputed (block)"),
+      modules_key("recompute_modules", &FsdpConfig::recompute_modules,
+                  "selective recompute: modules re-run in backward, e.g. mlp,moe,mla_up_proj,layernorm (Megatron's "
+                  "--recompute-modules)"),
       bool_key("init_model_with_meta_device", &FsdpConfig::init_model_with_meta_device,
                "initialize layer by layer from the meta device (lower initialization peak)"),
       bool_key("calculate_per_token_loss", &FsdpConfig::calculate_per_token_loss,

@@ -76,6 +76,8 @@ struct FsdpConfig {
   Recompute recompute_granularity = Recompute::none;
   RecomputeMethod recompute_method = RecomputeMethod::uniform;
   int32_t recompute_num_layers = 1;
+  /// Selective recompute: what is re-run (Megatron's --recompute-modules; its default is the attention core).
+  std::vector<RecomputeModule> recompute_modules{RecomputeModule::core_attn};
   bool init_model_with_meta_device = false;
   bool calculate_per_token_loss = false;
   bool average_in_collective = false;

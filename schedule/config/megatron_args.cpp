@@ -152,6 +152,8 @@ const std::map<std::string, ConfigRule>& config_rules() {
        [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "recompute_granularity", f.value, f.name); }},
       {"--recompute-method",
        [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "recompute_method", f.value, f.name); }},
+      {"--recompute-modules",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "recompute_modules", f.value, f.name); }},
       {"--recompute-num-layers",
        [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "recompute_num_layers", f.value, f.name); }},
       {"--cpu-offloading-num-layers",
@@ -264,6 +266,8 @@ const std::map<std::string, ModelRule>& model_rules() {
          }
          m.moe.pattern_length = static_cast<int32_t>(pattern.size());
        }},
+      {"--mtp-num-layers",
+       [](ModelSpec& m, const ParsedFlag& f) { m.mtp_num_layers = static_cast<int32_t>(int_value(f, 0, 64)); }},
       {"--q-lora-rank",
        [](ModelSpec& m, const ParsedFlag& f) { m.mla.q_lora_rank = int_value(f, 0, limits::kMaxLoraRank); }},
       {"--kv-lora-rank",

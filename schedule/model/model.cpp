@@ -96,6 +96,16 @@ bool ModelSpec::is_moe_layer(int32_t layer) const {
   return layer >= moe.first_dense_layers && moe.layer_freq > 0 && layer % moe.layer_freq == 0;
 }
 
+std::vector<ParamTensor> mtp_extra_tensors(const ModelSpec& model) {
+  std::vector<ParamTensor> out;
+  add_norm(out, model, "mtp.enorm", model.hidden_size);
+  add_norm(out, model, "mtp.hnorm", model.hidden_size);
+  // eh_proj: [embedding; hidden] (2h) → h, a column-parallel linear (multi_token_prediction.py).
+  out.push_back({"mtp.eh_proj.weight", model.hidden_size, 2 * model.hidden_size, TpSplit::column});
+  add_norm(out, model, "mtp.final_layernorm", model.hidden_size);
+  return out;
+}
+
 std::vector<ParamTensor> embedding_tensors(const ModelSpec& model) {
   std::vector<ParamTensor> out;
   out.push_back({"embedding.word_embeddings.weight", model.vocab_size, model.hidden_size, TpSplit::vocab});
@@ -144,6 +154,14 @@ ParameterCount count_parameters(const ModelSpec& model) {
     const int64_t experts = sum_elems(tensors, true);
     count.expert_layers += experts;
     // A token passes through top_k routed experts of each MoE layer; experts / num_experts is one expert's size.
+    if (experts > 0) active_experts += experts / model.moe.num_experts * model.moe.top_k;
+  }
+  // Each MTP module: its own norms and projection, and one decoder layer like the last (get_gpt_mtp_block_spec).
+  for (int32_t k = 0; k < model.mtp_num_layers; ++k) {
+    const auto tensors = layer_tensors(model, model.num_layers - 1);
+    count.dense_layers += sum_elems(tensors, false) + sum_elems(mtp_extra_tensors(model), false);
+    const int64_t experts = sum_elems(tensors, true);
+    count.expert_layers += experts;
     if (experts > 0) active_experts += experts / model.moe.num_experts * model.moe.top_k;
   }
   count.total = count.embedding + count.output + count.dense_layers + count.expert_layers;

@@ -49,6 +49,10 @@ struct ModelSpec {
   int64_t head_dim = 0;      ///< hidden_size / heads unless given
   int64_t vocab_size = 0;
   bool tied_embeddings = false;
+  /// DeepSeek-V3's multi-token-prediction modules (Megatron's --mtp-num-layers, HF num_nextn_predict_layers): each an
+  /// embedding-and-hidden-state norm pair, a 2h → h projection, one more decoder layer like the last and its final
+  /// norm, sharing the embedding and the output layer, which computes one more set of logits and loss per module.
+  int32_t mtp_num_layers = 0;
   bool gated_mlp = true;  ///< SwiGLU (gate, up, down) vs a plain two-matrix MLP (GeLU)
   NormKind norm = NormKind::rmsnorm;
   bool linear_bias = false;  ///< biases on every linear layer (GPT-3)

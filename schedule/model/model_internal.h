@@ -32,6 +32,10 @@ struct ParamTensor {
   [[nodiscard]] int64_t elems() const { return rows * cols * copies; }
 };
 
+/// One multi-token-prediction module's own parameters beside its decoder layer: enorm, hnorm, eh_proj, final norm
+/// (Megatron-Core MultiTokenPredictionLayer).
+std::vector<ParamTensor> mtp_extra_tensors(const ModelSpec& model);
+
 /// Word embedding (+ learned position embedding).
 std::vector<ParamTensor> embedding_tensors(const ModelSpec& model);
 /// Final norm + output projection (the projection only when the embeddings are not tied).

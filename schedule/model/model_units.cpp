@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "common/enum_names.h"
 #include "common/text.h"
 #include "schedule/model/model_internal.h"
 #include "schedule/model/model_units.h"
@@ -233,6 +234,48 @@ UnitCost layer_unit(const UnitDims& d, int32_t layer) {
   return unit;
 }
 
+// A multi-token-prediction module (Megatron-Core MultiTokenPredictionLayer): the decoder's last layer again, after
+// enorm/hnorm of the shifted tokens' embeddings and of the hidden states and their 2h → h projection eh_proj.
+UnitCost mtp_unit(const UnitDims& d, const UnitCost& last_layer, int32_t k) {
+  const ModelSpec& m = *d.model;
+  UnitCost unit = last_layer;
+  unit.name = "mtp." + std::to_string(k);
+  unit.layer = m.num_layers + k;
+  set_params(mtp_extra_tensors(m), d, true, unit);
+  const int64_t h = m.hidden_size, a = d.act_bytes, h_rank = h / d.shape.tp;
+  unit.fwd_gemms.insert(unit.fwd_gemms.begin(), Gemm{"mtp_eh_proj", d.tokens, h_rank, 2 * h, 1, false});
+  unit.bwd_gemms.push_back(Gemm{"mtp_eh_proj.dgrad", d.tokens, 2 * h, h_rank, 1, false});
+  unit.bwd_gemms.push_back(Gemm{"mtp_eh_proj.wgrad", h_rank, 2 * h, d.tokens, 1, false});
+  // Saved: both norms' inputs and the projection's [embedding; hidden] input (2h per token); a full-recompute
+  // checkpoint keeps the extra embedding input. The two norms read and write h per token (backward: read two, write
+  // one).
+  for (size_t mode = 0; mode < unit.saved_activation_bytes.size(); ++mode) {
+    const bool full = mode == static_cast<size_t>(Recompute::full);
+    unit.saved_activation_bytes[mode] += d.sp_tokens * h * a * (full ? 1 : 4);
+  }
+  unit.recomputed_activation_bytes += d.sp_tokens * h * a * 4;
+  unit.fwd_bytes_touched += 2 * 2 * d.sp_tokens * h * a;
+  unit.bwd_bytes_touched += 2 * 3 * d.sp_tokens * h * a;
+  return unit;
+}
+
+// The output layer computes one more set of logits and cross-entropy per MTP module (GPTModel._postprocess): its GEMMs,
+// collectives, memory-bound work and saved tensors repeat.
+void add_mtp_heads(int32_t modules, UnitCost& output) {
+  if (modules <= 0) return;
+  const UnitCost main = output;
+  for (int32_t k = 0; k < modules; ++k) {
+    const std::string suffix = ".mtp" + std::to_string(k);
+    for (Gemm g : main.fwd_gemms) output.fwd_gemms.push_back((g.name += suffix, g));
+    for (Gemm g : main.bwd_gemms) output.bwd_gemms.push_back((g.name += suffix, g));
+    for (UnitCollective c : main.fwd_collectives) output.fwd_collectives.push_back((c.name += suffix, c));
+    for (UnitCollective c : main.bwd_collectives) output.bwd_collectives.push_back((c.name += suffix, c));
+  }
+  for (int64_t& saved : output.saved_activation_bytes) saved *= 1 + modules;
+  output.fwd_bytes_touched *= 1 + modules;
+  output.bwd_bytes_touched *= 1 + modules;
+}
+
 UnitCost output_unit(const UnitDims& d) {
   UnitCost unit;
   unit.name = "output";
@@ -245,6 +288,52 @@ UnitCost output_unit(const UnitDims& d) {
 }
 
 }  // namespace
+
+std::vector<RecomputeModule> applicable_modules(const UnitCost& unit, const std::vector<RecomputeModule>& requested) {
+  const auto has = [&](RecomputeModule m) { return std::find(requested.begin(), requested.end(), m) != requested.end(); };
+  std::vector<RecomputeModule> out;
+  for (size_t i = 0; i < kRecomputeModuleCount; ++i) {
+    const auto m = static_cast<RecomputeModule>(i);
+    if (!has(m)) continue;
+    if (m == RecomputeModule::mlp && unit.moe) continue;
+    if ((m == RecomputeModule::moe || m == RecomputeModule::moe_act || m == RecomputeModule::shared_experts) &&
+        !unit.moe) {
+      continue;
+    }
+    if ((m == RecomputeModule::moe_act || m == RecomputeModule::shared_experts) && has(RecomputeModule::moe)) continue;
+    out.push_back(m);
+  }
+  return out;
+}
+
+int64_t selective_saved_bytes(const UnitCost& unit, const std::vector<RecomputeModule>& requested) {
+  // saved[selective] is the `none` set less the attention core (Megatron's default recompute_modules = [core_attn]).
+  int64_t saved = unit.saved_activation_bytes[static_cast<size_t>(Recompute::selective)] +
+                  unit.module_recompute[static_cast<size_t>(RecomputeModule::core_attn)].freed_bytes;
+  for (const RecomputeModule m : applicable_modules(unit, requested)) {
+    saved -= unit.module_recompute[static_cast<size_t>(m)].freed_bytes;
+  }
+  return std::max<int64_t>(saved, 0);
+}
+
+namespace {
+constexpr EnumNames<RecomputeModule, kRecomputeModuleCount> kModuleNames{{{{RecomputeModule::core_attn, "core_attn"},
+                                                                          {RecomputeModule::moe_act, "moe_act"},
+                                                                          {RecomputeModule::layernorm, "layernorm"},
+                                                                          {RecomputeModule::mla_up_proj, "mla_up_proj"},
+                                                                          {RecomputeModule::mlp, "mlp"},
+                                                                          {RecomputeModule::moe, "moe"},
+                                                                          {RecomputeModule::shared_experts,
+                                                                           "shared_experts"}}}};
+}  // namespace
+
+std::string_view to_string(RecomputeModule m) {
+  return kModuleNames.name(m);
+}
+
+std::optional<RecomputeModule> parse_recompute_module(std::string_view text) {
+  return kModuleNames.parse(text);
+}
 
 int64_t UnitCost::largest_param_elems(bool include_linear_weights) const {
   int64_t largest = 0;
@@ -283,7 +372,10 @@ std::vector<UnitCost> derive_units(const ModelSpec& model, const RankShape& shap
     unit.layer = layer;
     units.push_back(std::move(unit));
   }
+  const UnitCost last_layer = units.back();
+  for (int32_t k = 0; k < model.mtp_num_layers; ++k) units.push_back(mtp_unit(d, last_layer, k));
   units.push_back(output_unit(d));
+  add_mtp_heads(model.mtp_num_layers, units.back());
   // MFU counts the model's FLOPs: forward, plus backward at twice the forward, without recompute
   // (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters", §5.1; PaLM App. B).
   for (UnitCost& unit : units) unit.model_flops = 3 * unit.fwd_flops();

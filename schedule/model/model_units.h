@@ -23,6 +23,20 @@ namespace fsdpsim {
 /// log-sum-exp are saved; the rest of the layer is recomputed in backward.
 enum class Recompute : uint8_t { none, selective, full, selective_op };
 
+/// What selective recompute re-runs (Megatron-LM's --recompute-modules, TransformerConfig.recompute_modules):
+/// core_attn, mlp, moe and shared_experts checkpoint the module (only its input is kept); moe_act, layernorm and
+/// mla_up_proj discard their outputs after use and recompute them before backward needs them.
+enum class RecomputeModule : uint8_t { core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts };
+inline constexpr size_t kRecomputeModuleCount = 7;
+
+/// What recomputing one module saves and costs in a layer.
+struct ModuleRecompute {
+  int64_t freed_bytes = 0;         ///< saved activations it no longer keeps
+  std::vector<Gemm> gemms;         ///< forward GEMMs it re-runs at the start of the layer's backward
+  int64_t bytes_touched = 0;       ///< memory-bound forward work it re-runs
+  std::vector<std::string> collectives;  ///< forward collectives it re-issues (names in fwd_collectives)
+};
+
 /// The slice of the parallel configuration that shapes one rank's work in a unit.
 struct RankShape {
   int32_t tp = 1;   ///< tensor parallel (with sequence parallelism when tp > 1, as Megatron-FSDP runs it)
@@ -103,6 +117,8 @@ struct UnitCost {
   /// and the memory-bound bytes of the elementwise ops recomputed with them.
   std::vector<Gemm> op_sac_recompute_gemms;
   int64_t op_sac_recompute_bytes = 0;
+  /// Selective recompute, per RecomputeModule (zeros for what the unit does not have).
+  std::array<ModuleRecompute, kRecomputeModuleCount> module_recompute{};
   /// Activations a full-recompute forward re-creates inside backward (the `none` set), freed by the backward.
   int64_t recomputed_activation_bytes = 0;
   /// Transient working memory while the forward or backward op runs (largest intermediates, activation grads).
@@ -120,6 +136,14 @@ struct UnitCost {
   /// have no separate param.grad under TE's wgrad fusion).
   [[nodiscard]] int64_t largest_param_elems(bool include_linear_weights) const;
 };
+
+/// The modules of `requested` that apply to `unit` as Megatron's TransformerLayer applies them: `mlp` to dense layers,
+/// `moe`, `moe_act` and `shared_experts` to MoE layers (`moe` covering the other two), `mla_up_proj` to MLA.
+std::vector<RecomputeModule> applicable_modules(const UnitCost& unit, const std::vector<RecomputeModule>& requested);
+/// A layer's saved activations under selective recompute of `requested`.
+int64_t selective_saved_bytes(const UnitCost& unit, const std::vector<RecomputeModule>& requested);
+std::string_view to_string(RecomputeModule m);
+std::optional<RecomputeModule> parse_recompute_module(std::string_view text);
 
 /// The units of `model` for one rank shaped by `shape`, in execution order: embedding, layer.0 … layer.L-1, output.
 /// Throws ConfigError when the shape does not divide the model (TP not dividing heads, EP not dividing experts, CP

@@ -273,10 +273,79 @@ void set_layer_workspace(const UnitDims& d, bool moe, UnitCost& unit) {
 
 }  // namespace
 
+namespace {
+
+// The forward GEMMs of `unit` whose names start with one of `prefixes`.
+std::vector<Gemm> gemms_named(const UnitCost& unit, std::initializer_list<std::string_view> prefixes) {
+  std::vector<Gemm> out;
+  for (const Gemm& g : unit.fwd_gemms) {
+    for (const std::string_view p : prefixes) {
+      if (std::string_view(g.name).substr(0, p.size()) == p) {
+        out.push_back(g);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// Megatron-LM's --recompute-modules (megatron/core/transformer/transformer_config.py recompute_modules,
+// transformer_layer.py / multi_latent_attention.py / moe_layer.py checkpointing): what each module's recompute frees
+// from the `none` set of saved tensors above, and the forward work it re-runs in backward.
+void set_module_recompute(const UnitDims& d, bool moe, UnitCost& unit) {
+  const ModelSpec& m = *d.model;
+  const int64_t a = d.act_bytes, h = m.hidden_size;
+  auto& r = unit.module_recompute;
+  const auto at = [&](RecomputeModule module) -> ModuleRecompute& { return r[static_cast<size_t>(module)]; };
+  // core_attn: the attention core's own saved tensors; with FlashAttention its backward recomputes the scores anyway.
+  at(RecomputeModule::core_attn).freed_bytes = attention_core_saved(d);
+  // layernorm (CheckpointWithoutOutput): both norm outputs are dropped and recomputed from the kept inputs.
+  at(RecomputeModule::layernorm).freed_bytes = 2 * d.sp_tokens * h * a;
+  at(RecomputeModule::layernorm).bytes_touched = 2 * 2 * d.sp_tokens * h * a;
+  if (m.mla.enabled()) {
+    // mla_up_proj: Q, K, V from the up-projections and rotary are dropped and re-made from the kept latents.
+    ModuleRecompute& up = at(RecomputeModule::mla_up_proj);
+    up.freed_bytes = d.tokens * d.heads * (2 * d.qk_head_dim + d.v_head_dim) * a;
+    up.gemms = gemms_named(unit, {"q_b", "kv_b"});
+    up.bytes_touched = 2 * d.tokens * (d.heads + 1) * m.mla.qk_rope_head_dim * a + 4 * d.tokens * d.heads * d.qk_head_dim * a;
+  }
+  int64_t fwd = 0, bwd = 0;
+  mlp_bytes(d, moe, fwd, bwd);
+  if (!moe) {
+    // mlp: the checkpointed MLP keeps its input (the norm output, counted with the norm) and re-runs.
+    ModuleRecompute& mlp = at(RecomputeModule::mlp);
+    mlp.freed_bytes = mlp_saved(d, d.tokens, d.ffn);
+    mlp.gemms = gemms_named(unit, {"mlp_"});
+    mlp.bytes_touched = fwd;
+    return;
+  }
+  // moe: the whole MoE block re-runs from its input, router, token dispatch and combine included.
+  ModuleRecompute& block = at(RecomputeModule::moe);
+  block.freed_bytes = moe_saved(d);
+  block.gemms = gemms_named(unit, {"router", "expert_", "shared_"});
+  block.bytes_touched = fwd;
+  for (const UnitCollective& c : unit.fwd_collectives) {
+    if (c.group == GroupRole::ep || c.group == GroupRole::etp) block.collectives.push_back(c.name);
+  }
+  // moe_act: the routed experts' activation outputs (fc2's input) are dropped and re-made from fc1's outputs.
+  ModuleRecompute& act = at(RecomputeModule::moe_act);
+  act.freed_bytes = d.expert_pairs * d.expert_ffn * a;
+  act.bytes_touched = act_factor(m, 3, 2) * d.expert_pairs * d.expert_ffn * a;
+  if (d.shared_ffn > 0) {
+    ModuleRecompute& shared = at(RecomputeModule::shared_experts);
+    shared.freed_bytes = mlp_saved(d, d.tokens, d.shared_ffn);
+    shared.gemms = gemms_named(unit, {"shared_"});
+    shared.bytes_touched = act_factor(m, 3, 2) * d.tokens * d.shared_ffn * a;
+  }
+}
+
+}  // namespace
+
 void add_layer_memory(const UnitDims& d, bool moe, UnitCost& unit) {
   set_layer_saved(d, moe, unit);
   set_layer_bytes(d, moe, unit);
   set_layer_workspace(d, moe, unit);
+  set_module_recompute(d, moe, unit);
 }
 
 void add_embedding_memory(const UnitDims& d, UnitCost& unit) {

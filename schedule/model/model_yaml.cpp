@@ -114,6 +114,7 @@ void read_sizes(YamlMap& top, ModelReader& reader, ModelSpec& m) {
   m.num_kv_heads = static_cast<int32_t>(reader.integer_or(top, "num_kv_heads", m.num_attention_heads, 1, kInt32Max));
   m.vocab_size = reader.integer(top, "vocab_size", 1);
   m.max_position_embeddings = reader.integer_or(top, "max_position_embeddings", 0, 0);
+  m.mtp_num_layers = static_cast<int32_t>(reader.integer_or(top, "mtp_num_layers", 0, 0, 64));
 }
 
 void read_flags(YamlMap& top, ModelReader& reader, ModelSpec& m) {
@@ -189,6 +190,7 @@ std::string model_to_yaml(const ModelSpec& m) {
   out << YAML::Key << "position_embedding" << YAML::Value
       << (m.position_embedding == PositionEmbedding::learned ? "learned" : "rope");
   out << YAML::Key << "max_position_embeddings" << YAML::Value << m.max_position_embeddings;
+  if (m.mtp_num_layers > 0) out << YAML::Key << "mtp_num_layers" << YAML::Value << m.mtp_num_layers;
   // Sections are written whenever a field differs from its default, so an inconsistent spec fails to parse back
   // instead of silently losing fields.
   if (m.moe != MoeSpec{}) emit_moe(out, m.moe);

@@ -316,5 +316,39 @@ TEST(ModelUnits, RecomputeNames) {
   EXPECT_FALSE(parse_recompute("partial").has_value());
 }
 
+TEST(ModelUnits, RecomputeModulesFreeWhatTheyRecompute) {
+  // Llama-3-8B, 8192 tokens at tp = 1, BF16: the SwiGLU MLP saves gate, up and their product, 3 × 8192 × 14336 × 2 =
+  // 704,643,072 B; the two norm outputs are 2 × 8192 × 4096 × 2 = 134,217,728 B (Megatron's transformer_layer.py
+  // recomputes them with CheckpointWithoutOutput). Megatron's default, [core_attn], is the `selective` set.
+  const UnitCost l = derive_units(model_preset("llama3-8b"), shape_8k())[1];
+  const int64_t selective = l.saved_activation_bytes[static_cast<size_t>(Recompute::selective)];
+  EXPECT_EQ(selective_saved_bytes(l, {RecomputeModule::core_attn}), selective);
+  EXPECT_EQ(selective_saved_bytes(l, {RecomputeModule::core_attn, RecomputeModule::mlp}), selective - 704'643'072);
+  EXPECT_EQ(selective_saved_bytes(l, {RecomputeModule::core_attn, RecomputeModule::mlp, RecomputeModule::layernorm}),
+            selective - 704'643'072 - 134'217'728);
+  // MoE modules do not apply to a dense layer; the MLP's GEMMs re-run: gate/up and down, 3 × 2·8192·4096·14336.
+  EXPECT_EQ(applicable_modules(l, {RecomputeModule::moe, RecomputeModule::moe_act}).size(), 0u);
+  int64_t flops = 0;
+  for (const Gemm& g : l.module_recompute[static_cast<size_t>(RecomputeModule::mlp)].gemms) {
+    flops += 2 * g.m * g.n * g.k * g.batch;
+  }
+  EXPECT_EQ(flops, 3LL * 2 * 8192 * 4096 * 14336);
+}
+
+TEST(ModelUnits, AnMtpModuleIsTheLastLayerPlusItsProjectionAndNorms) {
+  // mtp_num_layers = 1 on Llama-3-8B: one more unit "mtp.0" before the output with the last layer's 218,112,000
+  // parameters + enorm, hnorm, final norm (3 × 4096) + eh_proj (4096 × 8192 = 33,554,432); the output unit computes
+  // its logits GEMM twice.
+  ModelSpec m = model_preset("llama3-8b");
+  m.mtp_num_layers = 1;
+  const auto units = derive_units(m, shape_8k());
+  ASSERT_EQ(units.size(), 35u);
+  EXPECT_EQ(units[33].name, "mtp.0");
+  EXPECT_EQ(units[33].dense_params, 218'112'000 + 3 * 4096 + 33'554'432);
+  EXPECT_EQ(units[34].fwd_gemms.size(), 2u);
+  EXPECT_EQ(count_parameters(m).total - count_parameters(model_preset("llama3-8b")).total,
+            218'112'000 + 3 * 4096 + 33'554'432);
+}
+
 }  // namespace
 }  // namespace fsdpsim
