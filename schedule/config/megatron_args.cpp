@@ -1,6 +1,7 @@
 #include "schedule/config/megatron_args.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <set>
@@ -32,6 +33,35 @@ struct ParsedFlag {
   std::string value;  // empty for switches
 };
 
+// A launch script's flags refer to its shell variables (--tensor-model-parallel-size ${TP}); as the shell would,
+// ${NAME} and ${NAME:-default} take the value from the environment. An unset variable without a default stays as
+// written: a problem only where fsdpsim models the flag (a data path does not matter).
+std::string expand_shell_variables(const std::string& word) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < word.size()) {
+    const size_t open = word.find("${", pos);
+    const size_t close = open == std::string::npos ? std::string::npos : word.find('}', open);
+    if (close == std::string::npos) {
+      out += word.substr(pos);
+      break;
+    }
+    out += word.substr(pos, open - pos);
+    const std::string inside = word.substr(open + 2, close - open - 2);
+    const size_t dash = inside.find(":-");
+    const std::string name = inside.substr(0, dash);
+    if (const char* value = std::getenv(name.c_str()); value != nullptr && *value != '\0') {
+      out += value;
+    } else if (dash != std::string::npos) {
+      out += inside.substr(dash + 2);
+    } else {
+      out += "${" + inside + "}";
+    }
+    pos = close + 1;
+  }
+  return out;
+}
+
 bool is_flag(const std::string& word) {
   return word.size() > 2 && word.rfind("--", 0) == 0;
 }
@@ -41,7 +71,8 @@ bool is_flag(const std::string& word) {
 // so that every problem of the command line is reported at once.
 std::vector<ParsedFlag> parse_flags(const std::string& args, std::vector<std::string>& problems) {
   std::vector<ParsedFlag> out;
-  const std::vector<std::string> words = split_command_line(args);
+  std::vector<std::string> words = split_command_line(args);
+  for (std::string& word : words) word = expand_shell_variables(word);
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string& word = words[i];
     if (!is_flag(word)) {
@@ -431,6 +462,12 @@ MegatronArgsRead apply_megatron_args(const std::string& args, FsdpConfig& config
     }
     if (!modelled) {
       read.not_modelled.push_back(f.name);
+      continue;
+    }
+    if (const size_t at = f.value.find("${"); at != std::string::npos) {
+      const std::string name = f.value.substr(at + 2, f.value.find_first_of(":}", at) - at - 2);
+      problems.push_back("'" + f.name + "': its value " + f.value + " uses the unset shell variable " + name +
+                         " (export " + name + "=VALUE as the launch script does, or write the value)");
       continue;
     }
     try {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -233,6 +234,24 @@ TEST(MegatronArgs, MlaIgnoresKvChannelsAndQkLayernormMeansTheLatentNorms) {
   EXPECT_EQ(m->head_dim, 192);
   EXPECT_FALSE(m->qk_norm);
   EXPECT_EQ(count_parameters(*m).total, before);
+}
+
+TEST(MegatronArgs, ShellVariablesOfTheLaunchScriptExpandAsTheShellWould) {
+  // --tensor-model-parallel-size ${TP} as a script writes it: the environment's value, or ${NAME:-default}'s default;
+  // an unset variable matters only where the flag is modelled.
+  setenv("FSDPSIM_TEST_TP", "2", 1);
+  unsetenv("FSDPSIM_TEST_UNSET");
+  FsdpConfig c;
+  std::optional<ModelSpec> m = model_preset("llama3-8b");
+  apply_megatron_args("--tensor-model-parallel-size ${FSDPSIM_TEST_TP} --micro-batch-size ${FSDPSIM_TEST_UNSET:-3} "
+                      "--save ${FSDPSIM_TEST_UNSET}/checkpoints",
+                      c, m);
+  EXPECT_EQ(c.tp, 2);
+  EXPECT_EQ(c.micro_batch_size, 3);
+  EXPECT_NE(error_of([&] { apply_megatron_args("--context-parallel-size ${FSDPSIM_TEST_UNSET}", c, m); })
+                .find("'--context-parallel-size': its value ${FSDPSIM_TEST_UNSET} uses the unset shell variable "
+                      "FSDPSIM_TEST_UNSET"),
+            std::string::npos);
 }
 
 }  // namespace
