@@ -113,6 +113,7 @@ SweepResult evaluate_config(const ModelSpec& model, const Topology& topology, Fs
   const Report report = make_report(schedule, topology, run, ReportDetail::summary);
   r.gpus = schedule.info.world_size;
   r.micro_batches = schedule.info.micro_batches;
+  r.params_per_rank = report.model_size.params_per_rank;
   r.step_time_s = report.step_time_s;
   r.tokens_per_s_per_gpu = report.tokens_per_s_per_gpu;
   r.tflops_per_gpu = report.tflops_per_gpu;

@@ -30,6 +30,7 @@ struct SweepResult {
   bool fits = false;
   int32_t gpus = 0;
   int32_t micro_batches = 0;
+  int64_t params_per_rank = 0;  ///< the TP/EP slice one rank holds before FSDP sharding
   double step_time_s = 0;
   double tokens_per_s_per_gpu = 0;
   double tflops_per_gpu = 0;

@@ -7,6 +7,7 @@
 #include "common/text.h"
 #include "common/units.h"
 #include "plan/sweep.h"
+#include "schedule/ir/summary.h"
 
 namespace fsdpsim {
 namespace {
@@ -23,8 +24,8 @@ std::string csv_field(const std::string& s) {
 std::string sweep_table(const std::vector<SweepResult>& results, const std::vector<size_t>& order, size_t limit) {
   std::ostringstream out;
   char line[512];
-  std::snprintf(line, sizeof line, "%5s  %-4s %6s %10s %12s %6s %10s %10s %9s  %s\n", "rank", "fits", "GPUs", "step",
-                "tokens/s/GPU", "MFU", "memory", "of GPU", "GPU·s/Mtok", "configuration");
+  std::snprintf(line, sizeof line, "%5s  %-4s %6s %9s %10s %12s %6s %10s %10s %9s  %s\n", "rank", "fits", "GPUs",
+                "params/GPU", "step", "tokens/s/GPU", "MFU", "memory", "of GPU", "GPU·s/Mtok", "configuration");
   out << line;
   size_t shown = 0;
   for (const size_t i : order) {
@@ -32,11 +33,11 @@ std::string sweep_table(const std::vector<SweepResult>& results, const std::vect
     const SweepResult& r = results[i];
     const std::string config = join(r.assignments, " ");
     if (!r.valid) {
-      std::snprintf(line, sizeof line, "%5zu  %-4s %6s %10s %12s %6s %10s %10s %9s  %s — %s\n", shown, "n/a", "", "",
-                    "", "", "", "", "", config.c_str(), r.invalid_reason.c_str());
+      std::snprintf(line, sizeof line, "%5zu  %-4s %6s %9s %10s %12s %6s %10s %10s %9s  %s — %s\n", shown, "n/a", "",
+                    "", "", "", "", "", "", "", config.c_str(), r.invalid_reason.c_str());
     } else {
-      std::snprintf(line, sizeof line, "%5zu  %-4s %6d %9.3fs %12.0f %5.1f%% %10s %10s %9.0f  %s\n", shown,
-                    r.fits ? "yes" : "OOM", r.gpus, r.step_time_s, r.tokens_per_s_per_gpu, 100 * r.mfu,
+      std::snprintf(line, sizeof line, "%5zu  %-4s %6d %9s %9.3fs %12.0f %5.1f%% %10s %10s %9.0f  %s\n", shown,
+                    r.fits ? "yes" : "OOM", r.gpus, format_count(r.params_per_rank).c_str(), r.step_time_s, r.tokens_per_s_per_gpu, 100 * r.mfu,
                     format_bytes(r.needed_bytes).c_str(), format_bytes(r.gpu_memory_bytes).c_str(),
                     r.gpu_seconds_per_million_tokens, config.c_str());
     }
@@ -49,16 +50,17 @@ std::string sweep_table(const std::vector<SweepResult>& results, const std::vect
 std::string sweep_csv(const std::vector<SweepResult>& results, const std::vector<size_t>& order) {
   std::ostringstream out;
   out << "rank,configuration,valid,fits,gpus,micro_batches,step_time_s,tokens_per_s_per_gpu,tflops_per_gpu,mfu,"
-         "exposed_comm_s,peak_allocated_bytes,needed_bytes,gpu_memory_bytes,gpu_seconds_per_million_tokens,invalid_"
-         "reason\n";
+         "exposed_comm_s,peak_allocated_bytes,needed_bytes,gpu_memory_bytes,gpu_seconds_per_million_tokens,"
+         "params_per_rank,invalid_reason\n";
   size_t rank = 0;
   for (const size_t i : order) {
     const SweepResult& r = results[i];
     char numbers[512];
-    std::snprintf(numbers, sizeof numbers, "%d,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%lld,%lld,%lld,%.9g", r.gpus,
+    std::snprintf(numbers, sizeof numbers, "%d,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%lld,%lld,%lld,%.9g,%lld", r.gpus,
                   r.micro_batches, r.step_time_s, r.tokens_per_s_per_gpu, r.tflops_per_gpu, r.mfu, r.exposed_comm_s,
                   static_cast<long long>(r.peak_allocated_bytes), static_cast<long long>(r.needed_bytes),
-                  static_cast<long long>(r.gpu_memory_bytes), r.gpu_seconds_per_million_tokens);
+                  static_cast<long long>(r.gpu_memory_bytes), r.gpu_seconds_per_million_tokens,
+                  static_cast<long long>(r.params_per_rank));
     out << ++rank << "," << csv_field(join(r.assignments, " ")) << "," << (r.valid ? "true" : "false") << ","
         << (r.fits ? "true" : "false") << "," << numbers << "," << csv_field(r.invalid_reason) << "\n";
   }
@@ -85,7 +87,8 @@ std::string sweep_json(const std::vector<SweepResult>& results, const std::vecto
                  {"peak_allocated_bytes", r.peak_allocated_bytes},
                  {"needed_bytes", r.needed_bytes},
                  {"gpu_memory_bytes", r.gpu_memory_bytes},
-                 {"gpu_seconds_per_million_tokens", r.gpu_seconds_per_million_tokens}});
+                 {"gpu_seconds_per_million_tokens", r.gpu_seconds_per_million_tokens},
+                 {"params_per_rank", r.params_per_rank}});
   }
   return j.dump(2) + "\n";
 }

@@ -48,6 +48,17 @@ TEST(Sweep, EveryCombinationInGridOrderAndDeterministic) {
   EXPECT_GT(one[1].step_time_s, one[0].step_time_s);
 }
 
+TEST(Sweep, EachPointShowsTheParametersOneGpuHolds) {
+  // Llama-3-8B: 8,030,261,248 parameters; tp = 2 halves every matrix (the vocabulary 128,256 is a multiple of
+  // 128 × 2: no padding) and replicates the 65 norms of 4,096: (8,030,261,248 − 266,240) / 2 + 266,240.
+  SweepSpec spec = llama8b_spec();
+  spec.axes = {parse_grid_axis("tp=1,2")};
+  const auto results = run_sweep(spec);
+  EXPECT_EQ(results[0].params_per_rank, 8'030'261'248);
+  EXPECT_EQ(results[1].params_per_rank, (8'030'261'248 - 65 * 4'096) / 2 + 65 * 4'096);
+  EXPECT_NE(sweep_table(results, rank_results(results, RankBy::throughput), 10).find("8.03B"), std::string::npos);
+}
+
 TEST(Sweep, InvalidPointsCarryTheirReason) {
   SweepSpec spec = llama8b_spec();
   spec.axes = {parse_grid_axis("tp=1,3")};  // 32 heads are not divisible by 3
