@@ -38,6 +38,7 @@ struct ParamGroup {
   bool unsharded = false;       // unsharded params are alive
   bool issued = false;          // an unshard (copy-in + AG) was issued and not yet copied out
   std::vector<BufferId> grads;  // this micro-batch's unsharded gradients
+  BufferId accumulated;         // gradient_sync: last_micro_batch: the unsharded sum of earlier micro-batches
 };
 
 class Fsdp2Builder {
@@ -312,7 +313,8 @@ void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
   // Root post-backward (is_last_backward): the compute stream waits on every group's post-reduce event and the last
   // reduce-scatter, and frees its input.
   Op sync = make_sync(op_name("rs_join", "", mb), Phase::bwd, ctx_.compute,
-                      ctx_.w.tails({rs_stream_, ar_stream_}), {rs_in_flight_input_});
+                      ctx_.w.tails({rs_stream_, ar_stream_}),
+                      rs_in_flight_input_.valid() ? std::vector<BufferId>{rs_in_flight_input_} : std::vector<BufferId>{});
   sync.micro_batch = mb;
   ctx_.w.add(std::move(sync));
   rs_in_flight_op_ = OpId::none();
@@ -323,6 +325,28 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
   ParamGroup& pg = groups_[static_cast<size_t>(g)];
   int64_t elems = 0;
   for (const Part& part : pg.parts) elems += part.padded_elems;
+  const bool last_mb = mb == ctx_.layout.micro_batches - 1;
+  if (ctx_.config.gradient_sync == GradSync::last_micro_batch && !last_mb) {
+    // set_requires_gradient_sync(False): no reduce-scatter; the unsharded gradient is kept, in the reduce dtype when
+    // it differs from the parameter's (FSDPParam.to_accumulated_grad_if_needed), and summed over micro-batches.
+    Op acc = make_memory_op(OpKind::copy, op_name("grad_accumulate", pg.name, mb), Phase::bwd, ctx_.compute,
+                            elems * (weight_bytes() + 2 * reduce_bytes()));
+    acc.unit = pg.units.front();
+    acc.micro_batch = mb;
+    acc.reads = pg.grads;
+    acc.frees = pg.grads;
+    if (!pg.accumulated.valid()) {
+      pg.accumulated = ctx_.w.buffer("grads.accumulated." + pg.name, BufferCategory::unsharded_grad,
+                                     elems * reduce_bytes(), false);
+      acc.allocs = {pg.accumulated};
+    } else {
+      acc.reads.push_back(pg.accumulated);
+    }
+    acc.writes = {pg.accumulated};
+    ctx_.w.add(std::move(acc));
+    pg.grads.clear();
+    return;
+  }
   // The compute stream waits on the previous reduce-scatter and drops its input (one RS input in flight).
   if (rs_in_flight_op_.valid()) {
     Op sync =
@@ -339,6 +363,13 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
   copy.micro_batch = mb;
   copy.reads = pg.grads;
   copy.frees = pg.grads;
+  if (pg.accumulated.valid()) {
+    // The last micro-batch's gradients join the accumulated sum on their way into the reduce-scatter input.
+    copy.bytes_touched += elems * reduce_bytes();
+    copy.reads.push_back(pg.accumulated);
+    copy.frees.push_back(pg.accumulated);
+    pg.accumulated = BufferId::none();
+  }
   copy.allocs = {input};
   copy.writes = {input};
   const OpId copy_id = ctx_.w.add(std::move(copy));

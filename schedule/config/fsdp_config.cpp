@@ -37,6 +37,8 @@ constexpr EnumNames<Fp8Recipe, 5> kFp8Recipes{{{{Fp8Recipe::auto_recipe, "auto"}
                                                 {Fp8Recipe::mxfp8, "mxfp8"}}}};
 constexpr EnumNames<Fsdp2Wrap, 2> kFsdp2Wraps{
     {{{Fsdp2Wrap::torchtitan, "torchtitan"}, {Fsdp2Wrap::blocks_and_root, "blocks_and_root"}}}};
+constexpr EnumNames<GradSync, 2> kGradSyncs{
+    {{{GradSync::every_micro_batch, "every_micro_batch"}, {GradSync::last_micro_batch, "last_micro_batch"}}}};
 constexpr EnumNames<Recompute, 4> kRecompute{{{{Recompute::none, "none"},
                                                {Recompute::selective, "selective"},
                                                {Recompute::full, "full"},
@@ -188,6 +190,9 @@ const std::vector<KeyDef>& key_table() {
                "(torchtitan, HF)"),
       bool_key("reshard_after_forward", &FsdpConfig::reshard_after_forward,
                "FSDP2: free gathered params after forward (true) or keep them until backward (false)"),
+      enum_key("gradient_sync", &FsdpConfig::gradient_sync, kGradSyncs,
+               "FSDP2 gradient accumulation: reduce every micro-batch (torchtitan's default) or the last only, keeping "
+               "unsharded grads in the reduce dtype (set_requires_gradient_sync(False), FSDP1 no_sync, Accelerate)"),
       enum_key("fsdp2_wrap", &FsdpConfig::fsdp2_wrap, kFsdp2Wraps,
                "FSDP2: torchtitan's wrapping (embedding alone, [norm, output] together) or blocks_and_root"),
       int_key("forward_prefetch", &FsdpConfig::forward_prefetch, 0, 64, "FSDP2: units all-gathered ahead in forward"),

@@ -36,6 +36,10 @@ enum class RecomputeMethod : uint8_t { uniform, block };
 /// on Blackwell and tensorwise elsewhere, resolved from the topology's GPU when the job is built.
 enum class Fp8Recipe : uint8_t { auto_recipe, delayed, tensorwise, blockwise, mxfp8 };
 
+/// When gradient accumulation reduces: every micro-batch, or only the last, the others keeping their unsharded
+/// gradients (FSDP2 set_requires_gradient_sync(False), FSDP1 no_sync(), Hugging Face Accelerate's default).
+enum class GradSync : uint8_t { every_micro_batch, last_micro_batch };
+
 /// How FSDP2 wraps the model (fully_shard calls): torchtitan's recipe (embedding alone, [final norm, output] kept
 /// unsharded after forward, each block, then the root with no parameters left) or the plain two-level wrapping (each
 /// block, then the root holding embedding, final norm and output).
@@ -88,6 +92,7 @@ struct FsdpConfig {
   bool fused_cross_entropy = true;    ///< false: F.cross_entropy on fp32-upcast logits (torchtitan, Hugging Face)
   bool reshard_after_forward = true;  ///< FSDP2 only
   Fsdp2Wrap fsdp2_wrap = Fsdp2Wrap::torchtitan;  ///< FSDP2 only
+  GradSync gradient_sync = GradSync::every_micro_batch;  ///< FSDP2: torchtitan's default; see GradSync
   int32_t forward_prefetch = 1;       ///< FSDP2: units gathered ahead in forward
   int32_t backward_prefetch = 1;      ///< FSDP2: units gathered ahead in backward
 

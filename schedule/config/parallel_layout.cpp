@@ -60,6 +60,13 @@ void check_combinations(const ModelSpec& model, const FsdpConfig& c) {
              "remove it or use implementation: megatron_fsdp");
     }
   }
+  if (c.implementation == Implementation::megatron_fsdp && c.gradient_sync == GradSync::last_micro_batch &&
+      (strategy == ShardingStrategy::optim_grads || strategy == ShardingStrategy::optim_grads_params)) {
+    // megatron_fsdp.py: grad_reduce_every_bprop for optim_grads(_params); no_sync only defers no_shard and optim,
+    // which the builder already reduces on the last micro-batch.
+    reject(c, "gradient_sync", "Megatron-FSDP reduce-scatters every micro-batch under optim_grads(_params)",
+           "use gradient_sync: every_micro_batch, or data_parallel_sharding_strategy: optim or no_shard");
+  }
   if (c.init_model_with_meta_device && strategy == ShardingStrategy::no_shard) {
     reject(c, "init_model_with_meta_device", "Megatron-FSDP rejects meta-device init for no_shard",
            "set init_model_with_meta_device: false or shard something");

@@ -9,6 +9,7 @@
 #include "schedule/build/builder.h"
 #include "schedule/ir/validate.h"
 #include "schedule/model/model.h"
+#include "tests/support/error_of.h"
 
 namespace fsdpsim {
 namespace {
@@ -325,6 +326,30 @@ TEST(Fsdp2Builder, HsdpAccumulatesOnTheAllReduceStreamAndCollectivesQueueOnTheir
   const Op& ag = s.ops[first_op_named(s, "ag.bwd.layer.29.mb0")];
   EXPECT_TRUE(std::any_of(ag.deps.begin(), ag.deps.end(),
                           [&](OpId d) { return s.ops[d].name == "rs.layer.31.mb0"; }));
+}
+
+TEST(Fsdp2Builder, NoSyncAccumulationKeepsUnshardedFp32GradientsUntilTheLastMicroBatch) {
+  // FSDP2 set_requires_gradient_sync(False) on micro-batch 0 of 2: no reduce-scatter; each group's unsharded gradient
+  // is kept in the reduce dtype (FP32, torchtitan's) until the last micro-batch reduces it. Llama-3-8B on 8 GPUs,
+  // groups padded per parameter to 8 × the largest row: embedding 525,336,576 (exact), 32 layers × 218,136,576, [norm,
+  // output] 525,340,672 → 525,369,344: 8,031,076,352 elements × 4 B = 32,124,305,408 B, all alive at once when
+  // micro-batch 1's backward starts.
+  const Schedule s = build_schedule(
+      model_preset("llama3-8b"),
+      config_of({"implementation=fsdp2", "global_batch_size=16", "gradient_sync=last_micro_batch"}), 8);
+  int64_t accumulated = 0;
+  for (const Buffer& b : s.buffers) {
+    if (b.name.rfind("grads.accumulated.", 0) == 0) accumulated += b.size_bytes;
+  }
+  EXPECT_EQ(accumulated, 8'031'076'352LL * 4);
+  EXPECT_TRUE(validate(s).empty());
+  EXPECT_TRUE(ops_of(s, OpKind::reduce_scatter, Phase::bwd, 0).empty());
+  EXPECT_EQ(ops_of(s, OpKind::reduce_scatter, Phase::bwd, 1).size(), 34u);
+  // Megatron-FSDP reduce-scatters every micro-batch under optim_grads_params: the setting is refused there.
+  EXPECT_NE(error_of([] {
+              build_schedule(model_preset("llama3-8b"), config_of({"gradient_sync=last_micro_batch"}), 8);
+            }).find("Megatron-FSDP reduce-scatters every micro-batch"),
+            std::string::npos);
 }
 
 TEST(Builders, ActivationOffloadCopiesEachOffloadedLayer) {
