@@ -188,14 +188,13 @@ const std::vector<ProfileRow>& profile_rows() {
 }
 
 // FP8 keys come together: an efficiency needs a peak, and a peak needs an efficiency.
-void check_fp8(YamlMap& map, const GpuProfile& p) {
+void check_fp8(YamlMap& map) {
   const bool has_fp8 = map.has("dense_fp8_flops_per_s");
   if (!has_fp8 && map.has("fp8_gemm_max_efficiency")) {
     map.get("fp8_gemm_max_efficiency")
         .fail("an FP8 efficiency is given but no FP8 peak", "add dense_fp8_flops_per_s, or remove this key");
   }
   if (has_fp8 && !map.has("fp8_gemm_max_efficiency")) (void)map.get("fp8_gemm_max_efficiency");  // "missing" error
-  (void)p;
 }
 
 void check_fixed_overheads(YamlMap& map, const GpuProfile& p) {
@@ -218,7 +217,7 @@ GpuProfile read_gpu_profile(YamlMap& map) {
   map.finish();
   GpuProfile profile;
   read_keys(map, profile_rows(), profile);
-  check_fp8(map, profile);
+  check_fp8(map);
   check_fixed_overheads(map, profile);
   return profile;
 }

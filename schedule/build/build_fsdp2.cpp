@@ -123,10 +123,10 @@ void Fsdp2Builder::setup() {
   // FSDPCommContext.lazy_init: copy-in, all-gather and reduce-scatter streams at high priority, the HSDP
   // all-reduce stream at normal priority.
   ctx_.w.info().prefetch_depth = ctx_.config.forward_prefetch;
-  copy_in_stream_ = ctx_.w.stream("ag_copy_in", -1);
-  ag_stream_ = ctx_.w.stream("ag", -1);
-  rs_stream_ = ctx_.w.stream("rs", -1);
-  if (l.outer > 1) ar_stream_ = ctx_.w.stream("outer_ar");
+  copy_in_stream_ = ctx_.w.stream(StreamRole::ag_copy_in, -1);
+  ag_stream_ = ctx_.w.stream(StreamRole::ag, -1);
+  rs_stream_ = ctx_.w.stream(StreamRole::rs, -1);
+  if (l.outer > 1) ar_stream_ = ctx_.w.stream(StreamRole::outer_ar);
   const int32_t output = ctx_.layers() + 1;
   const bool reshard = ctx_.config.reshard_after_forward;
   unit_group_.assign(ctx_.units.size(), 0);

@@ -74,10 +74,12 @@ Schedule MegatronBuilder::build() {
 void MegatronBuilder::setup_streams() {
   // docs/architecture.md §4.6.3: the AG stream (side_stream_for_param_gather), the RS stream
   // (side_stream_for_buffer_copy_and_grad_accum), and the HSDP outer streams.
-  if (ctx_.config.data_parallel_sharding_strategy != ShardingStrategy::no_shard) ag_stream_ = ctx_.w.stream("ag");
-  rs_stream_ = ctx_.w.stream("rs");
-  if (hsdp()) outer_rs_stream_ = ctx_.w.stream("outer_rs");
-  if (hfsdp()) outer_ag_stream_ = ctx_.w.stream("outer_ag");
+  if (ctx_.config.data_parallel_sharding_strategy != ShardingStrategy::no_shard) {
+    ag_stream_ = ctx_.w.stream(StreamRole::ag);
+  }
+  rs_stream_ = ctx_.w.stream(StreamRole::rs);
+  if (hsdp()) outer_rs_stream_ = ctx_.w.stream(StreamRole::outer_rs);
+  if (hfsdp()) outer_ag_stream_ = ctx_.w.stream(StreamRole::outer_ag);
 }
 
 void MegatronBuilder::add_persistent_buffers() {

@@ -13,7 +13,7 @@ BuildContext::BuildContext(const ModelSpec& model_spec, const FsdpConfig& cfg, c
       units(derive_units(model_spec, lay.shape)),
       w(make_schedule_info(model_spec, cfg, lay, units)) {
   for (const auto& unit : units) w.unit(unit.name, unit.params());
-  compute = w.stream(std::string(kComputeStream));
+  compute = w.stream(StreamRole::compute);
 }
 
 GroupId BuildContext::group(GroupRole role) {
@@ -176,7 +176,7 @@ void Activations::on_forward(Op& fwd, int32_t unit) {
 void Activations::after_forward(int32_t unit, OpId fwd_op) {
   ActivationSlot& slot = slots_[static_cast<size_t>(unit)];
   if (!offloaded(unit) || !slot.saved.valid()) return;
-  if (!ctx_.offload.valid()) ctx_.offload = ctx_.w.stream("offload");
+  if (!ctx_.offload.valid()) ctx_.offload = ctx_.w.stream(StreamRole::offload);
   const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
   Op op = make_memory_op(OpKind::copy, op_name("offload_d2h", cost.name, mb_), Phase::fwd, ctx_.offload, 0);
   op.unit = unit;

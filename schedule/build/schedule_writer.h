@@ -20,6 +20,8 @@ class ScheduleWriter {
   GroupId group(const std::string& name, int32_t size, int32_t stride);
   /// Adds a stream (or returns the existing one of that name).
   StreamId stream(const std::string& name, int32_t priority = 0);
+  /// Adds the stream playing `role`, named after it.
+  StreamId stream(StreamRole role, int32_t priority = 0) { return stream(std::string(to_string(role)), priority); }
   /// Adds a buffer and returns its id.
   BufferId buffer(const std::string& name, BufferCategory category, int64_t size_bytes, bool persistent);
   /// Marks a buffer as registered with NCCL (nccl_ub).

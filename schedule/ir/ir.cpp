@@ -36,6 +36,18 @@ constexpr EnumNames<BufferCategory, 10> kCategories{{{
     {BufferCategory::comm_staging, "comm_staging"},
 }}};
 
+constexpr EnumNames<StreamRole, 8> kStreamRoles{{{
+    {StreamRole::compute, "compute"},
+    {StreamRole::ag, "ag"},
+    {StreamRole::rs, "rs"},
+    {StreamRole::ag_copy_in, "ag_copy_in"},
+    {StreamRole::outer_rs, "outer_rs"},
+    {StreamRole::outer_ag, "outer_ag"},
+    {StreamRole::outer_ar, "outer_ar"},
+    {StreamRole::offload, "offload"},
+}}};
+static_assert(kStreamRoles.name(StreamRole::compute) == kComputeStream);
+
 constexpr EnumNames<GroupRole, 8> kGroupRoles{{{
     {GroupRole::tp, "tp"},
     {GroupRole::cp, "cp"},
@@ -123,6 +135,10 @@ std::string_view to_string(ReduceOp v) {
 
 std::string_view to_string(GroupRole v) {
   return kGroupRoles.name(v);
+}
+
+std::string_view to_string(StreamRole v) {
+  return kStreamRoles.name(v);
 }
 std::optional<OpKind> parse_op_kind(std::string_view text) {
   return kOpKinds.parse(text);

@@ -151,6 +151,16 @@ struct ScheduleInfo {
   bool operator==(const ScheduleInfo&) const = default;
 };
 
+/// What a stream the builders make is for (its name is `to_string(role)`); a schedule read from a file may name its
+/// streams freely, and only `compute` has a meaning to the simulator and the executor.
+///   compute     the default stream: GEMMs, the optimizer, queue joins (Megatron-FSDP, FSDP2)
+///   ag, rs      parameter all-gathers and gradient reduce-scatters (Megatron-FSDP's side streams; FSDP2's at
+///               priority -1)
+///   ag_copy_in  FSDP2's all-gather copy-in stream
+///   outer_rs, outer_ag, outer_ar   the HSDP/HFSDP outer collectives
+///   offload     activation offload and reload
+enum class StreamRole : uint8_t { compute, ag, rs, ag_copy_in, outer_rs, outer_ag, outer_ar, offload };
+
 /// The name of the compute stream: the IR's one stream with a meaning of its own (CUDA's default stream in the
 /// frameworks). Reports count the gaps on it as exposed communication; validation checks gradient reductions against
 /// the backward computes on it.
@@ -190,6 +200,7 @@ std::string_view to_string(Phase v);
 std::string_view to_string(BufferCategory v);
 std::string_view to_string(ReduceOp v);
 std::string_view to_string(GroupRole v);
+std::string_view to_string(StreamRole v);
 std::optional<OpKind> parse_op_kind(std::string_view text);
 std::optional<Phase> parse_phase(std::string_view text);
 std::optional<BufferCategory> parse_buffer_category(std::string_view text);
