@@ -1,4 +1,5 @@
 // fsdpsim: plan, predict and check FSDP training before launch. The program only wires the libraries together.
+#include <algorithm>
 #include <iostream>
 #include <string>
 
@@ -6,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
+#include "schedule/config/fsdp_config.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"fsdpsim: plan, predict and check Fully Sharded Data Parallel training of LLMs before launch"};
@@ -27,6 +29,23 @@ int main(int argc, char** argv) {
   fsdpsim::cli::register_fidelity(app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ExtrasError& e) {
+    // `--nodes 8`: a configuration key written as an option. Point at --set and exit like any input error.
+    for (int i = 1; i < argc; ++i) {
+      const std::string word = argv[i];
+      if (word.rfind("--", 0) != 0) continue;
+      std::string key = word.substr(2, word.find('=') == std::string::npos ? std::string::npos : word.find('=') - 2);
+      std::replace(key.begin(), key.end(), '-', '_');
+      const auto& keys = fsdpsim::config_keys();
+      if (std::none_of(keys.begin(), keys.end(), [&](const auto& k) { return k.name == key; })) continue;
+      const std::string value = word.find('=') != std::string::npos ? word.substr(word.find('=') + 1)
+                                : i + 1 < argc                     ? std::string(argv[i + 1])
+                                                                   : "VALUE";
+      std::cerr << "fsdpsim: error: " << word << " is not an option; configuration keys are set with --set " << key
+                << "=" << value << "\n";
+      return 2;
+    }
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const fsdpsim::ConfigError& e) {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <vector>
 
 #include "common/limits.h"
 #include "common/text.h"
@@ -69,10 +70,20 @@ std::string read_text_file(const std::string& path) {
                       "a file of " + format_bytes(static_cast<int64_t>(size)) + " is beyond what fsdpsim models",
                       "input files may hold at most " + format_bytes(limits::kMaxInputFileBytes));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
+  // Read at most one byte past the limit: a device or a pipe that never ends (/dev/zero) has no size to check first.
+  std::string text;
+  std::vector<char> chunk(size_t{1} << 16);
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    text.append(chunk.data(), static_cast<size_t>(in.gcount()));
+    if (static_cast<int64_t>(text.size()) > limits::kMaxInputFileBytes) {
+      throw ConfigError(SourceLocation{path, 0, 0}, "",
+                        "more than " + format_bytes(limits::kMaxInputFileBytes) + " of input, and it has not ended",
+                        "give a regular file of at most " + format_bytes(limits::kMaxInputFileBytes));
+    }
+  }
   if (in.bad()) throw ConfigError(SourceLocation{path, 0, 0}, "", "cannot read file", "check its permissions");
-  return text.str();
+  return text;
 }
 
 YamlDocument load_yaml_file(const std::string& path) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <iostream>
 #include <sstream>
 
 #include "common/enum_names.h"
@@ -250,7 +251,12 @@ FsdpConfig parse_config_yaml(const std::string& text, const std::string& source)
 
 FsdpConfig load_config(const std::string& path) {
   if (path.empty()) return FsdpConfig{};
-  return parse_config_yaml(read_text_file(path), path);
+  const std::string text = read_text_file(path);
+  if (load_yaml_text(text, path).root.IsNull()) {
+    // Most likely the wrong file or one not yet written: say so rather than run the defaults silently.
+    std::cerr << "fsdpsim: warning: " << path << " sets no key; every key takes its default (fsdpsim presets --keys)\n";
+  }
+  return parse_config_yaml(text, path);
 }
 
 void apply_override(FsdpConfig& config, const std::string& assignment, const std::string& origin) {

@@ -57,6 +57,14 @@ TEST(Cli, SimulateAScheduleFile) {
   EXPECT_TRUE(contains(r.output, "2 nodes, 16 GPUs")) << r.output;
 }
 
+TEST(Cli, AnEmptyConfigurationFileIsReportedNotSilentlyTakenAsDefaults) {
+  const std::string file = temp_path("empty.yaml");
+  std::ofstream(file) << "# nothing set yet\n";
+  const Result r = run("schedule --model llama3-8b -c " + file);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "warning: " + file + " sets no key; every key takes its default")) << r.output;
+}
+
 TEST(Cli, MissingScheduleFile) {
   const Result r = run("simulate --schedule /nonexistent/s.yaml");
   EXPECT_EQ(r.exit_code, 2);
