@@ -24,8 +24,8 @@ void maybe_print_config(const JobOptions& options, const Job& job) {
   if (options.print_config) std::cout << config_to_yaml(job.config) << "\n";
 }
 
-Schedule load_or_build_schedule_for_cli(const std::string& schedule_file, const JobOptions& options,
-                                        Topology* topology, std::vector<std::string>* read_not_modelled) {
+Schedule load_or_build_schedule_for_cli(const std::string& schedule_file, const JobOptions& options, Topology* topology,
+                                        std::vector<std::string>* read_not_modelled) {
   return load_or_build_schedule(schedule_file, options, topology, [&](const Job& job) {
     maybe_print_config(options, job);
     if (read_not_modelled) *read_not_modelled = job.read_not_modelled;

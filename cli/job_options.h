@@ -13,7 +13,7 @@ void add_job_options(CLI::App& command, JobOptions& options);
 /// Prints the effective configuration when --print-config was given.
 void maybe_print_config(const JobOptions& options, const Job& job);
 /// load_or_build_schedule(), printing the configuration when --print-config was given.
-Schedule load_or_build_schedule_for_cli(const std::string& schedule_file, const JobOptions& options,
-                                        Topology* topology, std::vector<std::string>* read_not_modelled = nullptr);
+Schedule load_or_build_schedule_for_cli(const std::string& schedule_file, const JobOptions& options, Topology* topology,
+                                        std::vector<std::string>* read_not_modelled = nullptr);
 
 }  // namespace fsdpsim::cli

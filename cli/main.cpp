@@ -39,8 +39,8 @@ int main(int argc, char** argv) {
       const auto& keys = fsdpsim::config_keys();
       if (std::none_of(keys.begin(), keys.end(), [&](const auto& k) { return k.name == key; })) continue;
       const std::string value = word.find('=') != std::string::npos ? word.substr(word.find('=') + 1)
-                                : i + 1 < argc                     ? std::string(argv[i + 1])
-                                                                   : "VALUE";
+                                : i + 1 < argc                      ? std::string(argv[i + 1])
+                                                                    : "VALUE";
       std::cerr << "fsdpsim: error: " << word << " is not an option; configuration keys are set with --set " << key
                 << "=" << value << "\n";
       return 2;

@@ -44,7 +44,8 @@ JobInputs load_job_inputs(const JobOptions& options) {
     read_not_modelled = apply_megatron_args(options.megatron_args, config, model).not_modelled;
   }
   std::optional<TorchtitanWorld> torchtitan;
-  if (!options.torchtitan_config.empty()) torchtitan = apply_torchtitan_config(options.torchtitan_config, config, model);
+  if (!options.torchtitan_config.empty())
+    torchtitan = apply_torchtitan_config(options.torchtitan_config, config, model);
   for (const auto& assignment : options.sets) apply_override(config, assignment);
   if (!model) {
     throw ConfigError(

@@ -32,8 +32,8 @@ std::string key_numbers(const Report& r) {
   const int64_t needed = r.peak_reserved_bytes + r.overheads.total();
   std::string out = "<div class=\"cards\" id=\"key-numbers\">\n";
   if (r.model_size.params > 0) {
-    out += card("parameters", format_count(r.model_size.params) + " (" + format_count(r.model_size.active_params) +
-                                   " active)");
+    out += card("parameters",
+                format_count(r.model_size.params) + " (" + format_count(r.model_size.active_params) + " active)");
     out += card("parameters per GPU", format_count(r.model_size.params_per_rank));
   }
   out += card("step time", html::seconds(r.step_time_s));

@@ -160,11 +160,11 @@ std::string_view op_kind_colour(OpKind kind) {
 
 std::string_view category_colour(std::string_view name) {
   static constexpr std::pair<std::string_view, std::string_view> kColours[] = {
-      {"param_shard", "#4e79a7"},  {"main_weight", "#a0cbe8"},      {"optimizer_state", "#f28e2b"},
-      {"grad_shard", "#ffbe7d"},   {"unsharded_grad", "#e15759"},   {"weight_grad", "#ff9d9a"},
-      {"gathered_param", "#59a14f"},
-      {"activation", "#b07aa1"},   {"workspace", "#9c755f"},        {"comm_staging", "#76b7b2"},
-      {"cuda_context", "#79706e"}, {"cublas_workspace", "#a9a19e"}, {"nccl", "#d4ccc9"},
+      {"param_shard", "#4e79a7"},    {"main_weight", "#a0cbe8"},    {"optimizer_state", "#f28e2b"},
+      {"grad_shard", "#ffbe7d"},     {"unsharded_grad", "#e15759"}, {"weight_grad", "#ff9d9a"},
+      {"gathered_param", "#59a14f"}, {"activation", "#b07aa1"},     {"workspace", "#9c755f"},
+      {"comm_staging", "#76b7b2"},   {"cuda_context", "#79706e"},   {"cublas_workspace", "#a9a19e"},
+      {"nccl", "#d4ccc9"},
   };
   for (const auto& [key, colour] : kColours) {
     if (key == name) return colour;

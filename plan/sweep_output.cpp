@@ -37,9 +37,9 @@ std::string sweep_table(const std::vector<SweepResult>& results, const std::vect
                     "", "", "", "", "", "", "", config.c_str(), r.invalid_reason.c_str());
     } else {
       std::snprintf(line, sizeof line, "%5zu  %-4s %6d %9s %9.3fs %12.0f %5.1f%% %10s %10s %9.0f  %s\n", shown,
-                    r.fits ? "yes" : "OOM", r.gpus, format_count(r.params_per_rank).c_str(), r.step_time_s, r.tokens_per_s_per_gpu, 100 * r.mfu,
-                    format_bytes(r.needed_bytes).c_str(), format_bytes(r.gpu_memory_bytes).c_str(),
-                    r.gpu_seconds_per_million_tokens, config.c_str());
+                    r.fits ? "yes" : "OOM", r.gpus, format_count(r.params_per_rank).c_str(), r.step_time_s,
+                    r.tokens_per_s_per_gpu, 100 * r.mfu, format_bytes(r.needed_bytes).c_str(),
+                    format_bytes(r.gpu_memory_bytes).c_str(), r.gpu_seconds_per_million_tokens, config.c_str());
     }
     out << line;
   }

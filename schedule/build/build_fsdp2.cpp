@@ -82,7 +82,7 @@ class Fsdp2Builder {
   BufferId shard_params_, shard_grads_, optimizer_state_;
   int64_t shard_elems_ = 0;
   std::map<int32_t, OpId> last_on_communicator_;  // per process group: the last collective issued on it
-  OpId last_copy_out_;          // copy-in waits on the previous copy-out (all_gather_state)
+  OpId last_copy_out_;                            // copy-in waits on the previous copy-out (all_gather_state)
   BufferId pending_flat_free_;  // forward: the previous group's flat output, freed at the next copy-out
   OpId rs_in_flight_op_;        // the last reduce-scatter's final op
   BufferId rs_in_flight_input_;
@@ -134,12 +134,14 @@ void Fsdp2Builder::setup() {
     // torchtitan/distributed/fsdp.py @ b5bcd76c: the embedding alone (resharded as the blocks are), [norm, lm_head]
     // not resharded after forward ("FSDP would prefetch them immediately"), each block, then the parameter-less root.
     add_group("embedding", {0}, reshard);
-    for (int32_t layer = 1; layer <= ctx_.layers(); ++layer) add_group(ctx_.units[static_cast<size_t>(layer)].name, {layer}, reshard);
+    for (int32_t layer = 1; layer <= ctx_.layers(); ++layer)
+      add_group(ctx_.units[static_cast<size_t>(layer)].name, {layer}, reshard);
     add_group("output", {output}, false);
   } else {
     // The root's parameters stay unsharded from forward to backward (FSDPState._lazy_init).
     add_group("root", {0, output}, false);
-    for (int32_t layer = 1; layer <= ctx_.layers(); ++layer) add_group(ctx_.units[static_cast<size_t>(layer)].name, {layer}, reshard);
+    for (int32_t layer = 1; layer <= ctx_.layers(); ++layer)
+      add_group(ctx_.units[static_cast<size_t>(layer)].name, {layer}, reshard);
   }
   // Memory (docs/architecture.md §4.7): sharded parameters in their original dtype (FP32 master copy), sharded FP32
   // gradients, Adam.
@@ -312,9 +314,9 @@ void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
   }
   // Root post-backward (is_last_backward): the compute stream waits on every group's post-reduce event and the last
   // reduce-scatter, and frees its input.
-  Op sync = make_sync(op_name("rs_join", "", mb), Phase::bwd, ctx_.compute,
-                      ctx_.w.tails({rs_stream_, ar_stream_}),
-                      rs_in_flight_input_.valid() ? std::vector<BufferId>{rs_in_flight_input_} : std::vector<BufferId>{});
+  Op sync =
+      make_sync(op_name("rs_join", "", mb), Phase::bwd, ctx_.compute, ctx_.w.tails({rs_stream_, ar_stream_}),
+                rs_in_flight_input_.valid() ? std::vector<BufferId>{rs_in_flight_input_} : std::vector<BufferId>{});
   sync.micro_batch = mb;
   ctx_.w.add(std::move(sync));
   rs_in_flight_op_ = OpId::none();
@@ -336,8 +338,8 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
     acc.reads = pg.grads;
     acc.frees = pg.grads;
     if (!pg.accumulated.valid()) {
-      pg.accumulated = ctx_.w.buffer("grads.accumulated." + pg.name, BufferCategory::unsharded_grad,
-                                     elems * reduce_bytes(), false);
+      pg.accumulated =
+          ctx_.w.buffer("grads.accumulated." + pg.name, BufferCategory::unsharded_grad, elems * reduce_bytes(), false);
       acc.allocs = {pg.accumulated};
     } else {
       acc.reads.push_back(pg.accumulated);

@@ -207,9 +207,8 @@ std::vector<int32_t> MegatronBuilder::prefetch_list(const std::vector<int32_t>& 
   std::vector<int32_t> list = requested;
   // Under the double buffer a request made only of non-unit buckets skips prefetch entirely, so that non-unit modules
   // running inside a unit do not take pool slots (AllGatherPipeline.all_gather_params).
-  const bool only_non_units = std::all_of(requested.begin(), requested.end(), [&](int32_t g) {
-    return plan_.groups[static_cast<size_t>(g)].non_unit;
-  });
+  const bool only_non_units = std::all_of(requested.begin(), requested.end(),
+                                          [&](int32_t g) { return plan_.groups[static_cast<size_t>(g)].non_unit; });
   if (ctx_.config.fsdp_double_buffer && only_non_units) return list;
   std::set<int32_t> units;
   for (const int32_t g : requested)

@@ -110,8 +110,9 @@ void MegatronBuilder::backward_unit(int32_t u, Activations& acts, int32_t mb) {
   const int64_t grad_copy_bytes = grad_copy_elems * (kParamGradBytes + dtype_bytes(grad_comm_dtype(ctx_.config)));
   // Hopper FP8 recipes: after the backward all-gather each FP8 weight gets its transpose (column-wise) copy for the
   // data-gradient GEMM (mixed_precision.py fp8_create_transpose_cache), dropped when the unit is released.
-  const int64_t fp8_transpose_bytes =
-      fp8_transpose_cache() && ctx_.is_layer(u) ? linear_weight_elems(cost, false) + linear_weight_elems(cost, true) : 0;
+  const int64_t fp8_transpose_bytes = fp8_transpose_cache() && ctx_.is_layer(u)
+                                          ? linear_weight_elems(cost, false) + linear_weight_elems(cost, true)
+                                          : 0;
   Op bwd = make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, cost.bwd_gemms,
                         cost.bwd_bytes_touched + grad_copy_bytes + 2 * fp8_transpose_bytes);
   bwd.unit = u;

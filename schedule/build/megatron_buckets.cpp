@@ -88,8 +88,7 @@ void add_non_unit_groups(BucketPlan& plan, const std::vector<UnitCost>& units, c
 
 // no_shard (mcore_fsdp_adapter.py: no FSDP units): the dense and the expert parameters each form one group, split
 // in module order once a bucket reaches the bucket size (one bucket each without a size).
-void add_no_shard_groups(BucketPlan& plan, const std::vector<UnitCost>& units, const ParallelLayout& layout,
-                         bool fp8) {
+void add_no_shard_groups(BucketPlan& plan, const std::vector<UnitCost>& units, const ParallelLayout& layout, bool fp8) {
   for (const bool expert : {false, true}) {
     BucketGroup open;
     const auto close = [&] {
@@ -100,8 +99,8 @@ void add_no_shard_groups(BucketPlan& plan, const std::vector<UnitCost>& units, c
       open.distributed = false;
       open.group_ranks = expert ? layout.expert_shard : layout.dense_shard;
       open.padded_elems = open.elems;
-      for (const int32_t u : open.units) plan.unit_groups[static_cast<size_t>(u)].push_back(
-          static_cast<int32_t>(plan.groups.size()));
+      for (const int32_t u : open.units)
+        plan.unit_groups[static_cast<size_t>(u)].push_back(static_cast<int32_t>(plan.groups.size()));
       plan.groups.push_back(open);
       open = BucketGroup{};
     };

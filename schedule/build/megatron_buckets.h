@@ -21,17 +21,17 @@ struct BucketGroup {
   std::string name;            ///< "layer.3", "layer.3.experts", "non_unit", "non_unit.output", "bucket.7"
   std::vector<int32_t> units;  ///< unit indices covered, ascending (the group's gradients complete at the first)
   bool expert = false;
-  bool non_unit = false;       ///< embedding / final norm / output layer, or a no_shard bucket: never released
-  int32_t group_ranks = 1;     ///< ranks of its data-parallel group (dense or expert shard group): the reduction
-  int32_t shard_size = 1;      ///< ranks sharing the bucket: group_ranks when sharded, 1 for no_shard
+  bool non_unit = false;    ///< embedding / final norm / output layer, or a no_shard bucket: never released
+  int32_t group_ranks = 1;  ///< ranks of its data-parallel group (dense or expert shard group): the reduction
+  int32_t shard_size = 1;   ///< ranks sharing the bucket: group_ranks when sharded, 1 for no_shard
   /// Megatron's is_data_distributed: sharded and over more than one rank. A bucket that is not (no_shard, or an
   /// expert shard group of one rank) keeps its full weights and gradients in persistent buffers: no all-gather
   /// bucket, no unsharded gradient bucket (DataParallelBuffer.fetch_bucket, MegatronFSDP _grad_acc).
   bool distributed = true;
-  int64_t elems = 0;           ///< parameters, unpadded
-  int64_t padded_elems = 0;    ///< Σ buckets padded to a multiple of shard_size × chunk factor
+  int64_t elems = 0;             ///< parameters, unpadded
+  int64_t padded_elems = 0;      ///< Σ buckets padded to a multiple of shard_size × chunk factor
   int64_t fp8_padded_elems = 0;  ///< of which FP8 GEMM weights (FP8 parameters), one byte each
-  int64_t gathered_bytes = 0;  ///< the unsharded bucket in the compute dtypes (fp8 linear weights, bf16 the rest)
+  int64_t gathered_bytes = 0;    ///< the unsharded bucket in the compute dtypes (fp8 linear weights, bf16 the rest)
   [[nodiscard]] int64_t shard_elems() const { return padded_elems / shard_size; }
   [[nodiscard]] int64_t shard_bytes() const { return gathered_bytes / shard_size; }
 };

@@ -78,8 +78,8 @@ KeyDef enum_key(const std::string& name, E FsdpConfig::*field, const EnumNames<E
 
 // A list of recompute modules, written "mlp,moe" or "mlp moe" (Megatron-LM's --recompute-modules takes the second).
 KeyDef modules_key(const std::string& name, std::vector<RecomputeModule> FsdpConfig::*field, const std::string& help) {
-  static const std::vector<std::string> valid{"core_attn", "moe_act",  "layernorm",     "mla_up_proj",
-                                              "mlp",       "moe",      "shared_experts"};
+  static const std::vector<std::string> valid{"core_attn", "moe_act", "layernorm",     "mla_up_proj",
+                                              "mlp",       "moe",     "shared_experts"};
   return KeyDef{{name, "list of " + join(valid, "|"), help},
                 [=](FsdpConfig& c, const YamlValue& v) {
                   std::vector<RecomputeModule> modules;
@@ -135,8 +135,9 @@ const std::vector<KeyDef>& key_table() {
                       "master weights: fp32, or auto for none (the compute shard is optimized)"),
       text_choice_key("main_grads_dtype", &FsdpConfig::main_grads_dtype, {"auto", "fp32", "bf16"},
                       "accumulated gradient dtype; auto is the parameter dtype (bf16 for fp8 parameters)"),
-      text_choice_key("grad_comm_dtype", &FsdpConfig::grad_comm_dtype, {"auto", "fp32", "bf16"},
-                      "gradient reduce-scatter dtype; auto: the main-grads dtype (Megatron-FSDP), fp32 (FSDP2 as torchtitan)"),
+      text_choice_key(
+          "grad_comm_dtype", &FsdpConfig::grad_comm_dtype, {"auto", "fp32", "bf16"},
+          "gradient reduce-scatter dtype; auto: the main-grads dtype (Megatron-FSDP), fp32 (FSDP2 as torchtitan)"),
       enum_key("exp_avg_dtype", &FsdpConfig::exp_avg_dtype, kDTypeNames, "Adam first-moment dtype"),
       enum_key("exp_avg_sq_dtype", &FsdpConfig::exp_avg_sq_dtype, kDTypeNames, "Adam second-moment dtype"),
       bool_key("fsdp_double_buffer", &FsdpConfig::fsdp_double_buffer,

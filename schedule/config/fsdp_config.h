@@ -70,9 +70,9 @@ struct FsdpConfig {
   bool nccl_ub = false;
   bool overlap_param_gather = true;
   bool overlap_grad_reduce = true;
-  int64_t ddp_bucket_size = 0;            ///< elements (Megatron's --ddp-bucket-size); 0: max(40M, 1M × dp·cp)
-  bool create_all_gather_group = false;   ///< Megatron: all-gathers on their own communicator, not behind RS
-  bool gradient_accumulation_fusion = false;  ///< TE wgrad fusion: gradients written straight into main_grad
+  int64_t ddp_bucket_size = 0;                 ///< elements (Megatron's --ddp-bucket-size); 0: max(40M, 1M × dp·cp)
+  bool create_all_gather_group = false;        ///< Megatron: all-gathers on their own communicator, not behind RS
+  bool gradient_accumulation_fusion = false;   ///< TE wgrad fusion: gradients written straight into main_grad
   bool use_precision_aware_optimizer = false;  ///< Megatron: decoupled grads, no FP32 copy of the grad shard
   Fp8Recipe fp8_recipe = Fp8Recipe::auto_recipe;
   int64_t suggested_communication_unit_size = 0;  ///< elements; 0: Megatron's default rule
@@ -91,10 +91,10 @@ struct FsdpConfig {
   bool fused_elementwise = true;      ///< false: PyTorch eager elementwise kernels (no torch.compile, no TE)
   bool fused_cross_entropy = true;    ///< false: F.cross_entropy on fp32-upcast logits (torchtitan, Hugging Face)
   bool reshard_after_forward = true;  ///< FSDP2 only
-  Fsdp2Wrap fsdp2_wrap = Fsdp2Wrap::torchtitan;  ///< FSDP2 only
+  Fsdp2Wrap fsdp2_wrap = Fsdp2Wrap::torchtitan;          ///< FSDP2 only
   GradSync gradient_sync = GradSync::every_micro_batch;  ///< FSDP2: torchtitan's default; see GradSync
-  int32_t forward_prefetch = 1;       ///< FSDP2: units gathered ahead in forward
-  int32_t backward_prefetch = 1;      ///< FSDP2: units gathered ahead in backward
+  int32_t forward_prefetch = 1;                          ///< FSDP2: units gathered ahead in forward
+  int32_t backward_prefetch = 1;                         ///< FSDP2: units gathered ahead in backward
 
   /// Where each key was last set (file:line, "<--set>", "<megatron-args>"), for errors about combinations.
   std::map<std::string, SourceLocation> origin;

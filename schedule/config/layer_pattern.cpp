@@ -27,9 +27,10 @@ class PatternParser {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw ConfigError(SourceLocation{"<megatron-args>", 0, 0}, flag_,
-                      "cannot read the layer pattern '" + text_ + "': " + what + " at character " + std::to_string(pos_ + 1),
-                      "write an integer N (every N-th layer) or a list expression such as ([0]*3+[1]*58)");
+    throw ConfigError(
+        SourceLocation{"<megatron-args>", 0, 0}, flag_,
+        "cannot read the layer pattern '" + text_ + "': " + what + " at character " + std::to_string(pos_ + 1),
+        "write an integer N (every N-th layer) or a list expression such as ([0]*3+[1]*58)");
   }
   void skip_spaces() {
     while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
@@ -61,7 +62,8 @@ class PatternParser {
       if (left.index() != right.index()) fail("'+' between a list and a number");
       if (auto* l = std::get_if<std::vector<int64_t>>(&left)) {
         const auto& r = std::get<std::vector<int64_t>>(right);
-        if (static_cast<int64_t>(l->size() + r.size()) > max_length_) fail("a list longer than " + std::to_string(max_length_));
+        if (static_cast<int64_t>(l->size() + r.size()) > max_length_)
+          fail("a list longer than " + std::to_string(max_length_));
         l->insert(l->end(), r.begin(), r.end());
       } else {
         std::get<int64_t>(left) += std::get<int64_t>(right);

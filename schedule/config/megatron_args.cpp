@@ -150,8 +150,7 @@ const std::map<std::string, ConfigRule>& config_rules() {
        [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "calculate_per_token_loss", "true", f.name); }},
       {"--ddp-average-in-collective",
        [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "average_in_collective", "true", f.name); }},
-      {"--ddp-bucket-size",
-       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "ddp_bucket_size", f.value, f.name); }},
+      {"--ddp-bucket-size", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "ddp_bucket_size", f.value, f.name); }},
       {"--create-all-gather-group",
        [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "create_all_gather_group", "true", f.name); }},
       {"--no-gradient-accumulation-fusion",
@@ -290,7 +289,8 @@ const std::map<std::string, ModelRule>& model_rules() {
          const std::vector<int64_t> pattern = eval_layer_pattern(f.value, f.name, limits::kMaxLayers);
          for (size_t layer = 0; layer < pattern.size(); ++layer) {
            if (pattern[layer] != 0 && pattern[layer] != 1) {
-             throw ConfigError(kWhere, f.name, "layer " + std::to_string(layer) + " is " + std::to_string(pattern[layer]),
+             throw ConfigError(kWhere, f.name,
+                               "layer " + std::to_string(layer) + " is " + std::to_string(pattern[layer]),
                                "use 0 (dense) or 1 (MoE) for each layer");
            }
            if (pattern[layer] == 1) m.moe.layers.push_back(static_cast<int32_t>(layer));
@@ -317,10 +317,10 @@ const std::map<std::string, ModelRule>& model_rules() {
 // the vocabulary from the tokenizer when --vocab-size is not given): each repository's config.json `vocab_size`.
 int64_t tokenizer_vocab_size(const std::string& tokenizer) {
   static const std::map<std::string, int64_t> known{
-      {"deepseek-ai/DeepSeek-V3", 129'280},          {"deepseek-ai/DeepSeek-V3-Base", 129'280},
-      {"meta-llama/Meta-Llama-3-8B", 128'256},       {"meta-llama/Meta-Llama-3-70B", 128'256},
-      {"meta-llama/Llama-3.1-8B", 128'256},          {"meta-llama/Llama-3.1-70B", 128'256},
-      {"meta-llama/Llama-3.1-405B", 128'256},        {"mistralai/Mixtral-8x7B-v0.1", 32'000},
+      {"deepseek-ai/DeepSeek-V3", 129'280},    {"deepseek-ai/DeepSeek-V3-Base", 129'280},
+      {"meta-llama/Meta-Llama-3-8B", 128'256}, {"meta-llama/Meta-Llama-3-70B", 128'256},
+      {"meta-llama/Llama-3.1-8B", 128'256},    {"meta-llama/Llama-3.1-70B", 128'256},
+      {"meta-llama/Llama-3.1-405B", 128'256},  {"mistralai/Mixtral-8x7B-v0.1", 32'000},
   };
   const auto it = known.find(tokenizer);
   return it == known.end() ? 0 : it->second;
@@ -479,7 +479,8 @@ MegatronArgsRead apply_megatron_args(const std::string& args, FsdpConfig& config
     }
   }
   if (!problems.empty()) {
-    std::string message = problems.size() == 1 ? "" : std::to_string(problems.size()) + " problems in the Megatron-LM arguments:";
+    std::string message =
+        problems.size() == 1 ? "" : std::to_string(problems.size()) + " problems in the Megatron-LM arguments:";
     for (const auto& p : problems) message += (problems.size() == 1 ? "" : "\n  ") + p;
     throw ConfigError(kWhere, "", message, "");
   }
@@ -502,9 +503,10 @@ MegatronArgsRead apply_megatron_args(const std::string& args, FsdpConfig& config
   if (from_scratch) {
     for (const char* required : {"--num-layers", "--hidden-size", "--num-attention-heads", "--vocab-size"}) {
       if (given.count(required) == 0) {
-        throw ConfigError(kWhere, required, "the Megatron-LM arguments define a model but not " + std::string(required),
-                          "add " + std::string(required) + " VALUE, or give --model PRESET to start from" +
-                              (std::string(required) == "--vocab-size" ? " (or a --tokenizer-model fsdpsim knows)" : ""));
+        throw ConfigError(
+            kWhere, required, "the Megatron-LM arguments define a model but not " + std::string(required),
+            "add " + std::string(required) + " VALUE, or give --model PRESET to start from" +
+                (std::string(required) == "--vocab-size" ? " (or a --tokenizer-model fsdpsim knows)" : ""));
       }
     }
   }

@@ -47,7 +47,8 @@ void check_combinations(const ModelSpec& model, const FsdpConfig& c) {
     if (strategy != ShardingStrategy::optim_grads_params) {
       // fully_shard always shards parameters, gradients and optimizer state; what is closest to ZeRO-2 is keeping
       // the gathered parameters from forward to backward.
-      reject(c, "data_parallel_sharding_strategy", "FSDP2 (fully_shard) always shards parameters, gradients and optimizer state",
+      reject(c, "data_parallel_sharding_strategy",
+             "FSDP2 (fully_shard) always shards parameters, gradients and optimizer state",
              "use optim_grads_params, with reshard_after_forward: false for ZeRO-2-like behaviour, or "
              "implementation: megatron_fsdp");
     }
@@ -148,8 +149,8 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
            "choose among: " + divisors_of(dp_cp, 1024));
   }
   if (overlap_grad_reduce_as_given) {
-    l.ddp_bucket_elems = config.ddp_bucket_size > 0 ? config.ddp_bucket_size
-                                                    : std::max<int64_t>(40'000'000, int64_t{1'000'000} * dp_cp);
+    l.ddp_bucket_elems =
+        config.ddp_bucket_size > 0 ? config.ddp_bucket_size : std::max<int64_t>(40'000'000, int64_t{1'000'000} * dp_cp);
   }
   l.dense_shard = dp_cp / l.outer;
   l.expert_shard = l.expert_dp / l.outer;

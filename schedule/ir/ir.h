@@ -145,7 +145,7 @@ struct ScheduleInfo {
   int64_t global_tokens_per_step = 0;
   int64_t model_flops_per_gpu = 0;  ///< model FLOPs per GPU per step (forward + backward, no recompute), for MFU
   DType compute_dtype = DType::bf16;
-  int32_t prefetch_depth = 0;  ///< units all-gathered ahead of the current one (the builder's setting)
+  int32_t prefetch_depth = 0;       ///< units all-gathered ahead of the current one (the builder's setting)
   int64_t model_params = 0;         ///< the whole model's parameters (0: not known, e.g. an older schedule file)
   int64_t model_active_params = 0;  ///< parameters one token touches (top-k routed experts only)
   bool operator==(const ScheduleInfo&) const = default;

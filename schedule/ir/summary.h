@@ -33,10 +33,10 @@ struct ScheduleStats {
 
 /// The model's size as a schedule records it (zeros for a schedule file that does not say).
 struct ModelSize {
-  int64_t params = 0;         ///< the whole model
-  int64_t active_params = 0;  ///< touched by one token (MoE: top-k routed experts)
-  int64_t params_per_rank = 0;   ///< one rank's TP/EP slice, before FSDP sharding
-  int64_t flops_per_token = 0;   ///< model FLOPs (forward + backward, no recompute) per trained token
+  int64_t params = 0;           ///< the whole model
+  int64_t active_params = 0;    ///< touched by one token (MoE: top-k routed experts)
+  int64_t params_per_rank = 0;  ///< one rank's TP/EP slice, before FSDP sharding
+  int64_t flops_per_token = 0;  ///< model FLOPs (forward + backward, no recompute) per trained token
 };
 
 /// The model size of `schedule`.

@@ -290,7 +290,9 @@ UnitCost output_unit(const UnitDims& d) {
 }  // namespace
 
 std::vector<RecomputeModule> applicable_modules(const UnitCost& unit, const std::vector<RecomputeModule>& requested) {
-  const auto has = [&](RecomputeModule m) { return std::find(requested.begin(), requested.end(), m) != requested.end(); };
+  const auto has = [&](RecomputeModule m) {
+    return std::find(requested.begin(), requested.end(), m) != requested.end();
+  };
   std::vector<RecomputeModule> out;
   for (size_t i = 0; i < kRecomputeModuleCount; ++i) {
     const auto m = static_cast<RecomputeModule>(i);
@@ -317,14 +319,14 @@ int64_t selective_saved_bytes(const UnitCost& unit, const std::vector<RecomputeM
 }
 
 namespace {
-constexpr EnumNames<RecomputeModule, kRecomputeModuleCount> kModuleNames{{{{RecomputeModule::core_attn, "core_attn"},
-                                                                          {RecomputeModule::moe_act, "moe_act"},
-                                                                          {RecomputeModule::layernorm, "layernorm"},
-                                                                          {RecomputeModule::mla_up_proj, "mla_up_proj"},
-                                                                          {RecomputeModule::mlp, "mlp"},
-                                                                          {RecomputeModule::moe, "moe"},
-                                                                          {RecomputeModule::shared_experts,
-                                                                           "shared_experts"}}}};
+constexpr EnumNames<RecomputeModule, kRecomputeModuleCount> kModuleNames{
+    {{{RecomputeModule::core_attn, "core_attn"},
+      {RecomputeModule::moe_act, "moe_act"},
+      {RecomputeModule::layernorm, "layernorm"},
+      {RecomputeModule::mla_up_proj, "mla_up_proj"},
+      {RecomputeModule::mlp, "mlp"},
+      {RecomputeModule::moe, "moe"},
+      {RecomputeModule::shared_experts, "shared_experts"}}}};
 }  // namespace
 
 std::string_view to_string(RecomputeModule m) {

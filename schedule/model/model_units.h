@@ -31,9 +31,9 @@ inline constexpr size_t kRecomputeModuleCount = 7;
 
 /// What recomputing one module saves and costs in a layer.
 struct ModuleRecompute {
-  int64_t freed_bytes = 0;         ///< saved activations it no longer keeps
-  std::vector<Gemm> gemms;         ///< forward GEMMs it re-runs at the start of the layer's backward
-  int64_t bytes_touched = 0;       ///< memory-bound forward work it re-runs
+  int64_t freed_bytes = 0;               ///< saved activations it no longer keeps
+  std::vector<Gemm> gemms;               ///< forward GEMMs it re-runs at the start of the layer's backward
+  int64_t bytes_touched = 0;             ///< memory-bound forward work it re-runs
   std::vector<std::string> collectives;  ///< forward collectives it re-issues (names in fwd_collectives)
 };
 
@@ -71,8 +71,8 @@ struct UnitCollective {
 
 /// One parameter tensor of a rank (after TP, EP and ETP), in Megatron-Core's module order.
 struct UnitParam {
-  int64_t elems = 0;           ///< one tensor; for routed experts one expert's tensor (TE's GroupedLinear weight<i>)
-  int64_t copies = 1;          ///< local experts holding a tensor of this shape
+  int64_t elems = 0;   ///< one tensor; for routed experts one expert's tensor (TE's GroupedLinear weight<i>)
+  int64_t copies = 1;  ///< local experts holding a tensor of this shape
   bool expert = false;
   bool linear_weight = false;  ///< a GEMM weight: TE's wgrad fusion writes its gradient straight into main_grad
 };

@@ -307,7 +307,8 @@ void set_module_recompute(const UnitDims& d, bool moe, UnitCost& unit) {
     ModuleRecompute& up = at(RecomputeModule::mla_up_proj);
     up.freed_bytes = d.tokens * d.heads * (2 * d.qk_head_dim + d.v_head_dim) * a;
     up.gemms = gemms_named(unit, {"q_b", "kv_b"});
-    up.bytes_touched = 2 * d.tokens * (d.heads + 1) * m.mla.qk_rope_head_dim * a + 4 * d.tokens * d.heads * d.qk_head_dim * a;
+    up.bytes_touched =
+        2 * d.tokens * (d.heads + 1) * m.mla.qk_rope_head_dim * a + 4 * d.tokens * d.heads * d.qk_head_dim * a;
   }
   int64_t fwd = 0, bwd = 0;
   mlp_bytes(d, moe, fwd, bwd);

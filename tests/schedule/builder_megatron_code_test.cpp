@@ -108,8 +108,8 @@ TEST(MegatronCode, NonUnitParametersSplitAtMegatronLmsBucketSize) {
   // One more element of bucket size, or no --overlap-grad-reduce (bucket size None), keeps one non-unit bucket:
   // 524,544 → 257 × 2,048 = 526,336. main_grad_getter allocates all of it at the first gradient, the output layer's,
   // and it is reduced after the embedding's backward: alive through the whole backward.
-  for (const auto& sets : {std::vector<std::string>{"ddp_bucket_size=262145"},
-                           std::vector<std::string>{"overlap_grad_reduce=false"}}) {
+  for (const auto& sets :
+       {std::vector<std::string>{"ddp_bucket_size=262145"}, std::vector<std::string>{"overlap_grad_reduce=false"}}) {
     const Schedule one = build(tiny_model(2), sets);
     ASSERT_NE(buffer_named(one, "params.non_unit"), nullptr) << sets.front();
     EXPECT_EQ(buffer_named(one, "params.non_unit")->size_bytes, 526'336 * 2);
@@ -197,8 +197,8 @@ TEST(MegatronCode, RecomputeChunksKeepOnlyTheirLastLayerGathered) {
   // all-gather recycles it. With chunks of 2 layers ([2, 3] first in backward), layer 2's weights gathered for the
   // recompute are freed by the ag_recycle before layer 3's backward, and gathered again for layer 2's backward.
   // No prefetch (a budget of one element), so every gather is the one the hooks ask for.
-  const Schedule s = build(tiny_model(4), {"recompute_granularity=full", "recompute_num_layers=2",
-                                           "suggested_communication_unit_size=1"});
+  const Schedule s = build(
+      tiny_model(4), {"recompute_granularity=full", "recompute_num_layers=2", "suggested_communication_unit_size=1"});
   const Buffer* gathered = buffer_named(s, "params.recompute.layer.2.mb0");
   ASSERT_NE(gathered, nullptr);
   const Op* freed_by = op_freeing(s, gathered->id);

@@ -48,8 +48,8 @@ std::vector<BuildCase> build_cases() {
               fsdp2.push_back("implementation=fsdp2");
               fsdp2.push_back(std::string("fsdp2_wrap=") + wrap);
               fsdp2.push_back(std::string("reshard_after_forward=") + reshard);
-              cases.push_back({model + "_fsdp2_" + wrap + "_reshard_" + reshard + "_outer" + std::to_string(outer),
-                               model, fsdp2});
+              cases.push_back(
+                  {model + "_fsdp2_" + wrap + "_reshard_" + reshard + "_outer" + std::to_string(outer), model, fsdp2});
             }
           }
         }
@@ -252,9 +252,9 @@ TEST(MegatronBuilder, FullRecomputeRegathersEachLayer) {
 
 TEST(Fsdp2Builder, CopyInAllGatherCopyOutAndRootKeptForBackward) {
   // The plain two-level wrapping: each layer, then the root holding embedding, final norm and output.
-  const Schedule s = build_schedule(
-      model_preset("llama3-8b"),
-      config_of({"implementation=fsdp2", "fsdp2_wrap=blocks_and_root", "global_batch_size=16"}), 8);
+  const Schedule s =
+      build_schedule(model_preset("llama3-8b"),
+                     config_of({"implementation=fsdp2", "fsdp2_wrap=blocks_and_root", "global_batch_size=16"}), 8);
   ASSERT_TRUE(s.stream_index("ag_copy_in").valid());
   EXPECT_EQ(s.streams[(s.stream_index("ag")).index()].priority, -1);
   // Per micro-batch: the root is gathered once (kept through backward); each layer in forward and in backward.
@@ -324,8 +324,7 @@ TEST(Fsdp2Builder, HsdpAccumulatesOnTheAllReduceStreamAndCollectivesQueueOnTheir
   // All-gathers and reduce-scatters share the data-parallel mesh's process group: the backward all-gather issued
   // after layer.31's reduce-scatter waits for it.
   const Op& ag = s.ops[first_op_named(s, "ag.bwd.layer.29.mb0")];
-  EXPECT_TRUE(std::any_of(ag.deps.begin(), ag.deps.end(),
-                          [&](OpId d) { return s.ops[d].name == "rs.layer.31.mb0"; }));
+  EXPECT_TRUE(std::any_of(ag.deps.begin(), ag.deps.end(), [&](OpId d) { return s.ops[d].name == "rs.layer.31.mb0"; }));
 }
 
 TEST(Fsdp2Builder, NoSyncAccumulationKeepsUnshardedFp32GradientsUntilTheLastMicroBatch) {
@@ -334,9 +333,9 @@ TEST(Fsdp2Builder, NoSyncAccumulationKeepsUnshardedFp32GradientsUntilTheLastMicr
   // groups padded per parameter to 8 × the largest row: embedding 525,336,576 (exact), 32 layers × 218,136,576, [norm,
   // output] 525,340,672 → 525,369,344: 8,031,076,352 elements × 4 B = 32,124,305,408 B, all alive at once when
   // micro-batch 1's backward starts.
-  const Schedule s = build_schedule(
-      model_preset("llama3-8b"),
-      config_of({"implementation=fsdp2", "global_batch_size=16", "gradient_sync=last_micro_batch"}), 8);
+  const Schedule s =
+      build_schedule(model_preset("llama3-8b"),
+                     config_of({"implementation=fsdp2", "global_batch_size=16", "gradient_sync=last_micro_batch"}), 8);
   int64_t accumulated = 0;
   for (const Buffer& b : s.buffers) {
     if (b.name.rfind("grads.accumulated.", 0) == 0) accumulated += b.size_bytes;

@@ -78,11 +78,10 @@ TEST(MegatronArgs, OverridesAPreset) {
 TEST(MegatronArgs, Errors) {
   FsdpConfig c;
   std::optional<ModelSpec> m = model_preset("llama3-8b");
-  EXPECT_NE(
-      error_of([&] {
-        apply_megatron_args("--micro-batch-sise 2", c, m);
-      }).find("'--micro-batch-sise': not a Megatron-LM flag (did you mean '--micro-batch-size'?)"),
-      std::string::npos);
+  EXPECT_NE(error_of([&] {
+              apply_megatron_args("--micro-batch-sise 2", c, m);
+            }).find("'--micro-batch-sise': not a Megatron-LM flag (did you mean '--micro-batch-size'?)"),
+            std::string::npos);
   EXPECT_NE(error_of([&] {
               apply_megatron_args("--tensor-model-parallel-size two", c, m);
             }).find("'tp': expected a whole number, got 'two'"),
@@ -167,9 +166,10 @@ TEST(MegatronArgs, AllProblemsOfACommandLineInOneMessage) {
   FsdpConfig c;
   std::optional<ModelSpec> m = model_preset("llama3-8b");
   const std::string message = error_of([&] {
-    apply_megatron_args("--lr 1e-4 --micro-batch-sise 2 --hiden-size 4096 --tensor-model-parallel-size two "
-                        "--moe-layer-freq",
-                        c, m);
+    apply_megatron_args(
+        "--lr 1e-4 --micro-batch-sise 2 --hiden-size 4096 --tensor-model-parallel-size two "
+        "--moe-layer-freq",
+        c, m);
   });
   EXPECT_NE(message.find("4 problems"), std::string::npos) << message;
   EXPECT_NE(message.find("'--micro-batch-sise': not a Megatron-LM flag (did you mean '--micro-batch-size'?)"),
@@ -213,14 +213,17 @@ TEST(MegatronArgs, MoeLayerFreqAsAnIntegerOrAPythonListExpression) {
   EXPECT_EQ(layers_of("--num-layers 6 --moe-layer-freq 3"), (std::vector<int32_t>{0, 3}));
   FsdpConfig c;
   std::optional<ModelSpec> m = model_preset("deepseek-v3");
-  EXPECT_NE(error_of([&] { apply_megatron_args("--moe-layer-freq [0]*3+[1]*57", c, m); })
-                .find("the pattern has 60 entries but the model has 61 layers"),
+  EXPECT_NE(error_of([&] {
+              apply_megatron_args("--moe-layer-freq [0]*3+[1]*57", c, m);
+            }).find("the pattern has 60 entries but the model has 61 layers"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { apply_megatron_args("--moe-layer-freq [0]*100000000", c, m); })
-                .find("cannot read the layer pattern"),
+  EXPECT_NE(error_of([&] {
+              apply_megatron_args("--moe-layer-freq [0]*100000000", c, m);
+            }).find("cannot read the layer pattern"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { apply_megatron_args("--moe-layer-freq [0]*3+import", c, m); })
-                .find("cannot read the layer pattern"),
+  EXPECT_NE(error_of([&] {
+              apply_megatron_args("--moe-layer-freq [0]*3+import", c, m);
+            }).find("cannot read the layer pattern"),
             std::string::npos);
 }
 
@@ -229,8 +232,8 @@ TEST(MegatronArgs, MlaIgnoresKvChannelsAndQkLayernormMeansTheLatentNorms) {
   FsdpConfig c;
   std::optional<ModelSpec> m = model_preset("deepseek-v3");
   const int64_t before = count_parameters(*m).total;
-  apply_megatron_args("--multi-latent-attention --kv-channels 128 --qk-layernorm --qk-head-dim 128 --qk-pos-emb-head-dim 64", c,
-                      m);
+  apply_megatron_args(
+      "--multi-latent-attention --kv-channels 128 --qk-layernorm --qk-head-dim 128 --qk-pos-emb-head-dim 64", c, m);
   EXPECT_EQ(m->head_dim, 192);
   EXPECT_FALSE(m->qk_norm);
   EXPECT_EQ(count_parameters(*m).total, before);
@@ -243,9 +246,10 @@ TEST(MegatronArgs, ShellVariablesOfTheLaunchScriptExpandAsTheShellWould) {
   unsetenv("FSDPSIM_TEST_UNSET");
   FsdpConfig c;
   std::optional<ModelSpec> m = model_preset("llama3-8b");
-  apply_megatron_args("--tensor-model-parallel-size ${FSDPSIM_TEST_TP} --micro-batch-size ${FSDPSIM_TEST_UNSET:-3} "
-                      "--save ${FSDPSIM_TEST_UNSET}/checkpoints",
-                      c, m);
+  apply_megatron_args(
+      "--tensor-model-parallel-size ${FSDPSIM_TEST_TP} --micro-batch-size ${FSDPSIM_TEST_UNSET:-3} "
+      "--save ${FSDPSIM_TEST_UNSET}/checkpoints",
+      c, m);
   EXPECT_EQ(c.tp, 2);
   EXPECT_EQ(c.micro_batch_size, 3);
   EXPECT_NE(error_of([&] { apply_megatron_args("--context-parallel-size ${FSDPSIM_TEST_UNSET}", c, m); })

@@ -19,9 +19,12 @@ std::string script_flags() {
   while (std::getline(in, line)) {
     if (!line.empty() && line[0] != '#') text += line + "\n";
   }
-  for (const auto& [var, value] : std::vector<std::pair<std::string, std::string>>{
-           {"${TP}", "1"}, {"${EP}", "8"}, {"${MBS}", "4"}, {"${GBS}", "2048"},
-           {"${SHARDING_STRATEGY}", "optim_grads_params"}}) {
+  for (const auto& [var, value] :
+       std::vector<std::pair<std::string, std::string>>{{"${TP}", "1"},
+                                                        {"${EP}", "8"},
+                                                        {"${MBS}", "4"},
+                                                        {"${GBS}", "2048"},
+                                                        {"${SHARDING_STRATEGY}", "optim_grads_params"}}) {
     for (size_t at = text.find(var); at != std::string::npos; at = text.find(var)) text.replace(at, var.size(), value);
   }
   return text;
