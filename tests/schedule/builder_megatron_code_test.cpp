@@ -8,27 +8,14 @@
 
 #include "schedule/build/builder.h"
 #include "schedule/model/model.h"
+#include "tests/schedule/tiny_llama.h"
 
 namespace fsdpsim {
 namespace {
 
-// Tiny Llama-style model (the one of builder_memory_test.cpp), `layers` decoder layers:
-//   embedding  1024 × 256                               = 262,144 (one tensor)
-//   layer      input norm 256, qkv 768 × 256 = 196,608, proj 256 × 256 = 65,536,
-//              pre-MLP norm 256, fc1 2048 × 256 = 524,288, fc2 256 × 1024 = 262,144   → 1,049,088 (largest row 1024)
-//   output     final norm 256 + 1024 × 256                 = 262,400
+// The tiny Llama of tests/schedule/tiny_llama.h (its sizes are listed there), with `layers` decoder layers.
 ModelSpec tiny_model(int32_t layers) {
-  return parse_model_yaml("name: tiny\nnum_layers: " + std::to_string(layers) + R"(
-hidden_size: 256
-ffn_hidden_size: 1024
-num_attention_heads: 4
-num_kv_heads: 4
-vocab_size: 1024
-tied_embeddings: false
-gated_mlp: true
-norm: rmsnorm
-)",
-                          "tiny.yaml");
+  return testing::tiny_llama(layers);
 }
 
 // The same with every layer a mixture of 8 experts (top 2, expert width 512): per expert fc1 1024 × 256 = 262,144

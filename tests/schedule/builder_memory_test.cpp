@@ -4,30 +4,14 @@
 #include "schedule/build/builder.h"
 #include "schedule/ir/summary.h"
 #include "schedule/model/model.h"
+#include "tests/schedule/tiny_llama.h"
 
 namespace fsdpsim {
 namespace {
 
-// A tiny Llama-style model whose sizes are easy to follow by hand.
-//   embedding  1024 × 256                                  = 262,144   (largest row 256)
-//   layer      q, k, v, o: 4 × 256 × 256                   = 262,144
-//              gate, up, down: 3 × 256 × 1024              = 786,432
-//              2 RMSNorms: 2 × 256                         =     512   → 1,049,088 (largest row 1024: down)
-//   output     final norm 256 + 1024 × 256                 = 262,400   (largest row 256)
+// The tiny model of tests/schedule/tiny_llama.h, 2 layers.
 ModelSpec tiny_model() {
-  return parse_model_yaml(R"(
-name: tiny
-num_layers: 2
-hidden_size: 256
-ffn_hidden_size: 1024
-num_attention_heads: 4
-num_kv_heads: 4
-vocab_size: 1024
-tied_embeddings: false
-gated_mlp: true
-norm: rmsnorm
-)",
-                          "tiny.yaml");
+  return testing::tiny_llama(2);
 }
 
 // Padded sizes on one 8-GPU node (dense shard group N = 8), docs/architecture.md §4.6.1: ceil(elems / (N·row)) · N·row.
