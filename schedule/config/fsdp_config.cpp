@@ -187,9 +187,11 @@ const std::vector<KeyDef>& key_table() {
       bool_key(
           "fused_elementwise", &FsdpConfig::fused_elementwise,
           "fused norm/rotary/activation kernels (TE, Apex, torch.compile); false: PyTorch eager, one kernel per op"),
-      bool_key("fused_cross_entropy", &FsdpConfig::fused_cross_entropy,
-               "Megatron's fused vocab-parallel cross-entropy; false: F.cross_entropy on fp32-upcast logits "
-               "(torchtitan, HF)"),
+      enum_key("loss_implementation", &FsdpConfig::loss_implementation, loss_impl_names(),
+               "how the cross-entropy is computed; auto: megatron_vocab_parallel for megatron_fsdp, for fsdp2 "
+               "compiled when fused_elementwise (torch.compile) else eager_fp32"),
+      int_key("loss_chunks", &FsdpConfig::loss_chunks, 1, 1 << 16,
+              "loss_implementation=chunked: chunks of tokens (torchtune's num_output_chunks, 8 in its recipes)"),
       bool_key("reshard_after_forward", &FsdpConfig::reshard_after_forward,
                "FSDP2: free gathered params after forward (true) or keep them until backward (false)"),
       enum_key("gradient_sync", &FsdpConfig::gradient_sync, kGradSyncs,

@@ -88,9 +88,10 @@ struct FsdpConfig {
   bool cpu_offloading_activations = false;
   int32_t cpu_offloading_num_layers = 0;  ///< 0: every decoder layer but the last
   bool flash_attention = true;
-  bool fused_elementwise = true;      ///< false: PyTorch eager elementwise kernels (no torch.compile, no TE)
-  bool fused_cross_entropy = true;    ///< false: F.cross_entropy on fp32-upcast logits (torchtitan, Hugging Face)
-  bool reshard_after_forward = true;  ///< FSDP2 only
+  bool fused_elementwise = true;  ///< false: PyTorch eager elementwise kernels (no torch.compile, no TE)
+  LossImpl loss_implementation = LossImpl::auto_select;  ///< schedule/model/loss.h; auto: see parallel_layout.cpp
+  int32_t loss_chunks = 8;                               ///< chunked loss: torchtune's num_output_chunks
+  bool reshard_after_forward = true;                     ///< FSDP2 only
   Fsdp2Wrap fsdp2_wrap = Fsdp2Wrap::torchtitan;          ///< FSDP2 only
   GradSync gradient_sync = GradSync::every_micro_batch;  ///< FSDP2: torchtitan's default; see GradSync
   int32_t forward_prefetch = 1;                          ///< FSDP2: units gathered ahead in forward

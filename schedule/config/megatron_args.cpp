@@ -199,6 +199,16 @@ const std::map<std::string, ConfigRule>& config_rules() {
          set_key(c, "fp8_compute", "true", f.name);
        }},
       {"--fp8-param-gather", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "param_dtype", "fp8", f.name); }},
+      // Megatron-LM's loss: vocab_parallel_cross_entropy on fp32 logits, or under --cross-entropy-loss-fusion its
+      // native fused kernel (the same tensors) or, with --cross-entropy-fusion-impl te, Transformer Engine's kernel
+      // (language_module.py: compute_language_model_loss). The pair is resolved after all flags are read.
+      {"--cross-entropy-loss-fusion", [](FsdpConfig&, const ParsedFlag&) {}},
+      {"--cross-entropy-fusion-impl",
+       [](FsdpConfig&, const ParsedFlag& f) {
+         if (f.value != "native" && f.value != "te") {
+           throw ConfigError(kWhere, f.name, "unknown cross-entropy fusion '" + f.value + "'", "use native or te");
+         }
+       }},
       {"--pipeline-model-parallel-size",
        [](FsdpConfig&, const ParsedFlag& f) {
          if (f.value != "1") {
@@ -483,6 +493,13 @@ MegatronArgsRead apply_megatron_args(const std::string& args, FsdpConfig& config
         problems.size() == 1 ? "" : std::to_string(problems.size()) + " problems in the Megatron-LM arguments:";
     for (const auto& p : problems) message += (problems.size() == 1 ? "" : "\n  ") + p;
     throw ConfigError(kWhere, "", message, "");
+  }
+  if (config.origin.count("loss_implementation") == 0) {
+    std::string impl = "native";
+    for (const auto& f : flags) impl = f.name == "--cross-entropy-fusion-impl" ? f.value : impl;
+    const bool fused = given.count("--cross-entropy-loss-fusion") > 0;
+    set_key(config, "loss_implementation", fused && impl == "te" ? "te_fused" : "megatron_vocab_parallel",
+            fused ? "--cross-entropy-loss-fusion" : "(Megatron-LM default)");
   }
   if (model.has_value() && given.count("--vocab-size") == 0) {
     for (const auto& f : flags) {

@@ -22,6 +22,16 @@ std::string divisors_of(int64_t n, int64_t limit = 4096) {
   return out;
 }
 
+// The loss each framework computes unless told otherwise: Megatron-LM's vocab-parallel cross-entropy
+// (megatron/core/models/common/language_module: compute_language_model_loss); for FSDP2, torchtitan's
+// F.cross_entropy on fp32-upcast logits, compiled with the model when torch.compile is on (fused_elementwise stands
+// for it) since torchtitan PR #1033.
+LossImpl resolve_loss(const FsdpConfig& config) {
+  if (config.loss_implementation != LossImpl::auto_select) return config.loss_implementation;
+  if (config.implementation == Implementation::megatron_fsdp) return LossImpl::megatron_vocab_parallel;
+  return config.fused_elementwise ? LossImpl::compiled : LossImpl::eager_fp32;
+}
+
 // Megatron-FSDP forces these (MegatronFSDP.__init__; nccl_ub docstring): apply them so the schedule matches.
 void apply_forced_options(FsdpConfig& config) {
   if (config.nccl_ub) config.fsdp_double_buffer = true;
@@ -181,7 +191,16 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
                       DType::bf16,
                       config.flash_attention,
                       config.fused_elementwise,
-                      config.fused_cross_entropy};
+                      resolve_loss(config),
+                      config.loss_chunks};
+  if (l.tp > 1 && (l.shape.loss == LossImpl::liger_fused_linear || l.shape.loss == LossImpl::cut_cross_entropy)) {
+    reject(config, "loss_implementation",
+           std::string(to_string(l.shape.loss)) +
+               " computes the whole vocabulary's logits on each rank; it has no "
+               "vocab-parallel form for tp=" +
+               std::to_string(l.tp),
+           "use tp=1 with it, or loss_implementation=compiled (torchtitan's loss_parallel) or megatron_vocab_parallel");
+  }
   // The model must divide by this shape (heads by tp, experts by ep, ...): report it at the key's own origin.
   try {
     check_rank_shape(model, l.shape);

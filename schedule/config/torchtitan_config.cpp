@@ -581,8 +581,8 @@ void apply_activation_checkpoint(const Toml& t, FsdpConfig& c, const ModelSpec& 
 // ---- [compile] -----------------------------------------------------------------------------------------------------
 
 // torch.compile of the model fuses norms, rotary and activations (fused_elementwise); of the loss, the fp32 upcast
-// and log-softmax of F.cross_entropy, so no fp32 logit copies are materialised (fused_cross_entropy). Old torchtitan
-// had one switch, training.compile, for both (components/loss.py at 2025-05).
+// and log-softmax of F.cross_entropy, so no fp32 logit copies are materialised (loss_implementation=compiled). Old
+// torchtitan had one switch, training.compile, for both (components/loss.py at 2025-05).
 void apply_compile(const Toml& t, FsdpConfig& c) {
   const std::string enable_path = first_present(t, {"compile.enable", "training.compile"});
   const bool enabled = t.boolean(enable_path).value_or(false);
@@ -596,7 +596,7 @@ void apply_compile(const Toml& t, FsdpConfig& c) {
     return enabled && std::find(components.begin(), components.end(), what) != components.end();
   };
   set_key(c, t, "fused_elementwise", compiled("model") ? "true" : "false", enable_path);
-  set_key(c, t, "fused_cross_entropy", compiled("loss") ? "true" : "false", enable_path);
+  set_key(c, t, "loss_implementation", compiled("loss") ? "compiled" : "eager_fp32", enable_path);
 }
 
 // ---- float8 and MX (model.converters) ------------------------------------------------------------------------------

@@ -13,6 +13,7 @@
 
 #include "schedule/ir/dtype.h"
 #include "schedule/ir/ir.h"
+#include "schedule/model/loss.h"
 #include "schedule/model/model.h"
 
 namespace fsdpsim {
@@ -51,10 +52,9 @@ struct RankShape {
   /// Fused norm, rotary and activation kernels (Transformer Engine, Apex, torch.compile); false: PyTorch eager, one
   /// kernel per elementwise op with fp32 upcasts, which touches several times the bytes.
   bool fused_elementwise = true;
-  /// Megatron's fused vocab-parallel cross-entropy (softmax in place over the fp32 logits); false: PyTorch's
-  /// F.cross_entropy on logits upcast to fp32 (torchtitan, Hugging Face), which keeps the fp32 copy, the
-  /// log-softmax output and, in backward, two more fp32 logit-sized gradients alive at once.
-  bool fused_cross_entropy = true;
+  /// How the cross-entropy is computed (schedule/model/loss.h); resolved, never auto_select.
+  LossImpl loss = LossImpl::megatron_vocab_parallel;
+  int32_t loss_chunks = 8;  ///< LossImpl::chunked only
 };
 
 /// Where a unit sits in the model.

@@ -112,6 +112,12 @@ void add_output_gemms(const UnitDims& d, UnitCost& unit) {
   // Vocab-parallel logits on the all-gathered T tokens (Megatron's output_layer, a ColumnParallelLinear); with tied
   // embeddings the weight is the embedding's.
   assemble({linear("output", d.tokens, d.vocab_rank, d.model->hidden_size)}, unit);
+  if (d.shape.loss == LossImpl::cut_cross_entropy) {
+    // Cut Cross-Entropy keeps no logits: its backward recomputes them block by block (schedule/model/loss.cpp).
+    Gemm recompute = unit.fwd_gemms.front();
+    recompute.name = "output.recompute";
+    unit.bwd_gemms.insert(unit.bwd_gemms.begin(), recompute);
+  }
 }
 
 }  // namespace fsdpsim

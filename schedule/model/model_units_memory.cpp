@@ -369,35 +369,30 @@ void add_embedding_memory(const UnitDims& d, UnitCost& unit) {
   unit.bwd_workspace_bytes = d.shape.tp > 1 ? t * h * a : 0;
 }
 
+namespace {
+
+LossDims loss_dims(const UnitDims& d) {
+  return LossDims{d.tokens, d.vocab_rank, d.model->hidden_size, d.act_bytes, d.shape.loss_chunks};
+}
+
+}  // namespace
+
 void add_output_memory(const UnitDims& d, UnitCost& unit) {
   const ModelSpec& m = *d.model;
   const int64_t a = d.act_bytes, h = m.hidden_size, t = d.tokens;
-  const int64_t logits = t * d.vocab_rank;  // this rank's slice of the logits
-  // Final norm input and statistics, its output (the logits GEMM input, SP shard), and the vocab-parallel
-  // cross-entropy's saved fp32 softmax plus target ids and mask (Megatron _VocabParallelCrossEntropy saves
-  // exp_logits, target_mask, masked_target_1d). Not recomputed: the same under every mode.
-  const int64_t saved = d.sp_tokens * (2 * h * a + norm_stat_bytes(m)) + logits * kFp32Bytes + t * (kIndexBytes + 1);
+  const LossMemory loss = loss_memory(d.shape.loss, loss_dims(d));
+  // Final norm input and statistics, its output (the logits GEMM input, SP shard), and the target ids and mask; the
+  // loss adds what its implementation keeps (schedule/model/loss.cpp). Not recomputed: the same under every mode.
+  const int64_t saved = d.sp_tokens * (2 * h * a + norm_stat_bytes(m)) + t * (kIndexBytes + 1) + loss.saved_bytes;
   unit.saved_activation_bytes = {saved, saved, saved, saved};
-  // Cross-entropy forward over fp32 logits: cast (read a, write 4), max (read 4), subtract in place (8), exp in
-  // place (8), sum (read 4), divide in place (8). Backward: subtract the one-hot and scale in place (8), cast the
-  // gradient back for the GEMM (read 4, write a).
-  unit.fwd_bytes_touched = 2 * d.sp_tokens * h * a + logits * (a + 36) + fp8_cast_bytes(d, unit.fwd_gemms, false);
-  unit.bwd_bytes_touched = 3 * d.sp_tokens * h * a + logits * (12 + a) + fp8_cast_bytes(d, unit.bwd_gemms, true);
-  // Forward: the gathered input and the 16-bit logits before the cast; backward: the 16-bit logit gradient, the
-  // re-gathered input and the input gradient before its reduce-scatter.
+  unit.fwd_bytes_touched = 2 * d.sp_tokens * h * a + loss.fwd_bytes_touched + fp8_cast_bytes(d, unit.fwd_gemms, false);
+  unit.bwd_bytes_touched = 3 * d.sp_tokens * h * a + loss.bwd_bytes_touched + fp8_cast_bytes(d, unit.bwd_gemms, true);
+  // Forward: the gathered input; backward: the re-gathered input and the input gradient before its reduce-scatter.
   const bool tp = d.shape.tp > 1;
-  unit.fwd_workspace_bytes = (tp ? t * h * a : 0) + logits * a;
-  unit.bwd_workspace_bytes = logits * a + (tp ? t * h * a : 0) + t * h * a;
-  if (!d.shape.fused_cross_entropy) {
-    // F.cross_entropy(logits.float(), labels): forward holds the 16-bit logits and their fp32 copy while
-    // log_softmax writes its fp32 output (the saved tensor, counted above). Backward: nll_loss_backward writes a dense
-    // fp32 gradient and log_softmax_backward another fp32 tensor while the saved log-softmax output is still alive
-    // (ATen's autograd formulas for nll_loss, _log_softmax and _to_copy); the 16-bit cast of the gradient comes after
-    // the first two are freed, so it is not part of that peak and leaves the workspace.
-    unit.fwd_transient_tensors = {logits * kFp32Bytes};
-    unit.bwd_transient_tensors = {logits * kFp32Bytes, logits * kFp32Bytes};
-    unit.bwd_workspace_bytes -= logits * a;
-  }
+  unit.fwd_workspace_bytes = (tp ? t * h * a : 0) + loss.fwd_workspace_bytes;
+  unit.bwd_workspace_bytes = (tp ? t * h * a : 0) + t * h * a + loss.bwd_workspace_bytes;
+  unit.fwd_transient_tensors = loss.fwd_transient_tensors;
+  unit.bwd_transient_tensors = loss.bwd_transient_tensors;
 }
 
 }  // namespace fsdpsim

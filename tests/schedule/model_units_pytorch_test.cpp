@@ -87,18 +87,19 @@ TEST(EagerElementwise, TouchesTheBytesOfOneKernelPerOp) {
   EXPECT_EQ(l.saved_activation_bytes[kNone], 1'141'964'800 + 268'435'456 + 234'881'024);
 }
 
-TEST(UnfusedCrossEntropy, KeepsLogitSizedFp32TensorsAsSeparateAllocations) {
+TEST(EagerCrossEntropy, KeepsLogitSizedFp32TensorsAsSeparateAllocations) {
   RankShape s = shape_8k();
-  const UnitCost fused = derive_units(model_preset("llama3-8b"), s).back();
-  s.fused_cross_entropy = false;
+  s.loss = LossImpl::megatron_vocab_parallel;
+  const UnitCost megatron = derive_units(model_preset("llama3-8b"), s).back();
+  s.loss = LossImpl::eager_fp32;
   const UnitCost eager = derive_units(model_preset("llama3-8b"), s).back();
   // Logits: 8192 · 128256 = 1,050,673,152 elements; fp32 copies 4,202,692,608 bytes each.
-  EXPECT_TRUE(fused.fwd_transient_tensors.empty());
+  EXPECT_TRUE(megatron.fwd_transient_tensors.empty());
   EXPECT_EQ(eager.fwd_transient_tensors, (std::vector<int64_t>{4'202'692'608}));
   EXPECT_EQ(eager.bwd_transient_tensors, (std::vector<int64_t>{4'202'692'608, 4'202'692'608}));
   // The 16-bit logit gradient (2,101,346,304) leaves the backward workspace: it is cast after the fp32 tensors die.
-  EXPECT_EQ(eager.bwd_workspace_bytes, fused.bwd_workspace_bytes - 2'101'346'304);
-  EXPECT_EQ(eager.saved_activation_bytes, fused.saved_activation_bytes);  // the fp32 log-softmax either way
+  EXPECT_EQ(eager.bwd_workspace_bytes, megatron.bwd_workspace_bytes - 2'101'346'304);
+  EXPECT_EQ(eager.saved_activation_bytes, megatron.saved_activation_bytes);  // the fp32 log-softmax either way
 }
 
 }  // namespace

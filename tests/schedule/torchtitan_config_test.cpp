@@ -79,7 +79,7 @@ TEST(TorchtitanConfig, Llama3_8b) {
   EXPECT_EQ(in.config.seq_length, 8192);
   EXPECT_EQ(in.config.recompute_granularity, Recompute::selective_op);  // mode selective, option "op"
   EXPECT_FALSE(in.config.fused_elementwise);                            // [compile] enable=false
-  EXPECT_FALSE(in.config.fused_cross_entropy);
+  EXPECT_EQ(in.config.loss_implementation, LossImpl::eager_fp32);
   // [quantize.linear.float8] is there but converters = ["float8"] is commented out: no FP8.
   EXPECT_FALSE(in.config.fp8_compute);
   EXPECT_EQ(in.config.param_dtype, DType::bf16);
@@ -125,7 +125,7 @@ TEST(TorchtitanConfig, Llama3_405bWithFloat8AndCompile) {
   EXPECT_EQ(in.config.recompute_granularity, Recompute::full);
   // [compile] enable = true, components = ["model", "loss"].
   EXPECT_TRUE(in.config.fused_elementwise);
-  EXPECT_TRUE(in.config.fused_cross_entropy);
+  EXPECT_EQ(in.config.loss_implementation, LossImpl::compiled);
   // converters = ["float8"] with [quantize.linear.float8] enable_fsdp_float8_all_gather = true: FP8 GEMMs,
   // tensorwise scaling (no recipe_name), fp8 weights all-gathered.
   EXPECT_TRUE(in.config.fp8_compute);
@@ -146,7 +146,7 @@ TEST(TorchtitanConfig, DeepSeekV3_671b) {
   EXPECT_EQ(in.config.recompute_granularity, Recompute::selective_op);
   // components = ["loss"]: the loss is compiled, the model is not.
   EXPECT_FALSE(in.config.fused_elementwise);
-  EXPECT_TRUE(in.config.fused_cross_entropy);
+  EXPECT_EQ(in.config.loss_implementation, LossImpl::compiled);
   EXPECT_FALSE(in.config.fp8_compute);  // converters commented out
   build_and_validate(in, 32);
 }
@@ -260,7 +260,7 @@ TEST(TorchtitanConfig, OlderTorchtitanNames) {
                               "[float8]\nenable_fsdp_float8_all_gather = false\nrecipe_name = \"rowwise\"\n");
   EXPECT_EQ(in.config.micro_batch_size, 3);
   EXPECT_TRUE(in.config.fused_elementwise);
-  EXPECT_TRUE(in.config.fused_cross_entropy);
+  EXPECT_EQ(in.config.loss_implementation, LossImpl::compiled);
   EXPECT_TRUE(in.config.fp8_compute);
   EXPECT_EQ(in.config.fp8_recipe, Fp8Recipe::tensorwise);  // rowwise: also a transpose cache after the all-gather
   EXPECT_EQ(in.config.param_dtype, DType::bf16);           // bf16 all-gather

@@ -1,0 +1,150 @@
+// The loss implementations' allocations and memory-bound bytes, each from the code that runs it.
+#include "schedule/model/loss.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace fsdpsim {
+namespace {
+
+constexpr EnumNames<LossImpl, kLossImplCount> kLossNames{
+    {{{LossImpl::auto_select, "auto"},
+      {LossImpl::megatron_vocab_parallel, "megatron_vocab_parallel"},
+      {LossImpl::eager_fp32, "eager_fp32"},
+      {LossImpl::compiled, "compiled"},
+      {LossImpl::chunked, "chunked"},
+      {LossImpl::liger_fused_linear, "liger_fused_linear"},
+      {LossImpl::cut_cross_entropy, "cut_cross_entropy"},
+      {LossImpl::te_fused, "te_fused"}}}};
+
+constexpr int64_t kFp32Bytes = 4;
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+int64_t next_power_of_two(int64_t x) {
+  int64_t p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+const EnumNames<LossImpl, kLossImplCount>& loss_impl_names() {
+  return kLossNames;
+}
+
+std::string_view to_string(LossImpl impl) {
+  return kLossNames.name(impl);
+}
+
+std::optional<LossImpl> parse_loss_impl(std::string_view text) {
+  return kLossNames.parse(text);
+}
+
+int64_t LossMemory::peak_bytes() const {
+  int64_t fwd = fwd_workspace_bytes, bwd = bwd_workspace_bytes;
+  for (const int64_t t : fwd_transient_tensors) fwd += t;
+  for (const int64_t t : bwd_transient_tensors) bwd += t;
+  return saved_bytes + std::max(fwd, bwd);
+}
+
+LossMemory loss_memory(LossImpl impl, const LossDims& d) {
+  const int64_t a = d.act_bytes;
+  const int64_t logits = d.tokens * d.vocab_rank;  // elements
+  LossMemory m;
+  switch (impl) {
+    case LossImpl::auto_select:
+      FSDPSIM_CHECK(false, "loss_memory: the loss implementation was not resolved");
+      break;
+    case LossImpl::megatron_vocab_parallel:
+      // megatron/core/tensor_parallel/cross_entropy.py (_VocabParallelCrossEntropy): the fp32 copy of the logits
+      // becomes exp_logits in place and is saved with the target mask and ids (the ids are counted with the
+      // output unit); backward turns it into the gradient in place, and the cast back to 16 bits for the
+      // projection's backward is the only new logit-sized tensor. Forward holds the 16-bit logits while the copy is
+      // made. Bytes: cast (read a, write 4), max (read 4), subtract, exp and divide in place (8 each), sum (read 4);
+      // backward subtracts the one-hot and scales in place (8), then casts (read 4, write a).
+      m.saved_bytes = logits * kFp32Bytes;
+      m.fwd_workspace_bytes = logits * a;
+      m.bwd_workspace_bytes = logits * a;
+      m.fwd_bytes_touched = logits * (a + 36);
+      m.bwd_bytes_touched = logits * (12 + a);
+      break;
+    case LossImpl::eager_fp32:
+      // F.cross_entropy(logits.float(), labels) = nll_loss(log_softmax(x)) (ATen's autograd formulas in
+      // tools/autograd/derivatives.yaml): forward holds the 16-bit logits (torchtitan drops `pred` only after the
+      // loss), their fp32 copy and the fp32 log-softmax output, which is saved. Backward: nll_loss_backward writes a
+      // dense fp32 gradient and log_softmax_backward a second one while the saved output is alive; the 16-bit cast
+      // comes after the first two die. Bytes: cast (a + 4), log_softmax (read twice, write: 12); backward zero-fill
+      // and scatter (4), log_softmax_backward (read 8, write 4), cast (read 4, write a).
+      m.saved_bytes = logits * kFp32Bytes;
+      m.fwd_workspace_bytes = logits * a;
+      m.fwd_transient_tensors = {logits * kFp32Bytes};
+      m.bwd_transient_tensors = {logits * kFp32Bytes, logits * kFp32Bytes};
+      m.fwd_bytes_touched = logits * (a + 16);
+      m.bwd_bytes_touched = logits * (a + 20);
+      break;
+    case LossImpl::compiled:
+      // torch.compile of the same call (torchtitan compiles the loss with the model's compile setting since PR #1033,
+      // April 2025): Inductor fuses the upcast, log-softmax and gather into one reduction kernel, and its min-cut
+      // partitioner saves the 16-bit logits and the per-token log-sum-exp rather than any fp32 tensor; backward
+      // recomputes the softmax from them and writes the 16-bit gradient directly. Bytes: two passes over the logits
+      // forward; read and write once backward.
+      m.saved_bytes = logits * a + d.tokens * kFp32Bytes;
+      m.bwd_workspace_bytes = logits * a;
+      m.fwd_bytes_touched = logits * 2 * a;
+      m.bwd_bytes_touched = logits * 2 * a;
+      break;
+    case LossImpl::chunked: {
+      // torchtune's CEWithChunkedOutputLoss (torchtune/modules/loss/ce_chunked_output_loss.py) with the model's
+      // num_output_chunks: the projection returns the 16-bit logits in chunks, and each chunk is upcast and passed
+      // through F.cross_entropy on its own, so only one chunk's fp32 copy and fp32 gradients exist at a time; every
+      // chunk's log-softmax output is still saved. Bytes as eager_fp32.
+      const int64_t chunk = ceil_div(logits, std::max<int64_t>(1, d.chunks));
+      m.saved_bytes = logits * kFp32Bytes;
+      m.fwd_workspace_bytes = logits * a;
+      m.fwd_transient_tensors = {chunk * kFp32Bytes};
+      m.bwd_transient_tensors = {chunk * kFp32Bytes, chunk * kFp32Bytes};
+      m.fwd_bytes_touched = logits * (a + 16);
+      m.bwd_bytes_touched = logits * (a + 20);
+      break;
+    }
+    case LossImpl::liger_fused_linear: {
+      // Liger-Kernel's fused_linear_cross_entropy_forward (src/liger_kernel/ops/fused_linear_cross_entropy.py):
+      // tokens in chunks of next_power_of_2(ceil(T / ceil(V / H))); per chunk the 16-bit logits are computed, the
+      // Triton kernel overwrites them with their gradient, and grad_input and grad_weight (zeros_like(weight), the
+      // 16-bit weight's dtype) are accumulated; grad_input is saved in place of the projection's input. grad_weight
+      // is held through the forward and becomes param.grad in backward (placed by the builders as every unit's
+      // weight gradient), so it is forward workspace here. The projection's gradient GEMMs run inside this forward;
+      // fsdpsim leaves them in the backward op, which keeps the step's work and moves it by one op. Bytes: per logit,
+      // the kernel reads twice (online softmax, then the gradient pass) and writes once.
+      const int64_t chunk_tokens = std::min(
+          d.tokens, next_power_of_two(ceil_div(d.tokens, ceil_div(d.vocab_rank, std::max<int64_t>(1, d.hidden)))));
+      m.fwd_workspace_bytes = d.vocab_rank * d.hidden * a + chunk_tokens * d.vocab_rank * a;
+      m.fwd_bytes_touched = logits * 3 * a;
+      break;
+    }
+    case LossImpl::cut_cross_entropy:
+      // Cut Cross-Entropy (Wijmans et al., "Cut Your Losses in Large-Vocabulary Language Models", arXiv:2411.09009;
+      // apple/ml-cross-entropy): forward computes each block of logits in on-chip memory and keeps only the
+      // per-token log-sum-exp; backward recomputes the logit blocks to form the input and weight gradients. No
+      // logit-sized tensor reaches HBM; the price is a second logits GEMM.
+      m.saved_bytes = d.tokens * kFp32Bytes;
+      m.recompute_logits_gemm = true;
+      break;
+    case LossImpl::te_fused:
+      // Transformer Engine's cross_entropy (transformer_engine/pytorch/triton/cross_entropy.py), which Megatron-LM
+      // runs under --cross-entropy-loss-fusion --cross-entropy-fusion-impl te: one kernel reads the 16-bit logits
+      // (online max and sum, then a second pass) and writes the gradient over them in place; that tensor is what
+      // backward keeps, and backward only scales it in place by the incoming gradient.
+      m.saved_bytes = logits * a;
+      m.fwd_bytes_touched = logits * 3 * a;
+      m.bwd_bytes_touched = logits * 2 * a;
+      break;
+  }
+  return m;
+}
+
+}  // namespace fsdpsim

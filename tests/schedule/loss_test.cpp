@@ -1,0 +1,128 @@
+// Each loss implementation's memory at 8,192 tokens and Llama 3's 128,256-entry vocabulary (hidden 4,096, bf16),
+// derived by hand from the tensors each implementation allocates (schedule/model/loss.cpp cites the code).
+#include <gtest/gtest.h>
+
+#include "schedule/config/fsdp_config.h"
+#include "schedule/config/parallel_layout.h"
+#include "schedule/model/loss.h"
+#include "schedule/model/model.h"
+#include "schedule/model/model_units.h"
+
+namespace fsdpsim {
+namespace {
+
+constexpr int64_t kTokens = 8192;
+constexpr int64_t kVocab = 128'256;
+constexpr int64_t kLogits = kTokens * kVocab;  // 1,050,673,152 elements
+
+LossMemory at_8k(LossImpl impl) {
+  return loss_memory(impl, LossDims{kTokens, kVocab, 4096, 2, 8});
+}
+
+TEST(LossMemory, LogitCountIsTokensTimesVocabulary) {
+  EXPECT_EQ(kLogits, 1'050'673'152);
+}
+
+TEST(LossMemory, MegatronKeepsTheFp32SoftmaxAndCastsOnce) {
+  const LossMemory m = at_8k(LossImpl::megatron_vocab_parallel);
+  EXPECT_EQ(m.saved_bytes, 4'202'692'608);          // exp_logits, fp32
+  EXPECT_EQ(m.fwd_workspace_bytes, 2'101'346'304);  // the 16-bit logits while the copy is made
+  EXPECT_EQ(m.bwd_workspace_bytes, 2'101'346'304);  // the 16-bit gradient
+  EXPECT_EQ(m.peak_bytes(), 6'304'038'912);         // 6 bytes per logit
+}
+
+TEST(LossMemory, EagerHoldsThreeFp32LogitTensorsInBackward) {
+  const LossMemory m = at_8k(LossImpl::eager_fp32);
+  EXPECT_EQ(m.saved_bytes, 4'202'692'608);  // log_softmax output
+  // Forward: 16-bit logits 2,101,346,304 + fp32 copy 4,202,692,608; backward: two fp32 gradients 8,405,385,216.
+  EXPECT_EQ(m.peak_bytes(), 4'202'692'608 + 8'405'385'216);  // 12 bytes per logit: 12,608,077,824
+  EXPECT_EQ(m.peak_bytes(), 12 * kLogits);
+}
+
+TEST(LossMemory, CompiledKeepsTheSixteenBitLogitsAndTheLogSumExp) {
+  const LossMemory m = at_8k(LossImpl::compiled);
+  EXPECT_EQ(m.saved_bytes, 2'101'346'304 + 32'768);  // bf16 logits + one fp32 per token
+  EXPECT_TRUE(m.fwd_transient_tensors.empty());
+  EXPECT_EQ(m.peak_bytes(), 4'202'725'376);  // + the 16-bit gradient
+}
+
+TEST(LossMemory, ChunkedUpcastsOneEighthAtATime) {
+  const LossMemory m = at_8k(LossImpl::chunked);
+  // Chunks of 131,334,144 logits: the fp32 copy of one chunk is 525,336,576 bytes.
+  EXPECT_EQ(m.fwd_transient_tensors, (std::vector<int64_t>{525'336'576}));
+  EXPECT_EQ(m.bwd_transient_tensors, (std::vector<int64_t>{525'336'576, 525'336'576}));
+  // Saved fp32 log-softmax of every chunk 4,202,692,608 + 16-bit chunks 2,101,346,304 + one fp32 chunk.
+  EXPECT_EQ(m.peak_bytes(), 6'829'375'488);
+}
+
+TEST(LossMemory, LigerHoldsOnlyTheWeightGradientAndOneChunkOfLogits) {
+  const LossMemory m = at_8k(LossImpl::liger_fused_linear);
+  // Chunk: next_power_of_2(ceil(8192 / ceil(128256 / 4096))) = next_power_of_2(8192 / 32) = 256 tokens, whose
+  // 16-bit logits are 65,667,072 bytes; grad_weight is 128,256 · 4,096 · 2 = 1,050,673,152 bytes.
+  EXPECT_EQ(m.saved_bytes, 0);
+  EXPECT_EQ(m.peak_bytes(), 1'050'673'152 + 65'667'072);
+}
+
+TEST(LossMemory, CutCrossEntropyKeepsOneFloatPerToken) {
+  const LossMemory m = at_8k(LossImpl::cut_cross_entropy);
+  EXPECT_EQ(m.peak_bytes(), 32'768);
+  EXPECT_TRUE(m.recompute_logits_gemm);
+}
+
+TEST(LossMemory, TransformerEngineWritesTheGradientOverTheLogits) {
+  const LossMemory m = at_8k(LossImpl::te_fused);
+  EXPECT_EQ(m.saved_bytes, 2'101'346'304);
+  EXPECT_EQ(m.peak_bytes(), 2'101'346'304);
+}
+
+TEST(LossMemory, OutputUnitCarriesTheLossTerms) {
+  RankShape s;
+  s.seq_length = kTokens;
+  s.loss = LossImpl::megatron_vocab_parallel;
+  const UnitCost megatron = derive_units(model_preset("llama3-8b"), s).back();
+  s.loss = LossImpl::compiled;
+  const UnitCost compiled = derive_units(model_preset("llama3-8b"), s).back();
+  s.loss = LossImpl::cut_cross_entropy;
+  const UnitCost cce = derive_units(model_preset("llama3-8b"), s).back();
+  EXPECT_EQ(megatron.saved_activation_bytes[0] - compiled.saved_activation_bytes[0],
+            4'202'692'608 - (2'101'346'304 + 32'768));
+  // Cut Cross-Entropy re-runs the logits GEMM in backward: one more GEMM, the same model FLOPs.
+  EXPECT_EQ(cce.bwd_gemms.size(), megatron.bwd_gemms.size() + 1);
+  EXPECT_EQ(cce.model_flops, megatron.model_flops);
+}
+
+TEST(LossImplementation, AutoFollowsTheFramework) {
+  const ModelSpec model = model_preset("llama3-8b");
+  FsdpConfig megatron;
+  megatron.implementation = Implementation::megatron_fsdp;
+  EXPECT_EQ(resolve_layout(model, megatron, 8).shape.loss, LossImpl::megatron_vocab_parallel);
+  FsdpConfig fsdp2;
+  fsdp2.implementation = Implementation::fsdp2;
+  EXPECT_EQ(resolve_layout(model, fsdp2, 8).shape.loss, LossImpl::compiled);
+  fsdp2.fused_elementwise = false;  // eager PyTorch
+  EXPECT_EQ(resolve_layout(model, fsdp2, 8).shape.loss, LossImpl::eager_fp32);
+}
+
+TEST(LossImplementation, FusedLinearLossesHaveNoVocabParallelForm) {
+  FsdpConfig c;
+  c.tp = 2;
+  c.loss_implementation = LossImpl::liger_fused_linear;
+  try {
+    (void)resolve_layout(model_preset("llama3-8b"), c, 8);
+    FAIL() << "tp=2 with Liger's fused linear cross-entropy should be refused";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), "loss_implementation");
+  }
+}
+
+TEST(LossImplementation, ReadFromTheKeyTable) {
+  FsdpConfig c;
+  apply_override(c, "loss_implementation=chunked", "test");
+  apply_override(c, "loss_chunks=16", "test");
+  EXPECT_EQ(c.loss_implementation, LossImpl::chunked);
+  EXPECT_EQ(c.loss_chunks, 16);
+  EXPECT_THROW(apply_override(c, "loss_implementation=fused", "test"), ConfigError);
+}
+
+}  // namespace
+}  // namespace fsdpsim
