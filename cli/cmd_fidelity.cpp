@@ -10,12 +10,13 @@ namespace fsdpsim::cli {
 namespace {
 
 struct FidelityOptions {
-  std::string data = "tests/fidelity/measurements.yaml";
+  std::string data;  // empty: the suite built into the binary
   double memory_target = 0.05;
   double throughput_target = 0.10;
   double outlier_limit = 0.25;
   bool check = false;
   bool fit = false;
+  bool bands = false;
 };
 
 }  // namespace
@@ -24,7 +25,11 @@ void register_fidelity(CLI::App& app) {
   auto o = std::make_shared<FidelityOptions>();
   CLI::App* cmd =
       app.add_subcommand("fidelity", "predict published measurements of real FSDP training runs and report the error");
-  cmd->add_option("--data", o->data, "measurements file")->capture_default_str();
+  cmd->add_option("--data", o->data,
+                  "measurements file (default: the suite built into fsdpsim, tests/fidelity/measurements.yaml)");
+  cmd->add_flag("--bands", o->bands,
+                "print the held-out error bands as report/error_band.cpp holds them (regenerate it when the suite "
+                "changes)");
   cmd->add_flag("--fit", o->fit,
                 "fit each profile's sustained_clock_fraction (and attention_efficiency) on the calibration rows and "
                 "print them; held-out rows are not read");
@@ -36,12 +41,16 @@ void register_fidelity(CLI::App& app) {
   cmd->add_option("--outlier-limit", o->outlier_limit, "rows off by more than this need a written explanation")
       ->capture_default_str();
   cmd->callback([o] {
-    const std::vector<FidelityRow> rows = load_fidelity_rows(o->data);
+    const std::vector<FidelityRow> rows = o->data.empty() ? load_embedded_fidelity_rows() : load_fidelity_rows(o->data);
     if (o->fit) {
       std::cout << fidelity_fit_text(fit_fidelity(rows));
       return;
     }
     const std::vector<FidelityResult> results = run_fidelity(rows);
+    if (o->bands) {
+      std::cout << error_bands_text(held_out_error_bands(results));
+      return;
+    }
     const std::vector<FidelitySummary> summary = summarize_fidelity(results);
     std::cout << fidelity_text(results, summary);
     std::vector<std::string> failures = unexplained_outliers(results, o->outlier_limit);

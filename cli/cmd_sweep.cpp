@@ -16,7 +16,7 @@ struct SweepOptions {
   JobOptions job;
   std::vector<std::string> grid;
   std::string rank_by = "throughput";
-  double margin = 0.05;
+  EvaluateOptions evaluation;
   int32_t threads = 0;
   size_t top = 20;
   std::string csv, json, html;
@@ -39,9 +39,12 @@ void register_sweep(CLI::App& app) {
   cmd->add_option("--rank-by", o->rank_by, "throughput (tokens/s per GPU), cost (GPU-seconds per token) or memory")
       ->check(CLI::IsMember({"throughput", "cost", "memory"}))
       ->capture_default_str();
-  cmd->add_option("--margin", o->margin, "memory margin: a point fits when it needs at most (1 - margin) of the GPU")
+  cmd->add_option("--margin", o->evaluation.memory_margin,
+                  "safety margin: a point needing more than (1 - margin) of the GPU's memory is 'at risk'")
       ->check(CLI::Range(0.0, 0.9))
       ->capture_default_str();
+  cmd->add_flag("--expandable-segments", o->evaluation.expandable_segments,
+                "model PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
   cmd->add_option("--threads", o->threads, "worker threads (default: all cores)");
   cmd->add_option("--top", o->top, "rows of the printed table")->capture_default_str();
   cmd->add_option("--csv", o->csv, "write every point, ranked, as CSV");
@@ -54,7 +57,7 @@ void register_sweep(CLI::App& app) {
     spec.topology = std::move(inputs.topology);
     spec.base = std::move(inputs.config);
     for (const auto& g : o->grid) spec.axes.push_back(parse_grid_axis(g));
-    spec.memory_margin = o->margin;
+    spec.evaluation = o->evaluation;
     spec.threads = o->threads;
     const int64_t total = sweep_size(spec);
     if (total > 1'000'000)
@@ -63,13 +66,15 @@ void register_sweep(CLI::App& app) {
     const std::vector<SweepResult> results = run_sweep(spec, [&bar](int64_t done, int64_t n) { bar.update(done, n); });
     bar.finish();
     const std::vector<size_t> order = rank_results(results, rank_by(o->rank_by));
-    int64_t fits = 0, valid = 0;
+    int64_t fits = 0, at_risk = 0, valid = 0;
     for (const auto& r : results) {
       valid += r.valid;
-      fits += r.fits;
+      fits += r.valid && r.memory.fit == MemoryFit::fits;
+      at_risk += r.valid && r.memory.fit == MemoryFit::at_risk;
     }
     std::cout << "sweep of " << total << " configurations of " << spec.model.name << " on " << spec.topology.name
-              << ": " << valid << " can be built, " << fits << " fit (ranked by " << o->rank_by << ")\n\n";
+              << ": " << valid << " can be built, " << fits << " fit, " << at_risk << " at risk (ranked by "
+              << o->rank_by << ")\n\n";
     std::cout << sweep_table(results, order, o->top);
     if (!o->csv.empty()) write_text_file(o->csv, sweep_csv(results, order), "--csv");
     if (!o->json.empty()) write_text_file(o->json, sweep_json(results, order), "--json");

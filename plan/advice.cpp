@@ -59,7 +59,7 @@ std::vector<Change> candidate_changes(const Topology& topology, const FsdpConfig
 }  // namespace
 
 std::vector<AdviceItem> oom_advice(const ModelSpec& model, const Topology& topology, const FsdpConfig& config,
-                                   double memory_margin) {
+                                   const EvaluateOptions& options) {
   std::vector<AdviceItem> items;
   for (const Change& change : candidate_changes(topology, config)) {
     FsdpConfig c = config;
@@ -68,14 +68,14 @@ std::vector<AdviceItem> oom_advice(const ModelSpec& model, const Topology& topol
     item.change = change.assignments.front();
     item.explanation = change.explanation;
     item.assignments = change.assignments;
-    item.result = evaluate_config(model, topology, c, memory_margin, 2);
+    item.result = evaluate_config(model, topology, c, options);
     item.result.assignments = change.assignments;
     if (item.result.valid) items.push_back(std::move(item));
   }
-  // Fitting changes first, fastest first; then the rest by the memory they would still need.
+  // Fitting changes first, then those at risk, each fastest first; then the rest by the memory they would still need.
   std::stable_sort(items.begin(), items.end(), [](const AdviceItem& a, const AdviceItem& b) {
-    if (a.result.fits != b.result.fits) return a.result.fits;
-    if (a.result.fits) return a.result.step_time_s < b.result.step_time_s;
+    if (a.result.memory.fit != b.result.memory.fit) return a.result.memory.fit < b.result.memory.fit;
+    if (a.result.memory.fit != MemoryFit::out_of_memory) return a.result.step_time_s < b.result.step_time_s;
     return a.result.needed_bytes < b.result.needed_bytes;
   });
   return items;
@@ -93,8 +93,9 @@ std::string advice_text(const std::vector<AdviceItem>& advice, size_t limit) {
     if (shown++ == limit) break;
     std::string change;
     for (const auto& a : item.assignments) change += (change.empty() ? "--set " : " --set ") + a;
-    std::snprintf(line, sizeof line, "  %-4s %-36s %10s %9.3fs %12.0f  %s\n", item.result.fits ? "yes" : "no",
-                  change.c_str(), format_bytes(item.result.needed_bytes).c_str(), item.result.step_time_s,
+    std::snprintf(line, sizeof line, "  %-4s %-36s %10s %9.3fs %12.0f  %s\n",
+                  verdict_label(item.result.memory.fit).c_str(), change.c_str(),
+                  format_bytes(item.result.needed_bytes).c_str(), item.result.step_time_s,
                   item.result.tokens_per_s_per_gpu, item.explanation.c_str());
     out << line;
   }

@@ -24,7 +24,7 @@ struct AdviceItem {
 /// The changes worth trying from `config`, simulated; those that fit first (fastest first), then the others by how
 /// little memory they need.
 std::vector<AdviceItem> oom_advice(const ModelSpec& model, const Topology& topology, const FsdpConfig& config,
-                                   double memory_margin);
+                                   const EvaluateOptions& options);
 
 /// The advice as text (what simulate and fit print after an OOM verdict).
 std::string advice_text(const std::vector<AdviceItem>& advice, size_t limit = 10);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "report/memory_verdict.h"
 #include "schedule/config/fsdp_config.h"
 #include "schedule/model/model.h"
 #include "topologies/hardware.h"
@@ -38,6 +39,8 @@ struct FidelityRow {
 
 /// Reads the data file; malformed rows are ConfigErrors naming the file, line and key.
 std::vector<FidelityRow> load_fidelity_rows(const std::string& path);
+/// The suite compiled into the binary (tests/fidelity/measurements.yaml as built).
+std::vector<FidelityRow> load_embedded_fidelity_rows();
 
 /// One metric of one row: predicted against measured.
 struct FidelityPoint {
@@ -68,6 +71,13 @@ struct FidelitySummary {
 std::vector<FidelityResult> run_fidelity(const std::vector<FidelityRow>& rows);
 /// Summaries per (metric, role); throughput metrics are folded into one "throughput" metric as well.
 std::vector<FidelitySummary> summarize_fidelity(const std::vector<FidelityResult>& results);
+/// The error bands every verdict carries: measured / predicted over the held-out rows, peak memory and throughput
+/// (tokens/s, else TFLOP/s or MFU) apart, at the 5th and 95th percentiles (linear interpolation between order
+/// statistics), rounded to 4 decimals. report/error_band.cpp commits them; a test fails when the suite gives others.
+ErrorBands held_out_error_bands(const std::vector<FidelityResult>& results);
+/// The bands as the C++ initialiser report/error_band.cpp holds (`fsdpsim fidelity --bands`).
+std::string error_bands_text(const ErrorBands& bands);
+
 /// The table `fsdpsim fidelity` prints.
 std::string fidelity_text(const std::vector<FidelityResult>& results, const std::vector<FidelitySummary>& summary);
 /// Rows off by more than `limit` on some metric without a written explanation.

@@ -17,7 +17,8 @@ struct Search {
   const ModelSpec& model;
   const Topology& topology;
   const FsdpConfig& base;
-  double margin;
+  const EvaluateOptions& options;
+  const ConfigEvaluator& evaluator;
   FitAnswer& answer;
 
   // Evaluates `key=value` on the base configuration (recorded in the answer).
@@ -25,42 +26,73 @@ struct Search {
     FsdpConfig config = base;
     const std::string assignment = key + "=" + std::to_string(value);
     apply_override(config, assignment, "fit");
-    SweepResult r = evaluate_config(model, topology, config, margin, 2);
+    SweepResult r = evaluator ? evaluator(config) : evaluate_config(model, topology, config, options);
     r.assignments = {assignment};
     answer.tried.emplace_back(assignment, std::move(r));
     return answer.tried.back().second;
   }
+
+  // Evaluates several values of `key` on all cores, recorded in the answer in the order given.
+  void evaluate_all(const std::string& key, const std::vector<int64_t>& values) {
+    if (values.empty()) return;
+    SweepSpec spec;
+    spec.model = model;
+    spec.topology = topology;
+    spec.base = base;
+    spec.evaluation = options;
+    spec.evaluate = evaluator;
+    GridAxis axis{key, {}};
+    for (const int64_t v : values) axis.values.push_back(std::to_string(v));
+    spec.axes = {axis};
+    for (SweepResult& r : run_sweep(spec)) answer.tried.emplace_back(r.assignments.front(), std::move(r));
+  }
 };
 
-// Smallest value in `candidates` (ascending; memory falls as the value grows) whose configuration fits.
+// Smallest value in `candidates` (ascending) whose configuration fits. Memory usually falls as the value grows, but
+// not always: the caching allocator rounds and splits blocks, so 16 nodes can need more than 14. Exponential probing
+// finds a first fit; every smaller candidate is then simulated, so the answer is the true minimum whatever the shape.
 void smallest_fitting(Search& s, const std::string& key, const std::vector<int64_t>& candidates) {
-  // Exponential probing over the candidate list, then binary search between the last miss and the first fit.
-  size_t lo = 0, hi = candidates.size();
-  size_t step = 1, probe = 0;
-  while (probe < candidates.size()) {
+  size_t first_fit = candidates.size();
+  std::vector<bool> probed(candidates.size(), false);
+  for (size_t probe = 0, step = 1; probe < candidates.size(); probe += step, step *= 2) {
+    probed[probe] = true;
     const SweepResult& r = s.evaluate(key, candidates[probe]);
     if (r.valid && r.fits) {
-      hi = probe;
+      first_fit = probe;
       break;
     }
-    lo = probe + 1;
-    probe += step;
-    step *= 2;
   }
-  if (hi == candidates.size()) return;  // nothing fits up to the limit
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    const SweepResult& r = s.evaluate(key, candidates[mid]);
-    if (r.valid && r.fits)
-      hi = mid;
-    else
-      lo = mid + 1;
+  if (first_fit == candidates.size()) return;  // nothing fits up to the limit
+  std::vector<int64_t> below;
+  for (size_t i = 0; i < first_fit; ++i) {
+    if (!probed[i]) below.push_back(candidates[i]);
+  }
+  s.evaluate_all(key, below);
+  // The smallest fitting value, and whether a larger value was seen not to fit (memory not monotone).
+  const SweepResult* best = nullptr;
+  int64_t best_value = 0;
+  for (const auto& [a, r] : s.answer.tried) {
+    const int64_t value = std::stoll(a.substr(key.size() + 1));
+    if (r.valid && r.fits && (best == nullptr || value < best_value)) {
+      best = &r;
+      best_value = value;
+    }
   }
   s.answer.found = true;
-  s.answer.assignment = key + "=" + std::to_string(candidates[hi]);
+  s.answer.assignment = key + "=" + std::to_string(best_value);
+  s.answer.result = *best;
   for (const auto& [a, r] : s.answer.tried) {
-    if (a == s.answer.assignment) s.answer.result = r;
+    const int64_t value = std::stoll(a.substr(key.size() + 1));
+    if (value > best_value && r.valid && !r.fits) {
+      s.answer.note = "memory is not monotone in " + key + " here: " + a + " needs " + format_bytes(r.needed_bytes) +
+                      ", more than " + s.answer.assignment + " (" + format_bytes(best->needed_bytes) +
+                      "); every value below the first fit found was simulated";
+      break;
+    }
   }
+  std::stable_sort(s.answer.tried.begin(), s.answer.tried.end(), [&](const auto& x, const auto& y) {
+    return std::stoll(x.first.substr(key.size() + 1)) < std::stoll(y.first.substr(key.size() + 1));
+  });
 }
 
 // Largest value in `candidates` (ascending; memory grows with the value) whose configuration fits.
@@ -121,11 +153,11 @@ FitTarget parse_fit_target(const std::string& text) {
                     "use gpus, micro_batch_size or seq_length");
 }
 
-FitAnswer fit(const ModelSpec& model, const Topology& topology, const FsdpConfig& base, FitTarget target, double margin,
-              int32_t max_nodes) {
+FitAnswer fit(const ModelSpec& model, const Topology& topology, const FsdpConfig& base, FitTarget target,
+              const EvaluateOptions& options, int32_t max_nodes, const ConfigEvaluator& evaluate) {
   FitAnswer answer;
   answer.target = target;
-  Search s{model, topology, base, margin, answer};
+  Search s{model, topology, base, options, evaluate, answer};
   switch (target) {
     case FitTarget::gpus:
       smallest_fitting(s, "nodes", buildable(s, "nodes", 1, max_nodes, 1));
@@ -153,7 +185,9 @@ FitAnswer fit(const ModelSpec& model, const Topology& topology, const FsdpConfig
   return answer;
 }
 
-std::string fit_text(const FitAnswer& a, const ModelSpec& model, const Topology& topology, double margin) {
+std::string fit_text(const FitAnswer& a, const ModelSpec& model, const Topology& topology,
+                     const EvaluateOptions& options) {
+  const double margin = options.memory_margin;
   std::ostringstream out;
   const char* what = a.target == FitTarget::gpus               ? "the smallest number of GPUs"
                      : a.target == FitTarget::micro_batch_size ? "the largest micro-batch"
@@ -168,21 +202,42 @@ std::string fit_text(const FitAnswer& a, const ModelSpec& model, const Topology&
     if (!r.valid) {
       std::snprintf(line, sizeof line, "  %-22s cannot be built: %s\n", assignment.c_str(), r.invalid_reason.c_str());
     } else {
-      std::snprintf(line, sizeof line, "  %-22s %-4s needs %10s of %10s, step %.3f s, %.0f tokens/s/GPU\n",
-                    assignment.c_str(), r.fits ? "fits" : "OOM", format_bytes(r.needed_bytes).c_str(),
-                    format_bytes(r.gpu_memory_bytes).c_str(), r.step_time_s, r.tokens_per_s_per_gpu);
+      std::snprintf(line, sizeof line, "  %-22s %-4s needs %10s of %10s (band %s), step %.3f s, %.0f tokens/s/GPU\n",
+                    assignment.c_str(), verdict_label(r.memory.fit).c_str(), format_bytes(r.needed_bytes).c_str(),
+                    format_bytes(r.gpu_memory_bytes).c_str(),
+                    (format_bytes(r.memory.band_low_bytes) + "-" + format_bytes(r.memory.band_high_bytes)).c_str(),
+                    r.step_time_s, r.tokens_per_s_per_gpu);
     }
     out << line;
   }
   if (a.found) {
     out << "answer: " << a.assignment;
     if (a.target == FitTarget::gpus) out << " = " << a.result.gpus << " GPUs";
-    char tail[160];
-    std::snprintf(tail, sizeof tail, " (needs %s of %s; step %.3f s, %.0f tokens/s per GPU)\n",
-                  format_bytes(a.result.needed_bytes).c_str(), format_bytes(a.result.gpu_memory_bytes).c_str(),
-                  a.result.step_time_s, a.result.tokens_per_s_per_gpu);
-    out << tail;
-  } else {
+    char tail[96];
+    std::snprintf(tail, sizeof tail, "; step %.3f s, %.0f tokens/s per GPU\n", a.result.step_time_s,
+                  a.result.tokens_per_s_per_gpu);
+    out << "\n  verdict: " << verdict_text(a.result.memory) << tail;
+    if (!a.note.empty()) out << "  note: " << a.note << "\n";
+  }
+  // A configuration beyond the answer that fits only at risk (inside the margin, or with the band past the GPU):
+  // what a user willing to stake the launch on the figure alone could take instead.
+  const auto value_of = [](const std::string& assignment) {
+    return std::stoll(assignment.substr(assignment.find('=') + 1));
+  };
+  const std::pair<std::string, SweepResult>* risk = nullptr;
+  for (const auto& tried : a.tried) {
+    if (!tried.second.valid || tried.second.memory.fit != MemoryFit::at_risk) continue;
+    const int64_t v = value_of(tried.first);
+    const bool beyond =
+        !a.found || (a.target == FitTarget::gpus ? v < value_of(a.assignment) : v > value_of(a.assignment));
+    const bool better =
+        risk == nullptr || (a.target == FitTarget::gpus ? v < value_of(risk->first) : v > value_of(risk->first));
+    if (beyond && better) risk = &tried;
+  }
+  if (risk != nullptr) {
+    out << "  at risk: " << risk->first << " (" << verdict_text(risk->second.memory) << ")\n";
+  }
+  if (!a.found) {
     out << "answer: none — " << a.explanation << "\n";
   }
   return out.str();

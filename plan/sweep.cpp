@@ -81,8 +81,8 @@ int64_t sweep_size(const SweepSpec& spec) {
   return static_cast<int64_t>(n);
 }
 
-SweepResult evaluate_config(const ModelSpec& model, const Topology& topology, FsdpConfig config, double margin,
-                            int32_t steps) {
+SweepResult evaluate_config(const ModelSpec& model, const Topology& topology, FsdpConfig config,
+                            const EvaluateOptions& evaluation) {
   SweepResult r;
   Schedule schedule;
   try {
@@ -97,20 +97,19 @@ SweepResult evaluate_config(const ModelSpec& model, const Topology& topology, Fs
   }
   r.valid = true;
   SimOptions options;
-  options.steps = steps;
+  options.steps = evaluation.steps;
+  options.expandable_segments = evaluation.expandable_segments;
   options.record_timeline = false;
-  Topology steady = topology;
-  if (steps == 1) steady.gpu.cuda_malloc_ns = 0;  // one step standing for the steady state
   RunRecord run;
   try {
-    run = run_schedule(schedule, steady, options);
+    run = run_schedule(schedule, topology, options);
   } catch (const ConfigError& e) {
     // A step the simulator refuses (common/limits.h) is an invalid point, not an exception escaping a sweep thread.
     r.valid = false;
     r.invalid_reason = e.what();
     return r;
   }
-  const Report report = make_report(schedule, topology, run, ReportDetail::summary);
+  const Report report = make_report(schedule, topology, run, ReportDetail::summary, evaluation.memory_margin);
   r.gpus = schedule.info.world_size;
   r.micro_batches = schedule.info.micro_batches;
   r.params_per_rank = report.model_size.params_per_rank;
@@ -120,10 +119,10 @@ SweepResult evaluate_config(const ModelSpec& model, const Topology& topology, Fs
   r.mfu = report.mfu;
   r.exposed_comm_s = report.exposed_comm_s;
   r.peak_allocated_bytes = report.peak_allocated_bytes;
-  r.needed_bytes = report.peak_reserved_bytes + report.overheads.total();
+  r.memory = report.memory;
+  r.needed_bytes = report.memory.needed_bytes;
   r.gpu_memory_bytes = report.gpu_memory_bytes;
-  r.fits =
-      !report.oom && static_cast<double>(r.needed_bytes) <= (1.0 - margin) * static_cast<double>(r.gpu_memory_bytes);
+  r.fits = report.memory.fit == MemoryFit::fits;
   if (schedule.info.global_tokens_per_step > 0) {
     r.gpu_seconds_per_million_tokens =
         r.gpus * r.step_time_s / static_cast<double>(schedule.info.global_tokens_per_step) * 1e6;
@@ -140,8 +139,7 @@ SweepResult evaluate_point(const SweepSpec& spec, const std::vector<std::string>
   try {
     FsdpConfig config = spec.base;
     for (const auto& a : assignments) apply_override(config, a, "--grid");
-    r = spec.evaluate ? spec.evaluate(config)
-                      : evaluate_config(spec.model, spec.topology, config, spec.memory_margin, spec.steps);
+    r = spec.evaluate ? spec.evaluate(config) : evaluate_config(spec.model, spec.topology, config, spec.evaluation);
   } catch (const std::exception& e) {
     r = SweepResult{};
     r.invalid_reason = std::string("error: ") + e.what();
@@ -182,10 +180,10 @@ std::vector<SweepResult> run_sweep(const SweepSpec& spec, const SweepProgress& p
 std::vector<size_t> rank_results(const std::vector<SweepResult>& results, RankBy by) {
   std::vector<size_t> order(results.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  const auto group = [&](size_t i) { return !results[i].valid ? 2 : results[i].fits ? 0 : 1; };
+  const auto group = [&](size_t i) { return !results[i].valid ? 3 : static_cast<int>(results[i].memory.fit); };
   const auto key = [&](size_t i) {
     const SweepResult& r = results[i];
-    if (group(i) == 1) return static_cast<double>(r.needed_bytes);
+    if (r.memory.fit == MemoryFit::out_of_memory) return static_cast<double>(r.needed_bytes);
     switch (by) {
       case RankBy::throughput:
         return -r.tokens_per_s_per_gpu;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "report/memory_verdict.h"
 #include "schedule/config/fsdp_config.h"
 #include "schedule/model/model.h"
 #include "topologies/hardware.h"
@@ -27,7 +28,8 @@ struct SweepResult {
   std::vector<std::string> assignments;  ///< "key=value" of this point, in axis order
   bool valid = false;                    ///< the configuration can be built (divisibility, combinations)
   std::string invalid_reason;            ///< why not
-  bool fits = false;
+  bool fits = false;                     ///< memory.fit == MemoryFit::fits
+  MemoryVerdict memory;                  ///< the verdict `simulate` prints for the same configuration
   int32_t gpus = 0;
   int32_t micro_batches = 0;
   int64_t params_per_rank = 0;  ///< the TP/EP slice one rank holds before FSDP sharding
@@ -37,7 +39,7 @@ struct SweepResult {
   double mfu = 0;
   double exposed_comm_s = 0;
   int64_t peak_allocated_bytes = 0;
-  int64_t needed_bytes = 0;  ///< peak reserved + overheads
+  int64_t needed_bytes = 0;  ///< peak reserved + overheads (= memory.needed_bytes)
   int64_t gpu_memory_bytes = 0;
   double gpu_seconds_per_million_tokens = 0;  ///< cost: GPUs × step time / tokens per step × 1e6
 };
@@ -45,20 +47,30 @@ struct SweepResult {
 /// How to rank: fitting configurations always come first.
 enum class RankBy : uint8_t { throughput, cost, memory };
 
+/// How each configuration is simulated: as `simulate` does by default, so that every command gives the same memory
+/// figure and verdict for the same configuration.
+struct EvaluateOptions {
+  double memory_margin = kDefaultMemoryMargin;  ///< needed within this fraction of the GPU's memory: at risk
+  /// Steps to simulate. 2, as `simulate`: the caching allocator reserves more in the steady step than in the first
+  /// (blocks split and cached in step 1 do not all fit step 2's requests), so one step would understate the figure.
+  int32_t steps = 2;
+  bool expandable_segments = false;  ///< PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+};
+
+/// Evaluates one configuration (evaluate_config, or a what-if's or a test's stand-in).
+using ConfigEvaluator = std::function<SweepResult(const FsdpConfig& config)>;
+
 /// Sweep inputs.
 struct SweepSpec {
   ModelSpec model;
   Topology topology;
   FsdpConfig base;  ///< the configuration every point starts from
   std::vector<GridAxis> axes;
-  double memory_margin = 0.0;  ///< a point fits when needed ≤ (1 − margin) × GPU memory
-  int32_t threads = 0;         ///< 0: all cores
-  /// Steps to simulate per point. 1 (the default for sweeps) simulates the steady state directly: the allocator's
-  /// first-step cudaMalloc costs are left out, which is the only thing that makes a first step differ.
-  int32_t steps = 1;
+  EvaluateOptions evaluation;
+  int32_t threads = 0;  ///< 0: all cores
   /// Evaluates one point's configuration; empty: evaluate_config with the fields above. A what-if (or a test) may
   /// replace it. Whatever it throws becomes that point's error, and the sweep goes on.
-  std::function<SweepResult(const FsdpConfig& config)> evaluate;
+  ConfigEvaluator evaluate;
 };
 
 /// Progress: (done, total) after each point, from worker threads (the callee serialises).
@@ -69,12 +81,12 @@ int64_t sweep_size(const SweepSpec& spec);
 /// Simulates every point (in parallel) and returns the results in grid order. Deterministic: the same spec gives the
 /// same results whatever the thread count.
 std::vector<SweepResult> run_sweep(const SweepSpec& spec, const SweepProgress& progress = {});
-/// Indices of `results` ranked: valid and fitting first (by the criterion), then valid but not fitting (by needed
-/// memory), then invalid.
+/// Indices of `results` ranked: valid and fitting first (by the criterion), then at risk (by the criterion), then out
+/// of memory (by needed memory), then invalid.
 std::vector<size_t> rank_results(const std::vector<SweepResult>& results, RankBy by);
 /// Evaluates one configuration (also what fit and the OOM advice use).
-SweepResult evaluate_config(const ModelSpec& model, const Topology& topology, FsdpConfig config, double memory_margin,
-                            int32_t steps);
+SweepResult evaluate_config(const ModelSpec& model, const Topology& topology, FsdpConfig config,
+                            const EvaluateOptions& options);
 
 /// The ranked table (top `limit` rows), CSV (every point) and JSON (every point).
 std::string sweep_table(const std::vector<SweepResult>& results, const std::vector<size_t>& order, size_t limit);

@@ -12,6 +12,11 @@
 namespace fsdpsim {
 namespace {
 
+// "62.8 GiB-80.4 GiB": the verdict's band.
+std::string band_range(const MemoryVerdict& v) {
+  return v.band.runs == 0 ? "-" : format_bytes(v.band_low_bytes) + "-" + format_bytes(v.band_high_bytes);
+}
+
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string out = "\"";
@@ -24,8 +29,9 @@ std::string csv_field(const std::string& s) {
 std::string sweep_table(const std::vector<SweepResult>& results, const std::vector<size_t>& order, size_t limit) {
   std::ostringstream out;
   char line[512];
-  std::snprintf(line, sizeof line, "%5s  %-4s %6s %9s %10s %12s %6s %10s %10s %9s  %s\n", "rank", "fits", "GPUs",
-                "params/GPU", "step", "tokens/s/GPU", "MFU", "memory", "of GPU", "GPU·s/Mtok", "configuration");
+  std::snprintf(line, sizeof line, "%5s  %-4s %6s %9s %10s %12s %6s %10s %19s %10s %9s  %s\n", "rank", "fits", "GPUs",
+                "params/GPU", "step", "tokens/s/GPU", "MFU", "memory", "90% band", "of GPU", "GPU·s/Mtok",
+                "configuration");
   out << line;
   size_t shown = 0;
   for (const size_t i : order) {
@@ -33,13 +39,14 @@ std::string sweep_table(const std::vector<SweepResult>& results, const std::vect
     const SweepResult& r = results[i];
     const std::string config = join(r.assignments, " ");
     if (!r.valid) {
-      std::snprintf(line, sizeof line, "%5zu  %-4s %6s %9s %10s %12s %6s %10s %10s %9s  %s — %s\n", shown, "n/a", "",
-                    "", "", "", "", "", "", "", config.c_str(), r.invalid_reason.c_str());
+      std::snprintf(line, sizeof line, "%5zu  %-4s %6s %9s %10s %12s %6s %10s %19s %10s %9s  %s — %s\n", shown, "n/a",
+                    "", "", "", "", "", "", "", "", "", config.c_str(), r.invalid_reason.c_str());
     } else {
-      std::snprintf(line, sizeof line, "%5zu  %-4s %6d %9s %9.3fs %12.0f %5.1f%% %10s %10s %9.0f  %s\n", shown,
-                    r.fits ? "yes" : "OOM", r.gpus, format_count(r.params_per_rank).c_str(), r.step_time_s,
+      std::snprintf(line, sizeof line, "%5zu  %-4s %6d %9s %9.3fs %12.0f %5.1f%% %10s %19s %10s %9.0f  %s\n", shown,
+                    verdict_label(r.memory.fit).c_str(), r.gpus, format_count(r.params_per_rank).c_str(), r.step_time_s,
                     r.tokens_per_s_per_gpu, 100 * r.mfu, format_bytes(r.needed_bytes).c_str(),
-                    format_bytes(r.gpu_memory_bytes).c_str(), r.gpu_seconds_per_million_tokens, config.c_str());
+                    band_range(r.memory).c_str(), format_bytes(r.gpu_memory_bytes).c_str(),
+                    r.gpu_seconds_per_million_tokens, config.c_str());
     }
     out << line;
   }
@@ -51,7 +58,7 @@ std::string sweep_csv(const std::vector<SweepResult>& results, const std::vector
   std::ostringstream out;
   out << "rank,configuration,valid,fits,gpus,micro_batches,step_time_s,tokens_per_s_per_gpu,tflops_per_gpu,mfu,"
          "exposed_comm_s,peak_allocated_bytes,needed_bytes,gpu_memory_bytes,gpu_seconds_per_million_tokens,"
-         "params_per_rank,invalid_reason\n";
+         "params_per_rank,verdict,band_low_bytes,band_high_bytes,invalid_reason\n";
   size_t rank = 0;
   for (const size_t i : order) {
     const SweepResult& r = results[i];
@@ -62,7 +69,8 @@ std::string sweep_csv(const std::vector<SweepResult>& results, const std::vector
                   static_cast<long long>(r.gpu_memory_bytes), r.gpu_seconds_per_million_tokens,
                   static_cast<long long>(r.params_per_rank));
     out << ++rank << "," << csv_field(join(r.assignments, " ")) << "," << (r.valid ? "true" : "false") << ","
-        << (r.fits ? "true" : "false") << "," << numbers << "," << csv_field(r.invalid_reason) << "\n";
+        << (r.fits ? "true" : "false") << "," << numbers << "," << (r.valid ? to_string(r.memory.fit) : "") << ","
+        << r.memory.band_low_bytes << "," << r.memory.band_high_bytes << "," << csv_field(r.invalid_reason) << "\n";
   }
   return out.str();
 }
@@ -77,6 +85,7 @@ std::string sweep_json(const std::vector<SweepResult>& results, const std::vecto
                  {"valid", r.valid},
                  {"invalid_reason", r.invalid_reason},
                  {"fits", r.fits},
+                 {"verdict", r.valid ? to_string(r.memory.fit) : ""},
                  {"gpus", r.gpus},
                  {"micro_batches", r.micro_batches},
                  {"step_time_s", r.step_time_s},
@@ -86,6 +95,9 @@ std::string sweep_json(const std::vector<SweepResult>& results, const std::vecto
                  {"exposed_comm_s", r.exposed_comm_s},
                  {"peak_allocated_bytes", r.peak_allocated_bytes},
                  {"needed_bytes", r.needed_bytes},
+                 {"band_low_bytes", r.memory.band_low_bytes},
+                 {"band_high_bytes", r.memory.band_high_bytes},
+                 {"band_published_runs", r.memory.band.runs},
                  {"gpu_memory_bytes", r.gpu_memory_bytes},
                  {"gpu_seconds_per_million_tokens", r.gpu_seconds_per_million_tokens},
                  {"params_per_rank", r.params_per_rank}});

@@ -99,7 +99,7 @@ void add_collectives(const Schedule& s, const Topology& t, const RunRecord& run,
   }
 }
 
-void add_memory(const Schedule& s, const Topology& t, const RunRecord& run, Report& r) {
+void add_memory(const Schedule& s, const Topology& t, const RunRecord& run, double margin, Report& r) {
   const StepRun& steady = run.steps.back();
   const StepRun& first = run.steps.front();
   r.gpu_memory_bytes = t.gpu.hbm_bytes;
@@ -125,9 +125,16 @@ void add_memory(const Schedule& s, const Topology& t, const RunRecord& run, Repo
     r.peak_op = op.name;
     r.peak_phase = std::string(to_string(op.phase));
   }
+  int64_t categorised = 0;
   for (const BufferCategory c : all_buffer_categories()) {
-    r.memory_breakdown[std::string(to_string(c))] = steady.peak_allocated.breakdown[static_cast<size_t>(c)];
+    const int64_t bytes = steady.peak_allocated.breakdown[static_cast<size_t>(c)];
+    r.memory_breakdown[std::string(to_string(c))] = bytes;
+    categorised += bytes;
   }
+  // The caching allocator counts each block at its size, not the request's: rounded up to 512 B, or the whole block
+  // when the remainder is too small to split off (PyTorch's c10/cuda/CUDACachingAllocator.cpp: round_size,
+  // should_split). That difference is part of the allocated peak too.
+  r.memory_breakdown["allocator_rounding"] = std::max<int64_t>(0, steady.peak_allocated.bytes - categorised);
   for (const Buffer& b : s.buffers) {
     if (!b.persistent) continue;
     r.persistent_bytes[std::string(to_string(b.category))] += b.size_bytes;
@@ -137,6 +144,9 @@ void add_memory(const Schedule& s, const Topology& t, const RunRecord& run, Repo
   r.memory_breakdown["cublas_workspace"] = r.overheads.cublas_workspace_bytes;
   r.memory_breakdown["nccl"] = r.overheads.nccl_bytes + r.overheads.nccl_registration_bytes;
   const int64_t needed = r.peak_reserved_bytes + r.overheads.total();
+  const bool predicted = run.prediction() != nullptr;
+  r.memory = memory_verdict(needed, r.gpu_memory_bytes, run.oom.has_value(), margin,
+                            predicted ? published_error_bands().memory : ErrorBand{});
   if (run.oom) {
     const OomEvent& e = *run.oom;
     r.oom = true;
@@ -152,7 +162,8 @@ void add_memory(const Schedule& s, const Topology& t, const RunRecord& run, Repo
 
 }  // namespace
 
-Report make_report(const Schedule& s, const Topology& t, const RunRecord& run, ReportDetail detail) {
+Report make_report(const Schedule& s, const Topology& t, const RunRecord& run, ReportDetail detail,
+                   double memory_margin) {
   Report r;
   r.model = s.info.model;
   r.implementation = s.info.implementation;
@@ -178,7 +189,10 @@ Report make_report(const Schedule& s, const Topology& t, const RunRecord& run, R
     r.mfu = static_cast<double>(s.info.model_flops_per_gpu) / step_s / t.gpu.dense_bf16_flops_per_s;
   }
   add_exposure(s, steady, r);
-  add_memory(s, t, run, r);
+  add_memory(s, t, run, memory_margin, r);
+  const ErrorBand throughput = run.prediction() != nullptr ? published_error_bands().throughput : ErrorBand{};
+  r.tokens_per_s_band_low = r.tokens_per_s_per_gpu * (throughput.runs > 0 ? throughput.low_ratio : 1.0);
+  r.tokens_per_s_band_high = r.tokens_per_s_per_gpu * (throughput.runs > 0 ? throughput.high_ratio : 1.0);
   if (detail == ReportDetail::summary) return r;
   add_collectives(s, t, run, r);
   for (const Op& op : s.ops) {

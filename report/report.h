@@ -10,6 +10,7 @@
 
 #include "common/units.h"
 #include "memory/memory_overheads.h"
+#include "report/memory_verdict.h"
 #include "run/run_record.h"
 #include "schedule/ir/ir.h"
 #include "schedule/ir/summary.h"
@@ -79,8 +80,14 @@ struct Report {
   /// The run replaced every collective by a device copy of the same bytes (`exec --emulate-world`): its collective
   /// durations and exposed communication are not those of a real job and are not compared.
   bool collectives_emulated = false;
-  bool oom = false;
+  bool oom = false;  ///< memory.fit == out_of_memory
   std::string oom_reason;
+  /// The verdict every command prints (report/memory_verdict.h); a prediction carries the published error band, a
+  /// measurement none.
+  MemoryVerdict memory;
+  /// tokens/s per GPU × the published throughput band's ratios (equal to the prediction for a measurement).
+  double tokens_per_s_band_low = 0;
+  double tokens_per_s_band_high = 0;
   double peak_time_s = 0;  ///< from the start of the steady step
   std::string peak_op;     ///< the op whose allocation reached the peak
   std::string peak_phase;
@@ -100,9 +107,10 @@ struct Report {
 /// How much of the report to build: sweeps only need the headline figures.
 enum class ReportDetail : uint8_t { full, summary };
 
-/// Builds the report of a run. `summary` leaves out the per-op records and the collectives table.
+/// Builds the report of a run. `summary` leaves out the per-op records and the collectives table; `memory_margin` is
+/// the safety margin of the verdict.
 Report make_report(const Schedule& schedule, const Topology& topology, const RunRecord& run,
-                   ReportDetail detail = ReportDetail::full);
+                   ReportDetail detail = ReportDetail::full, double memory_margin = kDefaultMemoryMargin);
 
 /// Human-readable report.
 std::string report_text(const Report& report);

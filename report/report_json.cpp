@@ -19,6 +19,16 @@ std::string report_json(const Report& r) {
   j["peak_reserved_bytes"] = r.peak_reserved_bytes;
   j["gpu_memory_bytes"] = r.gpu_memory_bytes;
   j["oom"] = r.oom;
+  j["memory_verdict"] = {{"fit", to_string(r.memory.fit)},
+                         {"needed_bytes", r.memory.needed_bytes},
+                         {"gpu_memory_bytes", r.memory.gpu_memory_bytes},
+                         {"margin", r.memory.margin},
+                         {"band",
+                          {{"low_bytes", r.memory.band_low_bytes},
+                           {"high_bytes", r.memory.band_high_bytes},
+                           {"coverage", r.memory.band.coverage},
+                           {"published_runs", r.memory.band.runs}}}};
+  j["tokens_per_s_per_gpu_band"] = {r.tokens_per_s_band_low, r.tokens_per_s_band_high};
   j["memory_breakdown"] = r.memory_breakdown;
   j["source"] = r.source;
   j["model"] = r.model;

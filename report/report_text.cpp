@@ -39,22 +39,26 @@ void memory_section(const Report& r, std::ostringstream& out) {
     out << "  executor        " << format_bytes(r.executor_scratch_bytes)
         << " of scratch beyond that (GEMM operands and collective staging the IR does not hold; not counted above)\n";
   }
-  if (r.oom) {
-    out << "  verdict         OUT OF MEMORY: " << r.oom_reason << "\n";
-  } else {
-    out << "  verdict         fits, " << format_bytes(r.gpu_memory_bytes - needed - r.executor_scratch_bytes)
-        << " to spare" << (r.executor_scratch_bytes > 0 ? " (after the executor's scratch)" : "") << "\n";
-  }
-  out << "  at the peak (allocated):\n";
+  out << "  verdict         " << verdict_text(r.memory) << "\n";
+  if (r.oom) out << "                  " << r.oom_reason << "\n";
+  out << "  at the peak (allocated, and the overheads outside the allocator):\n";
+  int64_t total = 0;
   for (const auto& [category, bytes] : r.memory_breakdown) {
+    total += bytes;
     if (bytes == 0) continue;
     char line[128];
     std::snprintf(line, sizeof line, "    %-18s %12s\n", category.c_str(), format_bytes(bytes).c_str());
     out << line;
   }
+  // The breakdown adds up to the figure it explains: allocated at the peak + overheads, and with the allocator's
+  // reserve beyond the allocated peak, the needed memory of the verdict.
+  char sum[160];
+  std::snprintf(sum, sizeof sum, "    %-18s %12s = %s allocated + %s overheads\n", "sum", format_bytes(total).c_str(),
+                format_bytes(total - r.overheads.total()).c_str(), format_bytes(r.overheads.total()).c_str());
+  out << sum;
   out << "  allocator: " << r.cuda_malloc_calls_first_step << " cudaMalloc calls in the first step; "
       << format_bytes(r.fragmentation_bytes) << " reserved beyond the allocated peak (rounding, per-stream pools, "
-      << "split blocks)\n";
+      << "split blocks): sum + that = " << format_bytes(total + r.fragmentation_bytes) << " needed\n";
 }
 
 }  // namespace
@@ -74,6 +78,15 @@ std::string report_text(const Report& r) {
       << fixed(r.first_step_time_s, 3) << " s)\n";
   out << "throughput      " << fixed(r.tokens_per_s_per_gpu, 0) << " tokens/s per GPU, " << fixed(r.tflops_per_gpu, 1)
       << " TFLOP/s per GPU, MFU " << fixed(100 * r.mfu, 1) << "% of dense BF16 peak\n";
+  if (r.memory.band.runs > 0) {
+    const ErrorBand& b = published_error_bands().throughput;
+    out << "                " << fixed(100 * b.coverage, 0) << "% band " << fixed(r.tokens_per_s_band_low, 0) << "-"
+        << fixed(r.tokens_per_s_band_high, 0) << " tokens/s per GPU over " << b.runs << " published runs";
+    if (r.oom) out << "; not meaningful: the step does not fit in memory";
+    out << "\n";
+  } else if (r.oom) {
+    out << "                not meaningful: the step does not fit in memory\n";
+  }
   out << "exposed comm    " << fixed(r.exposed_comm_s, 3) << " s ("
       << fixed(r.step_time_s > 0 ? 100 * r.exposed_comm_s / r.step_time_s : 0, 1) << "% of the step) by phase:";
   for (const auto& [phase, s] : r.exposed_comm_by_phase_s) out << " " << phase << " " << fixed(s, 3) << " s";

@@ -49,6 +49,24 @@ TEST(Cli, SimulateWritesJsonAndTrace) {
   EXPECT_TRUE(std::ifstream(temp_path("t.json")).good());
 }
 
+TEST(Cli, FidelityRunsFromAnyFolder) {
+  // ctest runs this from the build tree, where no tests/fidelity/measurements.yaml exists: the suite is built in.
+  const Result r = run("fidelity --bands");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "{{0.")) << r.output;
+}
+
+TEST(Cli, EveryVerdictCarriesItsBand) {
+  const Result simulate = run("simulate --model llama3-8b --no-advice");
+  EXPECT_TRUE(contains(simulate.output, " published runs)")) << simulate.output;
+  const Result fit = run("fit --model llama3-8b --max-nodes 2");
+  EXPECT_TRUE(contains(fit.output, "(band ")) << fit.output;
+  EXPECT_TRUE(contains(fit.output, "published runs")) << fit.output;
+  const Result sweep = run("sweep --model llama3-8b --grid micro_batch_size=1,2 --expandable-segments");
+  EXPECT_EQ(sweep.exit_code, 0) << sweep.output;
+  EXPECT_TRUE(contains(sweep.output, "90% band")) << sweep.output;
+}
+
 TEST(Cli, SimulateAScheduleFile) {
   const std::string file = temp_path("l8.schedule.yaml");
   ASSERT_EQ(run("schedule --model llama3-8b --set nodes=2 -o " + file).exit_code, 0);

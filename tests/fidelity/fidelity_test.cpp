@@ -25,7 +25,7 @@ std::string row_yaml(const std::string& id, const std::string& role, double toke
          "}\n  software: fsdp2\n  model: llama3-8b\n"
          "  hardware: {gpu: h100-sxm, gpus: 8, gpus_per_node: 8}\n"
          "  config: {implementation: fsdp2, micro_batch_size: 1, global_batch_size: 8, seq_length: 8192,"
-         " recompute_granularity: selective_op, fused_cross_entropy: false}\n"
+         " recompute_granularity: selective_op, loss_implementation: eager_fp32}\n"
          "  measured: {tokens_per_s_per_gpu: " +
          std::to_string(tokens_per_s) + ", peak_memory_gib: " + std::to_string(memory_gib) +
          ", peak_memory_kind: max_memory_reserved}\n";
@@ -56,6 +56,45 @@ TEST(FidelityData, TheRealFileLoadsAndEveryExpressibleRowSimulates) {
     EXPECT_FALSE(r.points.empty()) << r.row->id;
     for (const FidelityPoint& p : r.points) EXPECT_GT(p.predicted, 0) << r.row->id << " " << p.metric;
   }
+}
+
+TEST(FidelityBands, TheCommittedBandsAreWhatTheSuiteGives) {
+  // Every verdict carries report/error_band.cpp's bands; they must be this suite's. When the suite changes, rerun
+  // `fsdpsim fidelity --bands` and commit what it prints.
+  const std::vector<FidelityRow> rows = load_embedded_fidelity_rows();
+  const ErrorBands bands = held_out_error_bands(run_fidelity(rows));
+  EXPECT_EQ(published_error_bands(), bands) << "report/error_band.cpp should hold " << error_bands_text(bands);
+  // The memory band is drawn from the held-out memory rows, and it brackets a perfect prediction.
+  EXPECT_GE(bands.memory.runs, 20);
+  EXPECT_LT(bands.memory.low_ratio, 1.0);
+  EXPECT_GT(bands.memory.high_ratio, 1.0);
+}
+
+TEST(FidelityBands, QuantilesInterpolateBetweenOrderStatistics) {
+  // Five held-out rows measured 10% under, 5% under, exact, 5% over, 20% over their predictions: ratios 0.9, 0.95,
+  // 1.0, 1.05, 1.2. The 5th percentile lies at h = 4 × 0.05 = 0.2 between 0.9 and 0.95: 0.91; the 95th at h = 3.8
+  // between 1.05 and 1.2: 1.17.
+  std::vector<FidelityRow> rows(5);
+  std::vector<FidelityResult> results(5);
+  const double measured[] = {90, 95, 100, 105, 120};
+  for (size_t i = 0; i < 5; ++i) {
+    rows[i].role = "held_out";
+    results[i].row = &rows[i];
+    results[i].points = {{"peak_memory_gib", measured[i], 100}};
+  }
+  const ErrorBands b = held_out_error_bands(results);
+  EXPECT_EQ(b.memory.runs, 5);
+  EXPECT_DOUBLE_EQ(b.memory.low_ratio, 0.91);
+  EXPECT_DOUBLE_EQ(b.memory.high_ratio, 1.17);
+  EXPECT_EQ(b.throughput.runs, 0);
+}
+
+TEST(FidelityData, TheBuiltInSuiteIsTheFile) {
+  // `fsdpsim fidelity` runs from any folder on the suite compiled in; it must be the file as committed.
+  const auto built_in = load_embedded_fidelity_rows();
+  const auto file = load_fidelity_rows(std::string(FSDPSIM_SOURCE_DIR) + "/tests/fidelity/measurements.yaml");
+  ASSERT_EQ(built_in.size(), file.size());
+  for (size_t i = 0; i < file.size(); ++i) EXPECT_EQ(built_in[i].id, file[i].id);
 }
 
 TEST(FidelityData, UnknownKeysAndGpusAreErrorsNamingTheFile) {

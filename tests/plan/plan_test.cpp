@@ -1,6 +1,8 @@
 // Sweeps, fits and OOM advice over the simulator.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "common/error.h"
 #include "plan/advice.h"
 #include "plan/fit.h"
@@ -9,6 +11,12 @@
 
 namespace fsdpsim {
 namespace {
+
+EvaluateOptions with_margin(double margin) {
+  EvaluateOptions o;
+  o.memory_margin = margin;
+  return o;
+}
 
 SweepSpec llama8b_spec() {
   SweepSpec spec;
@@ -76,7 +84,7 @@ TEST(Sweep, APointThatThrowsIsThatPointsErrorAndTheSweepGoesOn) {
   // threads, nor the program.
   spec.evaluate = [&spec](const FsdpConfig& config) {
     if (config.micro_batch_size == 2) throw InternalError("a broken invariant at this point");
-    return evaluate_config(spec.model, spec.topology, config, spec.memory_margin, spec.steps);
+    return evaluate_config(spec.model, spec.topology, config, spec.evaluation);
   };
   const auto results = run_sweep(spec);
   ASSERT_EQ(results.size(), 3u);
@@ -95,14 +103,17 @@ TEST(Sweep, RankingPutsFittingFirstThenByTheCriterion) {
   std::vector<SweepResult> r(4);
   r[0].valid = true;  // fits, slow, cheap on memory
   r[0].fits = true;
+  r[0].memory.fit = MemoryFit::fits;
   r[0].tokens_per_s_per_gpu = 100;
   r[0].needed_bytes = 10;
   r[0].gpu_seconds_per_million_tokens = 5;
   r[1].valid = true;  // does not fit
+  r[1].memory.fit = MemoryFit::out_of_memory;
   r[1].needed_bytes = 90;
   r[2].valid = false;  // cannot be built
   r[3].valid = true;   // fits, fast, needs more memory, costs more
   r[3].fits = true;
+  r[3].memory.fit = MemoryFit::fits;
   r[3].tokens_per_s_per_gpu = 200;
   r[3].needed_bytes = 50;
   r[3].gpu_seconds_per_million_tokens = 7;
@@ -119,25 +130,52 @@ TEST(Fit, SmallestGpuCountFitsAndOneNodeFewerDoesNot) {
   apply_override(base, "recompute_granularity=full");
   const ModelSpec model = model_preset("llama3-70b");
   const Topology topology = topology_preset("dgx-h100-ndr");
-  const FitAnswer a = fit(model, topology, base, FitTarget::gpus, 0.10, 64);
+  const FitAnswer a = fit(model, topology, base, FitTarget::gpus, with_margin(0.10), 64);
   ASSERT_TRUE(a.found) << a.explanation;
   EXPECT_TRUE(a.result.fits);
   const int32_t nodes = a.result.gpus / 8;
   ASSERT_GT(nodes, 1);  // 16 B × 70.55e9 / 8 = 141 GB: one node cannot hold the sharded state
   FsdpConfig fewer = base;
   apply_override(fewer, "nodes=" + std::to_string(nodes - 1));
-  EXPECT_FALSE(evaluate_config(model, topology, fewer, 0.10, 2).fits);
+  EXPECT_FALSE(evaluate_config(model, topology, fewer, with_margin(0.10)).fits);
+}
+
+TEST(Fit, FindsTheTrueMinimumWhenMemoryIsNotMonotoneInTheNodeCount) {
+  // A constructed memory curve over 1..8 nodes: 3 nodes fit, 4 do not (the allocator can make more GPUs need more,
+  // 405B: 16 nodes 72.7 GiB against 14 nodes 71.8 GiB), 5 and more fit. Probing 1, 2, 4, 8 and bisecting between 4
+  // and 8 would answer 5.
+  const std::map<int32_t, int64_t> needed_gib{{1, 120}, {2, 90}, {3, 70}, {4, 78}, {5, 69}, {6, 66}, {7, 64}, {8, 62}};
+  const ConfigEvaluator curve = [&](const FsdpConfig& c) {
+    SweepResult r;
+    r.valid = true;
+    r.gpus = c.nodes * 8;
+    r.memory = memory_verdict(needed_gib.at(c.nodes) << 30, int64_t{80} << 30, false, 0.05, ErrorBand{});
+    r.needed_bytes = r.memory.needed_bytes;
+    r.fits = r.memory.fit == MemoryFit::fits;
+    return r;
+  };
+  const FitAnswer a = fit(model_preset("llama3-8b"), topology_preset("dgx-h100-ndr"), FsdpConfig{}, FitTarget::gpus,
+                          with_margin(0.05), 8, curve);
+  ASSERT_TRUE(a.found);
+  EXPECT_EQ(a.assignment, "nodes=3");
+  EXPECT_NE(a.note.find("not monotone"), std::string::npos) << a.note;
+  EXPECT_NE(a.note.find("nodes=4"), std::string::npos) << a.note;
+  // Every candidate below the first fit was simulated, and the search lists them in order.
+  std::vector<std::string> tried;
+  for (const auto& [assignment, r] : a.tried) tried.push_back(assignment);
+  EXPECT_EQ(tried, (std::vector<std::string>{"nodes=1", "nodes=2", "nodes=3", "nodes=4", "nodes=5", "nodes=6",
+                                             "nodes=7", "nodes=8"}));
 }
 
 TEST(Fit, LargestMicroBatchFitsAndOneMoreDoesNot) {
   const ModelSpec model = model_preset("llama3-8b");
   const Topology topology = topology_preset("dgx-h100-ndr");
-  const FitAnswer a = fit(model, topology, FsdpConfig{}, FitTarget::micro_batch_size, 0.05);
+  const FitAnswer a = fit(model, topology, FsdpConfig{}, FitTarget::micro_batch_size, with_margin(0.05));
   ASSERT_TRUE(a.found) << a.explanation;
   const int64_t mbs = std::stoll(a.assignment.substr(a.assignment.find('=') + 1));
   FsdpConfig more;
   apply_override(more, "micro_batch_size=" + std::to_string(mbs + 1));
-  EXPECT_FALSE(evaluate_config(model, topology, more, 0.05, 2).fits);
+  EXPECT_FALSE(evaluate_config(model, topology, more, with_margin(0.05)).fits);
 }
 
 TEST(Advice, ListsChangesThatFitFirstFastestFirst) {
@@ -148,8 +186,8 @@ TEST(Advice, ListsChangesThatFitFirstFastestFirst) {
   apply_override(c, "seq_length=8192");
   const ModelSpec model = model_preset("llama3-70b");
   const Topology topology = topology_preset("dgx-h100-ndr");
-  ASSERT_FALSE(evaluate_config(model, topology, c, 0.05, 2).fits);
-  const auto advice = oom_advice(model, topology, c, 0.05);
+  ASSERT_FALSE(evaluate_config(model, topology, c, with_margin(0.05)).fits);
+  const auto advice = oom_advice(model, topology, c, with_margin(0.05));
   ASSERT_FALSE(advice.empty());
   EXPECT_TRUE(advice.front().result.fits);
   bool full_recompute_fits = false;

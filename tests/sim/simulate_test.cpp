@@ -53,6 +53,21 @@ TEST(Simulate, Llama8bOnOneNodeFits) {
   EXPECT_GE(r.first_step_time_s, r.step_time_s);  // the first step also pays for new allocator segments
 }
 
+TEST(Simulate, ThePeakBreakdownAddsUpToTheFigureOfTheVerdict) {
+  // The categories at the allocated peak plus the overheads, plus what the allocator reserved beyond that peak, are
+  // the needed memory the verdict states: nothing is left out or counted twice.
+  for (const auto& sets : std::vector<std::vector<std::string>>{
+           {}, {"implementation=fsdp2", "seq_length=8192"}, {"recompute_granularity=full", "nodes=2"}}) {
+    const Report r = simulate("llama3-8b", sets);
+    int64_t sum = 0;
+    for (const auto& [category, bytes] : r.memory_breakdown) sum += bytes;
+    EXPECT_EQ(sum, r.peak_allocated_bytes + r.overheads.total());
+    EXPECT_EQ(sum + r.fragmentation_bytes, r.memory.needed_bytes);
+    EXPECT_EQ(r.memory.needed_bytes, r.peak_reserved_bytes + r.overheads.total());
+    EXPECT_EQ(r.memory.band.runs, published_error_bands().memory.runs);  // a prediction carries the band
+  }
+}
+
 TEST(Simulate, MegatronReferenceJobPeakAsTheCodeImpliesIt) {
   // Llama-3-70B on 64 H100s (8 DGX nodes), optim_grads_params, TP 1, sequence 8192, GBS 128 (2 micro-batches), full
   // recompute of every layer (the builder audit's reference job). The peak is layer.78's backward of micro-batch 0:

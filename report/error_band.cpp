@@ -1,0 +1,14 @@
+// The error bands every verdict carries, from the public fidelity suite's held-out rows (tests/fidelity/): measured /
+// predicted at the 5th and 95th percentiles. Written by `fsdpsim fidelity --bands`; tests/fidelity/fidelity_test.cpp
+// recomputes them from the suite and fails when they differ, so the bands change whenever the suite does.
+#include "report/memory_verdict.h"
+
+namespace fsdpsim {
+
+const ErrorBands& published_error_bands() {
+  // {memory}, {throughput}: low ratio, high ratio, coverage, held-out runs.
+  static const ErrorBands bands{{0.8750, 1.1198, 0.90, 24}, {0.7642, 1.2111, 0.90, 54}};
+  return bands;
+}
+
+}  // namespace fsdpsim
