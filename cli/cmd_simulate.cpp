@@ -1,6 +1,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/job_options.h"
@@ -45,12 +46,20 @@ void register_simulate(CLI::App& app) {
                 "model PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
   cmd->add_option("--html", options->html, "write a self-contained HTML report (timeline, memory, advice)");
   cmd->add_flag("--no-advice", options->no_advice, "do not simulate what would make an OOM configuration fit");
-  cmd->add_option("--margin", options->margin, "memory margin the OOM advice keeps free")->capture_default_str();
+  cmd->add_option("--margin", options->margin,
+                  "safety margin: needing more than (1 - margin) of the GPU's memory is 'at risk'")
+      ->capture_default_str();
   cmd->callback([options] {
     Topology topology;
     std::vector<std::string> read_not_modelled;
+    // The resolved configuration, for the HTML report; none when the schedule comes from a file.
+    std::optional<FsdpConfig> config;
     const Schedule schedule =
-        load_or_build_schedule_for_cli(options->schedule_file, options->job, &topology, &read_not_modelled);
+        load_or_build_schedule(options->schedule_file, options->job, &topology, [&](const Job& job) {
+          maybe_print_config(options->job, job);
+          read_not_modelled = job.read_not_modelled;
+          config = job.config;
+        });
     if (!options->profile.empty()) topology.gpu = load_gpu_profile(options->profile);
     SimOptions sim;
     sim.steps = options->steps;
@@ -58,20 +67,25 @@ void register_simulate(CLI::App& app) {
     sim.record_timeline = true;
     sim.allocator_capacity_bytes = 0;
     const RunRecord run = run_schedule(schedule, topology, sim);
-    Report report = make_report(schedule, topology, run);
+    Report report = make_report(schedule, topology, run, ReportDetail::full, options->margin);
     report.read_not_modelled = read_not_modelled;
     std::cout << report_text(report);
     std::vector<AdviceItem> advice;
     if (report.oom && !options->no_advice && options->schedule_file.empty()) {
       // What would make it fit: each single change simulated (the job's own inputs, so only when it was built).
       const JobInputs inputs = load_job_inputs(options->job);
-      advice = oom_advice(inputs.model, topology, inputs.config, options->margin);
+      EvaluateOptions evaluation;
+      evaluation.memory_margin = options->margin;
+      evaluation.steps = options->steps;
+      evaluation.expandable_segments = options->expandable_segments;
+      advice = oom_advice(inputs.model, topology, inputs.config, evaluation);
       std::cout << advice_text(advice);
     }
     if (!options->json.empty()) write_text_file(options->json, report_json(report), "--json");
     if (!options->trace.empty()) write_text_file(options->trace, chrome_trace(schedule, run), "--trace");
     if (!options->html.empty())
-      write_text_file(options->html, html_run_report(schedule, run, report, advice), "--html");
+      write_text_file(options->html, html_run_report(schedule, run, report, advice, config ? &*config : nullptr),
+                      "--html");
   });
 }
 

@@ -26,8 +26,9 @@ std::string memory_chart(const RunRecord& run, const Report& report);
 std::string breakdown_chart(const Report& report);
 
 /// Needed memory against tokens/s per GPU for every valid result: fitting and OOM points, the GPU memory as a
-/// vertical line, the Pareto front (`front`, from pareto_front()) as a connected, highlighted line.
-/// Wrapped in <div id="scatter">.
+/// vertical line, the Pareto front of the fitting points (`front`, from pareto_front()) as a connected, highlighted
+/// line. The memory axis spans the fitting points and the GPU memory; points needing more are drawn at its right edge
+/// (data-off-chart, outlined dashed) and counted in a note under the chart. Wrapped in <div id="scatter">.
 std::string scatter_chart(const std::vector<SweepResult>& results, const std::vector<size_t>& front);
 
 }  // namespace fsdpsim::html

@@ -38,7 +38,10 @@ std::string html_escape(std::string_view text) {
 namespace html {
 namespace {
 
-// Inline style: system fonts only (no web fonts, nothing fetched), light colours that print well.
+// Inline style: system fonts only (no web fonts, nothing fetched), light colours that print well. The self-check's
+// <pre> is for tests reading a dumped DOM, not for people: display:none keeps it off the page (and out of print) while
+// the script still writes into it; its tag stays bare because tests match it exactly. Throughput figures of a run
+// that does not fit (if-it-fit) are greyed and starred.
 constexpr const char* kStyle = R"(<style>
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;margin:24px;color:#222;
 background:#fff;max-width:1240px}
@@ -52,12 +55,13 @@ tr.invalid{color:#999}
 .cards{display:flex;flex-wrap:wrap;gap:8px;margin:10px 0}
 .card{border:1px solid #ddd;border-radius:4px;padding:6px 10px;min-width:130px}
 .card .k{font-size:11px;color:#666;text-transform:uppercase}.card .v{font-size:18px;font-weight:600}
-.verdict-ok{color:#2e7d32}.verdict-oom{color:#c62828}
+.verdict-ok{color:#2e7d32}.verdict-risk{color:#b26a00}.verdict-oom{color:#c62828}
 .legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;margin:4px 0 4px 120px}
 .sw{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px;border:1px solid #0003}
 svg{max-width:100%;height:auto;font-size:11px}
 .note{font-size:12px;color:#666}
-pre#fsdpsim-selfcheck{font-size:11px;color:#888}
+.card .v.if-it-fit{color:#888}.if-it-fit-mark{color:#c62828;font-weight:600;margin-left:2px}
+pre#fsdpsim-selfcheck{display:none}
 </style>
 )";
 

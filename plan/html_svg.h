@@ -60,8 +60,9 @@ struct SelfCheck {
 
 /// The document up to and including the opening <body> and the page title; `title` is escaped.
 std::string page_begin(const std::string& title);
-/// The self-check <pre id="fsdpsim-selfcheck"> and its script, then the end of the document. With `list_pareto`
-/// the script also lists the data-index of every element marked data-pareto="1" ("pareto-indices=0,2,5").
+/// The self-check <pre id="fsdpsim-selfcheck"> (hidden from readers by the page's style; a dumped DOM shows what the
+/// script wrote there) and its script, then the end of the document. With `list_pareto` the script also lists the
+/// data-index of every element marked data-pareto="1" ("pareto-indices=0,2,5").
 std::string page_end(const std::vector<SelfCheck>& checks, bool list_pareto);
 
 }  // namespace fsdpsim::html

@@ -25,18 +25,29 @@ constexpr size_t kTableRows = 50;
 struct Frame {
   double xmax_bytes = 1;
   double ymax = 1;  // tokens/s per GPU
-  [[nodiscard]] double x(double bytes) const { return kMarginLeftPx + bytes / xmax_bytes * kPlotWidthPx; }
+  /// Memory beyond the axis is drawn at its right edge (see off_chart()).
+  [[nodiscard]] double x(double bytes) const {
+    return kMarginLeftPx + std::min(bytes, xmax_bytes) / xmax_bytes * kPlotWidthPx;
+  }
   [[nodiscard]] double y(double tps) const { return kTopPx + kPlotHeightPx * (1.0 - tps / ymax); }
+  [[nodiscard]] bool off_chart(int64_t bytes) const { return static_cast<double>(bytes) > xmax_bytes; }
 };
 
+// The memory axis spans the fitting points and the GPU memory lines, with 10 % to spare: a reader chooses among the
+// fitting points, and one OOM point needing many times the memory would squash them all against the left edge. Points
+// beyond the axis are drawn clipped at its right edge. Only with no fitting point and no known GPU memory do the OOM
+// points set the axis.
 Frame scatter_frame(const std::vector<SweepResult>& results) {
-  double x = 0, y = 0;
+  double fitting_x = 0, any_x = 0, y = 0;
   for (const SweepResult& r : results) {
     if (!r.valid) continue;
-    x = std::max({x, static_cast<double>(r.needed_bytes), static_cast<double>(r.gpu_memory_bytes)});
+    any_x = std::max(any_x, static_cast<double>(r.needed_bytes));
+    fitting_x = std::max(fitting_x, static_cast<double>(r.gpu_memory_bytes));
+    if (r.fits) fitting_x = std::max(fitting_x, static_cast<double>(r.needed_bytes));
     y = std::max(y, r.tokens_per_s_per_gpu);
   }
-  return Frame{x > 0 ? x * 1.08 : 1.0, y > 0 ? y * 1.1 : 1.0};
+  const double x = fitting_x > 0 ? fitting_x : any_x;
+  return Frame{x > 0 ? x * 1.1 : 1.0, y > 0 ? y * 1.1 : 1.0};
 }
 
 std::string axes(const Frame& f) {
@@ -85,10 +96,11 @@ std::string gpu_memory_lines(const std::vector<SweepResult>& results, const Fram
   return out;
 }
 
-std::string point_title(const std::vector<SweepResult>& results, size_t i) {
+std::string point_title(const std::vector<SweepResult>& results, size_t i, bool off_chart) {
   const SweepResult& r = results[i];
   return html_escape("#" + std::to_string(i) + " " + join(r.assignments, " ") + "\nneeds " +
-                     format_bytes(r.needed_bytes) + (r.fits ? " (fits)" : " (OOM)") + "\n" +
+                     format_bytes(r.needed_bytes) + (r.fits ? " (fits)" : " (OOM)") +
+                     (off_chart ? ", off the chart: drawn at its right edge" : "") + "\n" +
                      grouped(r.tokens_per_s_per_gpu) + " tokens/s per GPU, step " + seconds(r.step_time_s));
 }
 
@@ -100,12 +112,16 @@ std::string points(const std::vector<SweepResult>& results, const std::vector<si
     for (size_t i = 0; i < results.size(); ++i) {
       const SweepResult& r = results[i];
       if (!r.valid || on_front[i] != front_pass) continue;
+      // A point clipped at the right edge is outlined dashed, so it does not pass for one that needs that memory.
+      const bool off = f.off_chart(r.needed_bytes);
+      const std::string stroke = front_pass ? "stroke=\"" + std::string(kFrontColour) + "\" stroke-width=\"2\""
+                                 : off      ? "stroke=\"#333\" stroke-width=\"1.5\" stroke-dasharray=\"2 1.5\""
+                                            : "stroke=\"#fff\" stroke-width=\"0.5\"";
       out += "<circle data-point=\"1\" data-index=\"" + std::to_string(i) + "\" data-fits=\"" + (r.fits ? "1" : "0") +
-             "\" data-pareto=\"" + (front_pass ? "1" : "0") + "\" cx=\"" +
+             "\" data-pareto=\"" + (front_pass ? "1" : "0") + "\"" + (off ? " data-off-chart=\"1\"" : "") + " cx=\"" +
              px(f.x(static_cast<double>(r.needed_bytes))) + "\" cy=\"" + px(f.y(r.tokens_per_s_per_gpu)) + "\" r=\"" +
-             (front_pass ? "6" : "4") + "\" fill=\"" + (r.fits ? kFitsColour : kOomColour) + "\" stroke=\"" +
-             (front_pass ? kFrontColour : "#fff") + "\" stroke-width=\"" + (front_pass ? "2" : "0.5") + "\"><title>" +
-             point_title(results, i) + "</title></circle>\n";
+             (front_pass ? "6" : "4") + "\" fill=\"" + (r.fits ? kFitsColour : kOomColour) + "\" " + stroke +
+             "><title>" + point_title(results, i, off) + "</title></circle>\n";
     }
   }
   return out;
@@ -126,14 +142,14 @@ std::string front_line(const std::vector<SweepResult>& results, const std::vecto
 
 std::string front_table(const std::vector<SweepResult>& results, const std::vector<size_t>& front) {
   std::string out =
-      "<table id=\"pareto\"><thead><tr><th>#</th><th>configuration</th><th>fits</th>"
+      "<table id=\"pareto\"><thead><tr><th>#</th><th>configuration</th>"
       "<th>needed memory</th><th>tokens/s per GPU</th><th>step time</th></tr></thead><tbody>\n";
-  for (const size_t i : front) {
+  for (const size_t i : front) {  // every point of the front fits
     const SweepResult& r = results[i];
-    out += "<tr class=\"" + std::string(r.fits ? "fits" : "oom") + "\"><td class=\"num\">" + std::to_string(i) +
-           "</td><td>" + html_escape(join(r.assignments, " ")) + "</td><td>" + (r.fits ? "yes" : "OOM") +
-           "</td><td class=\"num\">" + format_bytes(r.needed_bytes) + "</td><td class=\"num\">" +
-           grouped(r.tokens_per_s_per_gpu) + "</td><td class=\"num\">" + seconds(r.step_time_s) + "</td></tr>\n";
+    out += "<tr class=\"fits\"><td class=\"num\">" + std::to_string(i) + "</td><td>" +
+           html_escape(join(r.assignments, " ")) + "</td><td class=\"num\">" + format_bytes(r.needed_bytes) +
+           "</td><td class=\"num\">" + grouped(r.tokens_per_s_per_gpu) + "</td><td class=\"num\">" +
+           seconds(r.step_time_s) + "</td></tr>\n";
   }
   return out + "</tbody></table>\n";
 }
@@ -174,23 +190,36 @@ std::string scatter_chart(const std::vector<SweepResult>& results, const std::ve
   const double height = kTopPx + kPlotHeightPx + kAxisHeightPx;
   std::string out = "<div id=\"scatter\">\n" + legend({{kFitsColour, "fits"},
                                                        {kOomColour, "does not fit (OOM)"},
-                                                       {kFrontColour, "Pareto front (outlined points)"},
+                                                       {kFrontColour, "Pareto front of the fitting points (outlined)"},
                                                        {kGpuMemoryColour, "GPU memory"}});
   out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + px(width) + "\" height=\"" + px(height) +
-         "\" viewBox=\"0 0 " + px(width) + " " + px(height) +
+         "\" viewBox=\"0 0 " + px(width) + " " + px(height) + "\" data-memory-axis-bytes=\"" + fixed(f.xmax_bytes, 0) +
          "\" role=\"img\" aria-label=\"memory against throughput\">\n";
   out += axes(f) + gpu_memory_lines(results, f) + front_line(results, front, f) + points(results, front, f);
-  return out + "</svg>\n" + front_table(results, front) + "</div>\n";
+  out += "</svg>\n";
+  size_t off = 0;
+  int64_t most = 0;
+  for (const SweepResult& r : results) {
+    if (!r.valid || !f.off_chart(r.needed_bytes)) continue;
+    ++off;
+    most = std::max(most, r.needed_bytes);
+  }
+  if (off > 0) {
+    out += "<p id=\"off-chart\" class=\"note\">" + std::to_string(off) + (off == 1 ? " point needs" : " points need") +
+           " more memory than the axis shows (up to " + format_bytes(most) +
+           "): drawn at its right edge, outlined dashed.</p>\n";
+  }
+  return out + front_table(results, front) + "</div>\n";
 }
 
 }  // namespace html
 
 std::vector<size_t> pareto_front(const std::vector<SweepResult>& results) {
-  std::vector<size_t> valid;
+  std::vector<size_t> fitting;
   for (size_t i = 0; i < results.size(); ++i) {
-    if (results[i].valid) valid.push_back(i);
+    if (results[i].valid && results[i].fits) fitting.push_back(i);
   }
-  std::sort(valid.begin(), valid.end(), [&](size_t a, size_t b) {
+  std::sort(fitting.begin(), fitting.end(), [&](size_t a, size_t b) {
     const SweepResult& ra = results[a];
     const SweepResult& rb = results[b];
     if (ra.needed_bytes != rb.needed_bytes) return ra.needed_bytes < rb.needed_bytes;
@@ -201,12 +230,12 @@ std::vector<size_t> pareto_front(const std::vector<SweepResult>& results) {
   // that needs less; points equal to it are kept with it.
   std::vector<size_t> front;
   double best = -std::numeric_limits<double>::infinity();
-  for (size_t i = 0; i < valid.size();) {
+  for (size_t i = 0; i < fitting.size();) {
     size_t j = i;
-    const double fastest = results[valid[i]].tokens_per_s_per_gpu;
-    while (j < valid.size() && results[valid[j]].needed_bytes == results[valid[i]].needed_bytes) ++j;
+    const double fastest = results[fitting[i]].tokens_per_s_per_gpu;
+    while (j < fitting.size() && results[fitting[j]].needed_bytes == results[fitting[i]].needed_bytes) ++j;
     if (fastest > best) {
-      for (size_t k = i; k < j && results[valid[k]].tokens_per_s_per_gpu == fastest; ++k) front.push_back(valid[k]);
+      for (size_t k = i; k < j && results[fitting[k]].tokens_per_s_per_gpu == fastest; ++k) front.push_back(fitting[k]);
       best = fastest;
     }
     i = j;
@@ -226,11 +255,12 @@ std::string html_sweep_report(const std::vector<SweepResult>& results, const std
   out += "<p class=\"sub\">" + std::to_string(results.size()) + " points: " + std::to_string(valid) + " valid, " +
          std::to_string(fitting) + " fit, " + std::to_string(valid - fitting) + " do not fit, " +
          std::to_string(results.size() - valid) + " invalid; " + std::to_string(front.size()) +
-         " on the Pareto front of memory and throughput.</p>\n";
+         " fitting on the Pareto front of memory and throughput.</p>\n";
   out += "<h2>Ranking</h2>\n" + html::ranked_table(results, order);
   out +=
-      "<h2>Memory against throughput</h2>\n<p class=\"note\">Every valid point; a point is on the Pareto front "
-      "when no other point needs less memory and gives more tokens/s per GPU.</p>\n" +
+      "<h2>Memory against throughput</h2>\n<p class=\"note\">Every valid point; a fitting point is on the Pareto "
+      "front when no other fitting point needs less memory and gives more tokens/s per GPU. Points that do not fit "
+      "are left off the front: their throughput cannot be had.</p>\n" +
       html::scatter_chart(results, front);
   // The front's line has an area only when it joins two different points.
   const bool line_drawn =
@@ -239,7 +269,7 @@ std::string html_sweep_report(const std::vector<SweepResult>& results, const std
   out += html::page_end({{"points", "#scatter [data-point]", valid > 0},
                          {"fitting", "#scatter [data-point][data-fits='1']", false},
                          {"oom", "#scatter [data-point][data-fits='0']", false},
-                         {"pareto", "#scatter [data-point][data-pareto='1']", valid > 0},
+                         {"pareto", "#scatter [data-point][data-pareto='1']", fitting > 0},
                          {"pareto-line", "#scatter [data-pareto-line]", line_drawn},
                          {"gpu-memory-lines", "#scatter [data-gpu-memory]", valid > 0},
                          {"table-rows", "#ranked tbody tr", !order.empty(), false}},

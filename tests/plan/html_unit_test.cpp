@@ -99,6 +99,150 @@ TEST(HtmlEscape, InputTextNeverReachesThePageUnescaped) {
   EXPECT_NE(html.find("Out of memory: needs 90 GiB &gt; 80 GiB"), std::string::npos);
 }
 
+// The table between `<table id="ID"` and its end; empty when the page has none.
+std::string table_with_id(const std::string& html, const std::string& id) {
+  const size_t begin = html.find("<table id=\"" + id + "\"");
+  if (begin == std::string::npos) return "";
+  return html.substr(begin, html.find("</table>", begin) - begin);
+}
+
+TEST(HtmlRunConfig, TableShowsTheJobsSettings) {
+  Case c = merging_case();
+  c.report.world_size = 16;
+  c.report.model_size.params = 8'030'000'000;
+  c.report.model_size.active_params = 8'030'000'000;
+  FsdpConfig config;
+  config.data_parallel_sharding_strategy = ShardingStrategy::optim_grads;
+  config.tp = 2;
+  config.cp = 2;
+  config.ep = 4;
+  config.micro_batch_size = 2;
+  config.global_batch_size = 64;
+  config.seq_length = 8192;
+  config.recompute_granularity = Recompute::full;
+  config.recompute_method = RecomputeMethod::block;
+  config.recompute_num_layers = 3;
+  config.grad_comm_dtype = "fp32";
+  config.exp_avg_sq_dtype = DType::bf16;
+  const std::string html = html_run_report(c.schedule, c.run, c.report, {}, &config);
+  const std::string table = table_with_id(html, "config");
+  ASSERT_FALSE(table.empty());
+  for (const char* row :
+       {"<tr data-key=\"implementation\"><th>implementation</th><td>megatron_fsdp</td></tr>",
+        "<tr data-key=\"data_parallel_sharding_strategy\"><th>sharding strategy</th><td>optim_grads</td></tr>",
+        "<tr data-key=\"tp\"><th>tensor parallel</th><td>2</td></tr>",
+        "<tr data-key=\"cp\"><th>context parallel</th><td>2</td></tr>",
+        "<tr data-key=\"ep\"><th>expert parallel</th><td>4 (expert tensor parallel 1)</td></tr>",
+        "<tr data-key=\"pp\"><th>pipeline parallel</th><td>1 (not modelled)</td></tr>",
+        // 16 GPUs / (tp 2 × cp 2) = 4.
+        "<tr data-key=\"dp\"><th>data parallel</th><td>4 (GPUs / (tp × cp))</td></tr>",
+        "<tr data-key=\"micro_batch_size\"><th>micro-batch size</th><td>2 sequences</td></tr>",
+        "<tr data-key=\"global_batch_size\"><th>global batch</th><td>64 sequences</td></tr>",
+        "<tr data-key=\"seq_length\"><th>sequence length</th><td>8192 tokens</td></tr>",
+        "<tr data-key=\"recompute_granularity\"><th>recompute</th><td>full, method block, 3 layers</td></tr>",
+        "<tr data-key=\"param_dtype\"><th>parameters</th><td>bf16</td></tr>",
+        "<tr data-key=\"main_params_dtype\"><th>main weights</th><td>fp32</td></tr>",
+        // main_grads_dtype auto: the parameter dtype; grad_comm_dtype given as fp32.
+        "<tr data-key=\"main_grads_dtype\"><th>gradients</th><td>bf16 (auto)</td></tr>",
+        "<tr data-key=\"grad_comm_dtype\"><th>gradient communication</th><td>fp32</td></tr>",
+        "<tr data-key=\"exp_avg_dtype\"><th>optimizer states</th><td>exp_avg fp32, exp_avg_sq bf16</td></tr>"}) {
+    EXPECT_NE(table.find(row), std::string::npos) << row;
+  }
+  // The model's size sits with the model in the job table.
+  EXPECT_NE(table_with_id(html, "job").find("<tr><th>model size</th><td>" + model_size_text(c.report.model_size)),
+            std::string::npos);
+  EXPECT_EQ(html, html_run_report(c.schedule, c.run, c.report, {}, &config));
+  // Without a configuration (a schedule read from a file) there is no table.
+  EXPECT_EQ(html_run_report(c.schedule, c.run, c.report, {}).find("id=\"config\""), std::string::npos);
+}
+
+TEST(HtmlRunConfig, GlobalBatchZeroShowsWhatTheScheduleMadeOfIt) {
+  // global_batch_size 0: one micro-batch per data-parallel rank; the schedule's 131,072 tokens per step over 4,096
+  // tokens per sequence are 32 sequences. Selective recompute names its modules.
+  Case c = merging_case();
+  c.schedule.info.global_tokens_per_step = 131072;
+  FsdpConfig config;
+  config.global_batch_size = 0;
+  config.seq_length = 4096;
+  config.recompute_granularity = Recompute::selective;
+  config.recompute_modules = {RecomputeModule::core_attn, RecomputeModule::mlp};
+  const std::string table = table_with_id(html_run_report(c.schedule, c.run, c.report, {}, &config), "config");
+  EXPECT_NE(table.find("<th>global batch</th><td>32 sequences (0 given: one micro-batch per data-parallel rank)</td>"),
+            std::string::npos);
+  EXPECT_NE(table.find("<th>recompute</th><td>selective (core_attn, mlp)</td>"), std::string::npos);
+  // world_size 0 (not known): no data-parallel row rather than a made-up one.
+  EXPECT_EQ(table.find("data-key=\"dp\""), std::string::npos);
+  // A schedule that does not record its tokens per step: only the rule, not "0 sequences".
+  c.schedule.info.global_tokens_per_step = 0;
+  EXPECT_NE(table_with_id(html_run_report(c.schedule, c.run, c.report, {}, &config), "config")
+                .find("<th>global batch</th><td>0 given: one micro-batch per data-parallel rank</td>"),
+            std::string::npos);
+}
+
+TEST(HtmlRunCollectives, OneRowPerCollectiveAndNoTableWithoutThem) {
+  Case c = merging_case();
+  EXPECT_EQ(html_run_report(c.schedule, c.run, c.report, {}).find("id=\"collectives\""), std::string::npos);
+  CollectiveTotals ag;
+  ag.kind = OpKind::all_gather;
+  ag.group = "dp<shard>";
+  ag.ranks = 8;
+  ag.domains = 1;
+  ag.count = 64;
+  ag.size_bytes = kGiB;
+  ag.busy_ns = 12'500'000;
+  ag.algorithm = "Ring/Simple";
+  ag.busbw_bytes_per_s = 350e9;
+  CollectiveTotals rs = ag;
+  rs.kind = OpKind::reduce_scatter;
+  rs.group = "dp";
+  rs.domains = 2;
+  rs.count = 32;
+  rs.size_bytes = 512 * kMiB;
+  rs.busy_ns = 3'000'000;
+  rs.algorithm = "NVLS/Simple";
+  rs.busbw_bytes_per_s = 480.25e9;
+  c.report.collectives = {ag, rs};
+  const std::string html = html_run_report(c.schedule, c.run, c.report, {});
+  const std::string table = table_with_id(html, "collectives");
+  ASSERT_FALSE(table.empty());
+  EXPECT_EQ(occurrences(table, "<tr><td>"), 2u);
+  EXPECT_NE(table.find("<tr><td>all_gather</td><td>dp&lt;shard&gt;</td><td class=\"num\">8</td><td class=\"num\">1"
+                       "</td><td class=\"num\">64</td><td class=\"num\">" +
+                       format_bytes(kGiB) + "</td><td class=\"num\">" + format_time_ns(12'500'000) +
+                       "</td><td>Ring/Simple</td><td class=\"num\">350.0 GB/s</td></tr>"),
+            std::string::npos);
+  EXPECT_NE(table.find("<tr><td>reduce_scatter</td><td>dp</td><td class=\"num\">8</td><td class=\"num\">2</td>"
+                       "<td class=\"num\">32</td><td class=\"num\">" +
+                       format_bytes(512 * kMiB) + "</td><td class=\"num\">" + format_time_ns(3'000'000) +
+                       "</td><td>NVLS/Simple</td><td class=\"num\">480.2 GB/s</td></tr>"),
+            std::string::npos);
+  // The page's self-check counts the rows a browser drew.
+  EXPECT_NE(html.find("[\"collective-rows\", \"#collectives tbody tr\", 1, 0]"), std::string::npos);
+}
+
+TEST(HtmlRunOom, ThroughputIsMarkedOnlyWhenTheRunDoesNotFit) {
+  Case c = merging_case();
+  c.report.step_time_s = 2.0;
+  c.report.tokens_per_s_per_gpu = 1234;
+  const std::string fits = html_run_report(c.schedule, c.run, c.report, {});
+  EXPECT_EQ(fits.find("class=\"v if-it-fit\""), std::string::npos);
+  EXPECT_EQ(fits.find("if-it-fit-mark\">"), std::string::npos);
+  EXPECT_EQ(fits.find("id=\"if-it-fit-note\""), std::string::npos);
+  c.report.oom = true;
+  c.report.oom_reason = "needs 90 GiB > 80 GiB";
+  const std::string oom = html_run_report(c.schedule, c.run, c.report, {});
+  // Step time, first step, tokens/s, TFLOP/s, MFU and exposed communication: marked, with their numbers kept.
+  EXPECT_EQ(occurrences(oom, "<div class=\"v if-it-fit\">"), 6u);
+  EXPECT_NE(oom.find("<div class=\"v if-it-fit\">1,234<span class=\"if-it-fit-mark\">*</span></div>"),
+            std::string::npos);
+  EXPECT_NE(oom.find("<p id=\"if-it-fit-note\" class=\"note\"><span class=\"if-it-fit-mark\">*</span> The run does "
+                     "not fit in memory; its throughput is what it would be if it did.</p>"),
+            std::string::npos);
+  // Memory figures are real either way: not marked.
+  EXPECT_NE(oom.find("<div class=\"k\">peak reserved</div><div class=\"v\">"), std::string::npos);
+  EXPECT_NE(oom.find(".card .v.if-it-fit{"), std::string::npos);  // the page styles the mark
+}
+
 TEST(HtmlTimeline, MergesSubPixelOpsPerLaneAndKeepsWideOnes) {
   // The plot is 1,000 px wide for 5,000 ns: 0.2 px per ns.
   //   compute: 5,000 ops of 0.2 px, each starting where the last ended (gap 0 < 1 px) → one bar merging 5,000 ops;
@@ -230,6 +374,79 @@ TEST(HtmlSweep, MarksTheFrontAndEscapesItsInputs) {
   EXPECT_NE(html.find("tp=&lt;2&gt;"), std::string::npos);
   EXPECT_NE(html.find("invalid: heads &amp; &quot;tp&quot;"), std::string::npos);
   EXPECT_EQ(html, html_sweep_report(results, {2, 0, 1, 3}, "a <b> sweep"));
+}
+
+TEST(HtmlPage, SelfCheckIsHiddenFromReaders) {
+  // The browser tests read the self-check's <pre> from a dumped DOM, so it stays, with its bare tag; the page's style
+  // keeps it (and its "self-check did not run" placeholder) off the screen and out of print.
+  const Case c = merging_case();
+  for (const std::string& html :
+       {html_run_report(c.schedule, c.run, c.report, {}), html_sweep_report({pt(10, 100)}, {0}, "sweep")}) {
+    EXPECT_EQ(occurrences(html, "<pre id=\"fsdpsim-selfcheck\">"), 1u);
+    EXPECT_NE(html.find("pre#fsdpsim-selfcheck{display:none}"), std::string::npos);
+    EXPECT_EQ(occurrences(html, "fsdpsim-selfcheck"), 3u);  // the rule, the element and the script writing into it
+  }
+}
+
+// (needed GiB, tokens/s) on 80 GiB GPUs:
+//   0 ( 10, 100) fits  front
+//   1 ( 20, 150) fits  front
+//   2 ( 15,  90) fits  dominated by 0
+//   3 ( 30, 500) OOM   the fastest, and nothing that fits dominates it, yet its throughput cannot be had
+//   4 (800, 900) OOM   ten times the GPU memory
+std::vector<SweepResult> fitting_and_oom_points() {
+  std::vector<SweepResult> results = {pt(10, 100), pt(20, 150), pt(15, 90), pt(30, 500), pt(800, 900)};
+  results[3].fits = false;  // pt() says 30 GiB fits 80 GiB; this one's overheads say otherwise
+  return results;
+}
+
+TEST(ParetoFront, LeavesOutPointsThatDoNotFit) {
+  const std::vector<SweepResult> results = fitting_and_oom_points();
+  EXPECT_EQ(pareto_front(results), (std::vector<size_t>{0, 1}));
+  // With no fitting point there is no front, however fast the OOM points are.
+  SweepResult oom = pt(100, 1e6);
+  ASSERT_FALSE(oom.fits);
+  EXPECT_TRUE(pareto_front({oom, oom}).empty());
+}
+
+TEST(HtmlSweep, AxisFollowsTheFittingPointsAndClipsTheRest) {
+  const std::vector<SweepResult> results = fitting_and_oom_points();
+  const std::string html = html_sweep_report(results, {1, 0, 2, 3, 4}, "sweep");
+  // Only the fitting front is marked; both OOM points are still drawn.
+  EXPECT_EQ(occurrences(html, "data-pareto=\"1\""), 2u);
+  EXPECT_NE(html.find("data-index=\"3\" data-fits=\"0\" data-pareto=\"0\" cx="), std::string::npos);
+  EXPECT_EQ(occurrences(html, "<circle data-point="), 5u);
+  // The axis: max(GPU memory 80, largest fitting need 20) × 1.1 = 88 GiB, not the 800 GiB OOM point × 1.1.
+  EXPECT_NE(html.find("data-memory-axis-bytes=\"" + std::to_string(88 * kGiB) + "\""), std::string::npos);
+  // x(b) = 120 + b / 88 GiB × 1000: point 0 at 120 + 113.6 = 233.6, point 3 (30 GiB, on the chart) at 460.9.
+  EXPECT_NE(html.find("data-index=\"0\" data-fits=\"1\" data-pareto=\"1\" cx=\"233.6\""), std::string::npos);
+  EXPECT_NE(html.find("data-index=\"3\" data-fits=\"0\" data-pareto=\"0\" cx=\"460.9\""), std::string::npos);
+  // Point 4 (800 GiB) is clipped at the right edge, 120 + 1000 = 1120, marked and counted in a note.
+  EXPECT_NE(html.find("data-index=\"4\" data-fits=\"0\" data-pareto=\"0\" data-off-chart=\"1\" cx=\"1120.0\""),
+            std::string::npos);
+  EXPECT_EQ(occurrences(html, "data-off-chart=\"1\""), 1u);
+  EXPECT_NE(html.find("off the chart: drawn at its right edge"), std::string::npos);  // its tooltip
+  EXPECT_NE(html.find("<p id=\"off-chart\" class=\"note\">1 point needs more memory than the axis shows (up to "
+                      "800.0 GiB): drawn at its right edge, outlined dashed.</p>"),
+            std::string::npos);
+  // The front's table lists the fitting front only.
+  EXPECT_EQ(occurrences(table_with_id(html, "pareto"), "<tr class=\"fits\">"), 2u);
+  EXPECT_EQ(html, html_sweep_report(results, {1, 0, 2, 3, 4}, "sweep"));
+  // Without the OOM outlier nothing is off the chart, and there is no note.
+  const std::vector<SweepResult> inside(results.begin(), results.begin() + 4);
+  const std::string all_inside = html_sweep_report(inside, {1, 0, 2, 3}, "sweep");
+  EXPECT_EQ(all_inside.find("data-off-chart"), std::string::npos);
+  EXPECT_EQ(all_inside.find("id=\"off-chart\""), std::string::npos);
+}
+
+TEST(HtmlSweep, WithoutFittingPointsOrGpuMemoryTheOomPointsSetTheAxis) {
+  // Nothing fits and no GPU memory is known: the axis spans the points, 100 GiB × 1.1 = 110 GiB.
+  std::vector<SweepResult> results = {pt(100, 10), pt(90, 20)};
+  for (SweepResult& r : results) r.gpu_memory_bytes = 0;
+  const std::string html = html_sweep_report(results, {0, 1}, "sweep");
+  EXPECT_NE(html.find("data-memory-axis-bytes=\"" + std::to_string(110 * kGiB) + "\""), std::string::npos);
+  EXPECT_EQ(html.find("data-off-chart"), std::string::npos);
+  EXPECT_EQ(occurrences(html, "data-pareto=\"1\""), 0u);
 }
 
 TEST(HtmlFormat, TicksAndNumbers) {
