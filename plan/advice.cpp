@@ -70,6 +70,16 @@ std::vector<AdviceItem> oom_advice(const ModelSpec& model, const Topology& topol
     item.assignments = change.assignments;
     item.result = evaluate_config(model, topology, c, options);
     item.result.assignments = change.assignments;
+    if (c.cpu_offloading_activations && !config.cpu_offloading_activations && item.result.valid) {
+      // Offload lives or dies by the host: say what it assumed of the node's memory and of its shared host link.
+      char assumed[256];
+      std::snprintf(assumed, sizeof assumed, " (host: %s per node of %s; %.0f GB/s per GPU, %d GPU%s per host link)",
+                    format_bytes(item.result.memory.host_offload_bytes_per_node).c_str(),
+                    topology.host_memory_bytes > 0 ? format_bytes(topology.host_memory_bytes).c_str() : "unstated",
+                    topology.host_bw_per_gpu_bytes_per_s() / 1e9, topology.gpus_per_host_link,
+                    topology.gpus_per_host_link == 1 ? "" : "s");
+      item.explanation += assumed;
+    }
     if (item.result.valid) items.push_back(std::move(item));
   }
   // Fitting changes first, then those at risk, each fastest first; then the rest by the memory they would still need.

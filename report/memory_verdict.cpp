@@ -55,6 +55,13 @@ MemoryVerdict memory_verdict(int64_t needed_bytes, int64_t gpu_memory_bytes, boo
   return v;
 }
 
+MemoryVerdict with_host_memory(MemoryVerdict v, int64_t host_offload_bytes_per_node, int64_t host_memory_bytes) {
+  v.host_offload_bytes_per_node = host_offload_bytes_per_node;
+  v.host_memory_bytes = host_memory_bytes;
+  if (host_memory_bytes > 0 && host_offload_bytes_per_node > host_memory_bytes) v.fit = MemoryFit::out_of_memory;
+  return v;
+}
+
 std::string band_text(const MemoryVerdict& v) {
   if (v.band.runs == 0) return "";
   char line[160];
@@ -85,7 +92,12 @@ std::string verdict_text(const MemoryVerdict& v) {
   }
   std::string out = head + ": needs " + format_bytes(v.needed_bytes) + " of " + format_bytes(v.gpu_memory_bytes);
   const std::string band = band_text(v);
-  return band.empty() ? out : out + " (" + band + ")";
+  if (!band.empty()) out += " (" + band + ")";
+  if (v.host_memory_bytes > 0 && v.host_offload_bytes_per_node > v.host_memory_bytes) {
+    out += "; offloaded activations need " + format_bytes(v.host_offload_bytes_per_node) +
+           " of host memory per node, " + "more than its " + format_bytes(v.host_memory_bytes);
+  }
+  return out;
 }
 
 }  // namespace fsdpsim

@@ -51,6 +51,10 @@ struct MemoryVerdict {
   int64_t band_high_bytes = 0;
   ErrorBand band;
   bool allocator_failed = false;  ///< the simulated allocator could not satisfy a request
+  /// CPU offload: the activations a node holds in host memory at once (its GPUs' offloaded bytes of one
+  /// micro-batch), and the node's host memory (0: not stated, not checked). More than the node has is out of memory.
+  int64_t host_offload_bytes_per_node = 0;
+  int64_t host_memory_bytes = 0;
 
   [[nodiscard]] int64_t spare_bytes() const { return gpu_memory_bytes - needed_bytes; }
 };
@@ -58,6 +62,8 @@ struct MemoryVerdict {
 /// The verdict for `needed_bytes` on a GPU of `gpu_memory_bytes`.
 MemoryVerdict memory_verdict(int64_t needed_bytes, int64_t gpu_memory_bytes, bool allocator_failed, double margin,
                              const ErrorBand& band);
+/// The same verdict, out of memory also when offloaded activations exceed the node's host memory.
+MemoryVerdict with_host_memory(MemoryVerdict verdict, int64_t host_offload_bytes_per_node, int64_t host_memory_bytes);
 
 /// One line: "fits, 3.1 GiB to spare: needs 76.1 GiB of 79.2 GiB (90% band 70.0-82.3 GiB over 24 published runs)".
 std::string verdict_text(const MemoryVerdict& v);

@@ -99,6 +99,23 @@ void add_collectives(const Schedule& s, const Topology& t, const RunRecord& run,
   }
 }
 
+// CPU offload: the activations one GPU keeps in host memory at once. FSDP runs the micro-batches one after another,
+// each reloading what it offloaded before the next starts, so the largest micro-batch's offloaded bytes are the peak.
+void add_host_offload(const Schedule& s, const Topology& t, Report& r) {
+  std::map<int32_t, int64_t> per_micro_batch;
+  for (const Op& op : s.ops) {
+    if (op.kind != OpKind::copy || op.send_bytes <= 0) continue;
+    if (s.streams[op.stream].name != to_string(StreamRole::offload)) continue;
+    per_micro_batch[op.micro_batch] += op.send_bytes;
+  }
+  for (const auto& [mb, bytes] : per_micro_batch)
+    r.host_offload_bytes_per_gpu = std::max(r.host_offload_bytes_per_gpu, bytes);
+  r.host_offload_bytes_per_node = r.host_offload_bytes_per_gpu * t.gpus_per_node;
+  r.host_memory_bytes = t.host_memory_bytes;
+  r.host_bw_per_gpu_bytes_per_s = t.host_bw_per_gpu_bytes_per_s();
+  r.gpus_per_host_link = t.gpus_per_host_link;
+}
+
 void add_memory(const Schedule& s, const Topology& t, const RunRecord& run, double margin, Report& r) {
   const StepRun& steady = run.steps.back();
   const StepRun& first = run.steps.front();
@@ -145,8 +162,10 @@ void add_memory(const Schedule& s, const Topology& t, const RunRecord& run, doub
   r.memory_breakdown["nccl"] = r.overheads.nccl_bytes + r.overheads.nccl_registration_bytes;
   const int64_t needed = r.peak_reserved_bytes + r.overheads.total();
   const bool predicted = run.prediction() != nullptr;
-  r.memory = memory_verdict(needed, r.gpu_memory_bytes, run.oom.has_value(), margin,
-                            predicted ? published_error_bands().memory : ErrorBand{});
+  add_host_offload(s, t, r);
+  r.memory = with_host_memory(memory_verdict(needed, r.gpu_memory_bytes, run.oom.has_value(), margin,
+                                             predicted ? published_error_bands().memory : ErrorBand{}),
+                              r.host_offload_bytes_per_node, r.host_memory_bytes);
   if (run.oom) {
     const OomEvent& e = *run.oom;
     r.oom = true;
@@ -157,6 +176,11 @@ void add_memory(const Schedule& s, const Topology& t, const RunRecord& run, doub
     r.oom = true;
     r.oom_reason = "peak reserved " + format_bytes(r.peak_reserved_bytes) + " + overheads " +
                    format_bytes(r.overheads.total()) + " exceeds the GPU's " + format_bytes(r.gpu_memory_bytes);
+  } else if (r.memory.fit == MemoryFit::out_of_memory) {
+    r.oom = true;
+    r.oom_reason = "offloaded activations need " + format_bytes(r.host_offload_bytes_per_node) +
+                   " of host memory per node (" + std::to_string(t.gpus_per_node) + " GPUs × " +
+                   format_bytes(r.host_offload_bytes_per_gpu) + "), more than its " + format_bytes(r.host_memory_bytes);
   }
 }
 

@@ -94,6 +94,13 @@ struct Report {
   std::map<std::string, int64_t> memory_breakdown;  ///< bytes per category at the peak, plus the overheads
   std::map<std::string, int64_t> persistent_bytes;  ///< memory that lives the whole step, per category
   int64_t persistent_total_bytes = 0;
+  /// CPU offload: activations one GPU holds in host memory at once (the offloaded bytes of one micro-batch), the
+  /// node's total, and what each GPU gets of its shared host link when all copy at once.
+  int64_t host_offload_bytes_per_gpu = 0;
+  int64_t host_offload_bytes_per_node = 0;
+  int64_t host_memory_bytes = 0;  ///< the node's (topology host_memory; 0: not stated)
+  double host_bw_per_gpu_bytes_per_s = 0;
+  int32_t gpus_per_host_link = 1;
   int64_t cuda_malloc_calls_first_step = 0;
   int64_t fragmentation_bytes = 0;  ///< peak reserved − peak allocated
 

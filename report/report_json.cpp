@@ -28,6 +28,13 @@ std::string report_json(const Report& r) {
                            {"high_bytes", r.memory.band_high_bytes},
                            {"coverage", r.memory.band.coverage},
                            {"published_runs", r.memory.band.runs}}}};
+  if (r.host_offload_bytes_per_gpu > 0) {
+    j["host_offload"] = {{"bytes_per_gpu", r.host_offload_bytes_per_gpu},
+                         {"bytes_per_node", r.host_offload_bytes_per_node},
+                         {"host_memory_bytes", r.host_memory_bytes},
+                         {"host_bw_per_gpu_bytes_per_s", r.host_bw_per_gpu_bytes_per_s},
+                         {"gpus_per_host_link", r.gpus_per_host_link}};
+  }
   j["tokens_per_s_per_gpu_band"] = {r.tokens_per_s_band_low, r.tokens_per_s_band_high};
   j["memory_breakdown"] = r.memory_breakdown;
   j["source"] = r.source;

@@ -41,6 +41,14 @@ void memory_section(const Report& r, std::ostringstream& out) {
   }
   out << "  verdict         " << verdict_text(r.memory) << "\n";
   if (r.oom) out << "                  " << r.oom_reason << "\n";
+  if (r.host_offload_bytes_per_gpu > 0) {
+    out << "  host offload    " << format_bytes(r.host_offload_bytes_per_gpu) << " per GPU at once, "
+        << format_bytes(r.host_offload_bytes_per_node) << " per node of "
+        << (r.host_memory_bytes > 0 ? format_bytes(r.host_memory_bytes) + " host memory"
+                                    : std::string("host memory the topology does not state (not checked)"))
+        << "; " << fixed(r.host_bw_per_gpu_bytes_per_s / 1e9, 0) << " GB/s per GPU each way (" << r.gpus_per_host_link
+        << " GPU" << (r.gpus_per_host_link == 1 ? "" : "s") << " per host link)\n";
+  }
   out << "  at the peak (allocated, and the overheads outside the allocator):\n";
   int64_t total = 0;
   for (const auto& [category, bytes] : r.memory_breakdown) {

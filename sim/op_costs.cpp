@@ -52,11 +52,12 @@ OpCost collective_op_cost(const Schedule& s, const Op& op, const Topology& topol
 }
 
 OpCost host_copy_cost(const Op& op, const Topology& topology) {
-  // Activation offload: device↔host over the GPU's host link (PCIe or NVLink-C2C), shared by concurrent copies.
+  // Activation offload: device↔host over the GPU's host link (PCIe or NVLink-C2C), shared by this GPU's concurrent
+  // copies and, as every GPU of the node offloads at the same moment of the step, by the GPUs behind the same link.
   OpCost cost;
   cost.model = CostModel::transfer;
   cost.bytes = static_cast<double>(op.send_bytes + op.recv_bytes);
-  cost.cap_bytes_per_s = topology.host_bw_bytes_per_s;
+  cost.cap_bytes_per_s = topology.host_bw_per_gpu_bytes_per_s();
   cost.loads.emplace_back(static_cast<int32_t>(LinkId::host), 1.0);
   cost.latency_ns = topology.gpu.kernel_overhead_ns;
   cost.standalone_ns = cost.latency_ns + ns_from_seconds(cost.bytes / cost.cap_bytes_per_s);
@@ -87,7 +88,7 @@ std::vector<double> link_capacities(const Topology& topology) {
   std::vector<double> caps(kLinkCount, 0.0);
   caps[static_cast<size_t>(LinkId::nvlink)] = nvlink_capacity_bytes_per_s(topology);
   caps[static_cast<size_t>(LinkId::network)] = network_capacity_bytes_per_s(topology);
-  caps[static_cast<size_t>(LinkId::host)] = topology.host_bw_bytes_per_s;
+  caps[static_cast<size_t>(LinkId::host)] = topology.host_bw_per_gpu_bytes_per_s();
   return caps;
 }
 

@@ -76,6 +76,9 @@ struct GpuProfile {
 
 /// A cluster built from identical nodes.
 struct Topology {
+  /// What one GPU's activation offload gets of its host link when every GPU of the node copies at once.
+  [[nodiscard]] double host_bw_per_gpu_bytes_per_s() const { return host_bw_bytes_per_s / gpus_per_host_link; }
+
   std::string name;
   std::string description;
   GpuProfile gpu;
@@ -84,9 +87,12 @@ struct Topology {
   double nvlink_bw_bytes_per_s = 0;  ///< per GPU, per direction
   bool nvls = false;                 ///< NVLink SHARP (NVSwitch multicast/reduction)
   int32_t nics_per_node = 8;
-  double nic_bw_bytes_per_s = 0;         ///< per NIC, per direction (line rate)
-  bool ib_sharp = false;                 ///< InfiniBand SHARP (NCCL CollNet) available
-  double host_bw_bytes_per_s = 0;        ///< GPU↔host link per direction (PCIe), for CPU offload
+  double nic_bw_bytes_per_s = 0;   ///< per NIC, per direction (line rate)
+  bool ib_sharp = false;           ///< InfiniBand SHARP (NCCL CollNet) available
+  double host_bw_bytes_per_s = 0;  ///< one host link per direction (PCIe, NVLink-C2C), for CPU offload
+  /// GPUs that share one host link: their offload copies run at the same time, so each gets 1/N of host_bw.
+  int32_t gpus_per_host_link = 1;
+  int64_t host_memory_bytes = 0;         ///< CPU memory per node; 0: not stated (offload is not checked against it)
   TimeNs nic_latency_ns = 0;             ///< extra per-hop network latency (NCCL graph latencyInter)
   int32_t max_nics_between_domains = 0;  ///< NICs NCCL uses between NVLink domains (MNNVL); 0 = all
 

@@ -107,6 +107,17 @@ const std::vector<TopologyRow>& topology_rows() {
       {"ib_sharp", R::optional, [](Topology& t, const YamlValue& v) { t.ib_sharp = v.as_bool(); },
        [](YAML::Emitter& o, const std::string& k, const Topology& t) { emit_key(o, k, t.ib_sharp); }, ReadPass::second},
       link_bandwidth_row("host_bw", &Topology::host_bw_bytes_per_s, false),
+      {"gpus_per_host_link", R::optional,
+       [](Topology& t, const YamlValue& v) {
+         t.gpus_per_host_link = static_cast<int32_t>(v.as_int(1, t.gpus_per_node));
+       },
+       [](YAML::Emitter& o, const std::string& k, const Topology& t) { emit_key(o, k, t.gpus_per_host_link); },
+       ReadPass::second},
+      {"host_memory", R::optional, [](Topology& t, const YamlValue& v) { t.host_memory_bytes = v.as_bytes(0); },
+       [](YAML::Emitter& o, const std::string& k, const Topology& t) {
+         emit_key(o, k, hardware_yaml::exact_bytes_text(t.host_memory_bytes));
+       },
+       ReadPass::second},
       {"nic_latency", R::optional, [](Topology& t, const YamlValue& v) { t.nic_latency_ns = v.as_time_ns(); },
        [](YAML::Emitter& o, const std::string& k, const Topology& t) {
          emit_key(o, k, exact_time_text(t.nic_latency_ns));
