@@ -113,6 +113,24 @@ TEST(Compare, EmulatedCollectivesAreShownButNotScored) {
   EXPECT_NE(comparison_text(compare_reports(p, m)).find("+900.0%"), std::string::npos);
 }
 
+TEST(Compare, HostBackendTimesAreShownButNotScoredAgainstAGpuPrediction) {
+  // The host backend's threads took ten times the GPU's prediction; its memory matches to the byte.
+  const Report p = simulated({});
+  Report m = p;
+  m.source = "fsdpsim exec (host, 8 threads)";
+  m.step_time_s = 10 * p.step_time_s;
+  for (auto& op : m.ops) op.duration_ns *= 10;
+  const Comparison c = compare_reports(p, m);
+  EXPECT_FALSE(c.step.compared);
+  for (const auto& d : c.ops) EXPECT_FALSE(d.compared) << d.what;
+  for (const auto& d : c.phases) EXPECT_FALSE(d.compared) << d.what;
+  for (const auto& d : c.memory) EXPECT_TRUE(d.compared) << d.what;  // memory still speaks
+  EXPECT_NE(comparison_text(c).find("not comparable with a GPU prediction"), std::string::npos);
+  // A GPU measurement of the same schedule is scored.
+  m.source = "fsdpsim exec (cuda, NVIDIA H100 80GB HBM3)";
+  EXPECT_TRUE(compare_reports(p, m).step.compared);
+}
+
 TEST(Compare, MeasuredOverheadsAreCompared) {
   const Report p = simulated({});
   Report m = p;
