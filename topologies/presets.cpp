@@ -74,6 +74,10 @@ std::vector<std::string> names_of(const std::map<std::string, T>& table) {
 std::string read_file_or_fail(const std::string& kind, const std::string& name_or_path,
                               const std::vector<std::string>& presets) {
   std::error_code ec;
+  if (std::filesystem::is_directory(name_or_path, ec)) {
+    throw ConfigError(SourceLocation{name_or_path, 0, 0}, "", "is a folder, not a " + kind + " file",
+                      "give the path of a " + kind + " YAML file, or one of the presets: " + join(presets));
+  }
   if (!std::filesystem::is_regular_file(name_or_path, ec)) {
     throw ConfigError(SourceLocation{name_or_path, 0, 0}, "",
                       "no such file, and not a " + kind + " preset either" + did_you_mean(name_or_path, presets),

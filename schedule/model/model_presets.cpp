@@ -66,6 +66,10 @@ ModelSpec load_model(const std::string& name_or_path) {
     const std::string config = (path / "config.json").string();
     return import_hf_config(read_model_file(config), config);
   }
+  if (fs::is_directory(path, error)) {
+    throw ConfigError(SourceLocation{name_or_path, 0, 0}, "", "is a folder without a config.json, not a model file",
+                      "give a model .yaml file, a Hugging Face config.json, or the folder that holds it");
+  }
   if (!fs::is_regular_file(path, error)) unknown_model(name_or_path);
   if (ends_with(name_or_path, ".json")) return import_hf_config(read_model_file(name_or_path), name_or_path);
   return parse_model_yaml(read_model_file(name_or_path), name_or_path);
