@@ -4,7 +4,8 @@
 #
 #   common ← schedule, topologies ← memory ← run ← report;  schedule, topologies ← job
 #   memory, run ← sim, exec (siblings: exec includes nothing from sim) ← plan ← cli
-# and inside schedule/: ir ← model ← config ← build. tests/, bench/ and fuzz/ may include anything.
+# and inside schedule/: ir ← model ← config ← build; inside exec/cuda/: runtime ← gemm, nccl ← the backend.
+# tests/, bench/ and fuzz/ may include anything.
 cmake_policy(SET CMP0057 NEW)
 set(_allowed_common common)
 set(_allowed_schedule common schedule)
@@ -49,6 +50,13 @@ set(_allowed_schedule_config ir model config)
 set(_allowed_schedule_build ir model config build)
 foreach(_room ir model config build)
   check_room("schedule/${_room}" "schedule/" "ir;model;config;build" _allowed_schedule_ "${_room}")
+endforeach()
+# Inside exec/cuda/ the sub-rooms too: runtime ← gemm, nccl (siblings) ← the backend in exec/cuda/ itself.
+set(_allowed_exec_cuda_runtime runtime)
+set(_allowed_exec_cuda_gemm runtime gemm)
+set(_allowed_exec_cuda_nccl runtime nccl)
+foreach(_room runtime gemm nccl)
+  check_room("exec/cuda/${_room}" "exec/cuda/" "runtime;gemm;nccl" _allowed_exec_cuda_ "${_room}")
 endforeach()
 
 if(_violations)

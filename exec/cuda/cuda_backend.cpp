@@ -6,9 +6,9 @@
 #include <cstdint>
 
 #include "common/units.h"
-#include "exec/cuda/check_kernels.h"
-#include "exec/cuda/cuda_check.h"
-#include "exec/cuda/nccl_nonblocking.h"
+#include "exec/cuda/nccl/nccl_nonblocking.h"
+#include "exec/cuda/runtime/check_kernels.h"
+#include "exec/cuda/runtime/cuda_check.h"
 
 namespace fsdpsim {
 namespace {

@@ -28,11 +28,11 @@
 #include <nccl.h>
 
 #include "exec/backend.h"
-#include "exec/cuda/collective_plan.h"
-#include "exec/cuda/collective_watchdog.h"
 #include "exec/cuda/cuda_runner.h"
-#include "exec/cuda/gemm_plan.h"
-#include "exec/cuda/nccl_groups.h"
+#include "exec/cuda/gemm/gemm_plan.h"
+#include "exec/cuda/nccl/collective_plan.h"
+#include "exec/cuda/nccl/collective_watchdog.h"
+#include "exec/cuda/nccl/nccl_groups.h"
 
 namespace fsdpsim {
 

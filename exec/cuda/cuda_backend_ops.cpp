@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <chrono>
 
-#include "exec/cuda/check_kernels.h"
 #include "exec/cuda/cuda_backend.h"
-#include "exec/cuda/cuda_check.h"
+#include "exec/cuda/runtime/check_kernels.h"
+#include "exec/cuda/runtime/cuda_check.h"
 
 namespace fsdpsim {
 namespace {

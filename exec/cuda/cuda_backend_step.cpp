@@ -6,7 +6,7 @@
 
 #include "common/units.h"
 #include "exec/cuda/cuda_backend.h"
-#include "exec/cuda/cuda_check.h"
+#include "exec/cuda/runtime/cuda_check.h"
 #include "memory/replay_peak.h"
 
 namespace fsdpsim {

@@ -9,8 +9,8 @@
 
 #include <nccl.h>
 
-#include "exec/cuda/collective_watchdog.h"
 #include "exec/cuda/cuda_runner.h"
+#include "exec/cuda/nccl/collective_watchdog.h"
 
 namespace fsdpsim {
 

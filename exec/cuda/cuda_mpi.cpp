@@ -10,8 +10,8 @@
 #include <memory>
 
 #include "exec/cuda/cuda_backend.h"
-#include "exec/cuda/cuda_check.h"
-#include "exec/cuda/nccl_nonblocking.h"
+#include "exec/cuda/nccl/nccl_nonblocking.h"
+#include "exec/cuda/runtime/cuda_check.h"
 #endif
 
 namespace fsdpsim {

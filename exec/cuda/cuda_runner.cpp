@@ -8,9 +8,9 @@
 #include <thread>
 
 #include "exec/cuda/cuda_backend.h"
-#include "exec/cuda/cuda_check.h"
 #include "exec/cuda/cuda_launch.h"
-#include "exec/cuda/nccl_nonblocking.h"
+#include "exec/cuda/nccl/nccl_nonblocking.h"
+#include "exec/cuda/runtime/cuda_check.h"
 #include "exec/interpreter.h"
 
 namespace fsdpsim {

@@ -121,7 +121,7 @@ class CollectiveTimer {
   [[nodiscard]] int64_t free_bytes() const;
 
  private:
-  struct Impl;  // communicators, streams, events, buffers: exec/cuda/collective_timer.cpp
+  struct Impl;  // communicators, streams, events, buffers: exec/cuda/nccl/collective_timer.cpp
   std::unique_ptr<Impl> impl_;
 };
 

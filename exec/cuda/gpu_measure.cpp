@@ -8,9 +8,9 @@
 #include <cublas_v2.h>
 
 #include "common/units.h"
-#include "exec/cuda/check_kernels.h"
-#include "exec/cuda/cuda_check.h"
-#include "exec/cuda/lt_fp8_gemm.h"
+#include "exec/cuda/gemm/lt_fp8_gemm.h"
+#include "exec/cuda/runtime/check_kernels.h"
+#include "exec/cuda/runtime/cuda_check.h"
 
 namespace fsdpsim {
 namespace {

@@ -3,7 +3,7 @@
 // anywhere the backend builds.
 #include <gtest/gtest.h>
 
-#include "exec/cuda/cuda_check.h"
+#include "exec/cuda/runtime/cuda_check.h"
 
 namespace fsdpsim {
 namespace {

@@ -2,7 +2,7 @@
 // without a GPU (the facts are plain values). What a real GPU run adds is only whether the facts are gathered right.
 #include <gtest/gtest.h>
 
-#include "exec/cuda/cuda_faults.h"
+#include "exec/cuda/runtime/cuda_faults.h"
 #include "tests/schedule/tiny_schedule.h"
 
 namespace fsdpsim {

@@ -5,8 +5,8 @@
 
 #include "common/error.h"
 #include "common/units.h"
-#include "exec/cuda/collective_plan.h"
-#include "exec/cuda/gemm_plan.h"
+#include "exec/cuda/gemm/gemm_plan.h"
+#include "exec/cuda/nccl/collective_plan.h"
 #include "tests/schedule/tiny_schedule.h"
 
 namespace fsdpsim {

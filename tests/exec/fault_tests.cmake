@@ -1,4 +1,4 @@
-# Fault handling (exec/host/host_faults.h, exec/fault_report.h, exec/cuda/cuda_faults.h): injected faults, their
+# Fault handling (exec/host/host_faults.h, exec/fault_report.h, exec/cuda/runtime/cuda_faults.h): injected faults, their
 # reports, and `fsdpsim exec --inject` end to end. Every test runs under a ctest TIMEOUT, so that a fault that made the
 # executor hang fails its test instead of hanging CI; each takes well under a second (timeouts of 100-200 ms).
 set(FSDPSIM_FAULT_TEST_TIMEOUT_S 30)

@@ -1,8 +1,8 @@
 #pragma once
 /// The reports of the CUDA backend's faults — a collective that timed out, a communicator's asynchronous NCCL error,
 /// an allocation that did not fit on the device — as plain facts in, text out. Pure C++ (no CUDA header), so the
-/// wording is unit-tested where there is no GPU; exec/cuda/collective_watchdog.cpp and cuda_backend_step.cpp gather
-/// the facts on the device.
+/// wording is unit-tested where there is no GPU; exec/cuda/nccl/collective_watchdog.cpp and
+/// exec/cuda/cuda_backend_step.cpp gather the facts on the device.
 
 #include <cstdint>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "exec/cuda/cuda_check.h"
+#include "exec/cuda/runtime/cuda_check.h"
 
 #include <string>
 

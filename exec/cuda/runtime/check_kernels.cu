@@ -1,6 +1,6 @@
 // The collective-check kernels (see check_kernels.h for the patterns). Grid-stride loops; each thread counts its
 // wrong elements and adds them once, so a clean check costs one atomic per thread that found none.
-#include "exec/cuda/check_kernels.h"
+#include "exec/cuda/runtime/check_kernels.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <string>
 
-#include "exec/cuda/check_kernels.h"
-#include "exec/cuda/cuda_check.h"
 #include "exec/cuda/cuda_runner.h"
+#include "exec/cuda/runtime/check_kernels.h"
+#include "exec/cuda/runtime/cuda_check.h"
 #include "run/bus_bandwidth.h"
 
 namespace fsdpsim {

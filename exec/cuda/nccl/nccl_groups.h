@@ -21,8 +21,8 @@
 
 #include <nccl.h>
 
-#include "exec/cuda/collective_plan.h"
-#include "exec/cuda/nccl_nonblocking.h"
+#include "exec/cuda/nccl/collective_plan.h"
+#include "exec/cuda/nccl/nccl_nonblocking.h"
 #include "schedule/ir/ir.h"
 
 namespace fsdpsim {

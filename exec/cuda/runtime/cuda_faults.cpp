@@ -1,4 +1,4 @@
-#include "exec/cuda/cuda_faults.h"
+#include "exec/cuda/runtime/cuda_faults.h"
 
 #include "exec/fault_report.h"
 

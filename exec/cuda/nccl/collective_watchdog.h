@@ -20,9 +20,9 @@
 
 #include <cuda_runtime_api.h>
 
-#include "exec/cuda/cuda_faults.h"
 #include "exec/cuda/cuda_runner.h"
-#include "exec/cuda/nccl_groups.h"
+#include "exec/cuda/nccl/nccl_groups.h"
+#include "exec/cuda/runtime/cuda_faults.h"
 
 namespace fsdpsim {
 

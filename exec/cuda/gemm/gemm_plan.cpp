@@ -1,4 +1,4 @@
-#include "exec/cuda/gemm_plan.h"
+#include "exec/cuda/gemm/gemm_plan.h"
 
 #include <algorithm>
 #include <limits>

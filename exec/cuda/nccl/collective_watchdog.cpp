@@ -1,8 +1,8 @@
-#include "exec/cuda/collective_watchdog.h"
+#include "exec/cuda/nccl/collective_watchdog.h"
 
 #include <algorithm>
 
-#include "exec/cuda/nccl_nonblocking.h"
+#include "exec/cuda/nccl/nccl_nonblocking.h"
 #include "exec/fault_report.h"
 
 namespace fsdpsim {

@@ -1,9 +1,9 @@
-#include "exec/cuda/nccl_nonblocking.h"
+#include "exec/cuda/nccl/nccl_nonblocking.h"
 
 #include <chrono>
 #include <thread>
 
-#include "exec/cuda/cuda_check.h"
+#include "exec/cuda/runtime/cuda_check.h"
 
 namespace fsdpsim {
 namespace {

@@ -1,4 +1,4 @@
-#include "exec/cuda/collective_plan.h"
+#include "exec/cuda/nccl/collective_plan.h"
 
 #include <algorithm>
 
@@ -8,7 +8,7 @@
 namespace fsdpsim {
 namespace {
 
-constexpr int64_t kAlignBytes = 256;  // as the GEMM scratch (exec/cuda/gemm_plan.h)
+constexpr int64_t kAlignBytes = 256;  // as the GEMM scratch (exec/cuda/gemm/gemm_plan.h)
 
 int64_t align_up(int64_t bytes) {
   return (bytes + kAlignBytes - 1) / kAlignBytes * kAlignBytes;

@@ -1,6 +1,6 @@
-#include "exec/cuda/lt_fp8_gemm.h"
+#include "exec/cuda/gemm/lt_fp8_gemm.h"
 
-#include "exec/cuda/cuda_check.h"
+#include "exec/cuda/runtime/cuda_check.h"
 
 namespace fsdpsim {
 namespace {

@@ -1,11 +1,11 @@
-#include "exec/cuda/nccl_groups.h"
+#include "exec/cuda/nccl/nccl_groups.h"
 
 #include <algorithm>
 #include <chrono>
 #include <exception>
 #include <set>
 
-#include "exec/cuda/cuda_check.h"
+#include "exec/cuda/runtime/cuda_check.h"
 
 namespace fsdpsim {
 namespace {
