@@ -154,6 +154,27 @@ TimeNs ns_from_seconds(double seconds) {
   return static_cast<TimeNs>(std::llround(ns));
 }
 
+std::string format_count(int64_t count) {
+  char text[32];
+  const double v = static_cast<double>(count);
+  if (count >= 1'000'000'000) {
+    std::snprintf(text, sizeof text, "%.2fB", v / 1e9);
+  } else if (count >= 1'000'000) {
+    std::snprintf(text, sizeof text, "%.2fM", v / 1e6);
+  } else if (count >= 1'000) {
+    std::snprintf(text, sizeof text, "%.2fK", v / 1e3);
+  } else {
+    std::snprintf(text, sizeof text, "%lld", static_cast<long long>(count));
+  }
+  return text;
+}
+
+std::string format_huge_count(long double count) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3Lg", count);
+  return text;
+}
+
 std::string format_bytes(int64_t bytes) {
   static constexpr std::array<const char*, 5> kNames{"B", "KiB", "MiB", "GiB", "TiB"};
   double value = static_cast<double>(bytes);

@@ -34,6 +34,10 @@ TimeNs ns_from_seconds(double seconds);
 
 /// "80.0 GiB", "512 MiB", "4 KiB", "12 B": binary units, one decimal (for reports).
 std::string format_bytes(int64_t bytes);
+/// A count with a K/M/B suffix: "8.03B", "128.26K", "512".
+std::string format_count(int64_t count);
+/// A count that may not fit in int64, for messages: "2.3e+18".
+std::string format_huge_count(long double count);
 /// "1.234 s", "12.5 ms", "3.2 us", "15 ns".
 std::string format_time_ns(TimeNs ns);
 /// "450 GB/s" (decimal, as NCCL and vendors quote bandwidth).

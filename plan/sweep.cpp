@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/limits.h"
 #include "common/text.h"
+#include "common/units.h"
 #include "job/job.h"
 #include "report/report.h"
 #include "schedule/build/builder.h"
@@ -71,21 +72,22 @@ int64_t sweep_size(const SweepSpec& spec) {
     axes += (axes.empty() ? "" : " × ") + std::to_string(a.values.size()) + " " + a.key;
   }
   if (n > static_cast<long double>(limits::kMaxGridPoints)) {
-    char points[32];
-    std::snprintf(points, sizeof points, "%.3Lg", n);
+    const std::string points = format_huge_count(n);
     throw ConfigError(SourceLocation{"<--grid>", 0, 0}, "",
-                      "a grid of " + std::string(points) + " points (" + axes + ") is beyond what fsdpsim models",
+                      "a grid of " + points + " points (" + axes + ") is beyond what fsdpsim models",
                       "sweep at most " + std::to_string(limits::kMaxGridPoints) +
                           " points (each is one simulation; 10,000 take about 45 s on 2 cores): drop values or axes");
   }
   return static_cast<int64_t>(n);
 }
 
-SweepResult evaluate_config(const ModelSpec& model, const Topology& topology, FsdpConfig config,
+SweepResult evaluate_config(const ModelSpec& model, const Topology& base_topology, FsdpConfig config,
                             const EvaluateOptions& evaluation) {
   SweepResult r;
   Schedule schedule;
+  Topology topology;
   try {
+    topology = topology_for_gpus(base_topology, config);  // `gpus` may be a grid axis
     // The one job path, without re-checking every IR invariant at every point: the builders' output is validated by
     // every `schedule`, `simulate` and `exec` run, by the builder tests over every strategy and implementation, and by
     // the fuzz target on random configurations; checking again here made the 10,000-point sweep benchmark 27% slower

@@ -81,8 +81,7 @@ class Fsdp2Builder {
   StreamId copy_in_stream_, ag_stream_, rs_stream_, ar_stream_;
   BufferId shard_params_, shard_grads_, optimizer_state_;
   int64_t shard_elems_ = 0;
-  std::map<int32_t, OpId> last_on_communicator_;  // per process group: the last collective issued on it
-  OpId last_copy_out_;                            // copy-in waits on the previous copy-out (all_gather_state)
+  OpId last_copy_out_;          // copy-in waits on the previous copy-out (all_gather_state)
   BufferId pending_flat_free_;  // forward: the previous group's flat output, freed at the next copy-out
   OpId rs_in_flight_op_;        // the last reduce-scatter's final op
   BufferId rs_in_flight_input_;
@@ -433,12 +432,9 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
 }
 
 OpId Fsdp2Builder::add_on_communicator(Op op) {
-  const int32_t key = op.group.value();
-  const auto previous = last_on_communicator_.find(key);
-  if (previous != last_on_communicator_.end()) op.deps.push_back(previous->second);
-  const OpId id = ctx_.w.add(std::move(op));
-  last_on_communicator_[key] = id;
-  return id;
+  // FSDP2 issues a group's all-gathers and reduce-scatters on its one process group.
+  const int32_t communicator = op.group.value();
+  return ctx_.w.add_on_communicator(std::move(op), communicator);
 }
 
 void Fsdp2Builder::optimizer_step() {

@@ -357,12 +357,8 @@ OpId MegatronBuilder::add_on_communicator(Op op) {
   // on one internal stream in the order the host issued them (Megatron-FSDP's docs/runtime_schedule.md @
   // d98e8a64ddf3), so each one also waits for the previous one on that communicator.
   const bool own_ag_communicator = ctx_.config.create_all_gather_group && op.kind == OpKind::all_gather;
-  const int32_t key = op.group.value() * 2 + (own_ag_communicator ? 1 : 0);
-  const auto previous = last_on_communicator_.find(key);
-  if (previous != last_on_communicator_.end()) op.deps.push_back(previous->second);
-  const OpId id = ctx_.w.add(std::move(op));
-  last_on_communicator_[key] = id;
-  return id;
+  const int32_t communicator = op.group.value() * 2 + (own_ag_communicator ? 1 : 0);
+  return ctx_.w.add_on_communicator(std::move(op), communicator);
 }
 
 // ---- forward ----------------------------------------------------------------------------------------------------

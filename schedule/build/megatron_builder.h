@@ -94,7 +94,6 @@ class MegatronBuilder {
   std::vector<BufferId> full_grads_;              ///< ZeRO-0/1: per group persistent full gradient buffers
   std::vector<BufferId> param_pool_, grad_pool_;  ///< fsdp_double_buffer slots
   BufferId param_shard_transpose_;                ///< MXFP8: the column-wise FP8 weight shards
-  std::map<int32_t, OpId> last_on_communicator_;  ///< per communicator: the last collective issued on it
   int64_t modal_unit_bytes_ = -1;                 ///< gathered bytes of the units that use the pool
 };
 

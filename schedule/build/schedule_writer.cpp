@@ -47,6 +47,14 @@ int32_t ScheduleWriter::unit(const std::string& name, int64_t params) {
   return static_cast<int32_t>(schedule_.units.size() - 1);
 }
 
+OpId ScheduleWriter::add_on_communicator(Op op, int32_t communicator) {
+  const auto previous = last_on_communicator_.find(communicator);
+  if (previous != last_on_communicator_.end()) op.deps.push_back(previous->second);
+  const OpId id = add(std::move(op));
+  last_on_communicator_[communicator] = id;
+  return id;
+}
+
 OpId ScheduleWriter::add(Op op) {
   const OpId id = schedule_.ops.next_id();
   // The backstop of check_job_limits' up-front estimate: stop before a step outgrows memory (common/limits.h).

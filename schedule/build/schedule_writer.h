@@ -4,6 +4,7 @@
 /// enqueued on it), which is what `stream.wait_stream(other)` waits for (docs/architecture.md §4.2).
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,10 @@ class ScheduleWriter {
   int32_t unit(const std::string& name, int64_t params);
   /// Appends an op (its id is assigned here) and returns the id.
   OpId add(Op op);
+  /// Appends a collective issued on NCCL communicator `communicator` (a key the builder chooses, one per
+  /// communicator): it also waits for the previous collective on that communicator, because ProcessGroupNCCL runs
+  /// one communicator's collectives on one internal stream in the order the host issued them.
+  OpId add_on_communicator(Op op, int32_t communicator);
   /// The last op enqueued on `stream`, or none.
   [[nodiscard]] OpId tail(StreamId stream) const;
   /// The tails of `streams` that exist, for a wait on all of them.
@@ -45,6 +50,7 @@ class ScheduleWriter {
  private:
   Schedule schedule_;
   IdVector<StreamId, OpId> tails_;
+  std::map<int32_t, OpId> last_on_communicator_;  ///< per communicator: the last collective issued on it
 };
 
 /// What a collective op is, by name (make_collective's argument; write it with designated initialisers).

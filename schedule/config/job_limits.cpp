@@ -5,16 +5,10 @@
 
 #include "common/error.h"
 #include "common/limits.h"
+#include "common/units.h"
 
 namespace fsdpsim {
 namespace {
-
-// "2.3e+18", for counts that may not fit in int64.
-std::string format_count(long double value) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3Lg", value);
-  return buf;
-}
 
 [[noreturn]] void refuse(const FsdpConfig& config, const std::string& key, const std::string& problem,
                          const std::string& fix) {
@@ -55,21 +49,22 @@ void check_job_limits(const ModelSpec& model, const FsdpConfig& config, const Pa
   const long double tokens =
       static_cast<long double>(layout.global_batch_size) * static_cast<long double>(config.seq_length);
   if (tokens > static_cast<long double>(limits::kMaxTokensPerStep)) {
-    refuse(config, step_key(config), "a step of " + format_count(tokens) + " tokens (global_batch_size × seq_length)",
-           "at most " + format_count(static_cast<long double>(limits::kMaxTokensPerStep)) + " tokens per step");
+    refuse(config, step_key(config),
+           "a step of " + format_huge_count(tokens) + " tokens (global_batch_size × seq_length)",
+           "at most " + format_huge_count(static_cast<long double>(limits::kMaxTokensPerStep)) + " tokens per step");
   }
   const long double ops = min_schedule_ops(model, layout.micro_batches);
   if (ops > static_cast<long double>(limits::kMaxScheduleOps)) {
     refuse(config, step_key(config),
            "a step of " + std::to_string(layout.micro_batches) + " micro-batches through " +
-               std::to_string(model.num_layers) + " layers (at least " + format_count(ops) + " ops)",
+               std::to_string(model.num_layers) + " layers (at least " + format_huge_count(ops) + " ops)",
            "at most " + std::to_string(limits::kMaxScheduleOps) +
                " ops per step: raise micro_batch_size or lower global_batch_size");
   }
   const long double flops = step_flops_per_gpu(model, config, layout);
   if (flops > static_cast<long double>(limits::kMaxStepFlopsPerGpu)) {
-    refuse(config, step_key(config), "a step of about " + format_count(flops) + " FLOPs per GPU",
-           "at most " + format_count(static_cast<long double>(limits::kMaxStepFlopsPerGpu)) +
+    refuse(config, step_key(config), "a step of about " + format_huge_count(flops) + " FLOPs per GPU",
+           "at most " + format_huge_count(static_cast<long double>(limits::kMaxStepFlopsPerGpu)) +
                " per GPU per step: lower global_batch_size or seq_length, or add GPUs");
   }
 }

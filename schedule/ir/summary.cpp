@@ -45,21 +45,6 @@ ModelSize model_size(const Schedule& s) {
   return size;
 }
 
-std::string format_count(int64_t count) {
-  char text[32];
-  const double v = static_cast<double>(count);
-  if (count >= 1'000'000'000) {
-    std::snprintf(text, sizeof text, "%.2fB", v / 1e9);
-  } else if (count >= 1'000'000) {
-    std::snprintf(text, sizeof text, "%.2fM", v / 1e6);
-  } else if (count >= 1'000) {
-    std::snprintf(text, sizeof text, "%.2fK", v / 1e3);
-  } else {
-    std::snprintf(text, sizeof text, "%lld", static_cast<long long>(count));
-  }
-  return text;
-}
-
 std::string model_size_text(const ModelSize& size) {
   if (size.params <= 0) return "";
   char flops[32];

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/units.h"
 #include "schedule/ir/ir.h"
 
 namespace fsdpsim {
@@ -44,8 +45,6 @@ ModelSize model_size(const Schedule& schedule);
 /// "671.0B parameters (37.5B active), 5.23B per rank before FSDP sharding, 2.25 TFLOP per token"; empty when the
 /// schedule does not record the parameter count.
 std::string model_size_text(const ModelSize& size);
-/// A count with a B/M/K suffix ("70.55B").
-std::string format_count(int64_t count);
 
 /// Counts what the schedule does.
 ScheduleStats schedule_stats(const Schedule& schedule);

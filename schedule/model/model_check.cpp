@@ -5,6 +5,7 @@
 
 #include "common/limits.h"
 #include "common/text.h"
+#include "common/units.h"
 #include "schedule/model/model.h"
 #include "schedule/model/model_internal.h"
 
@@ -27,13 +28,6 @@ std::string divisors_of(int64_t n) {
     if (n % d == 0) out.push_back(std::to_string(d));
   }
   return join(out);
-}
-
-// "1.8e+17": a count too large for int64 arithmetic, for messages.
-std::string format_count(long double value) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3Lg", value);
-  return buf;
 }
 
 // A size above `limit` (common/limits.h) is refused before anything multiplies it.
@@ -183,8 +177,8 @@ void check_model_at(const ModelSpec& model, const KeyLocator& locate) {
   check_mla(model, locate);
   const long double params = parameters_upper_bound(model);
   require(params <= static_cast<long double>(limits::kMaxParameters), locate, "num_layers",
-          "a model of " + format_count(params) + " parameters is beyond what fsdpsim models",
-          "at most " + format_count(static_cast<long double>(limits::kMaxParameters)) +
+          "a model of " + format_huge_count(params) + " parameters is beyond what fsdpsim models",
+          "at most " + format_huge_count(static_cast<long double>(limits::kMaxParameters)) +
               " parameters (about 1.1e15; the largest published models have ~2e12)");
 }
 
