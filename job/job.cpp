@@ -1,5 +1,6 @@
 #include "job/job.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "common/error.h"
@@ -57,8 +58,43 @@ JobInputs load_job_inputs(const JobOptions& options) {
   return in;
 }
 
+Topology topology_for_gpus(const Topology& topology, FsdpConfig& config) {
+  if (config.gpus == 0) return topology;
+  const int32_t per_node = topology.gpus_per_node;
+  const auto reject = [&](const std::string& problem, const std::string& fix) {
+    throw ConfigError(config.where("gpus"), "gpus", problem, fix);
+  };
+  const int32_t nodes = config.gpus >= per_node ? config.gpus / per_node : 1;
+  if (config.origin.count("nodes") != 0 && config.nodes != nodes && config.nodes * per_node != config.gpus) {
+    reject("gpus=" + std::to_string(config.gpus) + " and nodes=" + std::to_string(config.nodes) + " (" +
+               config.where("nodes").str() + ") disagree on " + topology.name + "'s " + std::to_string(per_node) +
+               "-GPU nodes",
+           "set one of them");
+  }
+  if (config.gpus > per_node && config.gpus % per_node != 0) {
+    reject("gpus=" + std::to_string(config.gpus) + " leaves a partial node of " +
+               std::to_string(config.gpus % per_node) + " GPUs on " + topology.name + "'s " + std::to_string(per_node) +
+               "-GPU nodes; fsdpsim simulates jobs whose ranks are all alike",
+           "use a multiple of " + std::to_string(per_node) + ", or fewer than " + std::to_string(per_node) +
+               " GPUs (part of one node)");
+  }
+  config.nodes = nodes;
+  if (config.gpus >= per_node) return topology;
+  // Part of one node: its GPUs keep their NVLink, their share of the node's NICs and host links, and the whole
+  // host memory (the other GPUs idle).
+  Topology part = topology;
+  part.gpus_per_node = config.gpus;
+  part.nvlink_domain_gpus = config.gpus;
+  part.nics_per_node = std::max(1, topology.nics_per_node * config.gpus / per_node);
+  part.gpus_per_host_link = std::min(topology.gpus_per_host_link, config.gpus);
+  part.max_nics_between_domains = std::min(topology.max_nics_between_domains, part.nics_per_node);
+  part.name = topology.name + " (" + std::to_string(config.gpus) + " of its " + std::to_string(per_node) + " GPUs)";
+  return part;
+}
+
 Job resolve_job(const JobOptions& options) {
   JobInputs in = load_job_inputs(options);
+  in.topology = topology_for_gpus(in.topology, in.config);
   ParallelLayout layout = resolve_layout(in.model, in.config, in.topology.gpus_per_node);
   return Job{std::move(in.model), std::move(in.topology), std::move(in.config), std::move(layout),
              std::move(in.read_not_modelled)};

@@ -44,6 +44,13 @@ struct JobInputs {
   std::vector<std::string> read_not_modelled;  ///< input settings read but not modelled (Megatron-LM flags, ...)
 };
 
+/// The topology a job of `config.gpus` GPUs runs on, and `config.nodes` to match. gpus = 0 (the default) leaves
+/// both as they are; a multiple of the node sets nodes; fewer GPUs than a node are that part of one node: a node
+/// of `gpus` GPUs, its own NVLink domain, its share of the node's NICs, one node (fine-tuning on 1, 2 or 4 GPUs of
+/// an 8-GPU box). A count above a node that is not a multiple of it would leave a partial node, whose ranks differ
+/// from the others; that is refused. Idempotent: the result given again gives itself.
+Topology topology_for_gpus(const Topology& topology, FsdpConfig& config);
+
 /// Loads model, topology and configuration: config file, then Megatron-LM flags, then a torchtitan TOML, then --set
 /// overrides (last wins; the TOML's degrees then fix or check the node count).
 JobInputs load_job_inputs(const JobOptions& options);

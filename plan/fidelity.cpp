@@ -191,11 +191,12 @@ std::vector<FidelityResult> run_fidelity(const std::vector<FidelityRow>& rows) {
     }
     try {
       FsdpConfig config = row.config;
-      const Schedule s = build_job_schedule(row.model, config, row.topology);
+      const Topology topology = topology_for_gpus(row.topology, config);
+      const Schedule s = build_job_schedule(row.model, config, topology);
       SimOptions options;
       options.record_timeline = false;
-      const RunRecord run = run_schedule(s, row.topology, options);
-      const Report rep = make_report(s, row.topology, run, ReportDetail::summary);
+      const RunRecord run = run_schedule(s, topology, options);
+      const Report rep = make_report(s, topology, run, ReportDetail::summary);
       r.simulated = true;
       const FidelityMeasured& m = row.measured;
       // Throughput: tokens/s when the source gives it (no FLOP-counting convention involved), else its TFLOP/s or MFU.

@@ -118,6 +118,9 @@ const std::vector<KeyDef>& key_table() {
       int_key("num_distributed_optimizer_instances", &FsdpConfig::num_distributed_optimizer_instances, 1, 1 << 20,
               "outer (HSDP) group size: the data-parallel group is split into this many replicas"),
       int_key("nodes", &FsdpConfig::nodes, 1, limits::kMaxNodes, "number of nodes of the topology"),
+      int_key("gpus", &FsdpConfig::gpus, 0, limits::kMaxWorldSize,
+              "GPUs in the job (0: nodes × gpus_per_node); fewer than a node runs on part of one node's NVLink, a "
+              "multiple of a node sets nodes"),
       int_key("tp", &FsdpConfig::tp, 1, 1024, "tensor-model-parallel size (with sequence parallelism)"),
       int_key("cp", &FsdpConfig::cp, 1, 1024, "context-parallel size"),
       int_key("ep", &FsdpConfig::ep, 1, 4096, "expert-model-parallel size"),
@@ -271,6 +274,10 @@ void apply_override(FsdpConfig& config, const std::string& assignment, const std
   const std::string key = trim_copy(assignment.substr(0, eq));
   const std::string text = trim_copy(assignment.substr(eq + 1));
   const KeyDef* def = find_key(key);
+  if (def == nullptr && (key == "gpus_per_node" || key == "world_size")) {
+    throw ConfigError(where, key, "not a configuration key: " + key + " belongs to the topology",
+                      "to run on N GPUs (fewer than a node too), write --set gpus=N");
+  }
   if (def == nullptr) {
     throw ConfigError(where, key, "unknown configuration key" + did_you_mean(key, key_names()),
                       "run 'fsdpsim presets --keys' or see README.md for the keys");

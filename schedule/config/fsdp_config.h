@@ -52,6 +52,9 @@ struct FsdpConfig {
   OuterStrategy outer_dp_sharding_strategy = OuterStrategy::no_shard;
   int32_t num_distributed_optimizer_instances = 1;  ///< the outer (HSDP) group size
   int32_t nodes = 1;
+  /// GPUs in the job; 0: nodes × the topology's gpus_per_node. Fewer than a node is that part of one node, on its
+  /// NVLink (job/job.h topology_for_gpus); a multiple of a node sets `nodes`.
+  int32_t gpus = 0;
   int32_t tp = 1;
   int32_t cp = 1;
   int32_t ep = 1;
