@@ -22,9 +22,12 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-// A Llama-shaped model small enough for 8 threads as ranks to run a step in well under a second (8 layers).
+// A Llama-shaped model small enough for 8 threads as ranks to run a step in well under a second (8 layers). Each
+// test writes its own file: ctest runs the tests of this program in parallel processes, and one rewriting a shared
+// file while another reads it made the reader see an empty model.
 std::string small_model() {
-  const std::string path = std::string(FSDPSIM_BINARY_DIR) + "/tests/exec/fault_cli_model.yaml";
+  const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  const std::string path = std::string(FSDPSIM_BINARY_DIR) + "/tests/exec/fault_cli_model." + test + ".yaml";
   std::ofstream(path) << llama_shaped_yaml(8);
   return path;
 }
