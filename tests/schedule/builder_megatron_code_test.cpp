@@ -21,20 +21,12 @@ ModelSpec tiny_model(int32_t layers) {
 // The same with every layer a mixture of 8 experts (top 2, expert width 512): per expert fc1 1024 × 256 = 262,144
 // and fc2 256 × 512 = 131,072.
 ModelSpec tiny_moe() {
-  return parse_model_yaml(R"(
-name: tiny-moe
-num_layers: 2
-hidden_size: 256
-ffn_hidden_size: 1024
-num_attention_heads: 4
-num_kv_heads: 4
-vocab_size: 1024
-tied_embeddings: false
-gated_mlp: true
-norm: rmsnorm
-moe: {num_experts: 8, top_k: 2, expert_ffn_hidden_size: 512}
-)",
-                          "tiny-moe.yaml");
+  ModelSpec m = testing::tiny_llama(2);
+  m.name = "tiny-moe";
+  m.moe.num_experts = 8;
+  m.moe.top_k = 2;
+  m.moe.expert_ffn_hidden_size = 512;
+  return m;
 }
 
 Schedule build(const ModelSpec& model, const std::vector<std::string>& sets, int32_t gpus = 8) {
