@@ -57,7 +57,7 @@ void smallest_fitting(Search& s, const std::string& key, const std::vector<int64
   for (size_t probe = 0, step = 1; probe < candidates.size(); probe += step, step *= 2) {
     probed[probe] = true;
     const SweepResult& r = s.evaluate(key, candidates[probe]);
-    if (r.valid && r.fits) {
+    if (r.fits()) {
       first_fit = probe;
       break;
     }
@@ -73,7 +73,7 @@ void smallest_fitting(Search& s, const std::string& key, const std::vector<int64
   int64_t best_value = 0;
   for (const auto& [a, r] : s.answer.tried) {
     const int64_t value = std::stoll(a.substr(key.size() + 1));
-    if (r.valid && r.fits && (best == nullptr || value < best_value)) {
+    if (r.fits() && (best == nullptr || value < best_value)) {
       best = &r;
       best_value = value;
     }
@@ -83,7 +83,7 @@ void smallest_fitting(Search& s, const std::string& key, const std::vector<int64
   s.answer.result = *best;
   for (const auto& [a, r] : s.answer.tried) {
     const int64_t value = std::stoll(a.substr(key.size() + 1));
-    if (value > best_value && r.valid && !r.fits) {
+    if (value > best_value && r.valid && !r.fits()) {
       s.answer.note = "memory is not monotone in " + key + " here: " + a + " needs " + format_bytes(r.needed_bytes) +
                       ", more than " + s.answer.assignment + " (" + format_bytes(best->needed_bytes) +
                       "); every value below the first fit found was simulated";
@@ -99,12 +99,12 @@ void smallest_fitting(Search& s, const std::string& key, const std::vector<int64
 void largest_fitting(Search& s, const std::string& key, const std::vector<int64_t>& candidates) {
   if (candidates.empty()) return;
   const SweepResult& first = s.evaluate(key, candidates.front());
-  if (!first.valid || !first.fits) return;
+  if (!first.fits()) return;
   size_t lo = 0, hi = candidates.size();  // candidates[lo] fits; candidates[hi] (if any) does not
   size_t step = 1;
   while (lo + step < candidates.size()) {
     const SweepResult& r = s.evaluate(key, candidates[lo + step]);
-    if (!(r.valid && r.fits)) {
+    if (!r.fits()) {
       hi = lo + step;
       break;
     }
@@ -114,7 +114,7 @@ void largest_fitting(Search& s, const std::string& key, const std::vector<int64_
   while (hi - lo > 1) {
     const size_t mid = lo + (hi - lo) / 2;
     const SweepResult& r = s.evaluate(key, candidates[mid]);
-    if (r.valid && r.fits)
+    if (r.fits())
       lo = mid;
     else
       hi = mid;

@@ -168,7 +168,7 @@ std::string advice_table(const std::vector<AdviceItem>& advice) {
   for (size_t i = 0; i < advice.size(); ++i) {
     const AdviceItem& a = advice[i];
     const SweepResult& r = a.result;
-    const std::string cls = !r.valid ? "invalid" : r.fits ? "fits" : "oom";
+    const std::string cls = !r.valid ? "invalid" : r.fits() ? "fits" : "oom";
     out += "<tr class=\"" + cls + "\"><td class=\"num\">" + std::to_string(i + 1) + "</td><td><code>" +
            html_escape(a.change) + "</code></td>";
     if (!r.valid) {

@@ -43,7 +43,7 @@ Frame scatter_frame(const std::vector<SweepResult>& results) {
     if (!r.valid) continue;
     any_x = std::max(any_x, static_cast<double>(r.needed_bytes));
     fitting_x = std::max(fitting_x, static_cast<double>(r.gpu_memory_bytes));
-    if (r.fits) fitting_x = std::max(fitting_x, static_cast<double>(r.needed_bytes));
+    if (r.fits()) fitting_x = std::max(fitting_x, static_cast<double>(r.needed_bytes));
     y = std::max(y, r.tokens_per_s_per_gpu);
   }
   const double x = fitting_x > 0 ? fitting_x : any_x;
@@ -99,7 +99,7 @@ std::string gpu_memory_lines(const std::vector<SweepResult>& results, const Fram
 std::string point_title(const std::vector<SweepResult>& results, size_t i, bool off_chart) {
   const SweepResult& r = results[i];
   return html_escape("#" + std::to_string(i) + " " + join(r.assignments, " ") + "\nneeds " +
-                     format_bytes(r.needed_bytes) + (r.fits ? " (fits)" : " (OOM)") +
+                     format_bytes(r.needed_bytes) + " (" + verdict_label(r.memory.fit) + ")" +
                      (off_chart ? ", off the chart: drawn at its right edge" : "") + "\n" +
                      grouped(r.tokens_per_s_per_gpu) + " tokens/s per GPU, step " + seconds(r.step_time_s));
 }
@@ -117,10 +117,10 @@ std::string points(const std::vector<SweepResult>& results, const std::vector<si
       const std::string stroke = front_pass ? "stroke=\"" + std::string(kFrontColour) + "\" stroke-width=\"2\""
                                  : off      ? "stroke=\"#333\" stroke-width=\"1.5\" stroke-dasharray=\"2 1.5\""
                                             : "stroke=\"#fff\" stroke-width=\"0.5\"";
-      out += "<circle data-point=\"1\" data-index=\"" + std::to_string(i) + "\" data-fits=\"" + (r.fits ? "1" : "0") +
+      out += "<circle data-point=\"1\" data-index=\"" + std::to_string(i) + "\" data-fits=\"" + (r.fits() ? "1" : "0") +
              "\" data-pareto=\"" + (front_pass ? "1" : "0") + "\"" + (off ? " data-off-chart=\"1\"" : "") + " cx=\"" +
              px(f.x(static_cast<double>(r.needed_bytes))) + "\" cy=\"" + px(f.y(r.tokens_per_s_per_gpu)) + "\" r=\"" +
-             (front_pass ? "6" : "4") + "\" fill=\"" + (r.fits ? kFitsColour : kOomColour) + "\" " + stroke +
+             (front_pass ? "6" : "4") + "\" fill=\"" + (r.fits() ? kFitsColour : kOomColour) + "\" " + stroke +
              "><title>" + point_title(results, i, off) + "</title></circle>\n";
     }
   }
@@ -155,13 +155,13 @@ std::string front_table(const std::vector<SweepResult>& results, const std::vect
 }
 
 std::string ranked_row(const SweepResult& r, size_t rank, size_t index) {
-  const std::string cls = !r.valid ? "invalid" : r.fits ? "fits" : "oom";
+  const std::string cls = !r.valid ? "invalid" : r.fits() ? "fits" : "oom";
   std::string out = "<tr class=\"" + cls + "\" data-index=\"" + std::to_string(index) + "\"><td class=\"num\">" +
                     std::to_string(rank) + "</td><td class=\"num\">" + std::to_string(index) + "</td><td>" +
                     html_escape(join(r.assignments, " ")) + "</td>";
   if (!r.valid) return out + "<td colspan=\"11\">invalid: " + html_escape(r.invalid_reason) + "</td></tr>\n";
   const auto num = [](const std::string& v) { return "<td class=\"num\">" + v + "</td>"; };
-  return out + "<td>" + (r.fits ? "yes" : "OOM") + "</td>" + num(std::to_string(r.gpus)) +
+  return out + "<td>" + verdict_label(r.memory.fit) + "</td>" + num(std::to_string(r.gpus)) +
          num(std::to_string(r.micro_batches)) + num(seconds(r.step_time_s)) + num(grouped(r.tokens_per_s_per_gpu)) +
          num(fixed(r.tflops_per_gpu, 1)) + num(percent(r.mfu)) + num(seconds(r.exposed_comm_s)) +
          num(format_bytes(r.needed_bytes)) + num(format_bytes(r.gpu_memory_bytes)) +
@@ -217,7 +217,7 @@ std::string scatter_chart(const std::vector<SweepResult>& results, const std::ve
 std::vector<size_t> pareto_front(const std::vector<SweepResult>& results) {
   std::vector<size_t> fitting;
   for (size_t i = 0; i < results.size(); ++i) {
-    if (results[i].valid && results[i].fits) fitting.push_back(i);
+    if (results[i].fits()) fitting.push_back(i);
   }
   std::sort(fitting.begin(), fitting.end(), [&](size_t a, size_t b) {
     const SweepResult& ra = results[a];
@@ -248,7 +248,7 @@ std::string html_sweep_report(const std::vector<SweepResult>& results, const std
   size_t valid = 0, fitting = 0;
   for (const SweepResult& r : results) {
     valid += r.valid ? 1 : 0;
-    fitting += r.valid && r.fits ? 1 : 0;
+    fitting += r.fits() ? 1 : 0;
   }
   const std::vector<size_t> front = pareto_front(results);
   std::string out = html::page_begin(title);

@@ -124,7 +124,6 @@ SweepResult evaluate_config(const ModelSpec& model, const Topology& base_topolog
   r.memory = report.memory;
   r.needed_bytes = report.memory.needed_bytes;
   r.gpu_memory_bytes = report.gpu_memory_bytes;
-  r.fits = report.memory.fit == MemoryFit::fits;
   if (schedule.info.global_tokens_per_step > 0) {
     r.gpu_seconds_per_million_tokens =
         r.gpus * r.step_time_s / static_cast<double>(schedule.info.global_tokens_per_step) * 1e6;

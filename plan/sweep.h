@@ -28,7 +28,6 @@ struct SweepResult {
   std::vector<std::string> assignments;  ///< "key=value" of this point, in axis order
   bool valid = false;                    ///< the configuration can be built (divisibility, combinations)
   std::string invalid_reason;            ///< why not
-  bool fits = false;                     ///< memory.fit == MemoryFit::fits
   MemoryVerdict memory;                  ///< the verdict `simulate` prints for the same configuration
   int32_t gpus = 0;
   int32_t micro_batches = 0;
@@ -42,6 +41,9 @@ struct SweepResult {
   int64_t needed_bytes = 0;  ///< peak reserved + overheads (= memory.needed_bytes)
   int64_t gpu_memory_bytes = 0;
   double gpu_seconds_per_million_tokens = 0;  ///< cost: GPUs × step time / tokens per step × 1e6
+
+  /// Built, and its verdict is `fits` (not at risk, not out of memory).
+  [[nodiscard]] bool fits() const { return valid && memory.fit == MemoryFit::fits; }
 };
 
 /// How to rank: fitting configurations always come first.

@@ -69,7 +69,7 @@ std::string sweep_csv(const std::vector<SweepResult>& results, const std::vector
                   static_cast<long long>(r.gpu_memory_bytes), r.gpu_seconds_per_million_tokens,
                   static_cast<long long>(r.params_per_rank));
     out << ++rank << "," << csv_field(join(r.assignments, " ")) << "," << (r.valid ? "true" : "false") << ","
-        << (r.fits ? "true" : "false") << "," << numbers << "," << (r.valid ? to_string(r.memory.fit) : "") << ","
+        << (r.fits() ? "true" : "false") << "," << numbers << "," << (r.valid ? to_string(r.memory.fit) : "") << ","
         << r.memory.band_low_bytes << "," << r.memory.band_high_bytes << "," << csv_field(r.invalid_reason) << "\n";
   }
   return out.str();
@@ -84,7 +84,7 @@ std::string sweep_json(const std::vector<SweepResult>& results, const std::vecto
                  {"configuration", r.assignments},
                  {"valid", r.valid},
                  {"invalid_reason", r.invalid_reason},
-                 {"fits", r.fits},
+                 {"fits", r.fits()},
                  {"verdict", r.valid ? to_string(r.memory.fit) : ""},
                  {"gpus", r.gpus},
                  {"micro_batches", r.micro_batches},

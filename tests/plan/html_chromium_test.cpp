@@ -153,7 +153,7 @@ SweepResult point(const std::string& name, int64_t needed_gib, double tokens_per
   SweepResult r;
   r.assignments = {"case=" + name};
   r.valid = true;
-  r.fits = fits;
+  r.memory.fit = fits ? MemoryFit::fits : MemoryFit::out_of_memory;
   r.gpus = 8;
   r.micro_batches = 4;
   r.needed_bytes = needed_gib * kGiB;

@@ -332,7 +332,7 @@ SweepResult pt(int64_t needed_gib, double tokens_per_s, bool valid = true) {
   r.needed_bytes = needed_gib * kGiB;
   r.tokens_per_s_per_gpu = tokens_per_s;
   r.gpu_memory_bytes = 80 * kGiB;
-  r.fits = needed_gib <= 80;
+  r.memory.fit = needed_gib <= 80 ? MemoryFit::fits : MemoryFit::out_of_memory;
   return r;
 }
 
@@ -396,7 +396,7 @@ TEST(HtmlPage, SelfCheckIsHiddenFromReaders) {
 //   4 (800, 900) OOM   ten times the GPU memory
 std::vector<SweepResult> fitting_and_oom_points() {
   std::vector<SweepResult> results = {pt(10, 100), pt(20, 150), pt(15, 90), pt(30, 500), pt(800, 900)};
-  results[3].fits = false;  // pt() says 30 GiB fits 80 GiB; this one's overheads say otherwise
+  results[3].memory.fit = MemoryFit::out_of_memory;  // pt() says 30 GiB fits 80 GiB; this one's overheads say otherwise
   return results;
 }
 
@@ -405,7 +405,7 @@ TEST(ParetoFront, LeavesOutPointsThatDoNotFit) {
   EXPECT_EQ(pareto_front(results), (std::vector<size_t>{0, 1}));
   // With no fitting point there is no front, however fast the OOM points are.
   SweepResult oom = pt(100, 1e6);
-  ASSERT_FALSE(oom.fits);
+  ASSERT_FALSE(oom.fits());
   EXPECT_TRUE(pareto_front({oom, oom}).empty());
 }
 

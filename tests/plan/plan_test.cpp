@@ -102,7 +102,6 @@ TEST(Sweep, APointThatThrowsIsThatPointsErrorAndTheSweepGoesOn) {
 TEST(Sweep, RankingPutsFittingFirstThenByTheCriterion) {
   std::vector<SweepResult> r(4);
   r[0].valid = true;  // fits, slow, cheap on memory
-  r[0].fits = true;
   r[0].memory.fit = MemoryFit::fits;
   r[0].tokens_per_s_per_gpu = 100;
   r[0].needed_bytes = 10;
@@ -112,7 +111,6 @@ TEST(Sweep, RankingPutsFittingFirstThenByTheCriterion) {
   r[1].needed_bytes = 90;
   r[2].valid = false;  // cannot be built
   r[3].valid = true;   // fits, fast, needs more memory, costs more
-  r[3].fits = true;
   r[3].memory.fit = MemoryFit::fits;
   r[3].tokens_per_s_per_gpu = 200;
   r[3].needed_bytes = 50;
@@ -132,12 +130,12 @@ TEST(Fit, SmallestGpuCountFitsAndOneNodeFewerDoesNot) {
   const Topology topology = topology_preset("dgx-h100-ndr");
   const FitAnswer a = fit(model, topology, base, FitTarget::gpus, with_margin(0.10), 64);
   ASSERT_TRUE(a.found) << a.explanation;
-  EXPECT_TRUE(a.result.fits);
+  EXPECT_TRUE(a.result.fits());
   const int32_t nodes = a.result.gpus / 8;
   ASSERT_GT(nodes, 1);  // 16 B × 70.55e9 / 8 = 141 GB: one node cannot hold the sharded state
   FsdpConfig fewer = base;
   apply_override(fewer, "nodes=" + std::to_string(nodes - 1));
-  EXPECT_FALSE(evaluate_config(model, topology, fewer, with_margin(0.10)).fits);
+  EXPECT_FALSE(evaluate_config(model, topology, fewer, with_margin(0.10)).fits());
 }
 
 TEST(Fit, FindsTheTrueMinimumWhenMemoryIsNotMonotoneInTheNodeCount) {
@@ -151,7 +149,6 @@ TEST(Fit, FindsTheTrueMinimumWhenMemoryIsNotMonotoneInTheNodeCount) {
     r.gpus = c.nodes * 8;
     r.memory = memory_verdict(needed_gib.at(c.nodes) << 30, int64_t{80} << 30, false, 0.05, ErrorBand{});
     r.needed_bytes = r.memory.needed_bytes;
-    r.fits = r.memory.fit == MemoryFit::fits;
     return r;
   };
   const FitAnswer a = fit(model_preset("llama3-8b"), topology_preset("dgx-h100-ndr"), FsdpConfig{}, FitTarget::gpus,
@@ -175,7 +172,7 @@ TEST(Fit, LargestMicroBatchFitsAndOneMoreDoesNot) {
   const int64_t mbs = std::stoll(a.assignment.substr(a.assignment.find('=') + 1));
   FsdpConfig more;
   apply_override(more, "micro_batch_size=" + std::to_string(mbs + 1));
-  EXPECT_FALSE(evaluate_config(model, topology, more, with_margin(0.05)).fits);
+  EXPECT_FALSE(evaluate_config(model, topology, more, with_margin(0.05)).fits());
 }
 
 TEST(Advice, ListsChangesThatFitFirstFastestFirst) {
@@ -186,20 +183,20 @@ TEST(Advice, ListsChangesThatFitFirstFastestFirst) {
   apply_override(c, "seq_length=8192");
   const ModelSpec model = model_preset("llama3-70b");
   const Topology topology = topology_preset("dgx-h100-ndr");
-  ASSERT_FALSE(evaluate_config(model, topology, c, with_margin(0.05)).fits);
+  ASSERT_FALSE(evaluate_config(model, topology, c, with_margin(0.05)).fits());
   const auto advice = oom_advice(model, topology, c, with_margin(0.05));
   ASSERT_FALSE(advice.empty());
-  EXPECT_TRUE(advice.front().result.fits);
+  EXPECT_TRUE(advice.front().result.fits());
   bool full_recompute_fits = false;
   for (const auto& item : advice)
-    full_recompute_fits |= item.change == "recompute_granularity=full" && item.result.fits;
+    full_recompute_fits |= item.change == "recompute_granularity=full" && item.result.fits();
   EXPECT_TRUE(full_recompute_fits);
   for (size_t i = 1; i < advice.size(); ++i) {
-    if (advice[i].result.fits) {
+    if (advice[i].result.fits()) {
       EXPECT_LE(advice[i - 1].result.step_time_s, advice[i].result.step_time_s);
     }
-    if (!advice[i - 1].result.fits) {
-      EXPECT_FALSE(advice[i].result.fits);
+    if (!advice[i - 1].result.fits()) {
+      EXPECT_FALSE(advice[i].result.fits());
     }
   }
 }
