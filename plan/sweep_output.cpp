@@ -12,11 +12,6 @@
 namespace fsdpsim {
 namespace {
 
-// "62.8 GiB-80.4 GiB": the verdict's band.
-std::string band_range(const MemoryVerdict& v) {
-  return v.band.runs == 0 ? "-" : format_bytes(v.band_low_bytes) + "-" + format_bytes(v.band_high_bytes);
-}
-
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string out = "\"";

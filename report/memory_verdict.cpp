@@ -62,11 +62,15 @@ MemoryVerdict with_host_memory(MemoryVerdict v, int64_t host_offload_bytes_per_n
   return v;
 }
 
+std::string band_range(const MemoryVerdict& v) {
+  return v.band.runs == 0 ? "-" : format_bytes(v.band_low_bytes) + "-" + format_bytes(v.band_high_bytes);
+}
+
 std::string band_text(const MemoryVerdict& v) {
   if (v.band.runs == 0) return "";
   char line[160];
-  std::snprintf(line, sizeof line, "%.0f%% band %s-%s over %d published runs", 100 * v.band.coverage,
-                format_bytes(v.band_low_bytes).c_str(), format_bytes(v.band_high_bytes).c_str(), v.band.runs);
+  std::snprintf(line, sizeof line, "%.0f%% band %s over %d published runs", 100 * v.band.coverage,
+                band_range(v).c_str(), v.band.runs);
   return line;
 }
 

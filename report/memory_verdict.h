@@ -67,8 +67,10 @@ MemoryVerdict with_host_memory(MemoryVerdict verdict, int64_t host_offload_bytes
 
 /// One line: "fits, 3.1 GiB to spare: needs 76.1 GiB of 79.2 GiB (90% band 70.0-82.3 GiB over 24 published runs)".
 std::string verdict_text(const MemoryVerdict& v);
-/// Only the band: "90% band 70.0-82.3 GiB over 24 published runs" (empty without a band).
+/// Only the band: "90% band 70.0 GiB-82.3 GiB over 24 published runs" (empty without a band).
 std::string band_text(const MemoryVerdict& v);
+/// The band's two ends, "70.0 GiB-82.3 GiB" ("-" without a band), for tables.
+std::string band_range(const MemoryVerdict& v);
 /// The short state a table shows: "fits", "risk", "OOM".
 std::string verdict_label(MemoryFit fit);
 
