@@ -8,8 +8,8 @@
 #include "common/error.h"
 #include "common/units.h"
 #include "exec/host/host_runner.h"
+#include "plan/exec_checks.h"
 #include "report/report.h"
-#include "sim/engine.h"
 #ifdef FSDPSIM_HAVE_CUDA
 #include "exec/cuda/cuda_runner.h"
 #endif
@@ -52,13 +52,6 @@ TimeNs collective_timeout_ns(const ExecCliOptions& o) {
   return *ns;
 }
 
-RunRecord simulate_steps(const Schedule& schedule, const Topology& topology, int32_t steps) {
-  SimOptions sim;
-  sim.steps = steps;
-  sim.record_timeline = false;
-  return run_schedule(schedule, topology, sim);
-}
-
 ExecResult run_on_host(const Schedule& schedule, const Topology& topology, const ExecCliOptions& o) {
   HostOptions host;
   host.steps = o.steps;
@@ -70,14 +63,14 @@ ExecResult run_on_host(const Schedule& schedule, const Topology& topology, const
   std::optional<MemoryPeak> peak;
   if (o.order == "predicted") {
     // Perform allocations and releases in the order the simulator predicts, so the measured peak is comparable.
-    const RunRecord predicted = simulate_steps(schedule, topology, o.steps);
+    const RunRecord predicted = predict_steps(schedule, topology, o.steps);
     host.memory_order = predicted_memory_order(schedule, predicted.steps.back());
     peak = predicted.steps.back().peak_allocated;
   }
   // A failed allocation is reported against the simulator's steady-step peak (simulated only when that happens).
   host.predicted_peak = [&schedule, &topology, &o, peak]() -> std::optional<MemoryPeak> {
     if (peak) return peak;
-    return simulate_steps(schedule, topology, o.steps).steps.back().peak_allocated;
+    return predicted_steady_peak(schedule, topology, o.steps);
   };
   return run_host(schedule, host);
 }
@@ -98,23 +91,9 @@ ExecResult run_on_gpus(const Schedule& schedule, const Topology& topology, const
   cuda.mpi = o.mpi;
   if (const TimeNs timeout_ns = collective_timeout_ns(o); timeout_ns > 0) cuda.collective_timeout_ns = timeout_ns;
   // An out-of-memory report compares with the simulator's steady-step peak, simulated only when that happens.
-  cuda.predicted_peak = [&schedule, &topology, &o]() -> std::optional<MemoryPeak> {
-    return simulate_steps(schedule, topology, o.steps).steps.back().peak_allocated;
-  };
-  // ... and, given the memory this run had, whether the simulator runs out too, and where: the check that an
-  // out-of-memory prediction names the op a real GPU fails at.
-  cuda.predict_with_memory = [&schedule, &topology, &o](int64_t bytes) -> std::string {
-    Topology t = topology;
-    t.gpu.hbm_bytes = bytes;
-    const RunRecord run = simulate_steps(schedule, t, o.steps);
-    const std::string given =
-        "given the same " + format_bytes(bytes) + " (the device's memory less the executor's scratch), the simulator ";
-    if (!run.oom) return given + "predicts the schedule fits";
-    const OomEvent& e = *run.oom;
-    return given + "runs out too: allocating " + format_bytes(e.request_bytes) + " for '" +
-           schedule.buffers[e.buffer].name + "' in op '" +
-           (e.op.valid() ? schedule.ops[e.op].name : std::string("setup")) + "' (step " + std::to_string(e.step) +
-           ") with " + format_bytes(e.reserved_bytes) + " reserved";
+  cuda.predicted_peak = [&schedule, &topology, &o] { return predicted_steady_peak(schedule, topology, o.steps); };
+  cuda.predict_with_memory = [&schedule, &topology, &o](int64_t bytes) {
+    return predicted_fit_with_memory(schedule, topology, o.steps, bytes);
   };
   return run_cuda(schedule, cuda);
 #else

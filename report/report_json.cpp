@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/report.h"
+#include "report/report_keys.h"
 
 namespace fsdpsim {
 
@@ -10,93 +11,9 @@ using Json = nlohmann::ordered_json;
 
 std::string report_json(const Report& r) {
   Json j;
-  j["step_time_s"] = r.step_time_s;
-  j["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
-  j["tflops_per_gpu"] = r.tflops_per_gpu;
-  j["mfu"] = r.mfu;
-  j["exposed_comm_s"] = r.exposed_comm_s;
-  j["peak_allocated_bytes"] = r.peak_allocated_bytes;
-  j["peak_reserved_bytes"] = r.peak_reserved_bytes;
-  j["gpu_memory_bytes"] = r.gpu_memory_bytes;
-  j["oom"] = r.oom;
-  j["memory_verdict"] = {{"fit", to_string(r.memory.fit)},
-                         {"needed_bytes", r.memory.needed_bytes},
-                         {"gpu_memory_bytes", r.memory.gpu_memory_bytes},
-                         {"margin", r.memory.margin},
-                         {"band",
-                          {{"low_bytes", r.memory.band_low_bytes},
-                           {"high_bytes", r.memory.band_high_bytes},
-                           {"coverage", r.memory.band.coverage},
-                           {"published_runs", r.memory.band.runs}}}};
-  if (r.host_offload_bytes_per_gpu > 0) {
-    j["host_offload"] = {{"bytes_per_gpu", r.host_offload_bytes_per_gpu},
-                         {"bytes_per_node", r.host_offload_bytes_per_node},
-                         {"host_memory_bytes", r.host_memory_bytes},
-                         {"host_bw_per_gpu_bytes_per_s", r.host_bw_per_gpu_bytes_per_s},
-                         {"gpus_per_host_link", r.gpus_per_host_link}};
+  for (const ReportKey& row : report_keys()) {
+    if (std::optional<Json> value = row.write(r)) j[row.key] = std::move(*value);
   }
-  j["tokens_per_s_per_gpu_band"] = {r.tokens_per_s_band_low, r.tokens_per_s_band_high};
-  j["memory_breakdown"] = r.memory_breakdown;
-  j["source"] = r.source;
-  j["model"] = r.model;
-  j["implementation"] = r.implementation;
-  j["strategy"] = r.strategy;
-  j["topology"] = r.topology;
-  j["gpu"] = r.gpu;
-  j["world_size"] = r.world_size;
-  j["nodes"] = r.nodes;
-  j["micro_batches"] = r.micro_batches;
-  if (r.model_size.params > 0) {
-    j["model_params"] = r.model_size.params;
-    j["model_active_params"] = r.model_size.active_params;
-    j["params_per_rank"] = r.model_size.params_per_rank;
-    j["model_flops_per_token"] = r.model_size.flops_per_token;
-  }
-  j["read_not_modelled"] = r.read_not_modelled;
-  j["first_step_time_s"] = r.first_step_time_s;
-  j["exposed_comm_by_phase_s"] = r.exposed_comm_by_phase_s;
-  j["exposed_comm_by_kind_s"] = r.exposed_comm_by_kind_s;
-  j["oom_reason"] = r.oom_reason;
-  j["first_step_peak_reserved_bytes"] = r.first_step_peak_reserved_bytes;
-  j["persistent_bytes"] = r.persistent_bytes;
-  j["persistent_total_bytes"] = r.persistent_total_bytes;
-  j["overhead_bytes"] = {{"cuda_context", r.overheads.cuda_context_bytes},
-                         {"cublas_workspace", r.overheads.cublas_workspace_bytes},
-                         {"nccl", r.overheads.nccl_bytes},
-                         {"nccl_registration", r.overheads.nccl_registration_bytes}};
-  j["overheads_measured"] = r.overheads_measured;
-  j["executor_scratch_bytes"] = r.executor_scratch_bytes;
-  j["collectives_emulated"] = r.collectives_emulated;
-  j["peak_time_s"] = r.peak_time_s;
-  j["peak_op"] = r.peak_op;
-  j["peak_phase"] = r.peak_phase;
-  j["cuda_malloc_calls_first_step"] = r.cuda_malloc_calls_first_step;
-  j["fragmentation_bytes"] = r.fragmentation_bytes;
-  j["longest_waits"] = Json::array();
-  for (const auto& line : r.longest_wait_lines) j["longest_waits"].push_back(line);
-  j["collectives"] = Json::array();
-  for (const auto& c : r.collectives) {
-    j["collectives"].push_back({{"kind", std::string(to_string(c.kind))},
-                                {"group", c.group},
-                                {"ranks", c.ranks},
-                                {"domains", c.domains},
-                                {"count", c.count},
-                                {"max_size_bytes", c.size_bytes},
-                                {"algorithm", c.algorithm},
-                                {"busbw_bytes_per_s", c.busbw_bytes_per_s},
-                                {"busy_s", static_cast<double>(c.busy_ns) / 1e9}});
-  }
-  j["ops"] = Json::array();
-  for (const auto& op : r.ops) {
-    j["ops"].push_back({{"id", op.id.value()},
-                        {"name", op.name},
-                        {"kind", std::string(to_string(op.kind))},
-                        {"phase", std::string(to_string(op.phase))},
-                        {"stream", op.stream},
-                        {"start_ns", op.start_ns},
-                        {"duration_ns", op.duration_ns}});
-  }
-  j["events"] = r.events;
   return j.dump(2) + "\n";
 }
 
