@@ -15,6 +15,9 @@ int64_t ceil_div(int64_t a, int64_t b) {
 // The profile's maximum efficiency is the best-shape measurement (MAMF, ml-engineering: reached at large k such as
 // 8192); the k-loop factor k/(k + k_half) is normalised so that k = 8192 gives 1.
 constexpr double kReferenceK = 8192.0;
+// A floor on the product of the three efficiencies, so that a degenerate GEMM (a 1-wide tile of a tiny k) still
+// takes a finite time instead of an unbounded one; the shapes of transformer layers are far above it.
+constexpr double kMinGemmEfficiency = 0.01;
 
 }  // namespace
 
@@ -43,7 +46,7 @@ double gemm_efficiency(const Gemm& gemm, const GpuProfile& gpu, DType dtype) {
   const auto k = static_cast<double>(std::max<int64_t>(1, gemm.k));
   const auto k_half = static_cast<double>(std::max<int64_t>(1, gpu.gemm_k_half));
   const double k_eff = std::min(1.0, (k / (k + k_half)) / (kReferenceK / (kReferenceK + k_half)));
-  return std::max(0.01, max_eff * wave_eff * k_eff);
+  return std::max(kMinGemmEfficiency, max_eff * wave_eff * k_eff);
 }
 
 TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype) {
