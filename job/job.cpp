@@ -17,23 +17,6 @@ namespace {
 
 // A schedule read from a file must fit the topology: its world size must be whole nodes (and agree with --set
 // nodes when given).
-// The line of info.world_size in the schedule file, for the message (the parsed IR keeps no locations).
-SourceLocation world_size_location(const std::string& file) {
-  const YamlDocument doc = load_yaml_file(file);
-  return location_of(doc.root["info"]["world_size"], file);
-}
-
-void check_world(const Schedule& s, const Topology& t, const JobOptions& options) {
-  const int32_t gpn = t.gpus_per_node;
-  if (s.info.world_size % gpn != 0) {
-    throw ConfigError(world_size_location(options.schedule_file_hint), "info.world_size",
-                      "the schedule is for " + std::to_string(s.info.world_size) +
-                          " GPUs, which is not a whole number of " + t.name + " nodes (" + std::to_string(gpn) +
-                          " GPUs each)",
-                      "build the schedule for this topology, or pick a topology whose node size divides it");
-  }
-}
-
 }  // namespace
 
 JobInputs load_job_inputs(const JobOptions& options) {
@@ -64,19 +47,13 @@ Topology topology_for_gpus(const Topology& topology, FsdpConfig& config) {
   const auto reject = [&](const std::string& problem, const std::string& fix) {
     throw ConfigError(config.where("gpus"), "gpus", problem, fix);
   };
-  const int32_t nodes = config.gpus >= per_node ? config.gpus / per_node : 1;
-  if (config.origin.count("nodes") != 0 && config.nodes != nodes && config.nodes * per_node != config.gpus) {
+  // A partial last node counts as a node: its GPUs sit on NVLink together and share its NICs.
+  const int32_t nodes = (config.gpus + per_node - 1) / per_node;
+  if (config.origin.count("nodes") != 0 && config.nodes != nodes) {
     reject("gpus=" + std::to_string(config.gpus) + " and nodes=" + std::to_string(config.nodes) + " (" +
                config.where("nodes").str() + ") disagree on " + topology.name + "'s " + std::to_string(per_node) +
                "-GPU nodes",
            "set one of them");
-  }
-  if (config.gpus > per_node && config.gpus % per_node != 0) {
-    reject("gpus=" + std::to_string(config.gpus) + " leaves a partial node of " +
-               std::to_string(config.gpus % per_node) + " GPUs on " + topology.name + "'s " + std::to_string(per_node) +
-               "-GPU nodes; fsdpsim simulates jobs whose ranks are all alike",
-           "use a multiple of " + std::to_string(per_node) + ", or fewer than " + std::to_string(per_node) +
-               " GPUs (part of one node)");
   }
   config.nodes = nodes;
   if (config.gpus >= per_node) return topology;
@@ -125,9 +102,10 @@ Schedule load_or_build_schedule(const std::string& schedule_file, const JobOptio
   Schedule s = load_schedule(schedule_file);
   validate_or_throw(s, schedule_file);
   *topology = load_topology(options.topology);
-  JobOptions hinted = options;
-  hinted.schedule_file_hint = schedule_file;
-  check_world(s, *topology, hinted);
+  // A schedule for part of a node, or with a partial last node, runs on that much of the topology.
+  FsdpConfig sized;
+  sized.gpus = s.info.world_size;
+  *topology = topology_for_gpus(*topology, sized);
   for (const auto& assignment : options.sets) {
     FsdpConfig probe;
     apply_override(probe, assignment);

@@ -24,7 +24,6 @@ struct JobOptions {
   std::string torchtitan_config;  ///< a torchtitan job TOML (--torchtitan-config)
   std::vector<std::string> sets;
   bool print_config = false;
-  std::string schedule_file_hint;  ///< names a schedule file in errors about it
 };
 
 /// A resolved job.

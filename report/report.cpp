@@ -195,7 +195,8 @@ Report make_report(const Schedule& s, const Topology& t, const RunRecord& run, R
   r.topology = t.name;
   r.gpu = t.gpu.name;
   r.world_size = s.info.world_size;
-  r.nodes = s.info.world_size / std::max(1, t.gpus_per_node);
+  const int32_t per_node = std::max(1, t.gpus_per_node);
+  r.nodes = (s.info.world_size + per_node - 1) / per_node;  // a partial last node counts
   r.micro_batches = s.info.micro_batches;
   r.model_size = model_size(s);
   r.events = run.events;

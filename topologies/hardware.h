@@ -103,19 +103,26 @@ struct Topology {
 /// Where a process group's members sit.
 struct GroupPlacement {
   int32_t size = 1;
-  int32_t ranks_per_domain = 1;  ///< members per NVLink domain (NCCL's "local ranks")
+  int32_t ranks_per_domain = 1;  ///< members in the fullest NVLink domain (NCCL's "local ranks")
   int32_t domains = 1;           ///< NVLink domains spanned (NCCL's "nodes")
-  int32_t ranks_per_node = 1;    ///< members per physical node (share its NICs)
+  int32_t ranks_per_node = 1;    ///< members in the fullest physical node (they share its NICs)
   int32_t nodes = 1;             ///< physical nodes spanned
+  /// Members in the emptiest occupied domain and node: equal to the fullest ones for a group that fills the domains
+  /// it touches evenly; fewer for 128 GPUs on 72-GPU racks (72 + 56) or a partial last node.
+  int32_t fewest_ranks_per_domain = 1;
+  int32_t fewest_ranks_per_node = 1;
+
+  /// Whether some domain holds fewer members than another.
+  bool uneven() const { return fewest_ranks_per_domain != ranks_per_domain || fewest_ranks_per_node != ranks_per_node; }
 
   /// Field-by-field equality.
   bool operator==(const GroupPlacement&) const = default;
 };
 
 /// Places a group of `size` ranks with rank distance `stride` (first member: rank 0) in a job of `world_size`
-/// GPUs laid out node by node (Megatron's rank order). Throws ConfigError when the group does not fit the world,
-/// or when its members would be spread unevenly over NVLink domains (the simulator assumes symmetric groups).
-/// `ranks_per_node` is the most members any one node holds.
+/// GPUs laid out node by node (Megatron's rank order). Throws ConfigError when the group does not fit the world.
+/// Members may fill the domains unevenly (128 GPUs on 72-GPU racks); the cost model then sizes every domain like the
+/// fullest one, whose NVLink hop and NIC share are the ring's slowest (docs/architecture.md §6.1).
 GroupPlacement place_group(const Topology& topology, int32_t world_size, int32_t size, int32_t stride);
 
 std::string_view to_string(GpuArch arch);

@@ -67,20 +67,14 @@ GroupPlacement place_group(const Topology& topology, int32_t world_size, int32_t
   check_group(world_size, size, stride);
   const Spread domains = spread(size, stride, topology.nvlink_domain_gpus);
   const Spread nodes = spread(size, stride, topology.gpus_per_node);
-  if (domains.most != domains.fewest) {
-    throw ConfigError("a group of " + std::to_string(size) + " ranks with stride " + std::to_string(stride) +
-                      " on topology '" + topology.name + "' puts " + std::to_string(domains.most) +
-                      " members in one NVLink domain of " + std::to_string(topology.nvlink_domain_gpus) + " GPUs but " +
-                      std::to_string(domains.fewest) +
-                      " in another; fsdpsim simulates symmetric groups: choose sizes and strides whose members "
-                      "fill every domain they touch equally (e.g. powers of two that divide the domain size)");
-  }
   GroupPlacement placement;
   placement.size = size;
   placement.ranks_per_domain = domains.most;
   placement.domains = domains.blocks;
   placement.ranks_per_node = nodes.most;
   placement.nodes = nodes.blocks;
+  placement.fewest_ranks_per_domain = domains.fewest;
+  placement.fewest_ranks_per_node = nodes.fewest;
   return placement;
 }
 

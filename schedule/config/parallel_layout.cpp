@@ -121,7 +121,8 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
   if (config.seq_length < 1) reject(config, "seq_length", "must be at least 1", "set seq_length, e.g. 4096");
   ParallelLayout l;
   l.gpus_per_node = gpus_per_node;
-  const int64_t world = int64_t{config.nodes} * gpus_per_node;
+  // `gpus` (when set) is the job's size, a partial last node included; otherwise whole nodes.
+  const int64_t world = config.gpus > 0 ? int64_t{config.gpus} : int64_t{config.nodes} * gpus_per_node;
   if (world > (int64_t{1} << 22)) {
     reject(config, "nodes", "a job of " + std::to_string(world) + " GPUs is beyond what fsdpsim models",
            "use at most 4,194,304 GPUs");

@@ -701,17 +701,12 @@ void settle_torchtitan_world(const TorchtitanWorld& world, FsdpConfig& config, i
             std::to_string(given_gpus) + " GPUs",
         "drop nodes, set it to " + std::to_string(world.gpus / gpn) + ", or write data_parallel_shard_degree = -1");
   }
-  if (world.gpus < gpn) {
-    // Part of one node (fine-tuning on 1, 2 or 4 GPUs of a box): job/job.h topology_for_gpus.
+  if (world.gpus % gpn != 0) {
+    // Part of one node (fine-tuning on 1, 2 or 4 GPUs of a box) or a partial last node: job/job.h topology_for_gpus.
     config.gpus = static_cast<int32_t>(world.gpus);
-    config.nodes = 1;
+    config.nodes = static_cast<int32_t>((world.gpus + gpn - 1) / gpn);
     if (config.origin.count("gpus") == 0) config.origin["gpus"] = world.where;
     return;
-  }
-  if (world.gpus % gpn != 0) {
-    throw ConfigError(world.where, world.key,
-                      world.degrees + ", which is not a whole number of nodes of " + std::to_string(gpn) + " GPUs",
-                      "choose degrees whose product is a multiple of " + std::to_string(gpn));
   }
   config.nodes = static_cast<int32_t>(world.gpus / gpn);
   if (!nodes_given) config.origin["nodes"] = world.where;

@@ -49,7 +49,11 @@ void check_request(const CollectiveRequest& r, const Topology& topology) {
   const GroupPlacement& p = r.placement;
   FSDPSIM_CHECK(is_supported_kind(r.kind), "collective_cost: " + std::string(to_string(r.kind)) + " is no collective");
   FSDPSIM_CHECK(r.size_bytes >= 0, "collective_cost: negative size");
-  FSDPSIM_CHECK(p.size >= 1 && p.ranks_per_domain >= 1 && p.domains >= 1 && p.ranks_per_domain * p.domains == p.size,
+  // The fullest domain holds ranks_per_domain members, every other at least fewest_ranks_per_domain.
+  FSDPSIM_CHECK(p.size >= 1 && p.domains >= 1 && p.fewest_ranks_per_domain >= 1 &&
+                    p.fewest_ranks_per_domain <= p.ranks_per_domain &&
+                    int64_t{p.ranks_per_domain} + int64_t{p.fewest_ranks_per_domain} * (p.domains - 1) <= p.size &&
+                    int64_t{p.ranks_per_domain} * p.domains >= p.size,
                 "collective_cost: inconsistent placement (use place_group)");
   if (p.domains > 1 && (topology.nic_bw_bytes_per_s <= 0 || topology.nics_per_node <= 0)) {
     throw ConfigError("topology '" + topology.name + "': nic_bw is 0 but a " + describe(r, topology) +

@@ -65,8 +65,10 @@ GroupShape group_shape(const Topology& topology, const SystemGraph& system, cons
   s.ranks_per_node = placement.ranks_per_node;
   // Rings are rail-aligned: each channel leaves a domain through one NIC, so the group's traffic between domains
   // spreads over the NICs next to its members (docs/architecture.md §6.5); MNNVL caps them at max_nics_between_domains.
+  // Every domain carries the same bytes, so where members fill domains unevenly the emptiest domain, with the fewest
+  // NICs, is the slowest hop and sets the rate (128 GPUs on 72-GPU racks: 56; 12 GPUs on 8-GPU nodes: 4).
   const double nics_per_gpu = static_cast<double>(topology.nics_per_node) / topology.gpus_per_node;
-  double nics = placement.ranks_per_domain * nics_per_gpu;
+  double nics = placement.fewest_ranks_per_domain * nics_per_gpu;
   if (topology.max_nics_between_domains > 0)
     nics = std::min(nics, static_cast<double>(topology.max_nics_between_domains));
   s.nics_used = nics;

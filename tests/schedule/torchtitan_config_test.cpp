@@ -309,7 +309,8 @@ TEST(TorchtitanConfig, WorldErrors) {
   apply_override(four_nodes, "nodes=4");
   EXPECT_NO_THROW(settle_torchtitan_world(in.world, four_nodes, kGpusPerNode));
 
-  // Fewer GPUs than a node: part of one node (gpus=3); more, but not whole nodes: refused.
+  // Fewer GPUs than a node: part of one node (gpus=3); more, but not whole nodes: a partial last node (gpus=12 on two
+  // nodes).
   const Loaded three = load_text(std::string(kLlama8b) + "[parallelism]\ndata_parallel_shard_degree = 3\n");
   FsdpConfig c3 = three.config;
   settle_torchtitan_world(three.world, c3, kGpusPerNode);
@@ -317,8 +318,9 @@ TEST(TorchtitanConfig, WorldErrors) {
   EXPECT_EQ(c3.nodes, 1);
   const Loaded twelve = load_text(std::string(kLlama8b) + "[parallelism]\ndata_parallel_shard_degree = 12\n");
   FsdpConfig c12 = twelve.config;
-  EXPECT_HAS(error_of([&] { settle_torchtitan_world(twelve.world, c12, kGpusPerNode); }),
-             "= 12 GPUs, which is not a whole number of nodes of 8 GPUs");
+  settle_torchtitan_world(twelve.world, c12, kGpusPerNode);
+  EXPECT_EQ(c12.gpus, 12);
+  EXPECT_EQ(c12.nodes, 2);
 
   const Loaded fill = load_text(std::string(kLlama8b) + "[parallelism]\ntensor_parallel_degree = 3\n");
   FsdpConfig cf = fill.config;

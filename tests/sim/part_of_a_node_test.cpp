@@ -45,12 +45,20 @@ TEST(PartOfANode, FourGpusOfAnH200Node) {
   EXPECT_EQ(s.info.world_size, 4);
 }
 
-TEST(PartOfANode, AMultipleOfTheNodeSetsTheNodesAndAPartialNodeIsRefused) {
+TEST(PartOfANode, AMultipleOfTheNodeSetsTheNodesAndAPartialLastNodeCounts) {
   EXPECT_EQ(job("dgx-h100-ndr", {"gpus=16"}).config.nodes, 2);
   EXPECT_EQ(job("dgx-h100-ndr", {"gpus=16"}).topology.gpus_per_node, 8);
-  const std::string partial = error_of([] { (void)job("dgx-h100-ndr", {"gpus=12"}); });
-  EXPECT_NE(partial.find("partial node of 4 GPUs"), std::string::npos) << partial;
-  EXPECT_NE(partial.find("use a multiple of 8"), std::string::npos) << partial;
+  // 12 GPUs: a full node and half of a second; the world is 12 ranks and the data-parallel group spans both nodes,
+  // 8 members on the first and 4 on the second.
+  const Job twelve = job("dgx-h100-ndr", {"gpus=12"});
+  EXPECT_EQ(twelve.config.nodes, 2);
+  EXPECT_EQ(twelve.topology.gpus_per_node, 8);
+  const Schedule s = build_job_schedule(twelve);
+  EXPECT_EQ(s.info.world_size, 12);
+  const GroupPlacement dp = place_group(twelve.topology, 12, 12, 1);
+  EXPECT_EQ(dp.domains, 2);
+  EXPECT_EQ(dp.ranks_per_domain, 8);
+  EXPECT_EQ(dp.fewest_ranks_per_domain, 4);
   const std::string disagree = error_of([] { (void)job("dgx-h100-ndr", {"nodes=4", "gpus=16"}); });
   EXPECT_NE(disagree.find("disagree"), std::string::npos) << disagree;
 }

@@ -10,9 +10,15 @@
 namespace fsdpsim {
 namespace {
 
-
+// A group that fills its domains and nodes evenly.
 GroupPlacement expected(int32_t size, int32_t per_domain, int32_t domains, int32_t per_node, int32_t nodes) {
-  return GroupPlacement{size, per_domain, domains, per_node, nodes};
+  return GroupPlacement{size, per_domain, domains, per_node, nodes, per_domain, per_node};
+}
+
+// A group whose emptiest domain holds `fewest_per_domain` members and emptiest node `fewest_per_node`.
+GroupPlacement uneven(int32_t size, int32_t per_domain, int32_t domains, int32_t per_node, int32_t nodes,
+                      int32_t fewest_per_domain, int32_t fewest_per_node) {
+  return GroupPlacement{size, per_domain, domains, per_node, nodes, fewest_per_domain, fewest_per_node};
 }
 
 TEST(Placement, DataParallelGroupAcrossEightGpuNodes) {
@@ -59,7 +65,7 @@ TEST(Placement, CountsInsteadOfDividing) {
 
 TEST(Placement, RanksPerNodeIsTheFullestNode) {
   // Ranks 0..5 on gb200: trays 0 (ranks 0-3) and 1 (ranks 4, 5): 4 on the fuller tray; one domain of 6.
-  EXPECT_EQ(place_group(topology_preset("gb200-nvl72"), 72, 6, 1), expected(6, 6, 1, 4, 2));
+  EXPECT_EQ(place_group(topology_preset("gb200-nvl72"), 72, 6, 1), uneven(6, 6, 1, 4, 2, 6, 2));
 }
 
 TEST(Placement, LastMemberMayBeTheLastRank) {
@@ -88,15 +94,26 @@ TEST(PlacementErrors, NonPositiveArguments) {
   EXPECT_NE(message.find("world size 0 is not positive"), std::string::npos) << message;
 }
 
-TEST(PlacementErrors, UnevenSpreadOverDomains) {
-  // Ranks 0..11 on 8-GPU domains: 8 in domain 0, 4 in domain 1.
-  std::string message = error_of([] { (void)place_group(topology_preset("dgx-h100-ndr"), 16, 12, 1); });
-  EXPECT_NE(message.find("puts 8 members in one NVLink domain of 8 GPUs but 4 in another"), std::string::npos)
-      << message;
+TEST(UnevenPlacement, PowersOfTwoOnNvl72Racks) {
+  // Rank r sits in rack r / 72 and on tray r / 4. 128 GPUs: racks 0 (ranks 0..71) and 1 (72..127, 56 GPUs); 32 full
+  // trays. 256: racks of 72, 72, 72 and 40 (256 − 216). 512: seven racks of 72 (504) and one of 8.
+  const Topology nvl72 = topology_preset("gb200-nvl72");
+  EXPECT_EQ(place_group(nvl72, 128, 128, 1), uneven(128, 72, 2, 4, 32, 56, 4));
+  EXPECT_EQ(place_group(nvl72, 256, 256, 1), uneven(256, 72, 4, 4, 64, 40, 4));
+  EXPECT_EQ(place_group(nvl72, 512, 512, 1), uneven(512, 72, 8, 4, 128, 8, 4));
+  EXPECT_TRUE(place_group(nvl72, 128, 128, 1).uneven());
+  // TP 4 inside a tray: the dp group of 128 / 4 = 32 members at stride 4 holds ranks 0, 4, …, 124: 18 in rack 0
+  // (0..68), 14 in rack 1 (72..124), one per tray.
+  EXPECT_EQ(place_group(nvl72, 128, 32, 4), uneven(32, 18, 2, 1, 32, 14, 1));
+  // The TP group itself is even: four ranks of one tray.
+  EXPECT_FALSE(place_group(nvl72, 128, 4, 1).uneven());
+}
+
+TEST(UnevenPlacement, PartialLastNodeAndStridesThatStraddleDomains) {
+  // Ranks 0..11 on 8-GPU nodes: 8 in node 0, 4 in node 1 (a partial last node).
+  EXPECT_EQ(place_group(topology_preset("dgx-h100-ndr"), 12, 12, 1), uneven(12, 8, 2, 8, 2, 4, 4));
   // Stride 3: ranks 0, 3, 6 in domain 0 and 9 alone in domain 1.
-  message = error_of([] { (void)place_group(topology_preset("dgx-h100-ndr"), 16, 4, 3); });
-  EXPECT_NE(message.find("puts 3 members in one NVLink domain of 8 GPUs but 1 in another"), std::string::npos)
-      << message;
+  EXPECT_EQ(place_group(topology_preset("dgx-h100-ndr"), 16, 4, 3), uneven(4, 3, 2, 3, 2, 1, 1));
 }
 
 }  // namespace

@@ -15,8 +15,9 @@ namespace fsdpsim {
 namespace {
 
 // The files listed in topologies/CMakeLists.txt, sorted.
-const std::vector<std::string> kTopologyNames{"dgx-a100-hdr",   "dgx-h100-ndr", "dgx-h100-ndr-sharp", "gb200-nvl72",
-                                              "gb200-nvl72-64", "gb300-nvl72",  "hgx-b200-ndr",       "hgx-h200-ndr"};
+const std::vector<std::string> kTopologyNames{"dgx-a100-hdr",   "dgx-h100-ndr",   "dgx-h100-ndr-sharp",
+                                              "gb200-nvl72",    "gb200-nvl72-64", "gb300-nvl72",
+                                              "gb300-nvl72-64", "hgx-b200-ndr",   "hgx-h200-ndr"};
 const std::vector<std::string> kProfileNames{"a100-sxm-40gb",      "a100-sxm-80gb", "b200",
                                              "b200-power-limited", "gb200",         "gb300",
                                              "h100-96gb",          "h100-sxm",      "h200-sxm"};
@@ -48,7 +49,7 @@ TEST(Presets, UnknownTopologyPresetListsTheValidOnes) {
   EXPECT_NE(message.find("unknown topology preset 'dgx-h100-nd' (did you mean 'dgx-h100-ndr'?)"), std::string::npos)
       << message;
   EXPECT_NE(message.find("dgx-a100-hdr, dgx-h100-ndr, dgx-h100-ndr-sharp, gb200-nvl72, gb200-nvl72-64, gb300-nvl72, "
-                         "hgx-b200-ndr, hgx-h200-ndr"),
+                         "gb300-nvl72-64, hgx-b200-ndr, hgx-h200-ndr"),
             std::string::npos)
       << message;
 }
