@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "plan/advice.h"
 #include "plan/html_report.h"
+#include "plan/rank_differences.h"
 #include "report/report.h"
 #include "sim/engine.h"
 
@@ -66,8 +67,10 @@ void register_simulate(CLI::App& app) {
     sim.expandable_segments = options->expandable_segments;
     sim.record_timeline = true;
     sim.allocator_capacity_bytes = 0;
+    if (config) sim.straggler = straggler_of(*config);
     const RunRecord run = run_schedule(schedule, topology, sim);
     Report report = make_report(schedule, topology, run, ReportDetail::full, options->margin);
+    report.straggler_cost_s = straggler_cost_s(schedule, topology, sim, report.step_time_s);
     report.read_not_modelled = read_not_modelled;
     std::cout << report_text(report);
     std::vector<AdviceItem> advice;

@@ -1,6 +1,8 @@
 #include "common/text.h"
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -150,6 +152,12 @@ bool parse_count(std::string_view text, long long* out) {
   if (value != std::floor(value) || std::fabs(value) > 9.0e18) return false;
   *out = static_cast<long long>(value);
   return true;
+}
+
+std::string shortest_decimal(double value) {
+  std::array<char, 32> text{};
+  const auto end = std::to_chars(text.data(), text.data() + text.size(), value).ptr;
+  return std::string(text.data(), end);
 }
 
 }  // namespace fsdpsim

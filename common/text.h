@@ -28,6 +28,9 @@ bool parse_int64(std::string_view text, long long* out);
 /// Strict floating-point parse of the whole text ("1.5", "1e9"); false on failure.
 bool parse_double(std::string_view text, double* out);
 
+/// The shortest decimal that reads back as `value` ("1.5", "1.1", "2"): the same every run, for keys and messages.
+std::string shortest_decimal(double value);
+
 /// True when `text` is valid UTF-8 without control characters other than tab and newline; otherwise false with
 /// `bad_byte` set to the offset of the first offending byte. Names and descriptions must be such text: the YAML
 /// writers cannot round-trip anything else.

@@ -1,4 +1,5 @@
 #include "plan/sweep.h"
+#include "plan/rank_differences.h"
 
 #include <algorithm>
 #include <atomic>
@@ -102,6 +103,7 @@ SweepResult evaluate_config(const ModelSpec& model, const Topology& base_topolog
   options.steps = evaluation.steps;
   options.expandable_segments = evaluation.expandable_segments;
   options.record_timeline = false;
+  options.straggler = straggler_of(config);
   RunRecord run;
   try {
     run = run_schedule(schedule, topology, options);

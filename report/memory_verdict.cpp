@@ -94,6 +94,7 @@ std::string verdict_text(const MemoryVerdict& v) {
       head = "OUT OF MEMORY";
       break;
   }
+  if (!v.rank.empty()) head += " on " + v.rank;
   std::string out = head + ": needs " + format_bytes(v.needed_bytes) + " of " + format_bytes(v.gpu_memory_bytes);
   const std::string band = band_text(v);
   if (!band.empty()) out += " (" + band + ")";

@@ -55,6 +55,9 @@ struct MemoryVerdict {
   /// micro-batch), and the node's host memory (0: not stated, not checked). More than the node has is out of memory.
   int64_t host_offload_bytes_per_node = 0;
   int64_t host_memory_bytes = 0;
+  /// Which rank the verdict is for where ranks differ ("the busiest expert-parallel rank ..."); empty: every rank
+  /// alike.
+  std::string rank;
 
   [[nodiscard]] int64_t spare_bytes() const { return gpu_memory_bytes - needed_bytes; }
 };

@@ -1,9 +1,12 @@
 #include "report/report.h"
 
+#include "common/text.h"
+
 #include <algorithm>
 #include <map>
 #include <tuple>
 
+#include "common/text.h"
 #include "run/bus_bandwidth.h"
 #include "topologies/hardware.h"
 
@@ -184,6 +187,26 @@ void add_memory(const Schedule& s, const Topology& t, const RunRecord& run, doub
   }
 }
 
+// "the busiest expert-parallel rank (1.5× the mean token-expert pairs)", "a straggler (compute 1.11× slower)".
+std::string simulated_rank_text(const Schedule& s, const RunRecord& run) {
+  std::vector<std::string> parts;
+  if (s.info.moe_routing_skew != 1.0) {
+    parts.push_back("the busiest expert-parallel rank (" + shortest_decimal(s.info.moe_routing_skew) +
+                    "× the mean token-expert pairs)");
+  }
+  if (const Prediction* predicted = run.prediction(); predicted != nullptr && predicted->straggler.any()) {
+    std::vector<std::string> slow;
+    if (predicted->straggler.compute_slowdown != 1.0) {
+      slow.push_back("compute " + shortest_decimal(predicted->straggler.compute_slowdown) + "× slower");
+    }
+    if (predicted->straggler.nic_slowdown != 1.0) {
+      slow.push_back("NICs " + shortest_decimal(predicted->straggler.nic_slowdown) + "× slower");
+    }
+    parts.push_back("a straggler (" + join(slow, ", ") + ")");
+  }
+  return join(parts, " that is also ");
+}
+
 }  // namespace
 
 Report make_report(const Schedule& s, const Topology& t, const RunRecord& run, ReportDetail detail,
@@ -214,7 +237,9 @@ Report make_report(const Schedule& s, const Topology& t, const RunRecord& run, R
     r.mfu = static_cast<double>(s.info.model_flops_per_gpu) / step_s / t.gpu.dense_bf16_flops_per_s;
   }
   add_exposure(s, steady, r);
+  r.simulated_rank = simulated_rank_text(s, run);
   add_memory(s, t, run, memory_margin, r);
+  r.memory.rank = r.simulated_rank;
   const ErrorBand throughput = run.prediction() != nullptr ? published_error_bands().throughput : ErrorBand{};
   r.tokens_per_s_band_low = r.tokens_per_s_per_gpu * (throughput.runs > 0 ? throughput.low_ratio : 1.0);
   r.tokens_per_s_band_high = r.tokens_per_s_per_gpu * (throughput.runs > 0 ? throughput.high_ratio : 1.0);

@@ -55,6 +55,12 @@ struct Report {
   std::string model, implementation, strategy, topology, gpu;
   int32_t world_size = 0, nodes = 0, micro_batches = 0;
   ModelSize model_size;  ///< parameters and FLOPs per token (zeros when the schedule does not record them)
+  /// The rank the figures are for where ranks differ: the busiest expert-parallel rank of a skewed MoE routing, a
+  /// straggler (schedule info and the prediction say which); empty when every rank is alike.
+  std::string simulated_rank;
+  /// What the straggler costs every rank per step: this step time less the same job's without it (0: no straggler,
+  /// or not computed; plan/rank_differences.h fills it).
+  double straggler_cost_s = 0;
   /// Input settings read but not modelled (Megatron-LM flags such as --lr): the caller fills it from the job.
   std::vector<std::string> read_not_modelled;
 

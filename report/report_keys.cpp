@@ -217,6 +217,18 @@ std::vector<Row> make_report_keys() {
       model_size("params_per_rank", &ModelSize::params_per_rank),
       model_size("model_flops_per_token", &ModelSize::flops_per_token),
       written("read_not_modelled", &Report::read_not_modelled),
+      {"simulated_rank",
+       [](const Report& r) -> std::optional<OrderedJson> {
+         if (r.simulated_rank.empty()) return std::nullopt;
+         return OrderedJson(r.simulated_rank);
+       },
+       nullptr},
+      {"straggler_cost_s",
+       [](const Report& r) -> std::optional<OrderedJson> {
+         if (r.straggler_cost_s <= 0) return std::nullopt;
+         return OrderedJson(r.straggler_cost_s);
+       },
+       nullptr},
       number("first_step_time_s", &Report::first_step_time_s),
       {"exposed_comm_by_phase_s",
        [](const Report& r) -> std::optional<OrderedJson> { return OrderedJson(r.exposed_comm_by_phase_s); },

@@ -81,9 +81,14 @@ std::string report_text(const Report& r) {
   if (!r.read_not_modelled.empty()) {
     out << "  read, not modelled (" << r.read_not_modelled.size() << "): " << join(r.read_not_modelled, " ") << "\n";
   }
+  if (!r.simulated_rank.empty()) out << "  ranks differ: the figures are for " << r.simulated_rank << "\n";
   out << "\n";
   out << "step time       " << fixed(r.step_time_s, 3) << " s steady state (first step "
       << fixed(r.first_step_time_s, 3) << " s)\n";
+  if (r.straggler_cost_s > 0 && r.step_time_s > 0) {
+    out << "                the straggler costs every rank " << fixed(r.straggler_cost_s, 3) << " s per step ("
+        << fixed(100 * r.straggler_cost_s / r.step_time_s, 1) << "% of it)\n";
+  }
   out << "throughput      " << fixed(r.tokens_per_s_per_gpu, 0) << " tokens/s per GPU, " << fixed(r.tflops_per_gpu, 1)
       << " TFLOP/s per GPU, MFU " << fixed(100 * r.mfu, 1) << "% of dense BF16 peak\n";
   if (r.memory.band.runs > 0) {

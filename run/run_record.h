@@ -41,10 +41,20 @@ struct CollectiveChoice {
   double busbw_bytes_per_s = 0;  ///< the call's standalone bus bandwidth (nccl-tests convention)
 };
 
+/// One rank slower than the others. Synchronous collectives make every rank wait for it, so a prediction with a
+/// straggler simulates that rank: its compute kernels take `compute_slowdown` times as long, and its NICs run
+/// `nic_slowdown` times slower (a ring runs at its slowest hop, so every collective crossing the network does).
+struct Straggler {
+  double compute_slowdown = 1.0;  ///< a GPU at 90% clock: 1/0.9
+  double nic_slowdown = 1.0;
+  [[nodiscard]] bool any() const { return compute_slowdown != 1.0 || nic_slowdown != 1.0; }
+};
+
 /// A run the simulator predicted.
 struct Prediction {
   IdVector<OpId, CollectiveChoice> collectives;  ///< by op id
   MemoryOverheads overheads;                     ///< from the GPU profile and the chosen algorithms
+  Straggler straggler;                           ///< the simulated rank's slowdowns (none: every rank alike)
 };
 
 /// Device memory a GPU run measured beyond the IR's buffers.

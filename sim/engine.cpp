@@ -131,7 +131,8 @@ class Engine {
       now = run.end_ns;
       result.steps.push_back(std::move(run));
     }
-    result.origin = Prediction{.collectives = collective_choices(costs_), .overheads = overheads_};
+    result.origin =
+        Prediction{.collectives = collective_choices(costs_), .overheads = overheads_, .straggler = o_.straggler};
     result.timeline = memory_.timeline();
     result.oom = memory_.oom();
     result.allocator = memory_.allocator_stats();
@@ -362,8 +363,23 @@ class Engine {
 
 }  // namespace
 
+Topology with_straggler(const Topology& topology, const Straggler& straggler) {
+  Topology t = topology;
+  const double c = straggler.compute_slowdown;
+  t.gpu.dense_bf16_flops_per_s /= c;
+  t.gpu.dense_fp8_flops_per_s /= c;
+  t.gpu.hbm_bw_bytes_per_s /= c;
+  t.gpu.kernel_overhead_ns = static_cast<TimeNs>(std::llround(static_cast<double>(t.gpu.kernel_overhead_ns) * c));
+  t.nic_bw_bytes_per_s /= straggler.nic_slowdown;
+  return t;
+}
+
 RunRecord run_schedule(const Schedule& schedule, const Topology& topology, const SimOptions& options) {
-  return Engine(schedule, topology, options, compute_op_costs(schedule, topology), link_capacities(topology)).run();
+  if (!options.straggler.any()) {
+    return Engine(schedule, topology, options, compute_op_costs(schedule, topology), link_capacities(topology)).run();
+  }
+  const Topology slow = with_straggler(topology, options.straggler);
+  return Engine(schedule, slow, options, compute_op_costs(schedule, slow), link_capacities(slow)).run();
 }
 
 RunRecord run_schedule_with_costs(const Schedule& schedule, const Topology& topology, const SimOptions& options,

@@ -22,7 +22,12 @@ struct SimOptions {
   bool expandable_segments = false;      ///< PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
   bool record_timeline = true;           ///< keep the memory timeline (reports, traces)
   int64_t allocator_capacity_bytes = 0;  ///< what the allocator may reserve; 0: the GPU's memory less the overheads
+  Straggler straggler;                   ///< simulate a rank this much slower than the topology's (none by default)
 };
+
+/// `topology` as the straggler sees it: compute peaks and memory bandwidth divided by its compute slowdown, kernel
+/// overheads multiplied by it, and the NIC rate divided by its NIC slowdown.
+Topology with_straggler(const Topology& topology, const Straggler& straggler);
 
 /// Runs `schedule` on `topology` and records it as a Prediction (its world size must equal the schedule's; the caller
 /// checks and explains).

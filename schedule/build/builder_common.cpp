@@ -65,6 +65,7 @@ ScheduleInfo make_schedule_info(const ModelSpec& model, const FsdpConfig& config
   const ParameterCount count = count_parameters(model);
   info.model_params = count.total;
   info.model_active_params = count.active_per_token;
+  info.moe_routing_skew = layout.shape.moe_routing_skew;
   return info;
 }
 

@@ -61,6 +61,13 @@ KeyDef count_key(const std::string& name, int64_t FsdpConfig::*field, int64_t mi
                 [=](const FsdpConfig& c) { return std::to_string(c.*field); }};
 }
 
+// A ratio ≥ 1, printed in the shortest form that reads back to the same double (1.5, 1.1).
+KeyDef ratio_key(const std::string& name, double FsdpConfig::*field, double max, const std::string& help) {
+  return KeyDef{{name, "ratio", help},
+                [=](FsdpConfig& c, const YamlValue& v) { c.*field = v.as_double(1.0, max); },
+                [=](const FsdpConfig& c) { return shortest_decimal(c.*field); }};
+}
+
 KeyDef bool_key(const std::string& name, bool FsdpConfig::*field, const std::string& help) {
   return KeyDef{{name, "bool", help},
                 [=](FsdpConfig& c, const YamlValue& v) { c.*field = v.as_bool(); },
@@ -195,6 +202,13 @@ const std::vector<KeyDef>& key_table() {
                "compiled when fused_elementwise (torch.compile) else eager_fp32"),
       int_key("loss_chunks", &FsdpConfig::loss_chunks, 1, 1 << 16,
               "loss_implementation=chunked: chunks of tokens (torchtune's num_output_chunks, 8 in its recipes)"),
+      ratio_key("moe_routing_skew", &FsdpConfig::moe_routing_skew, 1024,
+                "MoE: the busiest expert-parallel rank's token-expert pairs / the mean (1: balanced); its memory and "
+                "time are the job's"),
+      ratio_key("straggler_compute_slowdown", &FsdpConfig::straggler_compute_slowdown, 100,
+                "one rank's compute takes this many times as long (1.11: a GPU at 90% clock); every rank waits for it"),
+      ratio_key("straggler_nic_slowdown", &FsdpConfig::straggler_nic_slowdown, 100,
+                "one rank's NICs run this many times slower; a ring runs at its slowest hop"),
       bool_key("reshard_after_forward", &FsdpConfig::reshard_after_forward,
                "FSDP2: free gathered params after forward (true) or keep them until backward (false)"),
       enum_key("gradient_sync", &FsdpConfig::gradient_sync, kGradSyncs,

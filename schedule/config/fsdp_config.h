@@ -99,6 +99,15 @@ struct FsdpConfig {
   GradSync gradient_sync = GradSync::every_micro_batch;  ///< FSDP2: torchtitan's default; see GradSync
   int32_t forward_prefetch = 1;                          ///< FSDP2: units gathered ahead in forward
   int32_t backward_prefetch = 1;                         ///< FSDP2: units gathered ahead in backward
+  /// MoE: the token-expert pairs the busiest expert-parallel rank receives, relative to the mean (1: balanced
+  /// routing, as --moe-router-force-load-balancing runs). The simulated rank is that busiest one.
+  double moe_routing_skew = 1.0;
+  /// One rank's compute (GEMMs and memory-bound kernels) takes this many times as long (a GPU at 90% clock: 1.11);
+  /// synchronous collectives make every rank wait for it, so the simulated rank is that one.
+  double straggler_compute_slowdown = 1.0;
+  /// One rank's NICs run this many times slower; a ring runs at its slowest hop, so every collective that crosses
+  /// the network does.
+  double straggler_nic_slowdown = 1.0;
 
   /// Where each key was last set (file:line, "<--set>", "<megatron-args>"), for errors about combinations.
   std::map<std::string, SourceLocation> origin;

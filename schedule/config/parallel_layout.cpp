@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/text.h"
 #include "schedule/config/job_limits.h"
 
 namespace fsdpsim {
@@ -106,6 +107,31 @@ void check_combinations(const ModelSpec& model, const FsdpConfig& c) {
 
 }  // namespace
 
+namespace {
+
+// The busiest expert-parallel rank receives at most every rank's pairs: skew ≤ ep. Without expert parallelism every
+// rank runs every expert, so a skew changes nothing and is refused rather than ignored.
+void check_routing_skew(const ModelSpec& model, const FsdpConfig& config) {
+  if (config.moe_routing_skew == 1.0) return;
+  if (!model.is_moe()) {
+    reject(config, "moe_routing_skew", model.name + " has no experts to route to", "drop moe_routing_skew");
+  }
+  if (config.ep < 2) {
+    reject(config, "moe_routing_skew",
+           "the busiest expert-parallel rank's load needs expert parallelism, but ep=" + std::to_string(config.ep) +
+               " (every rank runs every expert)",
+           "set ep > 1, or drop moe_routing_skew");
+  }
+  if (config.moe_routing_skew > config.ep) {
+    reject(config, "moe_routing_skew",
+           "a rank can receive at most the tokens of all ep=" + std::to_string(config.ep) + " ranks, not " +
+               shortest_decimal(config.moe_routing_skew) + "× the mean",
+           "use a skew between 1 and " + std::to_string(config.ep));
+  }
+}
+
+}  // namespace
+
 ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_t gpus_per_node) {
   // Megatron-LM sizes its buckets from the flag as given, before MegatronFSDP.__init__ forces the overlaps
   // (megatron/training/training.py, resolve_ddp_bucket_size, @ d98e8a64ddf3).
@@ -193,7 +219,9 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
                       config.flash_attention,
                       config.fused_elementwise,
                       resolve_loss(config),
-                      config.loss_chunks};
+                      config.loss_chunks,
+                      config.moe_routing_skew};
+  check_routing_skew(model, config);
   if (l.tp > 1 && (l.shape.loss == LossImpl::liger_fused_linear || l.shape.loss == LossImpl::cut_cross_entropy)) {
     reject(config, "loss_implementation",
            std::string(to_string(l.shape.loss)) +

@@ -148,6 +148,9 @@ struct ScheduleInfo {
   int32_t prefetch_depth = 0;       ///< units all-gathered ahead of the current one (the builder's setting)
   int64_t model_params = 0;         ///< the whole model's parameters (0: not known, e.g. an older schedule file)
   int64_t model_active_params = 0;  ///< parameters one token touches (top-k routed experts only)
+  /// MoE: the schedule is the busiest expert-parallel rank's, whose experts receive this many times the mean
+  /// token-expert pairs (1: balanced routing, every rank alike).
+  double moe_routing_skew = 1.0;
   bool operator==(const ScheduleInfo&) const = default;
 };
 

@@ -30,6 +30,7 @@ void emit_info(YAML::Emitter& out, const ScheduleInfo& info) {
   out << YAML::Key << "model_flops_per_gpu" << YAML::Value << info.model_flops_per_gpu;
   out << YAML::Key << "compute_dtype" << YAML::Value << std::string(to_string(info.compute_dtype));
   out << YAML::Key << "prefetch_depth" << YAML::Value << info.prefetch_depth;
+  if (info.moe_routing_skew != 1.0) out << YAML::Key << "moe_routing_skew" << YAML::Value << info.moe_routing_skew;
   if (info.model_params > 0) {
     out << YAML::Key << "model_params" << YAML::Value << info.model_params;
     out << YAML::Key << "model_active_params" << YAML::Value << info.model_active_params;
@@ -119,6 +120,7 @@ ScheduleInfo read_info(YamlMap map) {
   info.compute_dtype =
       parse_enum<DType>(map.get("compute_dtype"), parse_dtype_opt, {DType::fp32, DType::bf16, DType::fp16, DType::fp8});
   info.prefetch_depth = static_cast<int32_t>(map.int_or("prefetch_depth", 0, 0, 1 << 20));
+  if (map.has("moe_routing_skew")) info.moe_routing_skew = map.get("moe_routing_skew").as_double(1.0, 1024.0);
   info.model_params = map.int_or("model_params", 0, 0, limits::kMaxParameters);
   info.model_active_params = map.int_or("model_active_params", 0, 0, info.model_params);
   map.finish();

@@ -2,6 +2,7 @@
 // (Megatron-Core's tensor-parallel layouts), and the divisibility rules Megatron enforces on the parallel shape.
 // GEMMs, collectives and memory are built in model_units_{gemms,comm,memory}.cpp.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "common/enum_names.h"
@@ -148,9 +149,11 @@ void set_moe_dims(UnitDims& d, const ModelSpec& m, const RankShape& s) {
   d.expert_ffn = m.moe.expert_ffn_hidden_size / s.etp;
   d.local_experts = m.moe.num_experts / s.ep;
   // Each rank routes its T/tp tokens to top_k experts; with balanced routing the EP all-to-all delivers as many
-  // pairs back to each rank, and the expert-TP all-gather multiplies them by etp.
+  // pairs back to each rank, the busiest rank of a skewed routing `moe_routing_skew` times as many, and the expert-TP
+  // all-gather multiplies them by etp.
   d.dispatch_tokens = d.sp_tokens * m.moe.top_k;
-  d.expert_pairs = d.dispatch_tokens * s.etp;
+  d.received_tokens = std::llround(static_cast<double>(d.dispatch_tokens) * s.moe_routing_skew);
+  d.expert_pairs = d.received_tokens * s.etp;
   d.expert_rows = ceil_div(d.expert_pairs, d.local_experts);
 }
 
@@ -380,6 +383,15 @@ std::vector<UnitCost> derive_units(const ModelSpec& model, const RankShape& shap
   add_mtp_heads(model.mtp_num_layers, units.back());
   // MFU counts the model's FLOPs: forward, plus backward at twice the forward, without recompute
   // (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters", §5.1; PaLM App. B).
+  // They are the job's per GPU, the mean rank's: the busiest expert-parallel rank of a skewed routing computes more,
+  // and counting that would raise its MFU for work the other ranks do not do.
+  if (shape.moe_routing_skew != 1.0) {
+    RankShape balanced = shape;
+    balanced.moe_routing_skew = 1.0;
+    const std::vector<UnitCost> mean_rank = derive_units(model, balanced);
+    for (size_t i = 0; i < units.size(); ++i) units[i].model_flops = mean_rank[i].model_flops;
+    return units;
+  }
   for (UnitCost& unit : units) unit.model_flops = 3 * unit.fwd_flops();
   return units;
 }

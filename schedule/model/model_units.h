@@ -55,6 +55,9 @@ struct RankShape {
   /// How the cross-entropy is computed (schedule/model/loss.h); resolved, never auto_select.
   LossImpl loss = LossImpl::megatron_vocab_parallel;
   int32_t loss_chunks = 8;  ///< LossImpl::chunked only
+  /// MoE: this rank's experts receive this many times the mean token-expert pairs (the busiest expert-parallel rank
+  /// of a skewed routing; 1: balanced).
+  double moe_routing_skew = 1.0;
 };
 
 /// Where a unit sits in the model.

@@ -63,8 +63,10 @@ void cp_exchange(const UnitDims& d, std::vector<UnitCollective>& fwd, std::vecto
   bwd.push_back(reduce_scatter("cp_rs_dkv", GroupRole::cp, d.shape.cp, kv_bytes));
 }
 
+// With a skewed routing the busiest rank receives received_tokens in the dispatch (and sends them back in the combine)
+// against the dispatch_tokens it sends: its link carries the larger side, and every member waits for it.
 void ep_exchange(const UnitDims& d, std::vector<UnitCollective>& fwd, std::vector<UnitCollective>& bwd) {
-  const int64_t bytes = d.dispatch_tokens * d.model->hidden_size * d.act_bytes;
+  const int64_t bytes = d.received_tokens * d.model->hidden_size * d.act_bytes;
   const int64_t etp = d.shape.etp;
   if (d.shape.ep > 1) fwd.push_back(all_to_all("ep_dispatch", GroupRole::ep, bytes));
   if (etp > 1) fwd.push_back(all_gather("etp_ag_dispatch", GroupRole::etp, etp, bytes));

@@ -31,8 +31,10 @@ struct UnitDims {
   int64_t expert_ffn = 0;       ///< routed-expert width on this rank: expert_ffn/etp
   int64_t local_experts = 0;    ///< num_experts/ep
   int64_t dispatch_tokens = 0;  ///< token copies this rank routes to experts: T/tp·top_k
-  int64_t expert_pairs = 0;     ///< token-expert pairs this rank's experts process: dispatch_tokens·etp
-  int64_t expert_rows = 0;      ///< tokens per local expert: ceil(expert_pairs / local_experts)
+  /// token copies the all-to-all delivers to this rank's experts: dispatch_tokens × moe_routing_skew
+  int64_t received_tokens = 0;
+  int64_t expert_pairs = 0;  ///< token-expert pairs this rank's experts process: received_tokens·etp
+  int64_t expert_rows = 0;   ///< tokens per local expert: ceil(expert_pairs / local_experts)
 };
 
 /// Forward and backward GEMMs of decoder layer (MoE or dense MLP), in execution order.

@@ -254,8 +254,11 @@ void mlp_workspace(const UnitDims& d, bool moe, int64_t& fwd, int64_t& bwd) {
     dense_mlp(d.ffn);
     return;
   }
-  fwd += 2 * d.dispatch_tokens * h * a + d.sp_tokens * h * a;  // all-to-all send and receive buffers, combined output
-  bwd += 2 * d.dispatch_tokens * h * a                         // all-to-all buffers
+  // All-to-all send (this rank's tokens) and receive (what its experts get: more on the busiest rank of a skewed
+  // routing) buffers, and the combined output.
+  const int64_t a2a_bytes = (d.dispatch_tokens + d.received_tokens) * h * a;
+  fwd += a2a_bytes + d.sp_tokens * h * a;
+  bwd += a2a_bytes                                                  // all-to-all buffers
          + act_factor(m, 3, 2) * d.expert_pairs * d.expert_ffn * a  // expert intermediate gradients
          + 2 * d.expert_pairs * h * a;                              // d expert output and d expert input
   if (d.shared_ffn > 0) dense_mlp(d.shared_ffn);
