@@ -49,7 +49,16 @@ std::vector<Change> candidate_changes(const Topology& topology, const FsdpConfig
     out.push_back({{"tp=" + std::to_string(c.tp * 2)}, "double tensor parallelism: splits weights and activations"});
   }
   out.push_back({{"cp=" + std::to_string(c.cp * 2)}, "double context parallelism: splits the sequence"});
-  out.push_back({{"nodes=" + std::to_string(c.nodes * 2)}, "twice the GPUs: smaller shards per rank"});
+  if (c.gpus > 0) {
+    out.push_back({{"gpus=" + std::to_string(c.gpus * 2)}, "twice the GPUs: smaller shards per rank"});
+  } else {
+    out.push_back({{"nodes=" + std::to_string(c.nodes * 2)}, "twice the GPUs: smaller shards per rank"});
+  }
+  if (c.moe_routing_skew > 1.0) {
+    out.push_back({{"moe_routing_skew=1"},
+                   "balance the routing (a load-balancing loss, or a capacity factor that drops overflow tokens): "
+                   "the busiest rank's experts get the mean load"});
+  }
   if (!c.cpu_offloading_activations && c.recompute_granularity == Recompute::none) {
     out.push_back({{"cpu_offloading_activations=true"}, "offload saved activations to host memory during forward"});
   }

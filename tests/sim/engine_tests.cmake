@@ -1,1 +1,1 @@
-fsdpsim_test(test_sim_engine SOURCES engine_test.cpp flow_solver_test.cpp compute_model_test.cpp simulate_test.cpp deepseek_v3_script_test.cpp host_offload_test.cpp part_of_a_node_test.cpp uneven_racks_test.cpp DEPS fsdpsim_sim fsdpsim_report fsdpsim_job)
+fsdpsim_test(test_sim_engine SOURCES engine_test.cpp flow_solver_test.cpp compute_model_test.cpp simulate_test.cpp deepseek_v3_script_test.cpp host_offload_test.cpp part_of_a_node_test.cpp uneven_racks_test.cpp moe_routing_skew_test.cpp DEPS fsdpsim_sim fsdpsim_report fsdpsim_job fsdpsim_plan)
