@@ -67,6 +67,10 @@ std::vector<Case> cases() {
          {"implementation=fsdp2", r, "global_batch_size=32", "nodes=2", "num_distributed_optimizer_instances=2"}});
   }
   list.push_back({"megatron_moe_ep8", {"ep=8", "global_batch_size=16"}, true});
+  // Every rank runs the busiest expert-parallel rank's schedule: its all-to-alls carry 1.5× the bytes on all ranks.
+  list.push_back({"megatron_moe_ep8_skewed", {"ep=8", "global_batch_size=16", "moe_routing_skew=1.5"}, true});
+  // 12 GPUs of 8-GPU nodes: a partial last node, 12 ranks.
+  list.push_back({"megatron_partial_last_node", {"gpus=12", "global_batch_size=24"}});
   list.push_back({"megatron_offload", {"cpu_offloading_activations=true", "global_batch_size=16"}});
   return list;
 }
