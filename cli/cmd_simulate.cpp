@@ -68,8 +68,8 @@ void register_simulate(CLI::App& app) {
     sim.record_timeline = true;
     sim.allocator_capacity_bytes = 0;
     if (config) sim.straggler = straggler_of(*config);
-    const RunRecord run = run_schedule(schedule, topology, sim);
-    Report report = make_report(schedule, topology, run, ReportDetail::full, options->margin);
+    RunRecord run;
+    Report report = pool_report(schedule, topology, sim, ReportDetail::full, options->margin, &run);
     report.straggler_cost_s = straggler_cost_s(schedule, topology, sim, report.step_time_s);
     report.read_not_modelled = read_not_modelled;
     std::cout << report_text(report);

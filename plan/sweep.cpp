@@ -104,16 +104,16 @@ SweepResult evaluate_config(const ModelSpec& model, const Topology& base_topolog
   options.expandable_segments = evaluation.expandable_segments;
   options.record_timeline = false;
   options.straggler = straggler_of(config);
-  RunRecord run;
+  Report report;
   try {
-    run = run_schedule(schedule, topology, options);
+    // One run per GPU kind of a mixed pool (one for a pool of one kind).
+    report = pool_report(schedule, topology, options, ReportDetail::summary, evaluation.memory_margin);
   } catch (const ConfigError& e) {
     // A step the simulator refuses (common/limits.h) is an invalid point, not an exception escaping a sweep thread.
     r.valid = false;
     r.invalid_reason = e.what();
     return r;
   }
-  const Report report = make_report(schedule, topology, run, ReportDetail::summary, evaluation.memory_margin);
   r.gpus = schedule.info.world_size;
   r.micro_batches = schedule.info.micro_batches;
   r.params_per_rank = report.model_size.params_per_rank;

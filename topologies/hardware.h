@@ -82,6 +82,10 @@ struct Topology {
   std::string name;
   std::string description;
   GpuProfile gpu;
+  /// A mixed pool: the GPUs of the other nodes (H100 nodes beside H200 ones), each kind with the same node and
+  /// network shape. Every rank runs the same schedule, so the slowest kind paces the step and each kind's own memory
+  /// decides whether it fits. Empty: every node carries `gpu`.
+  std::vector<GpuProfile> mixed_gpus;
   int32_t gpus_per_node = 8;
   int32_t nvlink_domain_gpus = 8;    ///< GPUs in one NVLink domain (72 for GB200 NVL72)
   double nvlink_bw_bytes_per_s = 0;  ///< per GPU, per direction

@@ -123,6 +123,32 @@ const std::vector<TopologyRow>& topology_rows() {
          emit_key(o, k, exact_time_text(t.nic_latency_ns));
        },
        ReadPass::second},
+      {"mixed_gpus", R::optional,
+       [](Topology& t, const YamlValue& v) {
+         if (!v.node().IsSequence() || v.node().size() == 0) {
+           v.fail("expected a list of the pool's other GPUs", "write e.g. mixed_gpus: [h100-sxm]");
+         }
+         for (size_t i = 0; i < v.node().size(); ++i) {
+           t.mixed_gpus.push_back(
+               read_gpu(YamlValue(v.node()[i], v.source(), v.key_path() + "[" + std::to_string(i) + "]")));
+         }
+       },
+       [](YAML::Emitter& o, const std::string& k, const Topology& t) {
+         if (t.mixed_gpus.empty()) return;
+         o << YAML::Key << k << YAML::Value << YAML::BeginSeq;
+         for (const GpuProfile& gpu : t.mixed_gpus) {
+           const auto preset = hardware_yaml::find_gpu_profile_preset(gpu.name);
+           if (preset && *preset == gpu) {
+             o << gpu.name;
+           } else {
+             o << YAML::BeginMap;
+             hardware_yaml::emit_gpu_profile_keys(o, gpu);
+             o << YAML::EndMap;
+           }
+         }
+         o << YAML::EndSeq;
+       },
+       ReadPass::second},
       // At most every NIC of a domain (read after nics_per_node and the domain size).
       {"max_nics_between_domains", R::optional,
        [](Topology& t, const YamlValue& v) {

@@ -1,5 +1,6 @@
-// MoE routing skew and stragglers (issue 13, items 3 and 4): the simulated rank is the busiest expert-parallel rank,
-// or a slow one, and the report and the verdict say so.
+// Ranks that differ (issue 13, items 3 and 4): MoE routing skew and stragglers make the simulated rank the busiest
+// expert-parallel rank or a slow one; a mixed pool of GPUs is paced by its slowest kind and limited by the memory of
+// the kind with the least to spare. The report and the verdict say which.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -135,6 +136,63 @@ TEST(Stragglers, ASlowNicCostsOnlyWhatCrossesTheNetwork) {
   options.straggler = straggler_of(eight.config);
   const double step8 = make_report(s8, eight.topology, run_schedule(s8, eight.topology, options)).step_time_s;
   EXPECT_GT(straggler_cost_s(s8, eight.topology, options, step8), 0.0);
+}
+
+// HGX H200 nodes beside DGX H100 ones: the same node and network shape, two GPUs.
+constexpr const char* kMixedPool = R"(name: mixed-h200-h100
+description: HGX H200 nodes beside H100 ones
+gpu: h200-sxm
+mixed_gpus: [h100-sxm]
+gpus_per_node: 8
+nvlink_domain_gpus: 8
+nvlink_bw: 450GB/s
+nics_per_node: 8
+nic_bw: 400Gb/s
+host_bw: 64GB/s
+)";
+
+TEST(MixedPool, TheSlowestKindPacesAndTheTightestKindDecidesTheFit) {
+  const Topology pool = parse_topology_yaml(kMixedPool, "pool.yaml");
+  ASSERT_EQ(pool.mixed_gpus.size(), 1u);
+  EXPECT_EQ(parse_topology_yaml(topology_to_yaml(pool), "again.yaml"), pool);
+  const std::vector<Topology> kinds = topologies_per_gpu_kind(pool);
+  ASSERT_EQ(kinds.size(), 2u);
+  EXPECT_EQ(kinds[0].gpu.name, "h200-sxm");
+  EXPECT_EQ(kinds[1].gpu.name, "h100-sxm");
+
+  JobOptions options;
+  options.model = "llama3-70b";
+  options.sets = {"nodes=4"};
+  const Job j = resolve_job(options);
+  const Schedule s = build_job_schedule(j);
+  const Report h200 = make_report(s, kinds[0], run_schedule(s, kinds[0], SimOptions{}));
+  const Report h100 = make_report(s, kinds[1], run_schedule(s, kinds[1], SimOptions{}));
+  const Report mixed = pool_report(s, pool, SimOptions{}, ReportDetail::full, kDefaultMemoryMargin);
+  EXPECT_DOUBLE_EQ(mixed.step_time_s, std::max(h200.step_time_s, h100.step_time_s));
+  // 70B on 32 GPUs needs about 130 GiB: it fits an H200's 141 GB, not an H100's 80 GB, so the pool does not fit.
+  EXPECT_EQ(h100.memory.fit, MemoryFit::out_of_memory);
+  EXPECT_NE(h200.memory.fit, MemoryFit::out_of_memory);
+  EXPECT_EQ(mixed.memory.fit, MemoryFit::out_of_memory);
+  EXPECT_EQ(mixed.memory.needed_bytes, h100.memory.needed_bytes);
+  EXPECT_EQ(mixed.gpu, "h200-sxm + h100-sxm");
+  EXPECT_NE(verdict_text(mixed.memory).find("OUT OF MEMORY on the h100-sxm GPUs"), std::string::npos)
+      << verdict_text(mixed.memory);
+  // A pool of one kind is the plain report.
+  const Report alone = pool_report(s, kinds[1], SimOptions{}, ReportDetail::full, kDefaultMemoryMargin);
+  EXPECT_EQ(report_json(alone), report_json(h100));
+}
+
+TEST(MixedPool, BadPoolsAreNamed) {
+  const std::string base = std::string(kMixedPool);
+  std::string typo = base;
+  typo.replace(typo.find("[h100-sxm]"), 10, "[h100-sxn]");
+  const std::string unknown = error_of([&] { (void)parse_topology_yaml(typo, "pool.yaml"); });
+  EXPECT_NE(unknown.find("pool.yaml:4"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("unknown GPU profile 'h100-sxn' (did you mean 'h100-sxm'?)"), std::string::npos) << unknown;
+  std::string scalar = base;
+  scalar.replace(scalar.find("[h100-sxm]"), 10, "h100-sxm");
+  EXPECT_NE(error_of([&] { (void)parse_topology_yaml(scalar, "pool.yaml"); }).find("expected a list"),
+            std::string::npos);
 }
 
 }  // namespace
