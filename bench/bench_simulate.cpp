@@ -67,6 +67,33 @@ void Jobs(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_SimulateStep)->Apply(Jobs)->Unit(benchmark::kMillisecond);
 
+// Ranks that differ cost no more than ranks alike: DeepSeek-V3 with ep=64 on 256 GB200 GPUs, as 4 × 64 GPUs of
+// gb200-nvl72-64 with balanced routing (0), and as 72 + 72 + 72 + 40 GPUs of gb200-nvl72 with the busiest
+// expert-parallel rank at 1.5× the mean (1). One schedule is simulated either way.
+void BM_RanksThatDiffer(benchmark::State& state) {
+  const bool uneven = state.range(0) == 1;
+  const Topology topology = topology_preset(uneven ? "gb200-nvl72" : "gb200-nvl72-64");
+  FsdpConfig config;
+  for (const char* set : {"gpus=256", "ep=64", "global_batch_size=1024"}) apply_override(config, set);
+  if (uneven) apply_override(config, "moe_routing_skew=1.5");
+  config.nodes = 256 / topology.gpus_per_node;
+  const Schedule schedule = build_schedule(model_preset("deepseek-v3"), config, topology.gpus_per_node);
+  SimOptions options;
+  options.steps = 2;
+  options.record_timeline = false;
+  double seconds = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    const RunRecord run = run_schedule(schedule, topology, options);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    benchmark::DoNotOptimize(run.steps.back().end_ns);
+  }
+  state.SetLabel(uneven ? "256 GPUs on 72-GPU racks, routing skew 1.5" : "256 GPUs on 64-GPU racks, balanced");
+  state.counters["step_ms"] = seconds * 1e3 / (2.0 * static_cast<double>(state.iterations()));
+}
+
+BENCHMARK(BM_RanksThatDiffer)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();
