@@ -1,13 +1,20 @@
 #include "sim/flow_solver.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <limits>
 
 namespace fsdpsim {
 
+size_t MaxMinSolver::KeyHash::operator()(const std::vector<uint64_t>& key) const {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a over 64-bit words
+  for (const uint64_t word : key) h = (h ^ word) * 1099511628211ULL;
+  return static_cast<size_t>(h);
+}
+
 void MaxMinSolver::solve(std::span<const FlowLink> links, std::span<const Flow> flows, std::vector<double>& rate) {
   const size_t nf = flows.size();
-  const size_t nl = links.size();
   if (nf == 1) {  // the common case: one transfer alone runs at its cap or at its tightest link
     double r = flows[0].cap;
     for (const auto& [link, w] : flows[0].loads) {
@@ -16,6 +23,34 @@ void MaxMinSolver::solve(std::span<const FlowLink> links, std::span<const Flow> 
     rate.assign(1, r);
     return;
   }
+  bool same_links = memo_capacities_.size() == links.size();
+  for (size_t l = 0; same_links && l < links.size(); ++l) same_links = memo_capacities_[l] == links[l].capacity;
+  if (!same_links || memo_.size() >= kMaxMemoEntries) {
+    memo_.clear();
+    memo_capacities_.clear();
+    for (const FlowLink& link : links) memo_capacities_.push_back(link.capacity);
+  }
+  key_.clear();
+  for (const Flow& f : flows) {
+    key_.push_back(std::bit_cast<uint64_t>(f.cap));
+    key_.push_back(f.loads.size());
+    for (const auto& [link, w] : f.loads) {
+      key_.push_back(static_cast<uint64_t>(link));
+      key_.push_back(std::bit_cast<uint64_t>(w));
+    }
+  }
+  if (const auto hit = memo_.find(key_); hit != memo_.end()) {
+    rate = hit->second;
+    return;
+  }
+  solve_fresh(links, flows, rate);
+  memo_.emplace(key_, rate);
+}
+
+void MaxMinSolver::solve_fresh(std::span<const FlowLink> links, std::span<const Flow> flows,
+                               std::vector<double>& rate) {
+  const size_t nf = flows.size();
+  const size_t nl = links.size();
   rate.assign(nf, 0.0);
   frozen_.assign(nf, false);
   used_.assign(nl, 0.0);

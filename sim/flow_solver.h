@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,19 @@ class MaxMinSolver {
   void solve(std::span<const FlowLink> links, std::span<const Flow> flows, std::vector<double>& rates);
 
  private:
+  void solve_fresh(std::span<const FlowLink> links, std::span<const Flow> flows, std::vector<double>& rates);
+
+  /// The engine meets the same few sets of concurrent transfers thousands of times a step (a layer's collectives
+  /// repeat in every layer and micro-batch), so solutions are kept by their exact inputs: a hit returns the very
+  /// doubles a fresh solve would. Bounded, and dropped when the links change.
+  struct KeyHash {
+    size_t operator()(const std::vector<uint64_t>& key) const;
+  };
+  static constexpr size_t kMaxMemoEntries = 1 << 14;
+  std::vector<double> memo_capacities_;
+  std::unordered_map<std::vector<uint64_t>, std::vector<double>, KeyHash> memo_;
+  std::vector<uint64_t> key_;
+
   std::vector<bool> frozen_;
   std::vector<double> used_, weight_;
   std::vector<bool> saturated_;

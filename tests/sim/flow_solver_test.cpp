@@ -47,5 +47,25 @@ TEST(FlowSolver, FlowWithoutLinksRunsAtItsCap) {
   EXPECT_DOUBLE_EQ(r[0], 7);
 }
 
+TEST(FlowSolver, ASolverReusedAcrossChangesGivesWhatAFreshOneGives) {
+  // The engine keeps one solver and meets the same sets of transfers again and again; a remembered answer must be
+  // the fresh one, and a change of the links must not return a stale one.
+  MaxMinSolver reused;
+  std::vector<double> rates;
+  const std::vector<FlowLink> wide{FlowLink{90}, FlowLink{10}};
+  const std::vector<FlowLink> narrow{FlowLink{60}, FlowLink{10}};
+  const std::vector<Flow> three{Flow{1000, kLink0}, Flow{1000, kLink0}, Flow{1000, kLinks01}};
+  const std::vector<Flow> two{Flow{1000, kLink0}, Flow{1000, kLink0Twice}};
+  for (int round = 0; round < 3; ++round) {
+    reused.solve(wide, three, rates);
+    EXPECT_EQ(rates, solve(wide, three));
+    reused.solve(wide, two, rates);
+    EXPECT_EQ(rates, solve(wide, two));
+    reused.solve(narrow, three, rates);
+    EXPECT_EQ(rates, solve(narrow, three));  // link 0 at 60: flow 2 at 10, flows 0 and 1 at 25
+    EXPECT_DOUBLE_EQ(rates[0], 25);
+  }
+}
+
 }  // namespace
 }  // namespace fsdpsim
