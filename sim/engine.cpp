@@ -110,6 +110,7 @@ class Engine {
       r.dependents_end = static_cast<int32_t>(dependent_ids_.size());
     }
     acts_.resize(s.streams.size());
+    queue_ = EventQueue(s.streams.size());
     flow_of_stream_.assign(s.streams.size(), -1);
     compute_stream_ = std::max(0, s.compute_stream().value());
   }
@@ -159,7 +160,7 @@ class Engine {
     advance(now);
     while (!queue_.empty()) {
       const Event e = queue_.pop();
-      Activity& a = acts_[static_cast<size_t>(e.payload)];
+      Activity& a = acts_[static_cast<size_t>(e.stream)];
       if (!a.active || e.version != a.version) continue;
       ++events_;
       now = e.time_ns;
@@ -244,7 +245,7 @@ class Engine {
                      .since = now,
                      .version = a.version + 1};
         comm_changed_ = true;
-        if (a.in_latency) queue_.push(now + latency, 0, op.stream, a.version);
+        if (a.in_latency) queue_.set(op.stream, now + latency, a.version);
         if (!a.in_latency && cost.bytes <= 0) finish(op_id, now);
         return;
       }
@@ -317,7 +318,7 @@ class Engine {
     a.rate = rate;
     ++a.version;
     const double left = rate > 0 ? a.remaining / rate : 1e18;
-    queue_.push(now + static_cast<TimeNs>(std::ceil(left - 1e-6)), 0, static_cast<int32_t>(st), a.version);
+    queue_.set(static_cast<int32_t>(st), now + static_cast<TimeNs>(std::ceil(left - 1e-6)), a.version);
   }
 
   void check_finished() const {

@@ -1,49 +1,63 @@
 #pragma once
-/// The simulator's event queue: a binary heap keyed on (time, priority, insertion sequence), so that events at the
-/// same time run in a fixed order and the same inputs give the same outputs. Never a list walk.
+/// The simulator's pending events. Each stream runs one activity at a time, and every reschedule of that activity
+/// (a new rate, the end of a latency) replaces its pending event, so at most one event per stream is live: the queue
+/// is one slot per stream, and the next event is the earliest slot, ties broken by the order the slots were set.
+/// That order is what a heap keyed on (time, insertion sequence) with stale entries skipped gives, so the same
+/// inputs give the same outputs, at a scan of a handful of slots instead of heap operations on stale entries.
 
 #include <cstdint>
-#include <queue>
+#include <limits>
 #include <vector>
 
 #include "common/units.h"
 
 namespace fsdpsim {
 
-/// One scheduled event; `payload` and `version` are the engine's (which activity, and whether it is stale).
+/// One scheduled event: which stream's activity, and which version of it (the engine's check that it is current).
 struct Event {
   TimeNs time_ns = 0;
-  int32_t priority = 0;  ///< lower runs first at equal times
-  uint64_t sequence = 0;
-  int32_t payload = 0;
+  int32_t stream = 0;
   uint32_t version = 0;
 };
 
-/// A deterministic min-heap of events.
+/// The earliest of at most one pending event per stream.
 class EventQueue {
  public:
-  /// Adds an event; ties on (time, priority) keep insertion order.
-  void push(TimeNs time_ns, int32_t priority, int32_t payload, uint32_t version) {
-    heap_.push(Event{time_ns, priority, next_sequence_++, payload, version});
+  explicit EventQueue(size_t streams = 0) : slots_(streams) {}
+
+  /// Sets `stream`'s pending event, replacing the one it had.
+  void set(int32_t stream, TimeNs time_ns, uint32_t version) {
+    Slot& s = slots_[static_cast<size_t>(stream)];
+    if (!s.live) ++pending_;
+    s = Slot{time_ns, next_sequence_++, version, true};
   }
-  [[nodiscard]] bool empty() const { return heap_.empty(); }
-  [[nodiscard]] const Event& top() const { return heap_.top(); }
+  [[nodiscard]] bool empty() const { return pending_ == 0; }
+  /// Removes and returns the earliest pending event (the earliest set first among equal times).
   Event pop() {
-    Event e = heap_.top();
-    heap_.pop();
-    return e;
+    size_t best = slots_.size();
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      const Slot& s = slots_[i];
+      if (!s.live) continue;
+      if (best == slots_.size() || s.time_ns < slots_[best].time_ns ||
+          (s.time_ns == slots_[best].time_ns && s.sequence < slots_[best].sequence)) {
+        best = i;
+      }
+    }
+    Slot& s = slots_[best];
+    s.live = false;
+    --pending_;
+    return Event{s.time_ns, static_cast<int32_t>(best), s.version};
   }
-  [[nodiscard]] size_t size() const { return heap_.size(); }
 
  private:
-  struct Later {
-    bool operator()(const Event& a, const Event& b) const {
-      if (a.time_ns != b.time_ns) return a.time_ns > b.time_ns;
-      if (a.priority != b.priority) return a.priority > b.priority;
-      return a.sequence > b.sequence;
-    }
+  struct Slot {
+    TimeNs time_ns = std::numeric_limits<TimeNs>::max();
+    uint64_t sequence = 0;
+    uint32_t version = 0;
+    bool live = false;
   };
-  std::priority_queue<Event, std::vector<Event>, Later> heap_;
+  std::vector<Slot> slots_;
+  size_t pending_ = 0;
   uint64_t next_sequence_ = 0;
 };
 
