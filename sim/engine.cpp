@@ -89,10 +89,17 @@ class Engine {
     FSDPSIM_CHECK(costs_.size() == s.ops.size(), "one cost per op");
     for (const double cap : link_caps) links_.push_back(FlowLink{cap});
     stream_ops_.resize(s.streams.size());
-    std::vector<std::vector<int32_t>> dependents(s.ops.size());
+    // Each op's dependents, flat: counted, then filled in op order (one allocation, not one list per op).
+    std::vector<int32_t> dependents_begin(s.ops.size() + 1, 0);
     for (const Op& op : s.ops) {
       stream_ops_[op.stream.index()].push_back(op.id.value());
-      for (const OpId d : op.deps) dependents[d.index()].push_back(op.id.value());
+      for (const OpId d : op.deps) ++dependents_begin[d.index() + 1];
+    }
+    for (size_t i = 0; i < s.ops.size(); ++i) dependents_begin[i + 1] += dependents_begin[i];
+    dependent_ids_.assign(static_cast<size_t>(dependents_begin.back()), 0);
+    std::vector<int32_t> next = dependents_begin;
+    for (const Op& op : s.ops) {
+      for (const OpId d : op.deps) dependent_ids_[static_cast<size_t>(next[d.index()]++)] = op.id.value();
     }
     ops_.resize(s.ops.size());
     for (const Op& op : s.ops) {
@@ -104,10 +111,8 @@ class Engine {
       r.allocs_end = r.frees_begin = static_cast<int32_t>(buffer_ids_.size());
       buffer_ids_.insert(buffer_ids_.end(), op.frees.begin(), op.frees.end());
       r.frees_end = static_cast<int32_t>(buffer_ids_.size());
-      r.dependents_begin = static_cast<int32_t>(dependent_ids_.size());
-      const auto& list = dependents[op.id.index()];
-      dependent_ids_.insert(dependent_ids_.end(), list.begin(), list.end());
-      r.dependents_end = static_cast<int32_t>(dependent_ids_.size());
+      r.dependents_begin = dependents_begin[op.id.index()];
+      r.dependents_end = dependents_begin[op.id.index() + 1];
     }
     acts_.resize(s.streams.size());
     queue_ = EventQueue(s.streams.size());
@@ -294,7 +299,7 @@ class Engine {
       }
       if (a.transfer && !a.in_latency) {
         flow_of_stream_[st] = static_cast<int32_t>(flows_.size());
-        flows_.push_back(Flow{cost.cap_bytes_per_s, cost.loads});
+        flows_.push_back(Flow{cost.cap_bytes_per_s, cost.loads.view()});
       }
     }
     const double sms = std::max(1, t_.gpu.sm_count);

@@ -45,9 +45,8 @@ OpCost collective_op_cost(const Schedule& s, const Op& op, const Topology& topol
   cost.model = CostModel::transfer;
   cost.bytes = static_cast<double>(cost.nccl.bus_bytes);
   cost.cap_bytes_per_s = cost.nccl.bus_bw_bytes_per_s;
-  if (cost.nccl.nvlink_load > 0) cost.loads.emplace_back(static_cast<int32_t>(LinkId::nvlink), cost.nccl.nvlink_load);
-  if (cost.nccl.network_load > 0)
-    cost.loads.emplace_back(static_cast<int32_t>(LinkId::network), cost.nccl.network_load);
+  if (cost.nccl.nvlink_load > 0) cost.loads.add(LinkId::nvlink, cost.nccl.nvlink_load);
+  if (cost.nccl.network_load > 0) cost.loads.add(LinkId::network, cost.nccl.network_load);
   return cost;
 }
 
@@ -58,7 +57,7 @@ OpCost host_copy_cost(const Op& op, const Topology& topology) {
   cost.model = CostModel::transfer;
   cost.bytes = static_cast<double>(op.send_bytes + op.recv_bytes);
   cost.cap_bytes_per_s = topology.host_bw_per_gpu_bytes_per_s();
-  cost.loads.emplace_back(static_cast<int32_t>(LinkId::host), 1.0);
+  cost.loads.add(LinkId::host, 1.0);
   cost.latency_ns = topology.gpu.kernel_overhead_ns;
   cost.standalone_ns = cost.latency_ns + ns_from_seconds(cost.bytes / cost.cap_bytes_per_s);
   return cost;

@@ -3,12 +3,17 @@
 /// standalone rate, link loads), and the SMs a communication kernel occupies. Computed once per schedule; the
 /// engine then only shares links and SMs among what runs at the same time.
 
+#include <array>
 #include <cstdint>
+#include <initializer_list>
+#include <span>
 #include <utility>
 #include <vector>
 
+#include "common/error.h"
 #include "common/units.h"
 #include "schedule/ir/ir.h"
+#include "sim/flow_solver.h"
 #include "sim/nccl/collective_model.h"
 #include "topologies/hardware.h"
 
@@ -17,6 +22,26 @@ namespace fsdpsim {
 /// The links the engine shares among concurrent transfers of the simulated rank.
 enum class LinkId : int32_t { nvlink = 0, network = 1, host = 2 };
 inline constexpr int32_t kLinkCount = 3;
+
+/// The links one transfer loads, with its wire bytes per byte on each: at most one entry per link, kept inline (every
+/// op has its cost, and a heap vector each made a simulation's set-up allocate per op).
+class LinkLoads {
+ public:
+  LinkLoads() = default;
+  LinkLoads(std::initializer_list<LinkLoad> loads) {
+    for (const LinkLoad& l : loads) add(LinkId{l.first}, l.second);
+  }
+  void add(LinkId link, double wire_bytes_per_byte) {
+    FSDPSIM_CHECK(count_ < kLinkCount, "a transfer loads each link at most once");
+    items_[count_++] = {static_cast<int32_t>(link), wire_bytes_per_byte};
+  }
+  [[nodiscard]] std::span<const LinkLoad> view() const { return {items_.data(), count_}; }
+  [[nodiscard]] bool empty() const { return count_ == 0; }
+
+ private:
+  std::array<LinkLoad, kLinkCount> items_{};
+  size_t count_ = 0;
+};
 
 /// How an op takes time.
 enum class CostModel : uint8_t {
@@ -32,8 +57,8 @@ struct OpCost {
   TimeNs latency_ns = 0;
   double bytes = 0;  ///< bus bytes (collectives) or bytes copied (host copies)
   double cap_bytes_per_s = 0;
-  std::vector<std::pair<int32_t, double>> loads;  ///< (LinkId, wire bytes per byte)
-  int32_t sms = 0;                                ///< SMs a communication kernel holds while it runs
+  LinkLoads loads;  ///< (LinkId, wire bytes per byte)
+  int32_t sms = 0;  ///< SMs a communication kernel holds while it runs
   bool collective = false;
   CollectiveCost nccl;       ///< the chosen NCCL algorithm and protocol (collectives)
   TimeNs standalone_ns = 0;  ///< the op's duration alone
