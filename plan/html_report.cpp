@@ -2,6 +2,8 @@
 // peak and the OOM advice, in one self-contained HTML file.
 #include "plan/html_report.h"
 
+#include <cstdio>
+
 #include "common/error.h"
 #include "common/text.h"
 #include "common/units.h"
@@ -150,6 +152,16 @@ std::string key_numbers(const Report& r) {
   out += "</div>\n";
   out += "<p id=\"verdict\" class=\"" + verdict_class + "\">" + html_escape(verdict_text(r.memory)) + "</p>\n";
   if (r.oom) out += "<p id=\"oom-reason\" class=\"verdict-oom\">Out of memory: " + html_escape(r.oom_reason) + "</p>\n";
+  if (!r.simulated_rank.empty()) {
+    out += "<p id=\"ranks-differ\" class=\"note\">Ranks differ: the figures are for " + html_escape(r.simulated_rank);
+    if (r.straggler_cost_s > 0 && r.step_time_s > 0) {
+      char cost[96];
+      std::snprintf(cost, sizeof cost, "; the straggler costs every rank %.3f s per step (%.1f%% of it)",
+                    r.straggler_cost_s, 100 * r.straggler_cost_s / r.step_time_s);
+      out += html_escape(cost);
+    }
+    out += ".</p>\n";
+  }
   return out;
 }
 

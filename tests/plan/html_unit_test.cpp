@@ -243,6 +243,18 @@ TEST(HtmlRunOom, ThroughputIsMarkedOnlyWhenTheRunDoesNotFit) {
   EXPECT_NE(oom.find(".card .v.if-it-fit{"), std::string::npos);  // the page styles the mark
 }
 
+TEST(HtmlRunRanks, ThePageSaysWhichRankTheFiguresAreForAndWhatAStragglerCosts) {
+  Case c = merging_case();
+  c.report.step_time_s = 2.0;
+  EXPECT_EQ(html_run_report(c.schedule, c.run, c.report, {}).find("id=\"ranks-differ\""), std::string::npos);
+  c.report.simulated_rank = "a straggler (compute 1.25× slower) <slow>";
+  c.report.straggler_cost_s = 0.5;
+  const std::string html = html_run_report(c.schedule, c.run, c.report, {});
+  EXPECT_NE(html.find("<p id=\"ranks-differ\" class=\"note\">Ranks differ: the figures are for a straggler (compute "
+                      "1.25× slower) &lt;slow&gt;; the straggler costs every rank 0.500 s per step (25.0% of it).</p>"),
+            std::string::npos);
+}
+
 TEST(HtmlTimeline, MergesSubPixelOpsPerLaneAndKeepsWideOnes) {
   // The plot is 1,000 px wide for 5,000 ns: 0.2 px per ns.
   //   compute: 5,000 ops of 0.2 px, each starting where the last ended (gap 0 < 1 px) → one bar merging 5,000 ops;
