@@ -13,11 +13,6 @@
 #include "schedule/ir/validate.h"
 
 namespace fsdpsim {
-namespace {
-
-// A schedule read from a file must fit the topology: its world size must be whole nodes (and agree with --set
-// nodes when given).
-}  // namespace
 
 JobInputs load_job_inputs(const JobOptions& options) {
   FsdpConfig config = load_config(options.config);

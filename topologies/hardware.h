@@ -116,17 +116,15 @@ struct GroupPlacement {
   int32_t fewest_ranks_per_domain = 1;
   int32_t fewest_ranks_per_node = 1;
 
-  /// Whether some domain holds fewer members than another.
-  bool uneven() const { return fewest_ranks_per_domain != ranks_per_domain || fewest_ranks_per_node != ranks_per_node; }
-
   /// Field-by-field equality.
   bool operator==(const GroupPlacement&) const = default;
 };
 
 /// Places a group of `size` ranks with rank distance `stride` (first member: rank 0) in a job of `world_size`
 /// GPUs laid out node by node (Megatron's rank order). Throws ConfigError when the group does not fit the world.
-/// Members may fill the domains unevenly (128 GPUs on 72-GPU racks); the cost model then sizes every domain like the
-/// fullest one, whose NVLink hop and NIC share are the ring's slowest (docs/architecture.md §6.1).
+/// Members may fill the domains unevenly (128 GPUs on 72-GPU racks); the cost model then sizes NVLink by the fullest
+/// domain and the scale-out hop by the emptiest, whose share of the NICs is the ring's slowest hop
+/// (docs/architecture.md §6.1).
 GroupPlacement place_group(const Topology& topology, int32_t world_size, int32_t size, int32_t stride);
 
 std::string_view to_string(GpuArch arch);

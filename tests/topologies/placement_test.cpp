@@ -101,12 +101,11 @@ TEST(UnevenPlacement, PowersOfTwoOnNvl72Racks) {
   EXPECT_EQ(place_group(nvl72, 128, 128, 1), uneven(128, 72, 2, 4, 32, 56, 4));
   EXPECT_EQ(place_group(nvl72, 256, 256, 1), uneven(256, 72, 4, 4, 64, 40, 4));
   EXPECT_EQ(place_group(nvl72, 512, 512, 1), uneven(512, 72, 8, 4, 128, 8, 4));
-  EXPECT_TRUE(place_group(nvl72, 128, 128, 1).uneven());
   // TP 4 inside a tray: the dp group of 128 / 4 = 32 members at stride 4 holds ranks 0, 4, …, 124: 18 in rack 0
   // (0..68), 14 in rack 1 (72..124), one per tray.
   EXPECT_EQ(place_group(nvl72, 128, 32, 4), uneven(32, 18, 2, 1, 32, 14, 1));
   // The TP group itself is even: four ranks of one tray.
-  EXPECT_FALSE(place_group(nvl72, 128, 4, 1).uneven());
+  EXPECT_EQ(place_group(nvl72, 128, 4, 1), expected(4, 4, 1, 4, 1));
 }
 
 TEST(UnevenPlacement, PartialLastNodeAndStridesThatStraddleDomains) {
