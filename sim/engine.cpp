@@ -381,11 +381,9 @@ Topology with_straggler(const Topology& topology, const Straggler& straggler) {
 }
 
 RunRecord run_schedule(const Schedule& schedule, const Topology& topology, const SimOptions& options) {
-  if (!options.straggler.any()) {
-    return Engine(schedule, topology, options, compute_op_costs(schedule, topology), link_capacities(topology)).run();
-  }
-  const Topology slow = with_straggler(topology, options.straggler);
-  return Engine(schedule, slow, options, compute_op_costs(schedule, slow), link_capacities(slow)).run();
+  // Without a straggler every factor is 1 and the topology is the one given, exactly.
+  const Topology rank = with_straggler(topology, options.straggler);
+  return Engine(schedule, rank, options, compute_op_costs(schedule, rank), link_capacities(rank)).run();
 }
 
 RunRecord run_schedule_with_costs(const Schedule& schedule, const Topology& topology, const SimOptions& options,
