@@ -1,5 +1,4 @@
 #include "plan/sweep.h"
-#include "plan/rank_differences.h"
 
 #include <algorithm>
 #include <atomic>
@@ -12,6 +11,7 @@
 #include "common/text.h"
 #include "common/units.h"
 #include "job/job.h"
+#include "plan/rank_differences.h"
 #include "report/report.h"
 #include "schedule/build/builder.h"
 #include "schedule/config/parallel_layout.h"

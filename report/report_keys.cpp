@@ -20,6 +20,17 @@ Row written(std::string key, V Report::*member) {
           nullptr};
 }
 
+/// A row written only where the member is not at its default (a figure only some runs have), never read back.
+template <class V>
+Row written_when_set(std::string key, V Report::*member) {
+  return {std::move(key),
+          [member](const Report& r) -> std::optional<OrderedJson> {
+            if (r.*member == V{}) return std::nullopt;
+            return OrderedJson(r.*member);
+          },
+          nullptr};
+}
+
 /// A row written as the member's value and read back as a number ≥ 0.
 Row number(std::string key, double Report::*member) {
   Row row = written(std::move(key), member);
@@ -217,18 +228,8 @@ std::vector<Row> make_report_keys() {
       model_size("params_per_rank", &ModelSize::params_per_rank),
       model_size("model_flops_per_token", &ModelSize::flops_per_token),
       written("read_not_modelled", &Report::read_not_modelled),
-      {"simulated_rank",
-       [](const Report& r) -> std::optional<OrderedJson> {
-         if (r.simulated_rank.empty()) return std::nullopt;
-         return OrderedJson(r.simulated_rank);
-       },
-       nullptr},
-      {"straggler_cost_s",
-       [](const Report& r) -> std::optional<OrderedJson> {
-         if (r.straggler_cost_s <= 0) return std::nullopt;
-         return OrderedJson(r.straggler_cost_s);
-       },
-       nullptr},
+      written_when_set("simulated_rank", &Report::simulated_rank),
+      written_when_set("straggler_cost_s", &Report::straggler_cost_s),
       number("first_step_time_s", &Report::first_step_time_s),
       {"exposed_comm_by_phase_s",
        [](const Report& r) -> std::optional<OrderedJson> { return OrderedJson(r.exposed_comm_by_phase_s); },

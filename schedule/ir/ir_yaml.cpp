@@ -30,7 +30,8 @@ void emit_info(YAML::Emitter& out, const ScheduleInfo& info) {
   out << YAML::Key << "model_flops_per_gpu" << YAML::Value << info.model_flops_per_gpu;
   out << YAML::Key << "compute_dtype" << YAML::Value << std::string(to_string(info.compute_dtype));
   out << YAML::Key << "prefetch_depth" << YAML::Value << info.prefetch_depth;
-  if (info.moe_routing_skew != 1.0) out << YAML::Key << "moe_routing_skew" << YAML::Value << info.moe_routing_skew;
+  if (info.moe_routing_skew != 1.0)
+    out << YAML::Key << "moe_routing_skew" << YAML::Value << shortest_decimal(info.moe_routing_skew);
   if (info.model_params > 0) {
     out << YAML::Key << "model_params" << YAML::Value << info.model_params;
     out << YAML::Key << "model_active_params" << YAML::Value << info.model_active_params;
