@@ -72,7 +72,9 @@ TEST(MoeRoutingSkew, TheBusiestRanksBytesByHand) {
 TEST(MoeRoutingSkew, MoreMemoryALongerStepAndAVerdictThatNamesTheRank) {
   const Report balanced = simulate(job("mixtral-8x7b", kMixtral));
   const Report skewed = simulate(job("mixtral-8x7b", with(kMixtral, "moe_routing_skew=1.5")));
-  EXPECT_GT(skewed.peak_allocated_bytes, balanced.peak_allocated_bytes + 32 * 385'875'968LL / 2);
+  // The peak falls in the first backward layer, with every layer's saved activations still held: at least the 32
+  // layers' 385,875,968 extra bytes each (derived above), plus the larger all-to-all workspace.
+  EXPECT_GE(skewed.peak_allocated_bytes - balanced.peak_allocated_bytes, 32 * 385'875'968LL);
   EXPECT_GT(skewed.step_time_s, balanced.step_time_s);
   EXPECT_TRUE(balanced.simulated_rank.empty());
   EXPECT_NE(skewed.simulated_rank.find("the busiest expert-parallel rank (1.5× the mean"), std::string::npos);
