@@ -40,6 +40,10 @@ constexpr EnumNames<Fsdp2Wrap, 2> kFsdp2Wraps{
     {{{Fsdp2Wrap::torchtitan, "torchtitan"}, {Fsdp2Wrap::blocks_and_root, "blocks_and_root"}}}};
 constexpr EnumNames<GradSync, 2> kGradSyncs{
     {{{GradSync::every_micro_batch, "every_micro_batch"}, {GradSync::last_micro_batch, "last_micro_batch"}}}};
+constexpr EnumNames<PipelineSchedule, 3> kPipelineSchedules{
+    {{{PipelineSchedule::gpipe, "gpipe"},
+      {PipelineSchedule::one_f_one_b, "1f1b"},
+      {PipelineSchedule::interleaved_1f1b, "interleaved_1f1b"}}}};
 constexpr EnumNames<Recompute, 4> kRecompute{{{{Recompute::none, "none"},
                                                {Recompute::selective, "selective"},
                                                {Recompute::full, "full"},
@@ -132,6 +136,23 @@ const std::vector<KeyDef>& key_table() {
       int_key("cp", &FsdpConfig::cp, 1, 1024, "context-parallel size"),
       int_key("ep", &FsdpConfig::ep, 1, 4096, "expert-model-parallel size"),
       int_key("etp", &FsdpConfig::etp, 1, 1024, "expert-tensor-parallel size"),
+      int_key("pp", &FsdpConfig::pp, 1, 1024,
+              "pipeline-parallel stages (outermost in Megatron's tp-cp-ep-dp-pp order)"),
+      int_key("virtual_pipeline_stages", &FsdpConfig::virtual_pipeline_stages, 1, 64,
+              "model chunks per pipeline rank (Megatron's --num-virtual-stages-per-pipeline-rank); more than 1 "
+              "interleaves them"),
+      enum_key("pipeline_schedule", &FsdpConfig::pipeline_schedule, kPipelineSchedules,
+               "pipeline schedule: gpipe (all forwards, then all backwards), 1f1b, or interleaved_1f1b over the "
+               "virtual stages"),
+      int_key(
+          "first_stage_layers", &FsdpConfig::first_stage_layers, 0, limits::kMaxLayers,
+          "decoder layers of the first pipeline rank, all its chunks (--decoder-first-pipeline-num-layers); 0: even"),
+      int_key("last_stage_layers", &FsdpConfig::last_stage_layers, 0, limits::kMaxLayers,
+              "decoder layers of the last pipeline rank, all its chunks (--decoder-last-pipeline-num-layers); 0: even"),
+      bool_key("account_for_embedding_in_pipeline_split", &FsdpConfig::account_for_embedding_in_pipeline_split,
+               "the embedding counts as one decoder layer of the first virtual stage in the even split"),
+      bool_key("account_for_loss_in_pipeline_split", &FsdpConfig::account_for_loss_in_pipeline_split,
+               "the output layer and loss count as one decoder layer of the last virtual stage in the even split"),
       count_key("micro_batch_size", &FsdpConfig::micro_batch_size, 1, limits::kMaxMicroBatchSize,
                 "sequences per micro-batch per rank"),
       count_key("global_batch_size", &FsdpConfig::global_batch_size, 0, limits::kMaxTokensPerStep,
@@ -332,6 +353,9 @@ std::string_view to_string(OuterStrategy v) {
 
 std::string_view to_string(Fp8Recipe v) {
   return kFp8Recipes.name(v);
+}
+std::string_view to_string(PipelineSchedule v) {
+  return kPipelineSchedules.name(v);
 }
 
 Fp8Recipe resolve_fp8_recipe(Fp8Recipe recipe, bool blackwell) {

@@ -40,6 +40,14 @@ enum class Fp8Recipe : uint8_t { auto_recipe, delayed, tensorwise, blockwise, mx
 /// gradients (FSDP2 set_requires_gradient_sync(False), FSDP1 no_sync(), Hugging Face Accelerate's default).
 enum class GradSync : uint8_t { every_micro_batch, last_micro_batch };
 
+/// The order a pipeline stage runs its micro-batches' forwards and backwards in (Megatron-core's
+/// forward_backward_pipelining_{without,with}_interleaving; torch.distributed.pipelining's schedules).
+///   gpipe             every forward, then every backward (torch ScheduleGPipe)
+///   one_f_one_b       warm-up forwards, one-forward-one-backward, cool-down backwards (Schedule1F1B; Megatron, VP 1)
+///   interleaved_1f1b  1F1B over virtual stages, pp micro-batches per chunk round (Megatron with VP > 1;
+///                     torch ScheduleInterleaved1F1B)
+enum class PipelineSchedule : uint8_t { gpipe, one_f_one_b, interleaved_1f1b };
+
 /// How FSDP2 wraps the model (fully_shard calls): torchtitan's recipe (embedding alone, [final norm, output] kept
 /// unsharded after forward, each block, then the root with no parameters left) or the plain two-level wrapping (each
 /// block, then the root holding embedding, final norm and output).
@@ -59,6 +67,20 @@ struct FsdpConfig {
   int32_t cp = 1;
   int32_t ep = 1;
   int32_t etp = 1;
+  /// Pipeline-parallel stages (Megatron's --pipeline-model-parallel-size, torchtitan's pipeline_parallel_degree):
+  /// the outermost dimension of Megatron's tp-cp-ep-dp-pp rank order.
+  int32_t pp = 1;
+  /// Model chunks per pipeline rank (--virtual-pipeline-model-parallel-size); more than 1 interleaves them.
+  int32_t virtual_pipeline_stages = 1;
+  PipelineSchedule pipeline_schedule = PipelineSchedule::one_f_one_b;
+  /// Decoder layers of the first and last pipeline stage (--decoder-first/last-pipeline-num-layers); 0: an even
+  /// split of what the other stages leave.
+  int32_t first_stage_layers = 0;
+  int32_t last_stage_layers = 0;
+  /// The embedding (the output layer and loss) counts as one layer in the even split
+  /// (--account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split).
+  bool account_for_embedding_in_pipeline_split = false;
+  bool account_for_loss_in_pipeline_split = false;
   int64_t micro_batch_size = 1;
   int64_t global_batch_size = 0;  ///< 0: one micro-batch per data-parallel rank
   int64_t seq_length = 4096;
@@ -141,6 +163,7 @@ std::string_view to_string(Implementation v);
 std::string_view to_string(ShardingStrategy v);
 std::string_view to_string(OuterStrategy v);
 std::string_view to_string(Fp8Recipe v);
+std::string_view to_string(PipelineSchedule v);
 
 /// The recipe `auto` stands for on a GPU of this architecture generation (true: Blackwell or later).
 Fp8Recipe resolve_fp8_recipe(Fp8Recipe recipe, bool blackwell);

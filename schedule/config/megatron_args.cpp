@@ -33,6 +33,9 @@ struct ParsedFlag {
   std::string value;  // empty for switches
 };
 
+using ConfigRule = std::function<void(FsdpConfig&, const ParsedFlag&)>;
+const std::map<std::string, ConfigRule>& legacy_config_rules();
+
 // A launch script's flags refer to its shell variables (--tensor-model-parallel-size ${TP}); as the shell would,
 // ${NAME} and ${NAME:-default} take the value from the environment. An unset variable without a default stays as
 // written: a problem only where fsdpsim models the flag (a data path does not matter).
@@ -90,7 +93,9 @@ std::vector<ParsedFlag> parse_flags(const std::string& args, std::vector<std::st
     }
     flag.name = word;
     const auto known = megatron_flag_table().find(word);
-    const FlagArity arity = known == megatron_flag_table().end() ? FlagArity::many : known->second;
+    const FlagArity arity = known != megatron_flag_table().end() ? known->second
+                            : legacy_config_rules().count(word)  ? FlagArity::one
+                                                                 : FlagArity::many;
     if (arity == FlagArity::one || arity == FlagArity::optional) {
       if (i + 1 < words.size() && !is_flag(words[i + 1])) flag.value = words[++i];
     } else if (arity == FlagArity::many) {
@@ -123,8 +128,25 @@ long long int_value(const ParsedFlag& f, long long min, long long max) {
   return v;
 }
 
-using ConfigRule = std::function<void(FsdpConfig&, const ParsedFlag&)>;
 using ModelRule = std::function<void(ModelSpec&, const ParsedFlag&)>;
+
+// --num-virtual-stages-per-pipeline-rank N: N model chunks per pipeline rank; Megatron-LM runs the interleaved 1F1B
+// schedule when N > 1 and the plain 1F1B one when it is 1 (virtual_pipeline_model_parallel_size = None).
+void set_virtual_stages(FsdpConfig& c, const ParsedFlag& f) {
+  set_key(c, "virtual_pipeline_stages", f.value, f.name);
+  set_key(c, "pipeline_schedule", c.virtual_pipeline_stages > 1 ? "interleaved_1f1b" : "1f1b", f.name);
+}
+
+// --decoder-first/last-pipeline-num-layers N. Megatron-LM also takes 0 (a stage with no decoder layer); fsdpsim's
+// first/last_stage_layers take 0 as "even split", so 0 is refused rather than read as something else.
+void set_stage_layers(FsdpConfig& c, const ParsedFlag& f, const std::string& key) {
+  if (f.value == "0") {
+    throw ConfigError(kWhere, f.name, "a pipeline stage without decoder layers is not modelled",
+                      "give at least 1 layer, or leave the flag out for an even split");
+  }
+  (void)int_value(f, 1, limits::kMaxLayers);
+  set_key(c, key, f.value, f.name);
+}
 
 const std::map<std::string, ConfigRule>& config_rules() {
   static const std::map<std::string, ConfigRule> rules{
@@ -209,13 +231,47 @@ const std::map<std::string, ConfigRule>& config_rules() {
            throw ConfigError(kWhere, f.name, "unknown cross-entropy fusion '" + f.value + "'", "use native or te");
          }
        }},
-      {"--pipeline-model-parallel-size",
-       [](FsdpConfig&, const ParsedFlag& f) {
-         if (f.value != "1") {
-           throw ConfigError(kWhere, f.name, "pipeline parallelism is not modelled by fsdpsim",
-                             "use --pipeline-model-parallel-size 1 (FSDP with TP/CP/EP)");
-         }
+      // Pipeline parallelism (arguments.py @ d98e8a64ddf3, validate_args): pp is the outermost dimension. The
+      // virtual stages come from --num-virtual-stages-per-pipeline-rank or, once the layer count is known,
+      // --num-layers-per-virtual-pipeline-stage (resolve_pipeline_flags); more than one per rank runs
+      // forward_backward_pipelining_with_interleaving.
+      {"--pipeline-model-parallel-size", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "pp", f.value, f.name); }},
+      {"--num-virtual-stages-per-pipeline-rank", set_virtual_stages},
+      {"--num-layers-per-virtual-pipeline-stage",
+       [](FsdpConfig&, const ParsedFlag& f) { (void)int_value(f, 1, limits::kMaxLayers); }},
+      {"--decoder-first-pipeline-num-layers",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_stage_layers(c, f, "first_stage_layers"); }},
+      {"--decoder-last-pipeline-num-layers",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_stage_layers(c, f, "last_stage_layers"); }},
+      {"--account-for-embedding-in-pipeline-split",
+       [](FsdpConfig& c, const ParsedFlag& f) {
+         set_key(c, "account_for_embedding_in_pipeline_split", "true", f.name);
        }},
+      {"--account-for-loss-in-pipeline-split",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "account_for_loss_in_pipeline_split", "true", f.name); }},
+      {"--pipeline-model-parallel-layout",
+       [](FsdpConfig&, const ParsedFlag& f) {
+         throw ConfigError(kWhere, f.name, "a custom pipeline layout string is not modelled by fsdpsim",
+                           "describe the split with --decoder-first-pipeline-num-layers and "
+                           "--decoder-last-pipeline-num-layers (or --account-for-embedding-in-pipeline-split and "
+                           "--account-for-loss-in-pipeline-split), with --num-virtual-stages-per-pipeline-rank");
+       }},
+      // Micro-batches per virtual-stage round of the interleaved schedule; Megatron-core's default is pp
+      // (ModelParallelConfig.microbatch_group_size_per_vp_stage), the one fsdpsim models: checked in
+      // resolve_pipeline_flags.
+      {"--microbatch-group-size-per-virtual-pipeline-stage",
+       [](FsdpConfig&, const ParsedFlag& f) { (void)int_value(f, 1, limits::kMaxMicroBatches); }},
+  };
+  return rules;
+}
+
+// Flags older Megatron-LM parsers had and launch scripts still carry: --virtual-pipeline-model-parallel-size
+// (arguments.py from dd88906264, 2020-12, until dcef906978, 2021-02, and the name of ModelParallelConfig's field that
+// NeMo and Megatron-Bridge set) is today's --num-virtual-stages-per-pipeline-rank. They are no flags of the parser
+// at d98e8a64ddf3, so they stay out of modelled_megatron_flags().
+const std::map<std::string, ConfigRule>& legacy_config_rules() {
+  static const std::map<std::string, ConfigRule> rules{
+      {"--virtual-pipeline-model-parallel-size", set_virtual_stages},
   };
   return rules;
 }
@@ -378,6 +434,72 @@ void finish_model(ModelSpec& m, const std::set<std::string>& given) {
   }
 }
 
+// The last value given for `name` (argparse keeps the last of a repeated flag).
+std::string last_value(const std::vector<ParsedFlag>& flags, const std::string& name) {
+  std::string value;
+  for (const auto& f : flags) value = f.name == name ? f.value : value;
+  return value;
+}
+
+// What Megatron-LM derives once every flag is read (arguments.py @ d98e8a64ddf3, validate_args, "Uneven virtual
+// pipeline parallelism"): at most one way to give the virtual stages (the third, --pipeline-model-parallel-layout,
+// is refused by its rule); --num-layers-per-virtual-pipeline-stage N makes them (num_layers [+1 embedding]
+// [+1 loss]) / pp / N, which needs the model's layer count; and the interleaved schedule's micro-batch group, whose
+// default (pp) is the one modelled.
+void resolve_pipeline_flags(const std::vector<ParsedFlag>& flags, const std::set<std::string>& given,
+                            FsdpConfig& config, const std::optional<ModelSpec>& model) {
+  const std::string per_stage_flag = "--num-layers-per-virtual-pipeline-stage";
+  std::vector<std::string> ways;
+  for (const char* name : {"--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+                           "--virtual-pipeline-model-parallel-size"}) {
+    if (given.count(name)) ways.emplace_back(name);
+  }
+  if (ways.size() > 1) {
+    throw ConfigError(kWhere, ways[1], join(ways, " and ") + " both give the virtual pipeline stages",
+                      "keep one of them (Megatron-LM refuses more than one)");
+  }
+  if (given.count(per_stage_flag)) {
+    if (given.count("--decoder-first-pipeline-num-layers") || given.count("--decoder-last-pipeline-num-layers")) {
+      throw ConfigError(kWhere, per_stage_flag,
+                        "Megatron-LM takes --decoder-first/last-pipeline-num-layers only with "
+                        "--num-virtual-stages-per-pipeline-rank",
+                        "give the virtual stages per rank with --num-virtual-stages-per-pipeline-rank");
+    }
+    if (!model.has_value()) {
+      throw ConfigError(kWhere, per_stage_flag, "the model's layer count is not known, so the virtual stages are not",
+                        "give --num-layers (or --model PRESET), or the stages per rank with "
+                        "--num-virtual-stages-per-pipeline-rank (formerly --virtual-pipeline-model-parallel-size)");
+    }
+    long long per_stage = 0;
+    (void)parse_count(last_value(flags, per_stage_flag), &per_stage);  // checked by its rule
+    const int64_t layers = int64_t{model->num_layers} + (config.account_for_embedding_in_pipeline_split ? 1 : 0) +
+                           (config.account_for_loss_in_pipeline_split ? 1 : 0);
+    if (layers % config.pp != 0) {
+      throw ConfigError(
+          kWhere, per_stage_flag,
+          std::to_string(layers) + " layers do not divide over pp=" + std::to_string(config.pp) + " pipeline stages",
+          "choose --pipeline-model-parallel-size to divide the layers (with the embedding and loss "
+          "when they are accounted for)");
+    }
+    if ((layers / config.pp) % per_stage != 0) {
+      throw ConfigError(kWhere, per_stage_flag,
+                        std::to_string(layers / config.pp) + " layers per pipeline rank do not divide into chunks of " +
+                            std::to_string(per_stage),
+                        "give a divisor of " + std::to_string(layers / config.pp));
+    }
+    set_virtual_stages(config, ParsedFlag{per_stage_flag, std::to_string(layers / config.pp / per_stage)});
+  }
+  const std::string group_flag = "--microbatch-group-size-per-virtual-pipeline-stage";
+  long long group = 0;
+  if (given.count(group_flag) && parse_count(last_value(flags, group_flag), &group) &&
+      config.virtual_pipeline_stages > 1 && group != config.pp) {
+    throw ConfigError(kWhere, group_flag,
+                      "only Megatron-core's default group of pp=" + std::to_string(config.pp) +
+                          " micro-batches per virtual stage is modelled",
+                      "leave the flag out or set it to " + std::to_string(config.pp));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> split_command_line(const std::string& text) {
@@ -461,12 +583,15 @@ MegatronArgsRead apply_megatron_args(const std::string& args, FsdpConfig& config
   MegatronArgsRead read;
   for (const auto& f : flags) {
     const auto known = megatron_flag_table().find(f.name);
-    if (known == megatron_flag_table().end()) {
+    const auto legacy = legacy_config_rules().find(f.name);
+    if (known == megatron_flag_table().end() && legacy == legacy_config_rules().end()) {
       problems.push_back("'" + f.name + "': not a Megatron-LM flag" + did_you_mean(f.name, known_megatron_flags()));
       continue;
     }
-    const bool modelled = config_rules().count(f.name) || model_rules().count(f.name);
-    if (known->second != FlagArity::none && known->second != FlagArity::optional && f.value.empty()) {
+    const bool modelled =
+        config_rules().count(f.name) || model_rules().count(f.name) || legacy != legacy_config_rules().end();
+    const FlagArity arity = known != megatron_flag_table().end() ? known->second : FlagArity::one;
+    if (arity != FlagArity::none && arity != FlagArity::optional && f.value.empty()) {
       problems.push_back("'" + f.name + "': needs a value (write " + f.name + " VALUE)");
       continue;
     }
@@ -482,6 +607,7 @@ MegatronArgsRead apply_megatron_args(const std::string& args, FsdpConfig& config
     }
     try {
       if (const auto it = config_rules().find(f.name); it != config_rules().end()) it->second(config, f);
+      if (legacy != legacy_config_rules().end()) legacy->second(config, f);
       if (const auto it = model_rules().find(f.name); it != model_rules().end()) it->second(*model, f);
     } catch (const ConfigError& e) {
       problems.push_back("'" + (e.key().empty() ? f.name : e.key()) + "': " + e.problem() +
@@ -512,6 +638,7 @@ MegatronArgsRead apply_megatron_args(const std::string& args, FsdpConfig& config
   }
   std::sort(read.not_modelled.begin(), read.not_modelled.end());
   read.not_modelled.erase(std::unique(read.not_modelled.begin(), read.not_modelled.end()), read.not_modelled.end());
+  resolve_pipeline_flags(flags, given, config, model);
   if (!model.has_value()) return read;
   finish_model(*model, given);
   if (model->position_embedding == PositionEmbedding::learned && model->max_position_embeddings == 0) {

@@ -1,6 +1,7 @@
 #include "schedule/config/torchtitan_config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -13,7 +14,9 @@
 // Key names, defaults and semantics are torchtitan's (pytorch/torchtitan): torchtitan/config/job_config.py at
 // 238fa995 (2026-02-23, the last TOML-based revision; at b5bcd76c the TOMLs are gone, replaced by Python registries),
 // torchtitan/config_manager.py before 2025-07 for the older names (training.batch_size, [float8], [mx]), and
-// torchtitan/distributed/{parallel_dims,activation_checkpoint}.py for what the degrees and AC options do.
+// torchtitan/distributed/{parallel_dims,activation_checkpoint,pipeline_parallel}.py for what the degrees, AC options
+// and pipeline keys do (the pipeline split is the same at 238fa995 and b5bcd76c66: _get_pipeline_metadata and
+// _generate_llm_fqn_per_model_part).
 
 namespace fsdpsim {
 namespace {
@@ -389,7 +392,9 @@ struct Degrees {
   int64_t cp = 1;
   int64_t ep = 1;
   int64_t etp = 1;
+  int64_t pp = 1;
   std::string shard_path;
+  std::string pp_path;
 };
 
 Degrees read_degrees(const Toml& t) {
@@ -406,13 +411,9 @@ Degrees read_degrees(const Toml& t) {
   d.cp = degree({"parallelism.context_parallel_degree", "experimental.context_parallel_degree"}, 1);
   d.ep = degree({"parallelism.expert_parallel_degree"}, 1);
   d.etp = degree({"parallelism.expert_tensor_parallel_degree"}, 1);
-  const std::string pp_path =
-      first_present(t, {"parallelism.pipeline_parallel_degree", "experimental.pipeline_parallel_degree",
-                        "training.pipeline_parallel_degree"});
-  if (degree({pp_path}, 1) > 1) {
-    t.fail(pp_path, "pipeline parallelism is not modelled yet",
-           "set pipeline_parallel_degree = 1: fsdpsim models FSDP with TP, CP and EP");
-  }
+  d.pp_path = first_present(t, {"parallelism.pipeline_parallel_degree", "experimental.pipeline_parallel_degree",
+                                "training.pipeline_parallel_degree"});
+  d.pp = degree({d.pp_path}, 1);
   // torchtitan's ParallelDims._validate: expert TP is either none or the dense TP.
   if (d.ep > 1 && d.etp != 1 && d.etp != d.tp) {
     t.fail("parallelism.expert_tensor_parallel_degree",
@@ -423,24 +424,191 @@ Degrees read_degrees(const Toml& t) {
   return d;
 }
 
-// replicate × tp × cp (× shard when given), refusing products beyond the largest world fsdpsim models.
+// replicate × tp × cp × pp (× shard when given), refusing products beyond the largest world fsdpsim models.
 TorchtitanWorld world_of(const Toml& t, const Degrees& d) {
   TorchtitanWorld w;
   w.where = t.location(d.shard_path);
   w.key = d.shard_path;
-  w.fixed_degrees = d.replicate * d.tp * d.cp;  // each ≤ 2^22: the product fits in int64 until checked
+  // replicate × tp × cp × pp: each ≤ 2^22, checked as a double before the int64 product is used.
+  const double fixed = static_cast<double>(d.replicate) * static_cast<double>(d.tp) * static_cast<double>(d.cp) *
+                       static_cast<double>(d.pp);
   const bool fill = d.shard == kFillShardDegree;
-  const double product = static_cast<double>(w.fixed_degrees) * (fill ? 1.0 : static_cast<double>(d.shard));
+  const double product = fixed * (fill ? 1.0 : static_cast<double>(d.shard));
   w.degrees = "data_parallel_replicate_degree " + std::to_string(d.replicate) + " × data_parallel_shard_degree " +
               (fill ? std::string("-1") : std::to_string(d.shard)) + " × tensor_parallel_degree " +
               std::to_string(d.tp) + " × context_parallel_degree " + std::to_string(d.cp);
+  if (d.pp > 1) w.degrees += " × pipeline_parallel_degree " + std::to_string(d.pp);
   if (product > static_cast<double>(limits::kMaxWorldSize)) {
     t.fail(d.shard_path, "the degrees give a job beyond what fsdpsim models (" + w.degrees + ")",
            "use at most " + std::to_string(limits::kMaxWorldSize) + " GPUs");
   }
+  w.fixed_degrees = d.replicate * d.tp * d.cp * d.pp;
   w.gpus = fill ? 0 : w.fixed_degrees * d.shard;
   if (!fill) w.degrees += " = " + std::to_string(w.gpus) + " GPUs";
   return w;
+}
+
+// ---- pipeline parallelism -----------------------------------------------------------------------------------------
+
+/// One torch.distributed.pipelining schedule as torchtitan names it (get_schedule_class, matched case-insensitively):
+/// single-stage schedules run one model chunk per rank, multi-stage ("looped") ones several.
+struct TorchSchedule {
+  std::string name;
+  bool multi_stage;
+  std::optional<PipelineSchedule> modelled;
+};
+
+const std::vector<TorchSchedule>& torch_schedules() {
+  static const std::vector<TorchSchedule> all{
+      {"1F1B", false, PipelineSchedule::one_f_one_b},
+      {"GPipe", false, PipelineSchedule::gpipe},
+      {"Interleaved1F1B", true, PipelineSchedule::interleaved_1f1b},
+      {"LoopedBFS", true, std::nullopt},
+      {"InterleavedZeroBubble", true, std::nullopt},
+      {"ZBVZeroBubble", true, std::nullopt},
+      {"DualPipeV", true, std::nullopt},
+      {"PipelineScheduleSingle", false, std::nullopt},
+      {"PipelineScheduleMulti", true, std::nullopt},
+  };
+  return all;
+}
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  return text;
+}
+
+const TorchSchedule& read_schedule(const Toml& t, const std::string& path) {
+  const std::string name = t.string(path).value_or("1F1B");  // Parallelism.pipeline_parallel_schedule default
+  std::vector<std::string> names;
+  for (const TorchSchedule& s : torch_schedules()) {
+    names.push_back(s.name);
+    if (lower(s.name) != lower(name)) continue;
+    if (!s.modelled) {
+      t.fail(path, "the " + s.name + " pipeline schedule is not modelled",
+             "use one fsdpsim models: 1F1B, GPipe or Interleaved1F1B");
+    }
+    return s;
+  }
+  t.fail(
+      path, "unknown pipeline schedule '" + name + "'" + did_you_mean(name, names),
+      "torch.distributed.pipelining's schedules: " + join(names) + "; fsdpsim models 1F1B, GPipe and Interleaved1F1B");
+}
+
+std::string counts_text(const std::vector<int64_t>& counts) {
+  std::vector<std::string> items;
+  for (const int64_t n : counts) items.push_back(std::to_string(n));
+  return "[" + join(items) + "]";
+}
+
+// torchtitan's pipeline split (torchtitan/distributed/pipeline_parallel.py @ 238fa995, the same at b5bcd76c66):
+// the embedding and the output weigh first_stage_less_layers and last_stage_less_layers decoder layers (1 each by
+// default); pipeline_parallel_layers_per_stage = k makes ceil((layers + first + last) / k) virtual stages, which must
+// be a multiple of pp, one per rank for 1F1B and GPipe, at least two for Interleaved1F1B; without it, 1 or 2 per
+// rank. The layers + weights then split evenly over the stages, the first (layers + weights) mod stages getting one
+// more, the first stage giving up `first` layers to the embedding and the last `last` to the output
+// (_generate_llm_fqn_per_model_part). fsdpsim's split is Megatron-core's: an even one with the embedding and the
+// loss counted as a layer each, or the first and last pipeline rank's own counts and the rest even; a torchtitan
+// split that neither gives is refused.
+void apply_pipeline(const Toml& t, FsdpConfig& c, const ModelSpec& model, const Degrees& d) {
+  // torchtitan kept the pipeline keys in [experimental] until 785c34c99 (2025-03-18).
+  const auto key = [&](const std::string& leaf) {
+    return first_present(t, {"parallelism." + leaf, "experimental." + leaf});
+  };
+  set_key(c, t, "pp", std::to_string(d.pp), d.pp_path);
+  const std::string csv_path = key("pipeline_parallel_schedule_csv");
+  if (!t.string(csv_path).value_or("").empty()) {
+    t.fail(csv_path, "a pipeline schedule read from a CSV file is not modelled",
+           "leave pipeline_parallel_schedule_csv empty and name 1F1B, GPipe or Interleaved1F1B");
+  }
+  if (t.has("parallelism.module_fqns_per_model_part")) {
+    t.fail("parallelism.module_fqns_per_model_part", "an explicit split into model parts is not modelled",
+           "leave it out: torchtitan then splits evenly (pipeline_parallel_layers_per_stage)");
+  }
+  const std::string split_path = key("pipeline_parallel_split_points");
+  if (!t.strings(split_path).value_or(std::vector<std::string>{}).empty()) {
+    t.fail(split_path, "explicit pipeline split points are not modelled",
+           "leave them out: torchtitan then splits evenly (pipeline_parallel_layers_per_stage)");
+  }
+  const std::string schedule_path = key("pipeline_parallel_schedule");
+  const TorchSchedule& schedule = read_schedule(t, schedule_path);
+
+  const std::string first_path = "parallelism.pipeline_parallel_first_stage_less_layers";
+  const std::string last_path = "parallelism.pipeline_parallel_last_stage_less_layers";
+  const std::string per_stage_path = "parallelism.pipeline_parallel_layers_per_stage";
+  const int64_t first = t.integer(first_path, 0, limits::kMaxLayers).value_or(1);
+  const int64_t last = t.integer(last_path, 0, limits::kMaxLayers).value_or(1);
+  const std::optional<int64_t> per_stage = t.integer(per_stage_path, 1, limits::kMaxLayers);
+  const int64_t layers = model.num_layers;
+  const int64_t effective = layers + first + last;
+  const std::string weights = "(" + std::to_string(layers) + " layers + " + std::to_string(first) + " + " +
+                              std::to_string(last) + " for the embedding and the output)";
+  int64_t stages_per_rank = schedule.multi_stage ? 2 : 1;
+  if (per_stage) {
+    const int64_t stages = (effective + *per_stage - 1) / *per_stage;
+    const std::string derived =
+        weights + " / " + std::to_string(*per_stage) + " = " + std::to_string(stages) + " virtual stages";
+    if (stages % d.pp != 0) {
+      t.fail(per_stage_path, derived + " do not divide over pipeline_parallel_degree " + std::to_string(d.pp),
+             "choose pipeline_parallel_layers_per_stage so that the stages are a multiple of " + std::to_string(d.pp));
+    }
+    stages_per_rank = stages / d.pp;
+    if (!schedule.multi_stage && stages_per_rank != 1) {
+      t.fail(per_stage_path,
+             derived + " but " + schedule.name + " runs one stage per rank (" + std::to_string(d.pp) + " stages)",
+             "set pipeline_parallel_layers_per_stage = " + std::to_string((effective + d.pp - 1) / d.pp) +
+                 ", or use Interleaved1F1B");
+    }
+    if (schedule.multi_stage && stages_per_rank < 2) {
+      t.fail(per_stage_path, derived + " but " + schedule.name + " needs at least two stages per rank",
+             "lower pipeline_parallel_layers_per_stage");
+    }
+  }
+  const int64_t stages = d.pp * stages_per_rank;
+  const std::string split_key = per_stage ? per_stage_path : d.pp_path;
+  if (stages > effective || std::max(first, last) > effective / stages) {
+    t.fail(split_key,
+           std::to_string(stages) + " pipeline stages for " + weights +
+               ": torchtitan needs at least max(first, last) layers per stage",
+           "use fewer stages or lower pipeline_parallel_first/last_stage_less_layers");
+  }
+  const int64_t even = effective / stages;
+  const int64_t extra = effective % stages;
+  std::vector<int64_t> counts;
+  for (int64_t s = 0; s < stages; ++s) {
+    counts.push_back(even + (s < extra ? 1 : 0) - (s == 0 ? first : 0) - (s == stages - 1 ? last : 0));
+  }
+  const bool middle_even = std::all_of(counts.begin() + 1, counts.end() - 1, [&](int64_t n) { return n == counts[1]; });
+  if (extra == 0 && first <= 1 && last <= 1) {
+    // Megatron-core's --account-for-embedding/loss-in-pipeline-split: (layers + 1 + 1) / stages per virtual stage,
+    // one fewer in the first and the last.
+    set_key(c, t, "account_for_embedding_in_pipeline_split", first == 1 ? "true" : "false", first_path);
+    set_key(c, t, "account_for_loss_in_pipeline_split", last == 1 ? "true" : "false", last_path);
+  } else if (stages_per_rank == 1 && middle_even && counts.front() > 0 && counts.back() > 0) {
+    // One stage per rank: the first and last rank's own counts, the rest even (--decoder-first/last-...-num-layers).
+    set_key(c, t, "first_stage_layers", std::to_string(counts.front()), first_path);
+    set_key(c, t, "last_stage_layers", std::to_string(counts.back()), last_path);
+  } else {
+    std::string fix =
+        "choose the stages so that " + weights + " = " + std::to_string(effective) + " divide evenly over them";
+    for (int64_t per_rank = 2; schedule.multi_stage && per_rank <= 64; ++per_rank) {
+      if (effective % (d.pp * per_rank) == 0 && effective / (d.pp * per_rank) >= std::max<int64_t>({first, last, 1})) {
+        fix += ", e.g. pipeline_parallel_layers_per_stage = " + std::to_string(effective / (d.pp * per_rank)) + " (" +
+               std::to_string(per_rank) + " stages per rank)";
+        break;
+      }
+    }
+    t.fail(split_key,
+           "torchtitan splits the layers over " + std::to_string(stages) + " stages as " + counts_text(counts) +
+               ", which fsdpsim's pipeline split (Megatron-core's: even, with only the first and last pipeline rank "
+               "different) cannot express",
+           fix);
+  }
+  set_key(c, t, "virtual_pipeline_stages", std::to_string(stages_per_rank), split_key);
+  set_key(c, t, "pipeline_schedule", std::string(to_string(*schedule.modelled)), schedule_path);
+  // torch.distributed.pipelining defers FSDP2's reduce-scatter to the last micro-batch's backward
+  // (PipelineStage.backward_maybe_with_nosync: set_requires_gradient_sync(False), then post_backward on the last).
+  set_key(c, t, "gradient_sync", "last_micro_batch", d.pp_path);
 }
 
 // torchtitan always applies FSDP2 (fully_shard) over dp_shard × cp, with HSDP replicas when dp_replicate > 1; its
@@ -469,25 +637,78 @@ TorchtitanWorld apply_parallelism(const Toml& t, FsdpConfig& c, const ModelSpec&
       first_present(t, {"parallelism.fsdp_reshard_after_forward", "training.fsdp_reshard_after_forward"});
   const std::string reshard = t.choice(reshard_path, {"default", "always", "never"}).value_or("default");
   // "default" reshards every block but the last one, which is what fsdp2_wrap: torchtitan models; without PP it is
-  // "always" for the blocks (torchtitan/models/llama3/infra/parallelize.py, apply_fsdp).
-  set_key(c, t, "reshard_after_forward", reshard == "never" ? "false" : "true", reshard_path);
+  // "always" for the blocks, with PP "never" (reshard_after_forward = not pp_enabled, so that each micro-batch does
+  // not gather again: torchtitan/models/llama3/infra/parallelize.py @ 238fa995, apply_fsdp).
+  const bool reshard_blocks = reshard == "always" || (reshard == "default" && d.pp == 1);
+  set_key(c, t, "reshard_after_forward", reshard_blocks ? "true" : "false", reshard_path);
+  if (d.pp > 1) apply_pipeline(t, c, model, d);
   return world_of(t, d);
 }
 
 // ---- [training] ----------------------------------------------------------------------------------------------------
 
-void apply_batch(const Toml& t, FsdpConfig& c) {
+// With pipeline parallelism each data-parallel rank's local batch is split into local / microbatch_size pipeline
+// micro-batches (build_pipeline_schedule @ 238fa995; before 5e2033c75, 2025-04, the count was given instead:
+// pipeline_parallel_microbatches). fsdpsim's micro_batch_size is then the pipeline micro-batch, and its global batch
+// local × dp (× gradient-accumulation steps), so that the pipeline runs global / (microbatch_size × dp) of them.
+int64_t pipeline_micro_batch_size(const Toml& t, int64_t local, const std::string& local_path, std::string& path) {
+  const std::string size_path = "parallelism.pipeline_parallel_microbatch_size";
+  const std::string count_path =
+      first_present(t, {"parallelism.pipeline_parallel_microbatches", "experimental.pipeline_parallel_microbatches"});
+  if (t.has(size_path) && t.has(count_path)) {
+    t.fail(count_path, "both the pipeline micro-batch size and their count are given",
+           "keep pipeline_parallel_microbatch_size (torchtitan since 2025-04)");
+  }
+  if (t.has(count_path)) {
+    path = count_path;
+    const int64_t count = t.integer(count_path, 1, limits::kMaxMicroBatches).value_or(1);
+    if (local % count != 0) {
+      t.fail(count_path,
+             local_path + " = " + std::to_string(local) + " does not split into " + std::to_string(count) +
+                 " pipeline micro-batches",
+             "use a divisor of " + std::to_string(local));
+    }
+    return local / count;
+  }
+  path = size_path;
+  const int64_t size = t.integer(size_path, 1, limits::kMaxMicroBatchSize).value_or(1);  // Parallelism default
+  if (local % size != 0) {
+    t.fail(size_path,
+           local_path + " = " + std::to_string(local) + " is not divisible by pipeline_parallel_microbatch_size " +
+               std::to_string(size),
+           "use a divisor of " + std::to_string(local) + " (torchtitan refuses it too)");
+  }
+  return size;
+}
+
+void apply_batch(const Toml& t, FsdpConfig& c, const TorchtitanWorld& world) {
   const std::string local_path = first_present(t, {"training.local_batch_size", "training.batch_size"});
   const int64_t local = t.integer(local_path, 1, limits::kMaxMicroBatchSize).value_or(kDefaultLocalBatchSize);
-  set_key(c, t, "micro_batch_size", std::to_string(local), local_path);
   const int64_t global =
       t.integer("training.global_batch_size", kGlobalBatchFromLocal, limits::kMaxTokensPerStep).value_or(-1);
   if (global == 0) t.fail("training.global_batch_size", "a global batch of 0", "use -1 (local × dp) or a count");
-  // -1 is fsdpsim's 0: one micro-batch per data-parallel rank. A larger global batch is gradient accumulation:
-  // global / (local × dp) micro-batches per step, as torchtitan's Trainer derives them.
-  set_key(c, t, "global_batch_size", std::to_string(std::max<int64_t>(global, 0)), "training.global_batch_size");
   const int64_t seq = t.integer("training.seq_len", 1, limits::kMaxSequence).value_or(kDefaultSeqLen);
   set_key(c, t, "seq_length", std::to_string(seq), "training.seq_len");
+  if (c.pp == 1) {
+    // -1 is fsdpsim's 0: one micro-batch per data-parallel rank. A larger global batch is gradient accumulation:
+    // global / (local × dp) micro-batches per step, as torchtitan's Trainer derives them.
+    set_key(c, t, "micro_batch_size", std::to_string(local), local_path);
+    set_key(c, t, "global_batch_size", std::to_string(std::max<int64_t>(global, 0)), "training.global_batch_size");
+    return;
+  }
+  std::string size_path;
+  const int64_t size = pipeline_micro_batch_size(t, local, local_path, size_path);
+  set_key(c, t, "micro_batch_size", std::to_string(size), size_path);
+  if (global > 0) {
+    set_key(c, t, "global_batch_size", std::to_string(global), "training.global_batch_size");
+  } else if (world.gpus > 0) {
+    const int64_t dp = world.gpus / (int64_t{c.tp} * c.cp * c.pp);  // replicate × shard
+    set_key(c, t, "global_batch_size", std::to_string(local * dp), "training.global_batch_size");
+  } else {
+    // data_parallel_shard_degree = -1: dp is known once the nodes are (settle_torchtitan_world multiplies). Until
+    // then the key holds the per-rank batch, its origin the shard degree's line, which marks it as such.
+    set_key(c, t, "global_batch_size", std::to_string(local), world.key);
+  }
 }
 
 // Training.mixed_precision_param / _reduce: FSDP2's MixedPrecisionPolicy. The sharded parameters, their gradients
@@ -669,7 +890,7 @@ TorchtitanWorld apply_torchtitan_toml(const std::string& text, const std::string
   (void)t.string("model.flavor");
   if (!model.has_value()) model = resolve_flavor(t);
   TorchtitanWorld world = apply_parallelism(t, config, *model);
-  apply_batch(t, config);
+  apply_batch(t, config, world);
   apply_precision(t, config);
   apply_activation_checkpoint(t, config, *model);
   apply_compile(t, config);
@@ -691,6 +912,14 @@ void settle_torchtitan_world(const TorchtitanWorld& world, FsdpConfig& config, i
                         "nodes=" + std::to_string(config.nodes) + " × " + std::to_string(gpn) +
                             " GPUs = " + std::to_string(given_gpus) + " GPUs is not a multiple of " + world.degrees,
                         "set nodes (--set nodes=N) so that the GPUs divide by " + std::to_string(world.fixed_degrees));
+    }
+    // With pipeline parallelism and global_batch_size = -1, apply_batch left the local batch: now × dp.
+    const SourceLocation global_from = config.where("global_batch_size");
+    const int64_t world_gpus = config.gpus != 0 ? config.gpus : given_gpus;
+    const int64_t model_parallel = int64_t{config.tp} * config.cp * config.pp;
+    if (config.pp > 1 && global_from.file == world.where.file && global_from.line == world.where.line &&
+        global_from.column == world.where.column && world_gpus % model_parallel == 0) {
+      config.global_batch_size *= world_gpus / model_parallel;
     }
     return;
   }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "schedule/config/parallel_layout.h"
 #include "schedule/model/model.h"
 #include "tests/support/error_of.h"
@@ -73,6 +75,75 @@ TEST(Config, PrintedConfigParsesBack) {
   apply_override(c, "exp_avg_sq_dtype=bf16");
   const FsdpConfig back = parse_config_yaml(config_to_yaml(c), "printed.yaml");
   EXPECT_EQ(config_to_yaml(back), config_to_yaml(c));
+}
+
+TEST(Config, PipelineKeysParseAndPrint) {
+  const FsdpConfig c = parse_config_yaml(
+      "pp: 8\nvirtual_pipeline_stages: 4\npipeline_schedule: interleaved_1f1b\nfirst_stage_layers: 3\n"
+      "last_stage_layers: 5\naccount_for_embedding_in_pipeline_split: true\n"
+      "account_for_loss_in_pipeline_split: true\n",
+      "job.yaml");
+  EXPECT_EQ(c.pp, 8);
+  EXPECT_EQ(c.virtual_pipeline_stages, 4);
+  EXPECT_EQ(c.pipeline_schedule, PipelineSchedule::interleaved_1f1b);
+  EXPECT_EQ(c.first_stage_layers, 3);
+  EXPECT_EQ(c.last_stage_layers, 5);
+  EXPECT_TRUE(c.account_for_embedding_in_pipeline_split);
+  EXPECT_TRUE(c.account_for_loss_in_pipeline_split);
+  EXPECT_EQ(c.where("pipeline_schedule").str(), "job.yaml:3:20");
+  const std::string printed = config_to_yaml(c);
+  for (const char* line :
+       {"\npp: 8  # pipeline-parallel stages (outermost in Megatron's tp-cp-ep-dp-pp order)\n",
+        "\nvirtual_pipeline_stages: 4  #", "\npipeline_schedule: interleaved_1f1b  #", "\nfirst_stage_layers: 3  #",
+        "\nlast_stage_layers: 5  #", "\naccount_for_embedding_in_pipeline_split: true  #",
+        "\naccount_for_loss_in_pipeline_split: true  #"}) {
+    EXPECT_NE(printed.find(line), std::string::npos) << line << "\n" << printed;
+  }
+  EXPECT_EQ(config_to_yaml(parse_config_yaml(printed, "printed.yaml")), printed);
+  // The defaults: no pipeline, Megatron's 1F1B, an even split.
+  const std::string defaults = config_to_yaml(FsdpConfig{});
+  for (const char* line : {"\npp: 1  #", "\nvirtual_pipeline_stages: 1  #", "\npipeline_schedule: 1f1b  #",
+                           "\nfirst_stage_layers: 0  #", "\naccount_for_loss_in_pipeline_split: false  #"}) {
+    EXPECT_NE(defaults.find(line), std::string::npos) << line;
+  }
+  EXPECT_EQ(to_string(PipelineSchedule::gpipe), "gpipe");
+  EXPECT_EQ(to_string(PipelineSchedule::one_f_one_b), "1f1b");
+  EXPECT_EQ(to_string(PipelineSchedule::interleaved_1f1b), "interleaved_1f1b");
+  FsdpConfig set;
+  apply_override(set, "pipeline_schedule=gpipe");
+  apply_override(set, "pp=4");
+  EXPECT_EQ(set.pipeline_schedule, PipelineSchedule::gpipe);
+  EXPECT_EQ(set.pp, 4);
+}
+
+TEST(Config, PipelineKeysComeRightAfterEtp) {
+  std::vector<std::string> names;
+  for (const auto& k : config_keys()) names.push_back(k.name);
+  const auto etp = std::find(names.begin(), names.end(), "etp");
+  ASSERT_NE(etp, names.end());
+  EXPECT_EQ(std::vector<std::string>(etp + 1, etp + 8),
+            (std::vector<std::string>{"pp", "virtual_pipeline_stages", "pipeline_schedule", "first_stage_layers",
+                                      "last_stage_layers", "account_for_embedding_in_pipeline_split",
+                                      "account_for_loss_in_pipeline_split"}));
+  EXPECT_EQ(config_keys()[static_cast<size_t>(etp - names.begin()) + 3].type, "gpipe|1f1b|interleaved_1f1b");
+}
+
+TEST(Config, PipelineKeyErrorsNameTheKey) {
+  EXPECT_HAS(error_of([] { parse_config_yaml("pp: 0\n", "j.yaml"); }),
+             "j.yaml:1:5: 'pp': value 0 is out of range (it must be between 1 and 1024)");
+  EXPECT_HAS(error_of([] { parse_config_yaml("virtual_pipeline_stages: 65\n", "j.yaml"); }),
+             "'virtual_pipeline_stages': value 65 is out of range (it must be between 1 and 64)");
+  EXPECT_HAS(error_of([] { parse_config_yaml("pipeline_schedule: zbv\n", "j.yaml"); }), "'pipeline_schedule'");
+  EXPECT_HAS(error_of([] { parse_config_yaml("pipeline_schedule: zbv\n", "j.yaml"); }),
+             "valid: gpipe, 1f1b, interleaved_1f1b");
+  EXPECT_HAS(error_of([] { parse_config_yaml("first_stage_layers: -1\n", "j.yaml"); }), "'first_stage_layers'");
+  EXPECT_HAS(error_of([] { parse_config_yaml("last_stage_layers: many\n", "j.yaml"); }),
+             "'last_stage_layers': expected a whole number");
+  EXPECT_HAS(error_of([] { parse_config_yaml("account_for_loss_in_pipeline_split: 2\n", "j.yaml"); }),
+             "'account_for_loss_in_pipeline_split'");
+  FsdpConfig c;
+  EXPECT_HAS(error_of([&] { apply_override(c, "pp=two"); }), "<--set pp=two>: 'pp': expected a whole number");
+  EXPECT_HAS(error_of([&] { apply_override(c, "pipeline_shedule=gpipe"); }), "did you mean 'pipeline_schedule'?");
 }
 
 TEST(Layout, GroupSizesFromWorldAndConfig) {

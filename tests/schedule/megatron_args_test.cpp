@@ -87,8 +87,9 @@ TEST(MegatronArgs, Errors) {
             }).find("'tp': expected a whole number, got 'two'"),
             std::string::npos);
   EXPECT_NE(error_of([&] {
-              apply_megatron_args("--pipeline-model-parallel-size 4", c, m);
-            }).find("pipeline parallelism is not modelled"),
+              apply_megatron_args("--pipeline-model-parallel-size 4 --pipeline-model-parallel-layout E|(t|)*3,m|m||L",
+                                  c, m);
+            }).find("'--pipeline-model-parallel-layout': a custom pipeline layout string is not modelled"),
             std::string::npos);
   std::optional<ModelSpec> none;
   EXPECT_NE(error_of([&] {
@@ -237,6 +238,127 @@ TEST(MegatronArgs, MlaIgnoresKvChannelsAndQkLayernormMeansTheLatentNorms) {
   EXPECT_EQ(m->head_dim, 192);
   EXPECT_FALSE(m->qk_norm);
   EXPECT_EQ(count_parameters(*m).total, before);
+}
+
+// ---- pipeline parallelism (megatron/training/arguments.py @ d98e8a64ddf3) -----------------------------------------
+
+TEST(MegatronArgs, PipelineFlagsMapToTheKeys) {
+  FsdpConfig c;
+  std::optional<ModelSpec> m = model_preset("llama3-70b");
+  const MegatronArgsRead read = apply_megatron_args(
+      "--pipeline-model-parallel-size 8 --num-virtual-stages-per-pipeline-rank 4 --decoder-first-pipeline-num-layers 3 "
+      "--decoder-last-pipeline-num-layers 5 --account-for-loss-in-pipeline-split",
+      c, m);
+  EXPECT_EQ(c.pp, 8);
+  EXPECT_EQ(c.virtual_pipeline_stages, 4);
+  EXPECT_EQ(c.pipeline_schedule, PipelineSchedule::interleaved_1f1b);  // more than one chunk per rank
+  EXPECT_EQ(c.first_stage_layers, 3);
+  EXPECT_EQ(c.last_stage_layers, 5);
+  EXPECT_FALSE(c.account_for_embedding_in_pipeline_split);
+  EXPECT_TRUE(c.account_for_loss_in_pipeline_split);
+  EXPECT_TRUE(read.not_modelled.empty());
+  EXPECT_EQ(c.where("pp").file, "<megatron-args --pipeline-model-parallel-size pp=8>");
+  // Only pp: Megatron-LM's non-interleaved 1F1B, an even split.
+  FsdpConfig plain;
+  apply_megatron_args("--pipeline-model-parallel-size 4 --account-for-embedding-in-pipeline-split", plain, m);
+  EXPECT_EQ(plain.pp, 4);
+  EXPECT_EQ(plain.virtual_pipeline_stages, 1);
+  EXPECT_EQ(plain.pipeline_schedule, PipelineSchedule::one_f_one_b);
+  EXPECT_TRUE(plain.account_for_embedding_in_pipeline_split);
+  // One virtual stage per rank is no interleaving (virtual_pipeline_model_parallel_size = None).
+  FsdpConfig one;
+  apply_megatron_args("--pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 1", one, m);
+  EXPECT_EQ(one.virtual_pipeline_stages, 1);
+  EXPECT_EQ(one.pipeline_schedule, PipelineSchedule::one_f_one_b);
+  // --virtual-pipeline-model-parallel-size: Megatron-LM's flag of 2020-12 to 2021-02 (ModelParallelConfig's field).
+  FsdpConfig legacy;
+  apply_megatron_args(
+      "--pipeline-model-parallel-size 8 --virtual-pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 3 "
+      "--account-for-loss-in-pipeline-split",
+      legacy, m);
+  EXPECT_EQ(legacy.pp, 8);
+  EXPECT_EQ(legacy.virtual_pipeline_stages, 4);
+  EXPECT_EQ(legacy.pipeline_schedule, PipelineSchedule::interleaved_1f1b);
+  EXPECT_EQ(legacy.first_stage_layers, 3);
+  EXPECT_TRUE(legacy.account_for_loss_in_pipeline_split);
+  // Megatron-core's default micro-batch group (pp) is accepted as given.
+  FsdpConfig group;
+  apply_megatron_args(
+      "--pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 2 "
+      "--microbatch-group-size-per-virtual-pipeline-stage 4",
+      group, m);
+  EXPECT_EQ(group.virtual_pipeline_stages, 2);
+}
+
+TEST(MegatronArgs, LayersPerVirtualStageNeedTheLayerCount) {
+  // validate_args: (num_layers [+1 embedding] [+1 loss]) / pp / N virtual stages per rank. Llama-3.1-405B's 126
+  // layers with both accounted for: 128 / 8 = 16 per rank, in chunks of 8: 2 virtual stages.
+  FsdpConfig c;
+  std::optional<ModelSpec> m = model_preset("llama3-405b");
+  apply_megatron_args(
+      "--pipeline-model-parallel-size 8 --num-layers-per-virtual-pipeline-stage 8 "
+      "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split",
+      c, m);
+  EXPECT_EQ(c.virtual_pipeline_stages, 2);
+  EXPECT_EQ(c.pipeline_schedule, PipelineSchedule::interleaved_1f1b);
+  EXPECT_EQ(c.where("virtual_pipeline_stages").file,
+            "<megatron-args --num-layers-per-virtual-pipeline-stage virtual_pipeline_stages=2>");
+  // The layer count from the flags themselves: 80 / 4 = 20 per rank, chunks of 5: 4.
+  FsdpConfig from_flags;
+  std::optional<ModelSpec> none;
+  apply_megatron_args(
+      "--num-layers 80 --hidden-size 8192 --num-attention-heads 64 --vocab-size 128256 "
+      "--num-layers-per-virtual-pipeline-stage 5 --pipeline-model-parallel-size 4",
+      from_flags, none);
+  EXPECT_EQ(from_flags.virtual_pipeline_stages, 4);
+  // 20 layers per rank in chunks of 20: one, the plain 1F1B.
+  FsdpConfig whole;
+  std::optional<ModelSpec> llama70 = model_preset("llama3-70b");
+  apply_megatron_args("--pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 20", whole, llama70);
+  EXPECT_EQ(whole.virtual_pipeline_stages, 1);
+  EXPECT_EQ(whole.pipeline_schedule, PipelineSchedule::one_f_one_b);
+}
+
+TEST(MegatronArgs, PipelineErrors) {
+  std::optional<ModelSpec> m = model_preset("llama3-70b");
+  const auto error = [&](const std::string& args) {
+    FsdpConfig c;
+    return error_of([&] { apply_megatron_args(args, c, m); });
+  };
+  const std::string layout = error("--pipeline-model-parallel-size 4 --pipeline-model-parallel-layout Et*3|t*3L");
+  EXPECT_HAS(layout, "'--pipeline-model-parallel-layout': a custom pipeline layout string is not modelled");
+  EXPECT_HAS(layout, "--decoder-first-pipeline-num-layers");
+  // Without a model fsdpsim cannot derive the virtual stages.
+  FsdpConfig c;
+  std::optional<ModelSpec> none;
+  const std::string no_model = error_of([&] {
+    apply_megatron_args("--pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 2", c, none);
+  });
+  EXPECT_HAS(no_model, "'--num-layers-per-virtual-pipeline-stage': the model's layer count is not known");
+  EXPECT_HAS(no_model, "--num-virtual-stages-per-pipeline-rank");
+  EXPECT_HAS(error("--pipeline-model-parallel-size 3 --num-layers-per-virtual-pipeline-stage 2"),
+             "80 layers do not divide over pp=3 pipeline stages");
+  EXPECT_HAS(error("--pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 3"),
+             "20 layers per pipeline rank do not divide into chunks of 3");
+  EXPECT_HAS(error("--pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 5 "
+                   "--decoder-first-pipeline-num-layers 2"),
+             "Megatron-LM takes --decoder-first/last-pipeline-num-layers only with "
+             "--num-virtual-stages-per-pipeline-rank");
+  EXPECT_HAS(error("--pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 5 "
+                   "--num-virtual-stages-per-pipeline-rank 4"),
+             "--num-layers-per-virtual-pipeline-stage and --num-virtual-stages-per-pipeline-rank both give the "
+             "virtual pipeline stages");
+  EXPECT_HAS(error("--pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 2 "
+                   "--microbatch-group-size-per-virtual-pipeline-stage 2"),
+             "'--microbatch-group-size-per-virtual-pipeline-stage': only Megatron-core's default group of pp=4 "
+             "micro-batches per virtual stage is modelled");
+  EXPECT_HAS(error("--decoder-first-pipeline-num-layers 0"),
+             "'--decoder-first-pipeline-num-layers': a pipeline stage without decoder layers is not modelled");
+  EXPECT_HAS(error("--pipeline-model-parallel-size 2000"), "'pp': value 2000 is out of range");
+  EXPECT_HAS(error("--num-virtual-stages-per-pipeline-rank 100"),
+             "'virtual_pipeline_stages': value 100 is out of range");
+  EXPECT_HAS(error("--virtual-pipeline-model-parallel-size"),
+             "'--virtual-pipeline-model-parallel-size': needs a value");
 }
 
 TEST(MegatronArgs, ShellVariablesOfTheLaunchScriptExpandAsTheShellWould) {

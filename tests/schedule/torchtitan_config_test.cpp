@@ -40,6 +40,11 @@ Loaded load_text(const std::string& text, std::optional<ModelSpec> model = std::
   return Loaded{.model = *model, .config = config, .world = world};
 }
 
+// The error that loading `text` as job.toml throws.
+std::string error_for(const std::string& text) {
+  return error_of([&] { load_text(text); });
+}
+
 // What every torchtitan job is: FSDP2 over the data-parallel ranks with torchtitan's wrapping, bf16 compute
 // weights over fp32 sharded parameters, gradients, reduce-scatter and Adam (MixedPrecisionPolicy defaults).
 void expect_torchtitan_basics(const FsdpConfig& c) {
@@ -291,6 +296,166 @@ TEST(TorchtitanConfig, PassiveTablesAreAccepted) {
                             "[my_extension]\nx = 1\n"));
 }
 
+// ---- pipeline parallelism ------------------------------------------------------------------------------------------
+
+TEST(TorchtitanConfig, Llama3_405bPipelineInterleaved) {
+  // torchtitan's benchmark Table 5 (see the TOML's header): FSDP 8 × TP 8 × PP 8 = 512 GPUs, Interleaved1F1B with
+  // pipeline_parallel_layers_per_stage = 8: ceil((126 + 1 + 1) / 8) = 16 virtual stages, 2 per rank, each of
+  // 128 / 16 = 8 "layers", the first giving one to the embedding and the last one to the output
+  // (_generate_llm_fqn_per_model_part): Megatron-core's account_for_embedding/loss split.
+  const Loaded in = load_fixture("llama3_405b_pp8_interleaved.toml");
+  EXPECT_EQ(in.model.num_layers, 126);
+  EXPECT_EQ(in.config.pp, 8);
+  EXPECT_EQ(in.config.tp, 8);
+  EXPECT_EQ(in.config.virtual_pipeline_stages, 2);
+  EXPECT_EQ(in.config.pipeline_schedule, PipelineSchedule::interleaved_1f1b);
+  EXPECT_TRUE(in.config.account_for_embedding_in_pipeline_split);
+  EXPECT_TRUE(in.config.account_for_loss_in_pipeline_split);
+  EXPECT_EQ(in.config.first_stage_layers, 0);
+  EXPECT_EQ(in.config.last_stage_layers, 0);
+  // pipeline_parallel_microbatch_size left at 1: the local batch of 32 is 32 pipeline micro-batches; the global batch
+  // as given (256 = 32 × dp 8, no accumulation).
+  EXPECT_EQ(in.config.micro_batch_size, 1);
+  EXPECT_EQ(in.config.global_batch_size, 256);
+  // With PP, torchtitan's "default" resharding keeps the gathered blocks (reshard_after_forward = not pp_enabled),
+  // and torch.distributed.pipelining reduces gradients only in the last micro-batch's backward.
+  EXPECT_FALSE(in.config.reshard_after_forward);
+  EXPECT_EQ(in.config.gradient_sync, GradSync::last_micro_batch);
+  EXPECT_EQ(in.world.fixed_degrees, 64);  // replicate 1 × tp 8 × cp 1 × pp 8
+  EXPECT_EQ(in.world.gpus, 512);
+  EXPECT_HAS(in.world.degrees, "× pipeline_parallel_degree 8 = 512 GPUs");
+  EXPECT_EQ(in.config.where("pp").line, 58);
+  EXPECT_EQ(in.config.where("pipeline_schedule").line, 59);
+  EXPECT_EQ(in.config.where("virtual_pipeline_stages").line, 60);
+  FsdpConfig config = in.config;
+  settle_torchtitan_world(in.world, config, kGpusPerNode);
+  EXPECT_EQ(config.nodes, 64);
+  EXPECT_EQ(config.global_batch_size, 256);
+}
+
+const char* kPp2 = "[parallelism]\npipeline_parallel_degree = 2\n";
+
+TEST(TorchtitanConfig, PipelineDefaults) {
+  // Llama-3-8B, pp 2 and nothing else: 1F1B (Parallelism.pipeline_parallel_schedule), one stage per rank of
+  // (32 + 1 + 1) / 2 = 17, i.e. 16 decoder layers on each: the accounted-for split.
+  const Loaded in = load_text(std::string(kLlama8b) + kPp2);
+  EXPECT_EQ(in.config.pp, 2);
+  EXPECT_EQ(in.config.virtual_pipeline_stages, 1);
+  EXPECT_EQ(in.config.pipeline_schedule, PipelineSchedule::one_f_one_b);
+  EXPECT_TRUE(in.config.account_for_embedding_in_pipeline_split);
+  EXPECT_TRUE(in.config.account_for_loss_in_pipeline_split);
+  // local_batch_size 8 (the default) in micro-batches of 1; global -1: local × dp once the nodes fix dp:
+  // 2 nodes = 16 GPUs / pp 2 = dp 8 → 64 sequences, 8 pipeline micro-batches per step.
+  EXPECT_EQ(in.config.micro_batch_size, 1);
+  FsdpConfig config = in.config;
+  apply_override(config, "nodes=2");
+  settle_torchtitan_world(in.world, config, kGpusPerNode);
+  EXPECT_EQ(config.global_batch_size, 64);
+  EXPECT_EQ(config.where("global_batch_size").line, 4);  // the shard degree (left at -1): its [parallelism] table
+  // A fixed shard degree fixes the global batch at once: 4 × pp 2 = 8 GPUs, dp 4, 4 × local 4 = 16.
+  const Loaded fixed = load_text(std::string(kLlama8b) + kPp2 +
+                                 "data_parallel_shard_degree = 4\npipeline_parallel_microbatch_size = 2\n"
+                                 "[training]\nlocal_batch_size = 4\n");
+  EXPECT_EQ(fixed.config.micro_batch_size, 2);
+  EXPECT_EQ(fixed.config.global_batch_size, 16);
+  EXPECT_EQ(fixed.world.gpus, 8);
+  // Interleaved1F1B without layers_per_stage: 2 stages per rank; with the embedding and output weighing nothing,
+  // 32 / 4 = 8 layers each.
+  const Loaded interleaved = load_text(std::string(kLlama8b) + kPp2 +
+                                       "pipeline_parallel_schedule = \"interleaved1f1b\"\n"
+                                       "pipeline_parallel_first_stage_less_layers = 0\n"
+                                       "pipeline_parallel_last_stage_less_layers = 0\n");
+  EXPECT_EQ(interleaved.config.virtual_pipeline_stages, 2);  // the name matched case-insensitively, as torch does
+  EXPECT_EQ(interleaved.config.pipeline_schedule, PipelineSchedule::interleaved_1f1b);
+  EXPECT_FALSE(interleaved.config.account_for_embedding_in_pipeline_split);
+  EXPECT_FALSE(interleaved.config.account_for_loss_in_pipeline_split);
+  // GPipe.
+  EXPECT_EQ(
+      load_text(std::string(kLlama8b) + kPp2 + "pipeline_parallel_schedule = \"GPipe\"\n").config.pipeline_schedule,
+      PipelineSchedule::gpipe);
+  // Without PP the pipeline keys do nothing (DeepSeek-V3's TOML names Interleaved1F1B with degree 1).
+  const Loaded no_pp =
+      load_text(std::string(kLlama8b) + "[parallelism]\npipeline_parallel_schedule = \"ZBVZeroBubble\"\n");
+  EXPECT_EQ(no_pp.config.pp, 1);
+  EXPECT_EQ(no_pp.config.micro_batch_size, 8);
+  EXPECT_EQ(no_pp.config.gradient_sync, GradSync::every_micro_batch);
+  EXPECT_TRUE(no_pp.config.reshard_after_forward);
+}
+
+TEST(TorchtitanConfig, PipelineSplits) {
+  // first/last_stage_less_layers = 2: (32 + 2 + 2) / 4 = 9 per stage, [7, 9, 9, 7]: the first and last stage's own
+  // counts (Megatron's --decoder-first/last-pipeline-num-layers), the middle even.
+  const Loaded weighted =
+      load_text(std::string(kLlama8b) +
+                "[parallelism]\npipeline_parallel_degree = 4\npipeline_parallel_first_stage_less_layers = 2\n"
+                "pipeline_parallel_last_stage_less_layers = 2\n");
+  EXPECT_EQ(weighted.config.first_stage_layers, 7);
+  EXPECT_EQ(weighted.config.last_stage_layers, 7);
+  EXPECT_FALSE(weighted.config.account_for_embedding_in_pipeline_split);
+  EXPECT_EQ(weighted.config.where("first_stage_layers").line, 6);
+  // Llama-3-70B on pp 8 with 1F1B: 82 = 8 × 10 + 2, torchtitan gives the first two stages one more:
+  // [10, 11, 10, 10, 10, 10, 10, 9], which Megatron-core's rule (only the first and last rank differ) cannot give.
+  const std::string uneven =
+      error_for("[model]\nname = \"llama3\"\nflavor = \"70B\"\n[parallelism]\npipeline_parallel_degree = 8\n");
+  EXPECT_HAS(uneven,
+             "job.toml:5:28: 'parallelism.pipeline_parallel_degree': torchtitan splits the layers over 8 "
+             "stages as [10, 11, 10, 10, 10, 10, 10, 9]");
+  // Interleaved1F1B with layers_per_stage 3: ceil(34 / 3) = 12 stages of 34 / 12 = 2 r 10; the message offers a
+  // layers_per_stage that divides 34 over a multiple of pp 2: 34 / (2 × 17) = 1.
+  const std::string suggestion = error_for(std::string(kLlama8b) + kPp2 +
+                                           "pipeline_parallel_schedule = \"Interleaved1F1B\"\n"
+                                           "pipeline_parallel_layers_per_stage = 3\n");
+  EXPECT_HAS(suggestion,
+             "'parallelism.pipeline_parallel_layers_per_stage': torchtitan splits the layers over 12 "
+             "stages as [2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 1]");
+  EXPECT_HAS(suggestion, "e.g. pipeline_parallel_layers_per_stage = 1 (17 stages per rank)");
+}
+
+TEST(TorchtitanConfig, PipelineErrors) {
+  const std::string pp2 = std::string(kLlama8b) + kPp2;
+  // ceil(34 / 8) = 5 stages over pp 2.
+  EXPECT_HAS(error_for(pp2 + "pipeline_parallel_layers_per_stage = 8\n"),
+             "job.toml:6:38: 'parallelism.pipeline_parallel_layers_per_stage': (32 layers + 1 + 1 for the embedding "
+             "and the output) / 8 = 5 virtual stages do not divide over pipeline_parallel_degree 2");
+  // ceil(34 / 6) = 6 = 3 per rank, but 1F1B runs one.
+  EXPECT_HAS(error_for(pp2 + "pipeline_parallel_layers_per_stage = 6\n"),
+             "but 1F1B runs one stage per rank (2 stages) (set pipeline_parallel_layers_per_stage = 17, or use "
+             "Interleaved1F1B)");
+  // ceil(34 / 17) = 2 = 1 per rank, but Interleaved1F1B needs two.
+  EXPECT_HAS(error_for(pp2 + "pipeline_parallel_schedule = \"Interleaved1F1B\"\n"
+                             "pipeline_parallel_layers_per_stage = 17\n"),
+             "but Interleaved1F1B needs at least two stages per rank");
+  EXPECT_HAS(error_for(pp2 + "pipeline_parallel_schedule = \"DualPipeV\"\n"),
+             "'parallelism.pipeline_parallel_schedule': the DualPipeV pipeline schedule is not modelled");
+  EXPECT_HAS(error_for(pp2 + "pipeline_parallel_schedule = \"1F1F\"\n"),
+             "unknown pipeline schedule '1F1F' (did you mean '1F1B'?)");
+  EXPECT_HAS(error_for(pp2 + "pipeline_parallel_schedule_csv = \"sched.csv\"\n"),
+             "'parallelism.pipeline_parallel_schedule_csv': a pipeline schedule read from a CSV file is not modelled");
+  EXPECT_HAS(error_for(pp2 + "module_fqns_per_model_part = [[\"tok_embeddings\"], [\"norm\"]]\n"),
+             "'parallelism.module_fqns_per_model_part': an explicit split into model parts is not modelled");
+  EXPECT_HAS(error_for(pp2 + "pipeline_parallel_split_points = [\"layers.16\"]\n"),
+             "'parallelism.pipeline_parallel_split_points': explicit pipeline split points are not modelled");
+  EXPECT_HAS(error_for(pp2 + "pipeline_parallel_microbatch_size = 3\n"),
+             "'parallelism.pipeline_parallel_microbatch_size': training.local_batch_size = 8 is not divisible by "
+             "pipeline_parallel_microbatch_size 3");
+  EXPECT_HAS(error_for(std::string(kLlama8b) + "[parallelism]\npipeline_parallel_degree = 2000\n"),
+             "job.toml:5:28: 'parallelism.pipeline_parallel_degree': value 2000 is out of range");
+}
+
+TEST(TorchtitanConfig, OlderPipelineKeys) {
+  // torchtitan before 2025-03 ([experimental] pipeline keys, pipeline_parallel_microbatches): 8 sequences in
+  // 4 micro-batches of 2.
+  const Loaded in = load_text(std::string(kLlama8b) +
+                              "[training]\nbatch_size = 8\n[experimental]\npipeline_parallel_degree = 2\n"
+                              "pipeline_parallel_schedule = \"gpipe\"\npipeline_parallel_microbatches = 4\n");
+  EXPECT_EQ(in.config.pp, 2);
+  EXPECT_EQ(in.config.pipeline_schedule, PipelineSchedule::gpipe);
+  EXPECT_EQ(in.config.micro_batch_size, 2);
+  EXPECT_HAS(error_for(std::string(kLlama8b) + "[experimental]\npipeline_parallel_degree = 2\n"
+                                               "pipeline_parallel_microbatches = 3\n"),
+             "training.local_batch_size = 8 does not split into 3 pipeline micro-batches");
+}
+
 // ---- the world against the nodes -----------------------------------------------------------------------------------
 
 TEST(TorchtitanConfig, WorldErrors) {
@@ -331,13 +496,11 @@ TEST(TorchtitanConfig, WorldErrors) {
 
 // ---- errors: file:line, the key, what is valid ---------------------------------------------------------------------
 
-std::string error_for(const std::string& text) {
-  return error_of([&] { load_text(text); });
-}
-
 TEST(TorchtitanConfig, Errors) {
-  EXPECT_HAS(error_for(std::string(kLlama8b) + "[parallelism]\npipeline_parallel_degree = 4\n"),
-             "job.toml:5:28: 'parallelism.pipeline_parallel_degree': pipeline parallelism is not modelled yet");
+  EXPECT_HAS(error_for(std::string(kLlama8b) +
+                       "[parallelism]\npipeline_parallel_degree = 4\npipeline_parallel_schedule = \"ZBVZeroBubble\"\n"),
+             "job.toml:6:30: 'parallelism.pipeline_parallel_schedule': the ZBVZeroBubble pipeline schedule is not "
+             "modelled (use one fsdpsim models: 1F1B, GPipe or Interleaved1F1B)");
   EXPECT_HAS(error_for(std::string(kLlama8b) + "[parallelism]\ntensor_paralel_degree = 2\n"),
              "job.toml:5:25: 'parallelism.tensor_paralel_degree': unknown key in [parallelism] (did you mean "
              "'tensor_parallel_degree'?)");

@@ -1,0 +1,381 @@
+// Pipeline orders and layer splits, written from Megatron-LM's code at commit d98e8a64dd:
+//   megatron/core/pipeline_parallel/schedules.py   get_pp_rank_microbatches, get_schedule_table,
+//     forward_backward_pipelining_with_interleaving, forward_backward_pipelining_without_interleaving
+//   megatron/core/transformer/transformer_block.py get_num_layers_to_build
+//   megatron/core/transformer/transformer_layer.py get_transformer_layer_offset
+//   megatron/core/transformer/transformer_config.py TransformerConfig.__post_init__ (the uneven-split checks)
+// and torch.distributed.pipelining's ScheduleGPipe for the GPipe order.
+#include "schedule/pipeline/pipeline_order.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "common/error.h"
+
+namespace fsdpsim {
+namespace {
+
+using Kind = PipelineAction::Kind;
+
+// Pipeline arguments reach pipeline_orders without their configuration, so their errors carry this place; the
+// FsdpConfig overload re-raises them at the key's own source.
+const SourceLocation kScheduleArguments{"<pipeline schedule>", 0, 0};
+
+std::string num(int64_t value) {
+  return std::to_string(value);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Nearest valid alternatives, for the `fix` part of the errors.
+
+// The values v' nearest to `near` (one below, one above, each only if it exists in [1, limit]) that `valid` accepts,
+// written "a or b".
+template <typename Valid>
+std::string nearest_valid(int64_t near, int64_t limit, Valid valid) {
+  std::optional<int64_t> below;
+  std::optional<int64_t> above;
+  for (int64_t v = near - 1; v >= 1 && !below; --v) {
+    if (valid(v)) below = v;
+  }
+  for (int64_t v = near + 1; v <= limit && !above; ++v) {
+    if (valid(v)) above = v;
+  }
+  if (below && above) return num(*below) + " or " + num(*above);
+  if (below) return num(*below);
+  if (above) return num(*above);
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Schedule arguments.
+
+void check_schedule_arguments(PipelineSchedule schedule, int32_t pp, int32_t virtual_stages, int32_t micro_batches) {
+  const std::string name(to_string(schedule));
+  if (pp < 1) {
+    throw ConfigError(kScheduleArguments, "pp", "pp is " + num(pp) + ", a pipeline needs at least one stage",
+                      "set pp to 1 (no pipeline) or more");
+  }
+  if (virtual_stages < 1) {
+    throw ConfigError(kScheduleArguments, "virtual_pipeline_stages",
+                      "virtual_pipeline_stages is " + num(virtual_stages) + ", each rank needs at least one chunk",
+                      "set virtual_pipeline_stages to 1, or 2 and more with pipeline_schedule interleaved_1f1b");
+  }
+  if (micro_batches < 1) {
+    throw ConfigError(kScheduleArguments, "global_batch_size",
+                      "the step has " + num(micro_batches) + " micro-batches, the pipeline needs at least one",
+                      "raise global_batch_size to at least micro_batch_size x data-parallel size");
+  }
+  if (schedule != PipelineSchedule::interleaved_1f1b) {
+    // Megatron runs forward_backward_pipelining_without_interleaving exactly when the virtual size is unset (1).
+    if (virtual_stages != 1) {
+      throw ConfigError(kScheduleArguments, "pipeline_schedule",
+                        name + " runs one model chunk per rank, but virtual_pipeline_stages is " + num(virtual_stages),
+                        "use pipeline_schedule interleaved_1f1b, or virtual_pipeline_stages 1");
+    }
+    return;
+  }
+  if (pp < 2) {
+    throw ConfigError(kScheduleArguments, "pp", "interleaved_1f1b interleaves chunks across pipeline ranks, pp is 1",
+                      "set pp to 2 or more, or pipeline_schedule 1f1b (gradient accumulation)");
+  }
+  if (virtual_stages < 2) {
+    throw ConfigError(
+        kScheduleArguments, "virtual_pipeline_stages",
+        "interleaved_1f1b needs more than one model chunk per rank, virtual_pipeline_stages is " + num(virtual_stages),
+        "set virtual_pipeline_stages to 2 or more, or pipeline_schedule 1f1b");
+  }
+  // forward_backward_pipelining_with_interleaving runs micro-batches in groups of microbatch_group_size_per_vp_stage
+  // (pp by default): it refuses a group larger than M and a last group of 1 … pp-1 micro-batches. With groups of pp
+  // both mean M must be a multiple of pp.
+  if (micro_batches % pp != 0) {
+    const std::string lower = micro_batches >= pp ? num(micro_batches / pp * pp) + " or " : "";
+    throw ConfigError(kScheduleArguments, "global_batch_size",
+                      "interleaved_1f1b runs micro-batches in groups of pp=" + num(pp) + ", but the step has " +
+                          num(micro_batches) + " micro-batches, not a multiple of " + num(pp),
+                      "choose a global_batch_size giving " + lower + num((micro_batches / pp + 1) * pp) +
+                          " micro-batches, or pipeline_schedule 1f1b");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Orders.
+
+PipelineAction forward(int32_t micro_batch, int32_t chunk = 0) {
+  return {Kind::forward, micro_batch, chunk};
+}
+PipelineAction backward(int32_t micro_batch, int32_t chunk = 0) {
+  return {Kind::backward, micro_batch, chunk};
+}
+
+// Without a pipeline each micro-batch's backward follows its forward (gradient accumulation; Megatron's
+// forward_backward_no_pipelining).
+PipelineOrder accumulation_order(int32_t micro_batches) {
+  PipelineOrder order;
+  for (int32_t mb = 0; mb < micro_batches; ++mb) {
+    order.push_back(forward(mb));
+    order.push_back(backward(mb));
+  }
+  return order;
+}
+
+// ScheduleGPipe: every forward, then every backward, both in micro-batch order.
+PipelineOrder gpipe_order(int32_t micro_batches) {
+  PipelineOrder order;
+  for (int32_t mb = 0; mb < micro_batches; ++mb) order.push_back(forward(mb));
+  for (int32_t mb = 0; mb < micro_batches; ++mb) order.push_back(backward(mb));
+  return order;
+}
+
+// The shape shared by both Megatron pipelined schedules, over "virtual micro-batches" k = 0 … total-1: `warmup`
+// forwards, then (forward warmup+k, backward k) pairs until the forwards run out, then the remaining backwards.
+template <typename ForwardAt, typename BackwardAt>
+PipelineOrder warmup_steady_cooldown(int32_t total, int32_t warmup, ForwardAt forward_at, BackwardAt backward_at) {
+  PipelineOrder order;
+  order.reserve(2 * static_cast<size_t>(total));
+  for (int32_t k = 0; k < warmup; ++k) order.push_back(forward_at(k));
+  const int32_t steady = total - warmup;
+  for (int32_t k = 0; k < steady; ++k) {
+    order.push_back(forward_at(warmup + k));
+    order.push_back(backward_at(k));
+  }
+  for (int32_t k = steady; k < total; ++k) order.push_back(backward_at(k));
+  return order;
+}
+
+// forward_backward_pipelining_without_interleaving: one chunk, forwards and backwards both in micro-batch order.
+PipelineOrder one_f_one_b_order(int32_t micro_batches, int32_t warmup) {
+  return warmup_steady_cooldown(
+      micro_batches, warmup, [](int32_t k) { return forward(k); }, [](int32_t k) { return backward(k); });
+}
+
+// get_schedule_table with groups of pp micro-batches (M a multiple of pp): virtual micro-batch k belongs to group
+// k / (pp·v); inside a group the chunks take turns, each running the group's pp micro-batches.
+struct TableEntry {
+  int32_t micro_batch;
+  int32_t chunk;
+};
+TableEntry schedule_table_entry(int32_t k, int32_t pp, int32_t virtual_stages) {
+  const int32_t group_size = pp * virtual_stages;
+  const int32_t in_group = k % group_size;
+  return {(k / group_size) * pp + in_group % pp, in_group / pp};
+}
+
+// forward_backward_pipelining_with_interleaving: forwards walk the table; backwards walk it too, but through the
+// chunks in reverse (get_model_chunk_id with forward=False), each chunk's micro-batches still in order.
+PipelineOrder interleaved_order(int32_t pp, int32_t virtual_stages, int32_t micro_batches, int32_t warmup) {
+  const auto forward_at = [=](int32_t k) {
+    const TableEntry e = schedule_table_entry(k, pp, virtual_stages);
+    return forward(e.micro_batch, e.chunk);
+  };
+  const auto backward_at = [=](int32_t k) {
+    const TableEntry e = schedule_table_entry(k, pp, virtual_stages);
+    return backward(e.micro_batch, virtual_stages - 1 - e.chunk);
+  };
+  return warmup_steady_cooldown(micro_batches * virtual_stages, warmup, forward_at, backward_at);
+}
+
+// Re-raises an argument error at the source of the key it names.
+[[noreturn]] void rethrow_at(const ConfigError& error, const FsdpConfig& config) {
+  throw ConfigError(config.where(error.key()), error.key(), error.problem(), error.fix());
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Layer splits.
+
+// Megatron's uneven split: the first and/or last pipeline rank hold the layers the configuration names, spread
+// evenly over their chunks; the ranks in between (the other end too when only one is named) share the rest.
+std::vector<int32_t> uneven_rank_layers(int32_t layers, const FsdpConfig& config) {
+  const int32_t pp = config.pp;
+  const int32_t v = config.virtual_pipeline_stages;
+  const int32_t first = config.first_stage_layers;
+  const int32_t last = config.last_stage_layers;
+  const bool has_first = first > 0;
+  const bool has_last = last > 0;
+
+  if (pp == 1) {
+    const std::string key = has_first ? "first_stage_layers" : "last_stage_layers";
+    throw ConfigError(config.where(key), key, "pp is 1: the only stage holds all " + num(layers) + " layers",
+                      "set " + key + " to 0, or pp to 2 or more");
+  }
+  // TransformerConfig refuses uneven first/last stages together with the embedding or loss counted as a layer.
+  if (config.account_for_embedding_in_pipeline_split || config.account_for_loss_in_pipeline_split) {
+    const std::string key = config.account_for_embedding_in_pipeline_split ? "account_for_embedding_in_pipeline_split"
+                                                                           : "account_for_loss_in_pipeline_split";
+    throw ConfigError(config.where(key), key,
+                      "Megatron-core does not combine it with first_stage_layers / last_stage_layers",
+                      "set " + key + " to false, or first_stage_layers and last_stage_layers to 0");
+  }
+  for (const auto& [key, count] : {std::pair<std::string, int32_t>{"first_stage_layers", first},
+                                   std::pair<std::string, int32_t>{"last_stage_layers", last}}) {
+    if (count > 0 && count % v != 0) {
+      throw ConfigError(
+          config.where(key), key,
+          num(count) + " layers do not spread evenly over virtual_pipeline_stages=" + num(v) + " chunks",
+          "use a multiple of " + num(v) + ": " + nearest_valid(count, layers, [v](int64_t c) { return c % v == 0; }));
+    }
+  }
+
+  const int32_t middle_ranks = pp - (has_first ? 1 : 0) - (has_last ? 1 : 0);
+  const int32_t middle_layers = layers - first - last;
+  // The key to blame for the middle ranks' share: the one set (the first one when both are).
+  const std::string key = has_first ? "first_stage_layers" : "last_stage_layers";
+  const int32_t other_end = has_first ? last : first;
+  const auto middle_divides = [&](int64_t candidate) {
+    const int64_t rest = layers - other_end - candidate;
+    if (candidate % v != 0 || rest < 0) return false;
+    if (middle_ranks == 0) return rest == 0;
+    return rest > 0 && rest % (static_cast<int64_t>(middle_ranks) * v) == 0;
+  };
+  const int32_t named = has_first ? first : last;
+  const std::string alternatives = nearest_valid(named, layers, middle_divides);
+  const std::string fix = alternatives.empty() ? "choose first_stage_layers and last_stage_layers that leave the "
+                                                 "middle ranks a multiple of their chunk count"
+                                               : "set " + key + " to " + alternatives;
+  if (middle_layers < 0) {
+    throw ConfigError(config.where(key), key,
+                      "first_stage_layers + last_stage_layers = " + num(first + last) + " exceed the model's " +
+                          num(layers) + " layers",
+                      fix);
+  }
+  // TransformerConfig: middle ranks and middle layers come together or not at all.
+  if (middle_ranks == 0 && middle_layers != 0) {
+    throw ConfigError(config.where(key), key,
+                      "pp=" + num(pp) + " has no middle rank for the " + num(middle_layers) +
+                          " layers the first and last stage leave",
+                      fix);
+  }
+  if (middle_ranks > 0 && (middle_layers == 0 || middle_layers % (static_cast<int64_t>(middle_ranks) * v) != 0)) {
+    throw ConfigError(config.where(key), key,
+                      "the " + num(middle_layers) + " layers left do not split evenly over " + num(middle_ranks) +
+                          " middle ranks x virtual_pipeline_stages=" + num(v) + " chunks",
+                      fix);
+  }
+
+  std::vector<int32_t> per_rank(static_cast<size_t>(pp), middle_ranks > 0 ? middle_layers / middle_ranks : 0);
+  if (has_first) per_rank.front() = first;
+  if (has_last) per_rank.back() = last;
+  return per_rank;
+}
+
+// Megatron's even split (get_num_layers_to_build): the embedding and the loss, when accounted for, count as one layer
+// each, so the split divides layers + 1 (+ 1) over pp·v chunks.
+int32_t even_chunk_layers(int32_t layers, const FsdpConfig& config) {
+  const int64_t pp = config.pp;
+  const int64_t v = config.virtual_pipeline_stages;
+  const int32_t extra =
+      (config.account_for_embedding_in_pipeline_split ? 1 : 0) + (config.account_for_loss_in_pipeline_split ? 1 : 0);
+  const int64_t counted = static_cast<int64_t>(layers) + extra;
+  const std::string what = num(layers) + " layers" +
+                           (extra > 0 ? " (" + num(counted) + " counting the embedding and loss accounted for)" : "");
+  if (counted % pp != 0) {
+    const std::string pps = nearest_valid(pp, counted, [&](int64_t c) { return counted % (c * v) == 0; });
+    throw ConfigError(config.where("pp"), "pp", what + " do not split evenly over pp=" + num(pp) + " ranks",
+                      pps.empty() ? "set first_stage_layers / last_stage_layers for an uneven split"
+                                  : "pp " + pps + " would divide them, or set first_stage_layers / last_stage_layers");
+  }
+  if (counted % (pp * v) != 0) {
+    const int64_t per_rank = counted / pp;
+    const std::string vs = nearest_valid(v, per_rank, [&](int64_t c) { return per_rank % c == 0; });
+    throw ConfigError(config.where("virtual_pipeline_stages"), "virtual_pipeline_stages",
+                      what + " give " + num(per_rank) +
+                          " per rank, which do not split over virtual_pipeline_stages=" + num(v) + " chunks",
+                      "virtual_pipeline_stages " + (vs.empty() ? std::string("1") : vs) + " would divide them");
+  }
+  return static_cast<int32_t>(counted / (pp * v));
+}
+
+}  // namespace
+
+std::vector<PipelineOrder> pipeline_orders(PipelineSchedule schedule, int32_t pp, int32_t virtual_stages,
+                                           int32_t micro_batches) {
+  check_schedule_arguments(schedule, pp, virtual_stages, micro_batches);
+  std::vector<PipelineOrder> orders;
+  orders.reserve(static_cast<size_t>(pp));
+  for (int32_t rank = 0; rank < pp; ++rank) {
+    const int32_t warmup = warmup_forwards(schedule, pp, virtual_stages, micro_batches, rank);
+    if (pp == 1) {
+      orders.push_back(accumulation_order(micro_batches));
+    } else if (schedule == PipelineSchedule::gpipe) {
+      orders.push_back(gpipe_order(micro_batches));
+    } else if (schedule == PipelineSchedule::one_f_one_b) {
+      orders.push_back(one_f_one_b_order(micro_batches, warmup));
+    } else {
+      orders.push_back(interleaved_order(pp, virtual_stages, micro_batches, warmup));
+    }
+  }
+  return orders;
+}
+
+std::vector<PipelineOrder> pipeline_orders(const FsdpConfig& config, int32_t micro_batches) {
+  try {
+    return pipeline_orders(config.pipeline_schedule, config.pp, config.virtual_pipeline_stages, micro_batches);
+  } catch (const ConfigError& error) {
+    rethrow_at(error, config);
+  }
+}
+
+int32_t warmup_forwards(PipelineSchedule schedule, int32_t pp, int32_t virtual_stages, int32_t micro_batches,
+                        int32_t rank) {
+  check_schedule_arguments(schedule, pp, virtual_stages, micro_batches);
+  FSDPSIM_CHECK(rank >= 0 && rank < pp, "pipeline rank " + num(rank) + " outside 0.." + num(pp - 1));
+  if (pp == 1) return 0;  // forward_backward_no_pipelining: no warm-up
+  if (schedule == PipelineSchedule::gpipe) return micro_batches;
+  // get_pp_rank_microbatches. Without interleaving the later ranks start 1F1B sooner; with it every rank first runs
+  // (v-1) groups of pp chunk-forwards, plus two per rank it has ahead of the last. Either is capped at all of them
+  // (are_all_microbatches_in_warmup). Megatron's extra warm-up forward for overlap_moe_expert_parallel_comm is not
+  // modelled.
+  const int32_t total = micro_batches * virtual_stages;
+  const int32_t wanted = schedule == PipelineSchedule::one_f_one_b
+                             ? pp - rank - 1
+                             : (pp - rank - 1) * 2 + (virtual_stages - 1) * pp;  // microbatch_group_size = pp
+  return std::min(wanted, total);
+}
+
+LayerSplit split_layers(int32_t layers, const FsdpConfig& config) {
+  FSDPSIM_CHECK(layers >= 0, "negative layer count " + num(layers));
+  const int32_t pp = config.pp;
+  const int32_t v = config.virtual_pipeline_stages;
+  if (pp < 1) {
+    throw ConfigError(config.where("pp"), "pp", "pp is " + num(pp) + ", a pipeline needs at least one stage",
+                      "set pp to 1 (no pipeline) or more");
+  }
+  if (v < 1) {
+    throw ConfigError(config.where("virtual_pipeline_stages"), "virtual_pipeline_stages",
+                      "virtual_pipeline_stages is " + num(v) + ", each rank needs at least one chunk",
+                      "set virtual_pipeline_stages to 1 or more");
+  }
+  for (const auto& [key, count] : {std::pair<std::string, int32_t>{"first_stage_layers", config.first_stage_layers},
+                                   std::pair<std::string, int32_t>{"last_stage_layers", config.last_stage_layers}}) {
+    if (count < 0) {
+      throw ConfigError(config.where(key), key, num(count) + " layers", "set " + key + " to 0 (even split) or more");
+    }
+  }
+
+  const size_t stages = static_cast<size_t>(pp) * static_cast<size_t>(v);
+  LayerSplit split;
+  split.layers_per_virtual_stage.assign(stages, 0);
+  if (config.first_stage_layers > 0 || config.last_stage_layers > 0) {
+    const std::vector<int32_t> per_rank = uneven_rank_layers(layers, config);
+    for (size_t stage = 0; stage < stages; ++stage) {
+      split.layers_per_virtual_stage[stage] = per_rank[stage % static_cast<size_t>(pp)] / v;
+    }
+  } else {
+    split.layers_per_virtual_stage.assign(stages, even_chunk_layers(layers, config));
+    // The embedding's share is taken from the model's first chunk, the loss's from its last (get_num_layers_to_build).
+    if (config.account_for_embedding_in_pipeline_split) --split.layers_per_virtual_stage.front();
+    if (config.account_for_loss_in_pipeline_split) --split.layers_per_virtual_stage.back();
+  }
+
+  // get_transformer_layer_offset amounts to the prefix sums in model order.
+  split.first_layer.reserve(stages);
+  int32_t next = 0;
+  for (const int32_t count : split.layers_per_virtual_stage) {
+    split.first_layer.push_back(next);
+    next += count;
+  }
+  FSDPSIM_CHECK(next == layers, "the split holds " + num(next) + " of " + num(layers) + " layers");
+  return split;
+}
+
+}  // namespace fsdpsim

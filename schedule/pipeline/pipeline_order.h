@@ -1,0 +1,54 @@
+#pragma once
+/// Pipeline parallelism, as pure arithmetic the builders drive: how the decoder layers split into model chunks
+/// (Megatron-core's rules for uneven first and last stages and for counting the embedding and the loss as layers),
+/// and the order in which each pipeline rank runs its forwards and backwards under GPipe, 1F1B and interleaved 1F1B.
+
+#include <cstdint>
+#include <vector>
+
+#include "schedule/config/fsdp_config.h"
+
+namespace fsdpsim {
+
+/// One forward or one backward of one micro-batch through one model chunk of a pipeline rank.
+struct PipelineAction {
+  enum class Kind : uint8_t { forward, backward };
+  Kind kind = Kind::forward;
+  int32_t micro_batch = 0;
+  /// The model chunk on this rank, 0 … virtual_stages-1; its place in the model is virtual stage chunk·pp + rank.
+  int32_t chunk = 0;
+  bool operator==(const PipelineAction&) const = default;
+};
+
+/// The order of one pipeline rank's actions for one optimizer step.
+using PipelineOrder = std::vector<PipelineAction>;
+
+/// Every rank's order (index: pipeline rank 0 … pp-1). Throws ConfigError when the schedule cannot run these
+/// counts (interleaved 1F1B needs micro_batches divisible by pp and virtual_stages > 1; the others virtual_stages 1).
+std::vector<PipelineOrder> pipeline_orders(PipelineSchedule schedule, int32_t pp, int32_t virtual_stages,
+                                           int32_t micro_batches);
+/// The same for the configuration's pp, virtual_pipeline_stages and pipeline_schedule; errors point at the source of
+/// the key they name.
+std::vector<PipelineOrder> pipeline_orders(const FsdpConfig& config, int32_t micro_batches);
+
+/// Forwards a rank runs before its steady state (Megatron's num_warmup_microbatches, counted in chunk forwards): when
+/// a steady state follows, its first forward still precedes the first backward. GPipe: every micro-batch; pp 1: none.
+int32_t warmup_forwards(PipelineSchedule schedule, int32_t pp, int32_t virtual_stages, int32_t micro_batches,
+                        int32_t rank);
+
+/// How the decoder layers split across the pp·virtual_stages model chunks.
+struct LayerSplit {
+  /// Decoder layers of each virtual stage, in model order (virtual stage chunk·pp + rank).
+  std::vector<int32_t> layers_per_virtual_stage;
+  /// The model's first layer index of each virtual stage (prefix sums).
+  std::vector<int32_t> first_layer;
+};
+
+/// Splits `layers` decoder layers (Megatron-core get_num_layers_to_build / get_transformer_layer_offset): an even
+/// split by default; `first_stage_layers` / `last_stage_layers` (> 0) fix the first and last pipeline rank's layers
+/// and the rest split evenly; account_for_embedding / account_for_loss count the embedding / the loss as one layer
+/// of the first / last virtual stage. Throws ConfigError (naming the config key and a valid alternative) when the
+/// layers do not divide.
+LayerSplit split_layers(int32_t layers, const FsdpConfig& config);
+
+}  // namespace fsdpsim
