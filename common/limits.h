@@ -57,9 +57,11 @@ inline constexpr int64_t kMaxStepFlopsPerGpu = int64_t{1} << 61;
 inline constexpr int64_t kMaxScheduleOps = int64_t{1} << 20;
 /// Buffers of one step (each op allocates at most a few).
 inline constexpr int64_t kMaxScheduleBuffers = int64_t{1} << 20;
-/// Streams: the builders use at most 7; validation keeps a vector clock of this many entries per op.
-inline constexpr int64_t kMaxStreams = 64;
-/// Process groups: the builders use at most 8 (tp, cp, ep, etp, dp_shard, dp_outer, edp, edp_outer).
+/// Pipeline-parallel stages (the pp group size): a schedule holds one rank of each stage.
+inline constexpr int64_t kMaxPipelineStages = 64;
+/// Streams: the builders use at most 8 per pipeline stage; validation keeps a vector clock of this many entries per op.
+inline constexpr int64_t kMaxStreams = 8 * kMaxPipelineStages;
+/// Process groups: the builders use at most 9 (tp, cp, ep, etp, dp_shard, dp_outer, edp, edp_outer, pp).
 inline constexpr int64_t kMaxGroups = 64;
 /// Bytes: one buffer or one op's byte count (64 PiB: the FP32 state of a kMaxParameters model on one GPU fits), and
 /// the sum over a step of the buffers' sizes and of the ops' byte counts (2 EiB), so that the simulator's 64-bit sums

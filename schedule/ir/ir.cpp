@@ -1,11 +1,13 @@
 #include "schedule/ir/ir.h"
 
+#include <algorithm>
+
 #include "common/enum_names.h"
 
 namespace fsdpsim {
 namespace {
 
-constexpr EnumNames<OpKind, 8> kOpKinds{{{
+constexpr EnumNames<OpKind, 10> kOpKinds{{{
     {OpKind::all_gather, "all_gather"},
     {OpKind::reduce_scatter, "reduce_scatter"},
     {OpKind::all_reduce, "all_reduce"},
@@ -14,6 +16,8 @@ constexpr EnumNames<OpKind, 8> kOpKinds{{{
     {OpKind::optimizer, "optimizer"},
     {OpKind::copy, "copy"},
     {OpKind::sync, "sync"},
+    {OpKind::send, "send"},
+    {OpKind::recv, "recv"},
 }}};
 
 constexpr EnumNames<Phase, 4> kPhases{{{
@@ -48,7 +52,7 @@ constexpr EnumNames<StreamRole, 8> kStreamRoles{{{
 }}};
 static_assert(kStreamRoles.name(StreamRole::compute) == kComputeStream);
 
-constexpr EnumNames<GroupRole, 8> kGroupRoles{{{
+constexpr EnumNames<GroupRole, 9> kGroupRoles{{{
     {GroupRole::tp, "tp"},
     {GroupRole::cp, "cp"},
     {GroupRole::ep, "ep"},
@@ -57,6 +61,7 @@ constexpr EnumNames<GroupRole, 8> kGroupRoles{{{
     {GroupRole::dp_outer, "dp_outer"},
     {GroupRole::edp, "edp"},
     {GroupRole::edp_outer, "edp_outer"},
+    {GroupRole::pp, "pp"},
 }}};
 
 constexpr EnumNames<ReduceOp, 4> kReduceOps{{{
@@ -79,6 +84,17 @@ StreamId Schedule::stream_index(std::string_view name) const {
     if (streams[i].name == name) return StreamId(static_cast<int32_t>(i));
   }
   return StreamId::none();
+}
+
+StreamId Schedule::compute_stream(int32_t stage) const {
+  const int32_t stages = std::max(stage + 1, info.pipeline_stages);
+  const StreamId id = stream_index(stage_stream_name(kComputeStream, stage, stages));
+  return id.valid() && streams[id].stage == stage ? id : StreamId::none();
+}
+
+std::string stage_stream_name(std::string_view role, int32_t stage, int32_t stages) {
+  if (stages <= 1) return std::string(role);
+  return "stage" + std::to_string(stage) + "." + std::string(role);
 }
 
 GroupId Schedule::group_index(GroupRole role) const {

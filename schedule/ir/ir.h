@@ -1,6 +1,7 @@
 #pragma once
-/// The schedule IR: one optimizer step of one representative rank — process groups, streams with CUDA stream
-/// semantics, buffers, and ops with explicit cross-stream dependencies. It is the single contract between the
+/// The schedule IR: one optimizer step of one representative rank (with pipeline parallelism, one rank of each
+/// stage, joined by send/recv pairs) — process groups, streams with CUDA stream semantics, buffers, and ops with
+/// explicit cross-stream dependencies. It is the single contract between the
 /// builders (schedule/), the simulator (sim/) and the executor (exec/). See docs/architecture.md §4.1–§4.2.
 ///
 /// Execution semantics, shared by the simulator and the executor:
@@ -32,6 +33,8 @@ enum class OpKind : uint8_t {
   optimizer,       ///< the optimizer update over this rank's shard (memory-bound)
   copy,            ///< a copy or cast: on device (`bytes_touched`), to host (`send_bytes`) or from host (`recv_bytes`)
   sync,            ///< no work: its stream waits for `deps`, then `frees` are released (an event wait + free)
+  send,            ///< pipeline point-to-point send of `send_bytes` to the stage of its `peer` recv (ncclSend)
+  recv,            ///< pipeline point-to-point receive of `recv_bytes` from the stage of its `peer` send (ncclRecv)
 };
 
 /// Which part of the step an op belongs to.
@@ -59,7 +62,7 @@ enum class ReduceOp : uint8_t { none, sum, avg, premul_sum };
 /// What a process group is for, in Megatron's rank order tp-cp-ep-dp (dense parameters) and etp-ep-edp (experts);
 /// HSDP splits the data-parallel ranks into an inner shard group and an outer replica group. A group the builders
 /// make is named by its role (`to_string`); a schedule read from a file may name its groups freely.
-enum class GroupRole : uint8_t { tp, cp, ep, etp, dp_shard, dp_outer, edp, edp_outer };
+enum class GroupRole : uint8_t { tp, cp, ep, etp, dp_shard, dp_outer, edp, edp_outer, pp };
 
 /// A process group, by name (dp_shard, dp_outer, tp, cp, ep, edp, ...). Its members are ranks
 /// r0, r0+stride, ..., r0+(size-1)·stride of Megatron's tp-cp-ep-dp order; the topology maps them onto nodes and
@@ -75,6 +78,9 @@ struct Group {
 struct Stream {
   std::string name;
   int32_t priority = 0;  ///< CUDA stream priority: 0 normal, -1 high (FSDP2's communication streams)
+  /// The pipeline stage (rank of the pp group) whose GPU runs it: a schedule with pipeline parallelism holds one
+  /// rank of every stage, each its own GPU; 0 without pipeline parallelism.
+  int32_t stage = 0;
   bool operator==(const Stream&) const = default;
 };
 
@@ -86,6 +92,7 @@ struct Buffer {
   int64_t size_bytes = 0;
   bool persistent = false;       ///< exists for the whole step; otherwise allocated and freed by ops
   bool nccl_registered = false;  ///< registered with NCCL (nccl_ub): enables SM-light NVLS/SHARP kernels
+  int32_t stage = 0;             ///< the pipeline stage whose GPU holds it (Stream::stage)
   bool operator==(const Buffer&) const = default;
 };
 
@@ -122,6 +129,9 @@ struct Op {
   std::vector<BufferId> reads;   ///< buffers the op reads
   std::vector<BufferId> writes;  ///< buffers the op writes
   std::vector<OpId> deps;        ///< ops (on any stream) that must finish before this one starts
+  /// send/recv: the matching op on the other stage. The pair is a rendezvous: both start once both head their
+  /// streams with their deps done, and both finish when the bytes have arrived.
+  OpId peer;
   bool operator==(const Op&) const = default;
 
   /// FLOPs of all GEMMs.
@@ -151,6 +161,9 @@ struct ScheduleInfo {
   /// MoE: the schedule is the busiest expert-parallel rank's, whose experts receive this many times the mean
   /// token-expert pairs (1: balanced routing, every rank alike).
   double moe_routing_skew = 1.0;
+  int32_t pipeline_stages = 1;    ///< pp: the schedule holds one rank of each stage
+  int32_t virtual_stages = 1;     ///< model chunks per pipeline rank
+  std::string pipeline_schedule;  ///< gpipe | 1f1b | interleaved_1f1b; empty without pipeline parallelism
   bool operator==(const ScheduleInfo&) const = default;
 };
 
@@ -188,7 +201,11 @@ struct Schedule {
   [[nodiscard]] GroupId group_index(GroupRole role) const;
   /// The stream named kComputeStream (GEMMs, the optimizer; the stream every other waits on at the step's end), or
   /// none.
-  [[nodiscard]] StreamId compute_stream() const { return stream_index(kComputeStream); }
+  [[nodiscard]] StreamId compute_stream() const { return compute_stream(0); }
+  /// The compute stream of one pipeline stage (named kComputeStream, or `stage<k>.compute` with several stages).
+  [[nodiscard]] StreamId compute_stream(int32_t stage) const;
+  /// The pipeline stage an op runs on (its stream's).
+  [[nodiscard]] int32_t stage_of(const Op& op) const { return streams[op.stream].stage; }
   /// Sum of the persistent buffers' sizes.
   [[nodiscard]] int64_t persistent_bytes() const;
 };
@@ -197,6 +214,13 @@ struct Schedule {
 int64_t collective_size_bytes(const Op& op);
 /// True for all_gather, reduce_scatter, all_reduce, all_to_all.
 bool is_collective(OpKind kind);
+/// True for send and recv.
+inline bool is_p2p(OpKind kind) {
+  return kind == OpKind::send || kind == OpKind::recv;
+}
+/// The name a builder gives the stream of `role` on pipeline stage `stage` of `stages`: the role's name alone
+/// without pipeline parallelism, `stage<k>.<role>` with it.
+std::string stage_stream_name(std::string_view role, int32_t stage, int32_t stages);
 
 std::string_view to_string(OpKind v);
 std::string_view to_string(Phase v);

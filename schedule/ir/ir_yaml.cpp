@@ -32,6 +32,11 @@ void emit_info(YAML::Emitter& out, const ScheduleInfo& info) {
   out << YAML::Key << "prefetch_depth" << YAML::Value << info.prefetch_depth;
   if (info.moe_routing_skew != 1.0)
     out << YAML::Key << "moe_routing_skew" << YAML::Value << shortest_decimal(info.moe_routing_skew);
+  if (info.pipeline_stages > 1) {
+    out << YAML::Key << "pipeline_stages" << YAML::Value << info.pipeline_stages;
+    out << YAML::Key << "virtual_stages" << YAML::Value << info.virtual_stages;
+    out << YAML::Key << "pipeline_schedule" << YAML::Value << info.pipeline_schedule;
+  }
   if (info.model_params > 0) {
     out << YAML::Key << "model_params" << YAML::Value << info.model_params;
     out << YAML::Key << "model_active_params" << YAML::Value << info.model_active_params;
@@ -74,6 +79,7 @@ void emit_op(YAML::Emitter& out, const Schedule& s, const Op& op) {
   emit_ids(out, "reads", op.reads);
   emit_ids(out, "writes", op.writes);
   emit_ids(out, "deps", op.deps);
+  if (op.peer.valid()) out << YAML::Key << "peer" << YAML::Value << op.peer.value();
   out << YAML::EndMap;
 }
 
@@ -122,6 +128,10 @@ ScheduleInfo read_info(YamlMap map) {
       parse_enum<DType>(map.get("compute_dtype"), parse_dtype_opt, {DType::fp32, DType::bf16, DType::fp16, DType::fp8});
   info.prefetch_depth = static_cast<int32_t>(map.int_or("prefetch_depth", 0, 0, 1 << 20));
   if (map.has("moe_routing_skew")) info.moe_routing_skew = map.get("moe_routing_skew").as_double(1.0, 1024.0);
+  info.pipeline_stages = static_cast<int32_t>(map.int_or("pipeline_stages", 1, 1, limits::kMaxPipelineStages));
+  info.virtual_stages = static_cast<int32_t>(map.int_or("virtual_stages", 1, 1, limits::kMaxPipelineStages));
+  if (map.has("pipeline_schedule"))
+    info.pipeline_schedule = map.get("pipeline_schedule").as_choice({"gpipe", "1f1b", "interleaved_1f1b"});
   info.model_params = map.int_or("model_params", 0, 0, limits::kMaxParameters);
   info.model_active_params = map.int_or("model_active_params", 0, 0, info.model_params);
   map.finish();
@@ -178,6 +188,8 @@ Op read_op(YamlMap map, const std::vector<std::string>& streams, const std::vect
   op.reads = read_ids<BufferId>(map, "reads");
   op.writes = read_ids<BufferId>(map, "writes");
   op.deps = read_ids<OpId>(map, "deps");
+  if (map.has("peer"))
+    op.peer = OpId(static_cast<int32_t>(map.get("peer").as_int(0, std::numeric_limits<int32_t>::max())));
   map.finish();
   return op;
 }
@@ -225,6 +237,7 @@ std::string schedule_to_yaml(const Schedule& s) {
   for (const auto& st : s.streams) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << st.name;
     if (st.priority != 0) out << YAML::Key << "priority" << YAML::Value << st.priority;
+    if (st.stage != 0) out << YAML::Key << "stage" << YAML::Value << st.stage;
     out << YAML::EndMap;
   }
   out << YAML::EndSeq;
@@ -235,6 +248,7 @@ std::string schedule_to_yaml(const Schedule& s) {
         << YAML::Key << "size_bytes" << YAML::Value << b.size_bytes;
     if (b.persistent) out << YAML::Key << "persistent" << YAML::Value << true;
     if (b.nccl_registered) out << YAML::Key << "nccl_registered" << YAML::Value << true;
+    if (b.stage != 0) out << YAML::Key << "stage" << YAML::Value << b.stage;
     out << YAML::EndMap;
   }
   out << YAML::EndSeq;
@@ -269,7 +283,8 @@ Schedule schedule_from_yaml(const std::string& text, const std::string& source) 
     return g;
   });
   s.streams = read_list<Stream>(top, "streams", limits::kMaxStreams, [](YamlMap m) {
-    Stream st{m.get("name").as_string(), static_cast<int32_t>(m.int_or("priority", 0, -8, 8))};
+    Stream st{m.get("name").as_string(), static_cast<int32_t>(m.int_or("priority", 0, -8, 8)),
+              static_cast<int32_t>(m.int_or("stage", 0, 0, limits::kMaxPipelineStages - 1))};
     m.finish();
     return st;
   });
@@ -281,6 +296,7 @@ Schedule schedule_from_yaml(const std::string& text, const std::string& source) 
     b.size_bytes = m.get("size_bytes").as_int(0, limits::kMaxBytes);
     b.persistent = m.bool_or("persistent", false);
     b.nccl_registered = m.bool_or("nccl_registered", false);
+    b.stage = static_cast<int32_t>(m.int_or("stage", 0, 0, limits::kMaxPipelineStages - 1));
     m.finish();
     return b;
   });

@@ -17,20 +17,45 @@ namespace {
 using Graph = boost::compressed_sparse_row_graph<boost::directedS>;
 using Edge = std::pair<size_t, size_t>;
 
-// Edges: each dep → op, and each op → the next op on its stream. Invalid references are skipped (validate()
-// reports them separately).
+// Each op's predecessor on its stream (none for the first), skipping ops on unknown streams.
+IdVector<OpId, OpId> stream_predecessors(const Schedule& s) {
+  IdVector<OpId, OpId> prev(s.ops.size(), OpId::none());
+  IdVector<StreamId, OpId> last_on_stream(s.streams.size(), OpId::none());
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    if (!s.streams.contains(s.ops[i].stream)) continue;
+    OpId& last = last_on_stream[s.ops[i].stream];
+    prev[i] = last;
+    last = OpId(static_cast<int32_t>(i));
+  }
+  return prev;
+}
+
+// The send of a well-formed send/recv pair whose recv is `op`, or none (validate() reports malformed pairs).
+OpId paired_send(const Schedule& s, const Op& op) {
+  if (op.kind != OpKind::recv || !s.ops.contains(op.peer)) return OpId::none();
+  const Op& send = s.ops[op.peer];
+  return send.kind == OpKind::send && send.peer == op.id ? send.id : OpId::none();
+}
+
+// Edges: each dep → op, and each op → the next op on its stream. A send/recv pair is a rendezvous: the send
+// cannot start before the recv's predecessors (its stream predecessor and deps) have finished, and the recv ends
+// with the send, so the pair adds those predecessors → send, and send → recv. A cycle through such edges is a
+// pipeline that deadlocks. Invalid references are skipped (validate() reports them separately).
 std::vector<Edge> dependency_edges(const Schedule& s) {
   std::vector<Edge> edges;
-  IdVector<StreamId, OpId> last_on_stream(s.streams.size(), OpId::none());
+  const IdVector<OpId, OpId> prev = stream_predecessors(s);
   for (size_t i = 0; i < s.ops.size(); ++i) {
     const Op& op = s.ops[i];
     for (const OpId d : op.deps) {
       if (s.ops.contains(d) && d.index() != i) edges.emplace_back(d.index(), i);
     }
-    if (s.streams.contains(op.stream)) {
-      OpId& last = last_on_stream[op.stream];
-      if (last.valid()) edges.emplace_back(last.index(), i);
-      last = OpId(static_cast<int32_t>(i));
+    if (prev[i].valid()) edges.emplace_back(prev[i].index(), i);
+    if (const OpId send = paired_send(s, op); send.valid()) {
+      edges.emplace_back(send.index(), i);
+      if (prev[i].valid() && prev[i] != send) edges.emplace_back(prev[i].index(), send.index());
+      for (const OpId d : op.deps) {
+        if (s.ops.contains(d) && d != send) edges.emplace_back(d.index(), send.index());
+      }
     }
   }
   return edges;
@@ -108,18 +133,12 @@ HappensBefore::HappensBefore(const Schedule& s, const std::vector<OpId>& order) 
   position_.resize(n);
   clock_.assign(n * streams_, 0);
   IdVector<StreamId, int32_t> count(streams_, 0);
-  IdVector<StreamId, OpId> last(streams_, OpId::none());
   for (size_t i = 0; i < n; ++i) {
     stream_of_[i] = s.ops[i].stream;
     position_[i] = ++count[s.ops[i].stream];
   }
   // In issue order every predecessor's clock is final before its successors are visited.
-  IdVector<OpId, OpId> prev_on_stream(n, OpId::none());
-  for (size_t i = 0; i < n; ++i) {
-    OpId& l = last[s.ops[i].stream];
-    prev_on_stream[i] = l;
-    l = OpId(static_cast<int32_t>(i));
-  }
+  const IdVector<OpId, OpId> prev_on_stream = stream_predecessors(s);
   for (const OpId v : order) {
     int32_t* clock = &clock_[v.index() * streams_];
     const auto merge_finished = [&](OpId pred) {
@@ -130,6 +149,14 @@ HappensBefore::HappensBefore(const Schedule& s, const std::vector<OpId>& order) 
     };
     if (prev_on_stream[v].valid()) merge_finished(prev_on_stream[v]);
     for (const OpId d : s.ops[v].deps) merge_finished(d);
+    // A rendezvous (dependency_edges): the send starts after the recv's predecessors, the recv ends with the send.
+    const Op& op = s.ops[v];
+    if (const OpId send = paired_send(s, op); send.valid()) merge_finished(send);
+    if (op.kind == OpKind::send && s.ops.contains(op.peer) && paired_send(s, s.ops[op.peer]) == v) {
+      const Op& recv = s.ops[op.peer];
+      if (prev_on_stream[recv.id].valid()) merge_finished(prev_on_stream[recv.id]);
+      for (const OpId d : recv.deps) merge_finished(d);
+    }
   }
 }
 

@@ -1,6 +1,8 @@
 #include "schedule/ir/summary.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -38,7 +40,20 @@ ModelSize model_size(const Schedule& s) {
   ModelSize size;
   size.params = s.info.model_params;
   size.active_params = s.info.model_active_params;
-  for (const UnitInfo& u : s.units) size.params_per_rank += u.params;
+  if (s.info.pipeline_stages <= 1) {
+    for (const UnitInfo& u : s.units) size.params_per_rank += u.params;
+  } else {
+    // A pipeline rank holds its stage's units: the fullest stage's.
+    std::vector<std::set<int32_t>> units(static_cast<size_t>(s.info.pipeline_stages));
+    for (const Op& op : s.ops) {
+      if (op.unit >= 0) units[static_cast<size_t>(s.stage_of(op))].insert(op.unit);
+    }
+    for (const std::set<int32_t>& stage : units) {
+      int64_t params = 0;
+      for (const int32_t u : stage) params += s.units[static_cast<size_t>(u)].params;
+      size.params_per_rank = std::max(size.params_per_rank, params);
+    }
+  }
   if (s.info.global_tokens_per_step > 0) {
     size.flops_per_token = s.info.model_flops_per_gpu * s.info.world_size / s.info.global_tokens_per_step;
   }

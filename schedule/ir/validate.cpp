@@ -20,13 +20,18 @@ class Checker {
     check_totals();
     if (!problems_.empty()) return problems_;  // later rules index by these references
     check_collective_bytes();
+    check_pipeline_stages();
+    if (!problems_.empty()) return problems_;  // the graph pairs sends with recvs by these peers
     const std::vector<OpId> order = issue_order(s_);
     if (order.size() != s_.ops.size()) {  // a cycle: find one to name it (the rarer, slower search)
       const std::vector<OpId> cycle = find_cycle(s_);
       FSDPSIM_CHECK(!cycle.empty(), "no issue order, yet no dependency cycle");
       std::string path;
       for (size_t i = 0; i < cycle.size(); ++i) path += (i ? " -> " : "") + describe_op(cycle[i]);
-      report("acyclic", "dependency cycle through deps and stream order: " + path);
+      report("acyclic",
+             "dependency cycle through deps, stream order and send/recv rendezvous (a pipeline that "
+             "deadlocks): " +
+                 path);
       return problems_;
     }
     const HappensBefore hb(s_, order);
@@ -79,7 +84,11 @@ class Checker {
       if (is_collective(op.kind) && !s_.groups.contains(op.group)) {
         report("references", who() + " is a collective without a valid group");
       }
-      if (!is_collective(op.kind) && op.group != GroupId::none())
+      if (is_p2p(op.kind) && !s_.groups.contains(op.group)) {
+        report("references", who() + " is a " + std::string(to_string(op.kind)) +
+                                 " without a valid group (name the pipeline group, e.g. 'pp')");
+      }
+      if (!is_collective(op.kind) && !is_p2p(op.kind) && op.group != GroupId::none())
         report("references", who() + " is not a collective but names a group");
       check_id_list(op, op.allocs, "allocs", buffers, "buffer");
       check_id_list(op, op.frees, "frees", buffers, "buffer");
@@ -147,6 +156,61 @@ class Checker {
     }
   }
 
+  // Pipeline parallelism: every stream and buffer on a stage the schedule has, every send paired with one recv of the
+  // same size on another stage, and every op using only buffers of its own stage's GPU.
+  void check_pipeline_stages() {
+    const int32_t stages = s_.info.pipeline_stages;
+    const auto on_stage = [&](int32_t stage) { return stage >= 0 && stage < stages; };
+    for (const Stream& st : s_.streams) {
+      if (!on_stage(st.stage))
+        report("stages", "stream '" + st.name + "' is on stage " + std::to_string(st.stage) + " of a schedule with " +
+                             std::to_string(stages) + " pipeline stage(s)");
+    }
+    for (const Buffer& b : s_.buffers) {
+      if (!on_stage(b.stage))
+        report("stages", describe_buffer(b.id) + " is on stage " + std::to_string(b.stage) + " of a schedule with " +
+                             std::to_string(stages) + " pipeline stage(s)");
+    }
+    if (!problems_.empty()) return;
+    for (const Op& op : s_.ops) {
+      const int32_t stage = s_.stage_of(op);
+      for (const auto* list : {&op.allocs, &op.frees, &op.reads, &op.writes}) {
+        for (const BufferId b : *list) {
+          if (s_.buffers[b].stage != stage)
+            report("stages", describe_op(op.id) + " runs on stage " + std::to_string(stage) + " but uses " +
+                                 describe_buffer(b) + " of stage " + std::to_string(s_.buffers[b].stage));
+        }
+      }
+      check_peer(op);
+    }
+  }
+
+  void check_peer(const Op& op) {
+    if (!is_p2p(op.kind)) {
+      if (op.peer.valid()) report("p2p-pairs", describe_op(op.id) + " is no send or recv but names a peer");
+      return;
+    }
+    if (!s_.ops.contains(op.peer)) {
+      report("p2p-pairs", describe_op(op.id) + " is a " + std::string(to_string(op.kind)) +
+                              " without its matching op (set 'peer' to the id of the " +
+                              (op.kind == OpKind::send ? "recv" : "send") + " on the other stage)");
+      return;
+    }
+    const Op& peer = s_.ops[op.peer];
+    const OpKind expected = op.kind == OpKind::send ? OpKind::recv : OpKind::send;
+    if (peer.kind != expected || peer.peer != op.id) {
+      report("p2p-pairs", describe_op(op.id) + " names " + describe_op(peer.id) + " as its peer, which is not a " +
+                              std::string(to_string(expected)) + " naming it back (every send has one recv)");
+      return;
+    }
+    if (s_.stage_of(peer) == s_.stage_of(op))
+      report("p2p-pairs", describe_op(op.id) + " and its peer " + describe_op(peer.id) + " are on the same stage " +
+                              std::to_string(s_.stage_of(op)));
+    if (op.kind == OpKind::send && op.send_bytes != peer.recv_bytes)
+      report("p2p-pairs", describe_op(op.id) + " sends " + std::to_string(op.send_bytes) + " B but " +
+                              describe_op(peer.id) + " receives " + std::to_string(peer.recv_bytes) + " B");
+  }
+
   void check_buffer_lifetimes(const HappensBefore& hb) {
     const size_t nb = s_.buffers.size();
     IdVector<BufferId, std::vector<OpId>> allocs(nb), frees(nb), readers(nb), writers(nb);
@@ -205,16 +269,22 @@ class Checker {
   }
 
   void check_gradient_reductions(const HappensBefore& hb) {
-    const StreamId compute = s_.compute_stream();
+    // Per pipeline stage: a unit's ops live on the stage that holds it.
+    std::vector<StreamId> compute_of_stage;
+    for (int32_t stage = 0; stage < s_.info.pipeline_stages; ++stage)
+      compute_of_stage.push_back(s_.compute_stream(stage));
+    const auto is_compute = [&](const Op& op) {
+      return op.stream == compute_of_stage[static_cast<size_t>(s_.stage_of(op))];
+    };
     std::map<std::pair<int32_t, int32_t>, std::vector<OpId>> backward_ops;  // (unit, micro-batch) → bwd computes
     for (const Op& op : s_.ops) {
-      if (op.kind == OpKind::compute && op.phase == Phase::bwd && op.unit >= 0 && op.stream == compute) {
+      if (op.kind == OpKind::compute && op.phase == Phase::bwd && op.unit >= 0 && is_compute(op)) {
         backward_ops[{op.unit, op.micro_batch}].push_back(op.id);
       }
     }
     for (const Op& op : s_.ops) {
       const bool grad_reduction = (op.kind == OpKind::reduce_scatter || op.kind == OpKind::all_reduce) &&
-                                  op.phase == Phase::bwd && op.unit >= 0 && op.stream != compute;
+                                  op.phase == Phase::bwd && op.unit >= 0 && !is_compute(op);
       if (!grad_reduction) continue;
       const auto it = backward_ops.find({op.unit, op.micro_batch});
       if (it == backward_ops.end()) continue;

@@ -137,15 +137,15 @@ TEST(Limits, ConfigurationCounts) {
 
 TEST(Limits, ScheduleFiles) {
   const std::string tiny = schedule_to_yaml(testing::tiny_schedule());
-  // 65 streams: one more than kMaxStreams = 64.
+  // 513 streams: one more than kMaxStreams = 512 (8 per pipeline stage × 64 stages).
   std::string streams =
       "version: 1\ninfo: {model: m, implementation: fsdp2, strategy: optim, world_size: 8, "
       "micro_batches: 1, global_tokens_per_step: 1, model_flops_per_gpu: 1, compute_dtype: bf16}\n"
       "units: []\ngroups: []\nbuffers: []\nops: []\nstreams:\n";
-  for (int i = 0; i < 65; ++i) streams += "  - {name: s" + std::to_string(i) + "}\n";
+  for (int i = 0; i < 513; ++i) streams += "  - {name: s" + std::to_string(i) + "}\n";
   std::string m = error_of([&] { (void)schedule_from_yaml(streams, "s.yaml"); });
-  EXPECT_HAS(m, "s.yaml:8:3: 'streams': 65 streams is beyond what fsdpsim models");  // the list starts on line 8
-  EXPECT_HAS(m, "a step may have at most 64 streams");
+  EXPECT_HAS(m, "s.yaml:8:3: 'streams': 513 streams is beyond what fsdpsim models");  // the list starts on line 8
+  EXPECT_HAS(m, "a step may have at most 512 streams");
   // A buffer of 2^56 + 1 bytes.
   std::string big = tiny;
   big.replace(big.find("size_bytes: 400"), 15, "size_bytes: 72057594037927937");
