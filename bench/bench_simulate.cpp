@@ -94,6 +94,33 @@ void BM_RanksThatDiffer(benchmark::State& state) {
 
 BENCHMARK(BM_RanksThatDiffer)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
+// Pipeline parallelism: Llama-3-405B, TP 8, PP 8 with two interleaved chunks per rank, 16 micro-batches, at 16,384
+// GPUs. The schedule holds one rank of each of the 8 stages, so a step simulates 8 GPUs and their sends.
+void BM_PipelineStep(benchmark::State& state) {
+  const Topology topology = topology_preset("dgx-h100-ndr");
+  FsdpConfig config;
+  for (const char* set : {"gpus=16384", "tp=8", "pp=8", "pipeline_schedule=interleaved_1f1b"}) {
+    apply_override(config, set);
+  }
+  apply_override(config, "global_batch_size=" + std::to_string(16 * 16384 / 64));  // dp = 16384 / (8 · 8)
+  const Schedule schedule = build_schedule(model_preset("llama3-405b"), config, topology.gpus_per_node);
+  SimOptions options;
+  options.steps = 2;
+  options.record_timeline = false;
+  double seconds = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    const RunRecord run = run_schedule(schedule, topology, options);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    benchmark::DoNotOptimize(run.steps.back().end_ns);
+  }
+  state.SetLabel("llama3-405b tp 8 pp 8 interleaved, 16,384 GPUs, 16 mb, " + std::to_string(schedule.ops.size()) +
+                 " ops");
+  state.counters["step_ms"] = seconds * 1e3 / (2.0 * static_cast<double>(state.iterations()));
+}
+
+BENCHMARK(BM_PipelineStep)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

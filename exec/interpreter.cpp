@@ -28,6 +28,14 @@ StepRun to_step_run(const StepMeasurement& m, TimeNs step_start, int32_t step) {
 }  // namespace
 
 RunRecord interpret(const Schedule& schedule, Backend& backend, const ExecOptions& options) {
+  if (schedule.info.pipeline_stages > 1) {
+    throw ConfigError(SourceLocation{"<schedule>", 0, 0}, "pp",
+                      "the executors run one rank; a pipeline-parallel schedule (" +
+                          std::to_string(schedule.info.pipeline_stages) +
+                          " stages) needs a rank per stage with sends and receives between them, which "
+                          "'fsdpsim exec' does not run yet",
+                      "simulate it ('fsdpsim simulate'), or execute the job with pp=1");
+  }
   const std::vector<OpId> order = issue_order(schedule);
   if (order.size() != schedule.ops.size()) {
     throw ScheduleError("the executor cannot run this schedule", {"its dependencies form a cycle (run validation)"});

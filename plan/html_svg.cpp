@@ -158,6 +158,9 @@ std::string_view op_kind_colour(OpKind kind) {
       return "#edc948";
     case OpKind::sync:
       return "#bab0ac";
+    case OpKind::send:
+    case OpKind::recv:
+      return "#86bcb6";
   }
   return "#bab0ac";
 }

@@ -18,8 +18,8 @@ std::string kind_label(const Schedule& s, const Op& op) {
   if (is_collective(op.kind)) return std::string(to_string(op.kind));
   if (op.kind == OpKind::copy && (op.send_bytes > 0 || op.recv_bytes > 0)) return "offload";
   if (op.kind == OpKind::sync) return "sync";
-  return stream == kComputeStream ? std::string(kComputeStream)
-                                  : stream + " stream";  // e.g. grad_accum after a reduce-scatter
+  return op.stream == s.compute_stream(s.stage_of(op)) ? std::string(kComputeStream)
+                                                       : stream + " stream";  // e.g. grad_accum after a reduce-scatter
 }
 
 // Gaps on the compute stream, each attributed to the dependency that finished last, and collectives that run on
@@ -38,6 +38,12 @@ void add_exposure(const Schedule& s, const StepRun& step, Report& r) {
         if (!blocker.valid() || step.ops[d].end_ns > step.ops[blocker].end_ns) blocker = d;
       }
       waits.push_back(ComputeWait{op.id, blocker, gap});
+      if (blocker.valid() && is_p2p(s.ops[blocker].kind)) {
+        // Waiting for another stage's activations or gradients: the pipeline bubble, not FSDP communication.
+        r.pipeline_bubble_s += static_cast<double>(gap) / 1e9;
+        prev_end = std::max(prev_end, t.end_ns);
+        continue;
+      }
       const std::string kind = blocker.valid() ? kind_label(s, s.ops[blocker]) : "start";
       r.exposed_comm_s += static_cast<double>(gap) / 1e9;
       r.exposed_comm_by_phase_s[std::string(to_string(op.phase))] += static_cast<double>(gap) / 1e9;
@@ -156,7 +162,7 @@ void add_memory(const Schedule& s, const Topology& t, const RunRecord& run, doub
   // should_split). That difference is part of the allocated peak too.
   r.memory_breakdown["allocator_rounding"] = std::max<int64_t>(0, steady.peak_allocated.bytes - categorised);
   for (const Buffer& b : s.buffers) {
-    if (!b.persistent) continue;
+    if (!b.persistent || b.stage != run.memory_stage) continue;  // the fullest pipeline stage's GPU
     r.persistent_bytes[std::string(to_string(b.category))] += b.size_bytes;
     r.persistent_total_bytes += b.size_bytes;
   }
@@ -236,10 +242,22 @@ Report make_report(const Schedule& s, const Topology& t, const RunRecord& run, R
     r.tflops_per_gpu = static_cast<double>(s.info.model_flops_per_gpu) / step_s / 1e12;
     r.mfu = static_cast<double>(s.info.model_flops_per_gpu) / step_s / t.gpu.dense_bf16_flops_per_s;
   }
+  r.pipeline_stages = s.info.pipeline_stages;
+  r.virtual_stages = s.info.virtual_stages;
+  r.pipeline_schedule = s.info.pipeline_schedule;
+  r.memory_stage = run.memory_stage;
+  for (const StagePeaks& p : steady.stage_peaks) {
+    r.stage_peak_allocated_bytes.push_back(p.allocated.bytes);
+    r.stage_peak_reserved_bytes.push_back(p.reserved.bytes);
+  }
   add_exposure(s, steady, r);
   r.simulated_rank = simulated_rank_text(s, run);
   add_memory(s, t, run, memory_margin, r);
   r.memory.rank = r.simulated_rank;
+  if (r.pipeline_stages > 1) {
+    const std::string stage = "pipeline stage " + std::to_string(r.memory_stage);
+    r.memory.rank = r.memory.rank.empty() ? stage : r.memory.rank + ", " + stage;
+  }
   const ErrorBand throughput = run.prediction() != nullptr ? published_error_bands().throughput : ErrorBand{};
   r.tokens_per_s_band_low = r.tokens_per_s_per_gpu * (throughput.runs > 0 ? throughput.low_ratio : 1.0);
   r.tokens_per_s_band_high = r.tokens_per_s_per_gpu * (throughput.runs > 0 ? throughput.high_ratio : 1.0);

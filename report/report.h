@@ -64,6 +64,17 @@ struct Report {
   /// Input settings read but not modelled (Megatron-LM flags such as --lr): the caller fills it from the job.
   std::vector<std::string> read_not_modelled;
 
+  /// Pipeline parallelism (pipeline_stages > 1): the schedule, the time stage 0's compute stream waits for
+  /// activations and gradients from the other stages (the bubble, with the transfers it waits on), and each
+  /// stage's steady-step peaks; the memory figures are those of `memory_stage`, the fullest stage.
+  int32_t pipeline_stages = 1;
+  int32_t virtual_stages = 1;
+  std::string pipeline_schedule;
+  double pipeline_bubble_s = 0;
+  int32_t memory_stage = 0;
+  std::vector<int64_t> stage_peak_allocated_bytes;
+  std::vector<int64_t> stage_peak_reserved_bytes;
+
   double step_time_s = 0;
   double first_step_time_s = 0;
   double tokens_per_s_per_gpu = 0;

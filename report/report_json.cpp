@@ -2,6 +2,8 @@
 // and numbers printed the same way every run, so two runs give byte-identical files.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "report/report.h"
 #include "report/report_keys.h"
 
@@ -19,13 +21,20 @@ std::string report_json(const Report& r) {
 
 std::string chrome_trace(const Schedule& s, const RunRecord& run) {
   Json events = Json::array();
-  events.push_back(
-      {{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", "rank 0 (" + s.info.model + ")"}}}});
+  // One process per pipeline stage (its rank's GPU), its streams as threads; without pipeline parallelism, rank 0.
+  for (int32_t stage = 0; stage < std::max(1, s.info.pipeline_stages); ++stage) {
+    const std::string name = s.info.pipeline_stages > 1 ? "pipeline stage " + std::to_string(stage) : "rank 0";
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", stage},
+                      {"args", {{"name", name + " (" + s.info.model + ")"}}}});
+  }
   for (size_t st = 0; st < s.streams.size(); ++st) {
+    const int32_t pid = s.streams[st].stage;
     events.push_back(
-        {{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", st}, {"args", {{"name", s.streams[st].name}}}});
+        {{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", st}, {"args", {{"name", s.streams[st].name}}}});
     events.push_back(
-        {{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0}, {"tid", st}, {"args", {{"sort_index", st}}}});
+        {{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", st}, {"args", {{"sort_index", st}}}});
   }
   for (size_t step = 0; step < run.steps.size(); ++step) {
     const StepRun& sr = run.steps[step];
@@ -44,7 +53,7 @@ std::string chrome_trace(const Schedule& s, const RunRecord& run) {
       events.push_back({{"name", op.name},
                         {"cat", std::string(to_string(op.kind))},
                         {"ph", "X"},
-                        {"pid", 0},
+                        {"pid", s.stage_of(op)},
                         {"tid", op.stream.value()},
                         {"ts", static_cast<double>(t.start_ns) / 1e3},
                         {"dur", static_cast<double>(t.end_ns - t.start_ns) / 1e3},
@@ -58,12 +67,12 @@ std::string chrome_trace(const Schedule& s, const RunRecord& run) {
     }
     events.push_back({{"name", "memory by category (GiB)"},
                       {"ph", "C"},
-                      {"pid", 0},
+                      {"pid", run.memory_stage},  // the timeline is the fullest stage's
                       {"ts", static_cast<double>(m.time_ns) / 1e3},
                       {"args", args}});
     events.push_back({{"name", "reserved (GiB)"},
                       {"ph", "C"},
-                      {"pid", 0},
+                      {"pid", run.memory_stage},  // the timeline is the fullest stage's
                       {"ts", static_cast<double>(m.time_ns) / 1e3},
                       {"args",
                        {{"reserved", static_cast<double>(m.reserved_bytes) / (1 << 30)},

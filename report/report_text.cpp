@@ -16,6 +16,12 @@ std::string fixed(double v, int decimals) {
 
 void memory_section(const Report& r, std::ostringstream& out) {
   out << "\nmemory per GPU\n";
+  if (r.pipeline_stages > 1) {
+    out << "  per stage       peak reserved";
+    for (size_t k = 0; k < r.stage_peak_reserved_bytes.size(); ++k)
+      out << (k ? ", " : " ") << "s" << k << " " << format_bytes(r.stage_peak_reserved_bytes[k]);
+    out << "\n                  the figures below are stage " << r.memory_stage << "'s, the fullest\n";
+  }
   out << "  persistent      " << format_bytes(r.persistent_total_bytes) << " (";
   bool first = true;
   for (const auto& [category, bytes] : r.persistent_bytes) {
@@ -91,6 +97,13 @@ std::string report_text(const Report& r) {
   }
   out << "throughput      " << fixed(r.tokens_per_s_per_gpu, 0) << " tokens/s per GPU, " << fixed(r.tflops_per_gpu, 1)
       << " TFLOP/s per GPU, MFU " << fixed(100 * r.mfu, 1) << "% of dense BF16 peak\n";
+  if (r.pipeline_stages > 1) {
+    out << "pipeline        " << r.pipeline_schedule << ", " << r.pipeline_stages << " stages";
+    if (r.virtual_stages > 1) out << " × " << r.virtual_stages << " model chunks";
+    out << "; bubble " << fixed(r.pipeline_bubble_s, 3) << " s on stage 0 ("
+        << fixed(100 * r.pipeline_bubble_s / std::max(1e-12, r.step_time_s), 1)
+        << "% of the step: waits for other stages' activations and gradients)\n";
+  }
   if (r.memory.band.runs > 0) {
     const ErrorBand& b = published_error_bands().throughput;
     out << "                " << fixed(100 * b.coverage, 0) << "% band " << fixed(r.tokens_per_s_band_low, 0) << "-"

@@ -25,6 +25,12 @@ struct OpTiming {
 };
 
 /// One step of a run.
+/// One pipeline stage's memory peaks in a step.
+struct StagePeaks {
+  MemoryPeak allocated;
+  MemoryPeak reserved;
+};
+
 struct StepRun {
   TimeNs start_ns = 0;
   TimeNs end_ns = 0;
@@ -32,6 +38,8 @@ struct StepRun {
   MemoryPeak peak_allocated;
   MemoryPeak peak_reserved;
   int64_t cuda_malloc_calls = 0;  ///< new allocator segments during this step
+  /// Pipeline parallelism: each stage's peaks (the fields above are those of RunRecord::memory_stage); empty without.
+  std::vector<StagePeaks> stage_peaks;
 };
 
 /// What the collective cost model chose for one call of a predicted run.
@@ -81,6 +89,9 @@ struct RunRecord {
   std::optional<OomEvent> oom;
   AllocatorStats allocator;
   uint64_t events = 0;  ///< events the simulator processed (its speed); 0 for a measured run
+  /// The pipeline stage whose memory the peaks, timeline, OOM and allocator figures describe: the one out of memory,
+  /// else the highest reserved peak (0 without pipeline parallelism).
+  int32_t memory_stage = 0;
   std::variant<Prediction, Measurement> origin;
 
   [[nodiscard]] const Prediction* prediction() const { return std::get_if<Prediction>(&origin); }

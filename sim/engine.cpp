@@ -21,6 +21,7 @@ struct Activity {
   bool active = false;
   bool transfer = false;
   bool in_latency = false;
+  bool rendezvous = false;  // a recv waiting for its send's bytes: it ends when the send does
   double remaining = 0;
   double rate = 0;
   TimeNs since = 0;
@@ -31,6 +32,7 @@ struct Activity {
 struct OpRuntime {
   int32_t stream = 0;
   int32_t deps = 0;
+  int32_t peer = -1;                                 // send/recv: the other end of the rendezvous
   int32_t allocs_begin = 0, allocs_end = 0;          // into buffer_ids_
   int32_t frees_begin = 0, frees_end = 0;            // into buffer_ids_
   int32_t dependents_begin = 0, dependents_end = 0;  // into dependent_ids_
@@ -74,19 +76,21 @@ class Engine {
  public:
   Engine(const Schedule& s, const Topology& t, const SimOptions& o, std::vector<OpCost> costs,
          const std::vector<double>& link_caps)
-      : s_(s),
-        t_(t),
-        o_(o),
-        costs_(std::move(costs)),
-        overheads_(memory_overheads(s, t, costs_)),
-        links_(),
-        memory_(s,
-                AllocatorConfig{.capacity_bytes = o.allocator_capacity_bytes > 0 ? o.allocator_capacity_bytes
-                                                                                 : allocator_capacity(t, overheads_),
-                                .expandable_segments = o.expandable_segments,
-                                .max_split_size_bytes = 0},
-                o.record_timeline) {
+      : s_(s), t_(t), o_(o), costs_(std::move(costs)), overheads_(memory_overheads(s, t, costs_)), links_() {
     FSDPSIM_CHECK(costs_.size() == s.ops.size(), "one cost per op");
+    // One memory per pipeline stage: each stage's rank is its own GPU.
+    const AllocatorConfig allocator{.capacity_bytes = o.allocator_capacity_bytes > 0
+                                                          ? o.allocator_capacity_bytes
+                                                          : allocator_capacity(t, overheads_),
+                                    .expandable_segments = o.expandable_segments,
+                                    .max_split_size_bytes = 0};
+    const int32_t stages = std::max(1, s.info.pipeline_stages);
+    memories_.reserve(static_cast<size_t>(stages));
+    for (int32_t stage = 0; stage < stages; ++stage) memories_.emplace_back(s, allocator, o.record_timeline);
+    compute_speed_.assign(static_cast<size_t>(stages), 1.0);
+    comm_sms_.assign(static_cast<size_t>(stages), 0);
+    comm_running_.assign(static_cast<size_t>(stages), 0);
+    for (const Stream& st : s.streams) stream_stage_.push_back(st.stage);
     for (const double cap : link_caps) links_.push_back(FlowLink{cap});
     stream_ops_.resize(s.streams.size());
     // Each op's dependents, flat: counted, then filled in op order (one allocation, not one list per op).
@@ -106,6 +110,7 @@ class Engine {
       OpRuntime& r = ops_[op.id.index()];
       r.stream = op.stream.value();
       r.deps = static_cast<int32_t>(op.deps.size());
+      r.peer = op.peer.valid() ? op.peer.value() : -1;
       r.allocs_begin = static_cast<int32_t>(buffer_ids_.size());
       buffer_ids_.insert(buffer_ids_.end(), op.allocs.begin(), op.allocs.end());
       r.allocs_end = r.frees_begin = static_cast<int32_t>(buffer_ids_.size());
@@ -117,31 +122,59 @@ class Engine {
     acts_.resize(s.streams.size());
     queue_ = EventQueue(s.streams.size());
     flow_of_stream_.assign(s.streams.size(), -1);
-    compute_stream_ = std::max(0, s.compute_stream().value());
+    for (int32_t stage = 0; stage < stages; ++stage)
+      compute_streams_.push_back(std::max(0, s.compute_stream(stage).value()));
   }
 
   RunRecord run() {
     RunRecord result;
     // Persistent buffers exist before the first step (model, optimizer and FSDP buffers are set up at init).
     for (const Buffer& b : s_.buffers) {
-      if (b.persistent) memory_.allocate(b.id, OpId::none(), StreamId(compute_stream_), 0, 0);
+      if (b.persistent) {
+        memory_of(b.id).allocate(b.id, OpId::none(), StreamId(compute_streams_[static_cast<size_t>(b.stage)]), 0, 0);
+      }
     }
     TimeNs now = 0;
+    std::vector<std::vector<int64_t>> mallocs(memories_.size());  // per stage, per step
     for (int32_t step = 0; step < o_.steps; ++step) {
-      const int64_t mallocs_before = memory_.allocator_stats().cuda_malloc_calls;
-      memory_.reset_peaks(now, step);
+      std::vector<int64_t> before;
+      for (MemoryTracker& m : memories_) {
+        before.push_back(m.allocator_stats().cuda_malloc_calls);
+        m.reset_peaks(now, step);
+      }
       StepRun run = run_step(step, now);
-      run.peak_allocated = memory_.peak_allocated();
-      run.peak_reserved = memory_.peak_reserved();
-      run.cuda_malloc_calls = memory_.allocator_stats().cuda_malloc_calls - mallocs_before;
+      for (size_t stage = 0; stage < memories_.size(); ++stage) {
+        if (memories_.size() > 1) {
+          run.stage_peaks.push_back(StagePeaks{memories_[stage].peak_allocated(), memories_[stage].peak_reserved()});
+        }
+        mallocs[stage].push_back(memories_[stage].allocator_stats().cuda_malloc_calls - before[stage]);
+      }
       now = run.end_ns;
       result.steps.push_back(std::move(run));
     }
+    // The figures are the worst stage's: the one out of memory, else the highest steady-step reserved peak.
+    size_t worst = 0;
+    for (size_t stage = 0; stage < memories_.size(); ++stage) {
+      const bool oom = memories_[stage].oom().has_value(), worst_oom = memories_[worst].oom().has_value();
+      if (oom != worst_oom) {
+        if (oom) worst = stage;
+        continue;
+      }
+      if (memories_[stage].peak_reserved().bytes > memories_[worst].peak_reserved().bytes) worst = stage;
+    }
+    const MemoryTracker& memory = memories_[worst];
+    for (size_t step = 0; step < result.steps.size(); ++step) {
+      StepRun& run = result.steps[step];
+      run.peak_allocated = run.stage_peaks.empty() ? memory.peak_allocated() : run.stage_peaks[worst].allocated;
+      run.peak_reserved = run.stage_peaks.empty() ? memory.peak_reserved() : run.stage_peaks[worst].reserved;
+      run.cuda_malloc_calls = mallocs[worst][step];
+    }
+    result.memory_stage = static_cast<int32_t>(worst);
     result.origin =
         Prediction{.collectives = collective_choices(costs_), .overheads = overheads_, .straggler = o_.straggler};
-    result.timeline = memory_.timeline();
-    result.oom = memory_.oom();
-    result.allocator = memory_.allocator_stats();
+    result.timeline = memory.timeline();
+    result.oom = memory.oom();
+    result.allocator = memory.allocator_stats();
     result.events = events_;
     return result;
   }
@@ -156,7 +189,9 @@ class Engine {
     head_.assign(s_.streams.size(), 0);
     pending_.resize(ops_.size());
     for (size_t i = 0; i < ops_.size(); ++i) pending_[i] = ops_[i].deps;
+    posted_.assign(ops_.size(), 0);
     for (auto& a : acts_) a = Activity{};
+    running_.clear();
     comm_changed_ = true;
     fresh_.clear();
     to_check_.clear();
@@ -194,21 +229,48 @@ class Engine {
       if (acts_[st].active || head_[st] >= stream_ops_[st].size()) continue;
       const int32_t op = stream_ops_[st][head_[st]];
       if (pending_[static_cast<size_t>(op)] > 0) continue;
+      const int32_t peer = ops_[static_cast<size_t>(op)].peer;
+      if (peer >= 0) {
+        // A send/recv pair starts once both ends are posted: the first waits for the other.
+        if (!posted_[static_cast<size_t>(peer)]) {
+          posted_[static_cast<size_t>(op)] = 1;
+          continue;
+        }
+        start_rendezvous(op, peer, now);
+        continue;
+      }
       start(op, now);
     }
     rerate(now);
   }
 
+  // The send carries the transfer; the recv waits on its stream until the send ends (finish()).
+  void start_rendezvous(int32_t op, int32_t peer, TimeNs now) {
+    const bool op_sends = s_.ops[static_cast<size_t>(op)].kind == OpKind::send;
+    const int32_t send = op_sends ? op : peer, recv = op_sends ? peer : op;
+    const OpRuntime& r = ops_[static_cast<size_t>(recv)];
+    (*timings_)[static_cast<size_t>(recv)].start_ns = now;
+    for (int32_t i = r.allocs_begin; i < r.allocs_end; ++i) {
+      const BufferId b = buffer_ids_[static_cast<size_t>(i)];
+      memory_of(b).allocate(b, OpId(recv), StreamId(r.stream), now, step_);
+    }
+    Activity& a = acts_[static_cast<size_t>(r.stream)];
+    a = Activity{.op = recv, .active = true, .rendezvous = true, .since = now, .version = a.version + 1};
+    mark_running(static_cast<size_t>(r.stream));
+    start(send, now);
+  }
+
   void start(int32_t op_id, TimeNs now) {
     const OpRuntime& op = ops_[static_cast<size_t>(op_id)];
     (*timings_)[static_cast<size_t>(op_id)].start_ns = now;
-    const int64_t mallocs_before = memory_.allocator_stats().cuda_malloc_calls;
+    MemoryTracker& memory = memories_[static_cast<size_t>(stream_stage_[static_cast<size_t>(op.stream)])];
+    const int64_t mallocs_before = memory.allocator_stats().cuda_malloc_calls;
     for (int32_t i = op.allocs_begin; i < op.allocs_end; ++i) {
-      memory_.allocate(buffer_ids_[static_cast<size_t>(i)], OpId(op_id), StreamId(op.stream), now, step_);
+      memory.allocate(buffer_ids_[static_cast<size_t>(i)], OpId(op_id), StreamId(op.stream), now, step_);
     }
     // A new allocator segment is a synchronous cudaMalloc on the host before the op can be enqueued: it delays the
     // op (this is what makes a first step slower than the steady state).
-    const TimeNs malloc_ns = (memory_.allocator_stats().cuda_malloc_calls - mallocs_before) * t_.gpu.cuda_malloc_ns;
+    const TimeNs malloc_ns = (memory.allocator_stats().cuda_malloc_calls - mallocs_before) * t_.gpu.cuda_malloc_ns;
     const OpCost& cost = costs_[static_cast<size_t>(op_id)];
     Activity& a = acts_[static_cast<size_t>(op.stream)];
     a.op = op_id;
@@ -226,6 +288,7 @@ class Engine {
                      .rate = 0,
                      .since = now,
                      .version = a.version + 1};
+        mark_running(static_cast<size_t>(op.stream));
         fresh_.push_back(static_cast<size_t>(op.stream));
         return;
       case CostModel::compute:
@@ -237,6 +300,7 @@ class Engine {
                      .rate = 0,
                      .since = now,
                      .version = a.version + 1};
+        mark_running(static_cast<size_t>(op.stream));
         fresh_.push_back(static_cast<size_t>(op.stream));
         return;
       case CostModel::transfer: {
@@ -250,6 +314,7 @@ class Engine {
                      .since = now,
                      .version = a.version + 1};
         comm_changed_ = true;
+        mark_running(static_cast<size_t>(op.stream));
         if (a.in_latency) queue_.set(op.stream, now + latency, a.version);
         if (!a.in_latency && cost.bytes <= 0) finish(op_id, now);
         return;
@@ -260,17 +325,27 @@ class Engine {
   void finish(int32_t op_id, TimeNs now) {
     const OpRuntime& op = ops_[static_cast<size_t>(op_id)];
     (*timings_)[static_cast<size_t>(op_id)].end_ns = now;
-    for (int32_t i = op.frees_begin; i < op.frees_end; ++i) memory_.release(buffer_ids_[static_cast<size_t>(i)], now);
+    for (int32_t i = op.frees_begin; i < op.frees_end; ++i) {
+      const BufferId b = buffer_ids_[static_cast<size_t>(i)];
+      memory_of(b).release(b, now);
+    }
     Activity& a = acts_[static_cast<size_t>(op.stream)];
     if (a.transfer) comm_changed_ = true;
+    if (a.active) mark_idle(static_cast<size_t>(op.stream));
     a.active = false;
     a.transfer = false;
+    a.rendezvous = false;
     ++a.version;
     ++head_[static_cast<size_t>(op.stream)];
     to_check_.push_back(static_cast<size_t>(op.stream));
     for (int32_t i = op.dependents_begin; i < op.dependents_end; ++i) {
       const auto d = static_cast<size_t>(dependent_ids_[static_cast<size_t>(i)]);
       if (--pending_[d] == 0) to_check_.push_back(static_cast<size_t>(ops_[d].stream));
+    }
+    // A send's bytes have arrived: its recv ends with it.
+    if (op.peer >= 0 && acts_[static_cast<size_t>(ops_[static_cast<size_t>(op.peer)].stream)].rendezvous &&
+        acts_[static_cast<size_t>(ops_[static_cast<size_t>(op.peer)].stream)].op == op.peer) {
+      finish(op.peer, now);
     }
   }
 
@@ -279,23 +354,23 @@ class Engine {
   // the full re-rating runs only then; otherwise just the ops that started get the current compute speed.
   void rerate(TimeNs now) {
     if (!comm_changed_) {
-      for (const size_t st : fresh_) set_rate(st, compute_speed_, now);
+      for (const size_t st : fresh_) set_rate(st, speed_of(st), now);
       fresh_.clear();
       return;
     }
     comm_changed_ = false;
     fresh_.clear();
-    int32_t comm_sms = 0;
-    bool comm_running = false;
+    std::fill(comm_sms_.begin(), comm_sms_.end(), 0);
+    std::fill(comm_running_.begin(), comm_running_.end(), 0);
     flows_.clear();
-    for (size_t st = 0; st < acts_.size(); ++st) {
+    for (const size_t st : running_) {
       const Activity& a = acts_[st];
       flow_of_stream_[st] = -1;
-      if (!a.active) continue;
       const OpCost& cost = costs_[static_cast<size_t>(a.op)];
-      if (cost.collective) {
-        comm_sms += cost.sms;
-        comm_running = true;
+      if (cost.collective || cost.sms > 0) {
+        const auto stage = static_cast<size_t>(stream_stage_[st]);
+        comm_sms_[stage] += cost.sms;
+        comm_running_[stage] = 1;
       }
       if (a.transfer && !a.in_latency) {
         flow_of_stream_[st] = static_cast<int32_t>(flows_.size());
@@ -303,21 +378,39 @@ class Engine {
       }
     }
     const double sms = std::max(1, t_.gpu.sm_count);
-    compute_speed_ = std::max(kMinComputeSpeed, (sms - comm_sms) / sms);
-    if (comm_running) compute_speed_ *= (1.0 - t_.gpu.overlap_slowdown);
+    for (size_t stage = 0; stage < compute_speed_.size(); ++stage) {
+      compute_speed_[stage] = std::max(kMinComputeSpeed, (sms - comm_sms_[stage]) / sms);
+      if (comm_running_[stage]) compute_speed_[stage] *= (1.0 - t_.gpu.overlap_slowdown);
+    }
     solver_.solve(links_, flows_, rates_);
-    for (size_t st = 0; st < acts_.size(); ++st) {
+    for (const size_t st : running_) {
       const Activity& a = acts_[st];
-      if (!a.active || a.in_latency) continue;
+      if (a.in_latency || a.rendezvous) continue;
       const int32_t f = flow_of_stream_[st];
-      set_rate(st, a.transfer ? rates_[static_cast<size_t>(f)] / 1e9 : compute_speed_, now);  // bytes per ns
+      set_rate(st, a.transfer ? rates_[static_cast<size_t>(f)] / 1e9 : speed_of(st), now);  // bytes per ns
     }
   }
+
+  // The streams running an op, in stream order (the re-rating visits only these: a pipeline schedule has dozens of
+  // streams, a few busy at a time).
+  void mark_running(size_t stream) {
+    const auto at = std::lower_bound(running_.begin(), running_.end(), stream);
+    if (at == running_.end() || *at != stream) running_.insert(at, stream);
+  }
+  void mark_idle(size_t stream) {
+    const auto at = std::lower_bound(running_.begin(), running_.end(), stream);
+    if (at != running_.end() && *at == stream) running_.erase(at);
+  }
+
+  [[nodiscard]] double speed_of(size_t stream) const {
+    return compute_speed_[static_cast<size_t>(stream_stage_[stream])];
+  }
+  MemoryTracker& memory_of(BufferId b) { return memories_[static_cast<size_t>(s_.buffers[b].stage)]; }
 
   // Gives a running activity a new rate: what it did at the old rate is booked, and its completion is rescheduled.
   void set_rate(size_t st, double rate, TimeNs now) {
     Activity& a = acts_[st];
-    if (!a.active || a.in_latency || rate == a.rate) return;
+    if (!a.active || a.in_latency || a.rendezvous || rate == a.rate) return;
     a.remaining = std::max(0.0, a.remaining - a.rate * static_cast<double>(now - a.since));
     a.since = now;
     a.rate = rate;
@@ -344,7 +437,8 @@ class Engine {
   std::vector<OpCost> costs_;
   MemoryOverheads overheads_;
   std::vector<FlowLink> links_;
-  MemoryTracker memory_;
+  std::vector<MemoryTracker> memories_;  // per pipeline stage
+  std::vector<int32_t> stream_stage_;    // per stream: its pipeline stage
   std::vector<std::vector<int32_t>> stream_ops_;
   std::vector<OpRuntime> ops_;
   std::vector<BufferId> buffer_ids_;
@@ -358,11 +452,15 @@ class Engine {
   std::vector<Flow> flows_;
   std::vector<double> rates_;
   std::vector<int32_t> flow_of_stream_;
-  std::vector<size_t> fresh_;     // streams whose compute op started since the last re-rating
-  std::vector<size_t> to_check_;  // streams whose head may be able to start
-  bool comm_changed_ = true;      // the set of running communication changed since the last re-rating
-  double compute_speed_ = 1.0;
-  int32_t compute_stream_ = 0;
+  std::vector<size_t> running_;           // streams whose activity is active, ascending
+  std::vector<size_t> fresh_;             // streams whose compute op started since the last re-rating
+  std::vector<size_t> to_check_;          // streams whose head may be able to start
+  bool comm_changed_ = true;              // the set of running communication changed since the last re-rating
+  std::vector<double> compute_speed_;     // per stage
+  std::vector<int32_t> comm_sms_;         // per stage: SMs communication kernels hold
+  std::vector<char> comm_running_;        // per stage
+  std::vector<char> posted_;              // per op: a send or recv waiting for its peer
+  std::vector<int32_t> compute_streams_;  // per stage
   int32_t step_ = 0;
   uint64_t events_ = 0;
 };
@@ -383,7 +481,9 @@ Topology with_straggler(const Topology& topology, const Straggler& straggler) {
 RunRecord run_schedule(const Schedule& schedule, const Topology& topology, const SimOptions& options) {
   // Without a straggler every factor is 1 and the topology is the one given, exactly.
   const Topology rank = with_straggler(topology, options.straggler);
-  return Engine(schedule, rank, options, compute_op_costs(schedule, rank), link_capacities(rank)).run();
+  return Engine(schedule, rank, options, compute_op_costs(schedule, rank),
+                link_capacities(rank, std::max(1, schedule.info.pipeline_stages)))
+      .run();
 }
 
 RunRecord run_schedule_with_costs(const Schedule& schedule, const Topology& topology, const SimOptions& options,

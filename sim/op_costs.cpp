@@ -63,6 +63,27 @@ OpCost host_copy_cost(const Op& op, const Topology& topology) {
   return cost;
 }
 
+// A pipeline send/recv pair, costed on the send: the bytes cross the link between the two stages' ranks — NVLink
+// when the pp group's neighbours share an NVLink domain, else the network — and load that link on both GPUs. NCCL
+// runs a point-to-point transfer near the link's rate on a few channels (its p2p protocol, NCCL_NCHANNELS_PER_NET_PEER
+// = 2 by default), so the transfer is capped by the slower GPU's share of the link and holds two SMs.
+OpCost p2p_cost(const Schedule& s, const Op& op, const Topology& topology, const GroupPlacement& placement) {
+  OpCost cost;
+  if (op.kind == OpKind::recv) return cost;  // instant here; the engine ends it with its send
+  const bool network = placement.domains > 1;
+  const std::vector<double> caps = link_capacities(topology);
+  const LinkId link = network ? LinkId::network : LinkId::nvlink;
+  cost.model = CostModel::transfer;
+  cost.bytes = static_cast<double>(op.send_bytes);
+  cost.cap_bytes_per_s = caps[static_cast<size_t>(link)];
+  cost.latency_ns = topology.gpu.kernel_overhead_ns + (network ? topology.nic_latency_ns : 0);
+  cost.sms = 2;
+  cost.loads.add(static_cast<int32_t>(link) + s.stage_of(op) * kLinkCount, 1.0);
+  cost.loads.add(static_cast<int32_t>(link) + s.stage_of(s.ops[op.peer]) * kLinkCount, 1.0);
+  cost.standalone_ns = cost.latency_ns + ns_from_seconds(cost.bytes / cost.cap_bytes_per_s);
+  return cost;
+}
+
 // The engine adds op times in int64 nanoseconds over up to 100 steps: refuse a step whose ops alone would take more
 // than limits::kMaxStepTimeNs (rates and efficiencies so low that times saturate land here too).
 void check_step_time(const Schedule& s, const Topology& topology, const std::vector<OpCost>& costs) {
@@ -83,11 +104,13 @@ void check_step_time(const Schedule& s, const Topology& topology, const std::vec
 
 }  // namespace
 
-std::vector<double> link_capacities(const Topology& topology) {
-  std::vector<double> caps(kLinkCount, 0.0);
-  caps[static_cast<size_t>(LinkId::nvlink)] = nvlink_capacity_bytes_per_s(topology);
-  caps[static_cast<size_t>(LinkId::network)] = network_capacity_bytes_per_s(topology);
-  caps[static_cast<size_t>(LinkId::host)] = topology.host_bw_per_gpu_bytes_per_s();
+std::vector<double> link_capacities(const Topology& topology, int32_t stages) {
+  std::vector<double> caps;
+  for (int32_t stage = 0; stage < stages; ++stage) {
+    caps.push_back(nvlink_capacity_bytes_per_s(topology));
+    caps.push_back(network_capacity_bytes_per_s(topology));
+    caps.push_back(topology.host_bw_per_gpu_bytes_per_s());
+  }
   return caps;
 }
 
@@ -105,6 +128,9 @@ std::vector<OpCost> compute_op_costs(const Schedule& s, const Topology& topology
       auto it = cache.find(key);
       if (it == cache.end()) it = cache.emplace(key, collective_op_cost(s, op, topology, placements)).first;
       cost = it->second;
+    } else if (is_p2p(op.kind)) {
+      cost = p2p_cost(s, op, topology, placements[op.group.index()]);
+      continue;  // its loads already name both stages' links
     } else if (op.kind == OpKind::copy && (op.send_bytes > 0 || op.recv_bytes > 0)) {
       cost = host_copy_cost(op, topology);
     } else if (op.kind != OpKind::sync) {
@@ -112,6 +138,8 @@ std::vector<OpCost> compute_op_costs(const Schedule& s, const Topology& topology
       cost.standalone_ns = cost.compute_ns;
       cost.model = cost.compute_ns > 0 ? CostModel::compute : CostModel::instant;
     }
+    // Each pipeline stage's rank has its own links.
+    if (const int32_t stage = s.stage_of(op); stage > 0) cost.loads = cost.loads.on_stage(stage);
   }
   check_step_time(s, topology, costs);
   return costs;

@@ -19,7 +19,7 @@
 
 namespace fsdpsim {
 
-/// The links the engine shares among concurrent transfers of the simulated rank.
+/// The links the engine shares among concurrent transfers of the simulated rank (of each pipeline stage's rank).
 enum class LinkId : int32_t { nvlink = 0, network = 1, host = 2 };
 inline constexpr int32_t kLinkCount = 3;
 
@@ -31,15 +31,25 @@ class LinkLoads {
   LinkLoads(std::initializer_list<LinkLoad> loads) {
     for (const LinkLoad& l : loads) add(LinkId{l.first}, l.second);
   }
-  void add(LinkId link, double wire_bytes_per_byte) {
-    FSDPSIM_CHECK(count_ < kLinkCount, "a transfer loads each link at most once");
-    items_[count_++] = {static_cast<int32_t>(link), wire_bytes_per_byte};
+  void add(LinkId link, double wire_bytes_per_byte) { add(static_cast<int32_t>(link), wire_bytes_per_byte); }
+  /// A link of any stage's GPU (LinkId + stage · kLinkCount).
+  void add(int32_t link, double wire_bytes_per_byte) {
+    FSDPSIM_CHECK(count_ < kMaxLoads, "a transfer loads at most two GPUs' links of each kind");
+    items_[count_++] = {link, wire_bytes_per_byte};
   }
   [[nodiscard]] std::span<const LinkLoad> view() const { return {items_.data(), count_}; }
+  /// The same loads on another pipeline stage's GPU, whose links follow the first stage's kLinkCount.
+  [[nodiscard]] LinkLoads on_stage(int32_t stage) const {
+    LinkLoads out = *this;
+    for (size_t i = 0; i < count_; ++i) out.items_[i].first += stage * kLinkCount;
+    return out;
+  }
   [[nodiscard]] bool empty() const { return count_ == 0; }
 
  private:
-  std::array<LinkLoad, kLinkCount> items_{};
+  // A collective loads its own GPU's links; a pipeline send loads the same link of the sending and receiving GPU.
+  static constexpr size_t kMaxLoads = kLinkCount;
+  std::array<LinkLoad, kMaxLoads> items_{};
   size_t count_ = 0;
 };
 
@@ -64,8 +74,8 @@ struct OpCost {
   TimeNs standalone_ns = 0;  ///< the op's duration alone
 };
 
-/// Capacities of the shared links, indexed by LinkId.
-std::vector<double> link_capacities(const Topology& topology);
+/// Capacities of the shared links of `stages` GPUs (one per pipeline stage), indexed by LinkId + stage · kLinkCount.
+std::vector<double> link_capacities(const Topology& topology, int32_t stages = 1);
 
 /// Costs of every op of `schedule` (indexed by op id). The schedule's world size must match the topology's nodes
 /// (checked by the caller); groups are placed with place_group.

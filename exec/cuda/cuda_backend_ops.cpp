@@ -74,6 +74,9 @@ void CudaBackend::run(const Op& op) {
       return;
     case OpKind::sync:
       return;
+    case OpKind::send:
+    case OpKind::recv:
+      FSDPSIM_CHECK(false, "pipeline schedules are refused before they run (exec/interpreter.cpp)");
     case OpKind::all_gather:
     case OpKind::reduce_scatter:
     case OpKind::all_reduce:

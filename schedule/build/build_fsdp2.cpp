@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "schedule/build/builder_common.h"
+#include "schedule/build/stage_plan.h"
 
 namespace fsdpsim {
 namespace {
@@ -43,15 +44,23 @@ struct ParamGroup {
 
 class Fsdp2Builder {
  public:
-  Fsdp2Builder(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout)
-      : ctx_(model, config, layout) {}
+  Fsdp2Builder(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout,
+               std::vector<UnitCost> units)
+      : ctx_(model, config, layout, std::move(units)), range_{0, static_cast<int32_t>(ctx_.units.size()) - 1} {}
 
-  Schedule build() {
+  Schedule build(const StagePlan& plan, std::vector<ActionOps>* actions) {
     setup();
-    for (int32_t mb = 0; mb < ctx_.layout.micro_batches; ++mb) {
-      Activations acts(ctx_, mb);
-      forward(mb, acts);
-      backward(mb, acts);
+    std::map<int32_t, Activations> acts;  // per micro-batch, from its first forward to its last backward
+    for (const PipelineAction& action : plan.order) {
+      range_ = plan.chunks.at(static_cast<size_t>(action.chunk));
+      auto it = acts.try_emplace(action.micro_batch, ctx_, action.micro_batch).first;
+      const OpId begin = ctx_.w.schedule().ops.next_id();
+      if (action.kind == PipelineAction::Kind::forward) {
+        forward(action.micro_batch, it->second);
+      } else {
+        backward(action.micro_batch, it->second);
+      }
+      actions->push_back({begin, ctx_.w.schedule().ops.next_id()});
     }
     optimizer_step();
     return ctx_.w.finish();
@@ -76,6 +85,7 @@ class Fsdp2Builder {
   OpId add_on_communicator(Op op);
 
   BuildContext ctx_;
+  UnitRange range_;  ///< the model chunk the current action walks (each is its own fully_shard root under PP)
   std::vector<ParamGroup> groups_;
   std::vector<int32_t> unit_group_;  // model unit → its FSDP param group
   StreamId copy_in_stream_, ag_stream_, rs_stream_, ar_stream_;
@@ -223,10 +233,10 @@ void Fsdp2Builder::copy_out(int32_t g, Phase phase, int32_t mb, bool free_flat_n
 }
 
 void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
-  const auto units = static_cast<int32_t>(ctx_.units.size());
+  const int32_t units = range_.last + 1;
   const int32_t ahead = std::max(1, ctx_.config.forward_prefetch);
-  unshard(group_of_unit(0), Phase::fwd, mb, true);  // the root's pre-forward
-  for (int32_t u = 0; u < units; ++u) {
+  unshard(group_of_unit(range_.first), Phase::fwd, mb, true);  // the root's pre-forward
+  for (int32_t u = range_.first; u < units; ++u) {
     const int32_t g = group_of_unit(u);
     unshard(g, Phase::fwd, mb);
     copy_out(g, Phase::fwd, mb, false);
@@ -261,8 +271,7 @@ void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
 }
 
 void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
-  const auto units = static_cast<int32_t>(ctx_.units.size());
-  for (int32_t u = units - 1; u >= 0; --u) {
+  for (int32_t u = range_.last; u >= range_.first; --u) {
     const int32_t g = group_of_unit(u);
     if (acts.chunk_end(u)) {
       for (int32_t r = acts.chunk_start(u); r <= u; ++r) {
@@ -283,11 +292,11 @@ void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
     // Pre-backward: unshard this group, then prefetch the next `backward_prefetch` groups in reverse order.
     unshard(g, Phase::bwd, mb);
     copy_out(g, Phase::bwd, mb, true);
-    for (int32_t k = 1; k <= ctx_.config.backward_prefetch && u - k >= 0; ++k) {
+    for (int32_t k = 1; k <= ctx_.config.backward_prefetch && u - k >= range_.first; ++k) {
       if (group_of_unit(u - k) != g) unshard(group_of_unit(u - k), Phase::bwd, mb);
     }
     acts.reload(u, ctx_.w.tail(ctx_.compute));
-    acts.reload(u - 1, ctx_.w.tail(ctx_.compute));
+    if (u > range_.first) acts.reload(u - 1, ctx_.w.tail(ctx_.compute));
     emit_unit_collectives(ctx_, u, Phase::bwd, mb);
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
     Op bwd =
@@ -453,7 +462,15 @@ void Fsdp2Builder::optimizer_step() {
 }  // namespace
 
 Schedule build_fsdp2_schedule(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout) {
-  return Fsdp2Builder(model, config, layout).build();
+  std::vector<ActionOps> actions;
+  std::vector<UnitCost> units = derive_units(model, layout.shape);
+  const StagePlan plan = whole_model_plan(units, layout.micro_batches);
+  return Fsdp2Builder(model, config, layout, std::move(units)).build(plan, &actions);
+}
+
+Schedule build_fsdp2_stage(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout,
+                           const StagePlan& plan, std::vector<ActionOps>* actions) {
+  return Fsdp2Builder(model, config, layout, plan.units).build(plan, actions);
 }
 
 }  // namespace fsdpsim

@@ -10,7 +10,13 @@
 namespace fsdpsim {
 
 MegatronBuilder::MegatronBuilder(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout)
-    : ctx_(model, config, layout), plan_(plan_megatron_buckets(ctx_.units, config, layout)) {
+    : MegatronBuilder(model, config, layout, derive_units(model, layout.shape)) {}
+
+MegatronBuilder::MegatronBuilder(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout,
+                                 std::vector<UnitCost> units)
+    : ctx_(model, config, layout, std::move(units)),
+      range_{0, static_cast<int32_t>(ctx_.units.size()) - 1},
+      plan_(plan_megatron_buckets(ctx_.units, config, layout)) {
   ctx_.w.info().prefetch_depth = plan_.prefetch_depth;
   ag_.resize(plan_.groups.size());
   grad_buffers_.resize(plan_.groups.size());
@@ -58,14 +64,27 @@ bool MegatronBuilder::uses_pool(int32_t group) const {
 }
 
 Schedule MegatronBuilder::build() {
+  std::vector<ActionOps> actions;
+  return build(whole_model_plan(ctx_.units, ctx_.layout.micro_batches), &actions);
+}
+
+Schedule MegatronBuilder::build(const StagePlan& plan, std::vector<ActionOps>* actions) {
   setup_streams();
   add_persistent_buffers();
   start_param_sync();
-  for (int32_t mb = 0; mb < ctx_.layout.micro_batches; ++mb) {
-    Activations acts(ctx_, mb);
-    forward(mb, acts);
-    backward(mb, acts);
+  std::map<int32_t, Activations> acts;  // per micro-batch, from its first forward to its last backward
+  for (const PipelineAction& action : plan.order) {
+    range_ = plan.chunks.at(static_cast<size_t>(action.chunk));
+    auto it = acts.try_emplace(action.micro_batch, ctx_, action.micro_batch).first;
+    const OpId begin = ctx_.w.schedule().ops.next_id();
+    if (action.kind == PipelineAction::Kind::forward) {
+      forward(action.micro_batch, it->second);
+    } else {
+      backward(action.micro_batch, it->second);
+    }
+    actions->push_back({begin, ctx_.w.schedule().ops.next_id()});
   }
+  range_ = UnitRange{0, static_cast<int32_t>(ctx_.units.size()) - 1};
   finalize();
   return ctx_.w.finish();
 }
@@ -220,6 +239,8 @@ std::vector<int32_t> MegatronBuilder::prefetch_list(const std::vector<int32_t>& 
                          : *std::min_element(requested.begin(), requested.end()) - 1;
   while (next >= 0 && next < count && prefetched < plan_.ag_prefetch_budget_elems) {
     const BucketGroup& g = plan_.groups[static_cast<size_t>(next)];
+    // Each model chunk is its own MegatronFSDP module: prefetch stops at the chunk's edge.
+    if (!g.non_unit && (g.units.front() < range_.first || g.units.front() > range_.last)) break;
     if (ctx_.config.fsdp_double_buffer) {
       if (g.non_unit) break;
       std::set<int32_t> with = units;
@@ -380,8 +401,7 @@ void MegatronBuilder::start_param_sync() {
 }
 
 void MegatronBuilder::forward(int32_t mb, Activations& acts) {
-  const auto unit_count = static_cast<int32_t>(ctx_.units.size());
-  for (int32_t u = 0; u < unit_count; ++u) {
+  for (int32_t u = range_.first; u <= range_.last; ++u) {
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
     const std::vector<int32_t>& groups = plan_.unit_groups[static_cast<size_t>(u)];
     // Pre-forward hook (every unit and every non-unit module with parameters): gather + forward prefetch.

@@ -1,11 +1,13 @@
 #include "schedule/build/builder.h"
 
 #include "schedule/build/build_fsdp2.h"
+#include "schedule/build/build_pipeline.h"
 #include "schedule/build/megatron_builder.h"
 
 namespace fsdpsim {
 
 Schedule build_schedule(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout) {
+  if (layout.pp > 1) return build_pipeline_schedule(model, config, layout);
   if (config.implementation == Implementation::fsdp2) return build_fsdp2_schedule(model, config, layout);
   return MegatronBuilder(model, config, layout).build();
 }

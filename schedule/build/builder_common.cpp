@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "schedule/build/stage_plan.h"
 
 namespace fsdpsim {
 
@@ -14,6 +15,28 @@ BuildContext::BuildContext(const ModelSpec& model_spec, const FsdpConfig& cfg, c
       w(make_schedule_info(model_spec, cfg, lay, units)) {
   for (const auto& unit : units) w.unit(unit.name, unit.params());
   compute = w.stream(StreamRole::compute);
+}
+
+BuildContext::BuildContext(const ModelSpec& model_spec, const FsdpConfig& cfg, const ParallelLayout& lay,
+                           std::vector<UnitCost> stage_units)
+    : model(model_spec),
+      config(cfg),
+      layout(lay),
+      units(std::move(stage_units)),
+      w(make_schedule_info(model_spec, cfg, lay, units)) {
+  for (const auto& unit : units) w.unit(unit.name, unit.params());
+  compute = w.stream(StreamRole::compute);
+}
+
+StagePlan whole_model_plan(std::vector<UnitCost> units, int32_t micro_batches) {
+  StagePlan plan;
+  plan.chunks = {UnitRange{0, static_cast<int32_t>(units.size()) - 1}};
+  plan.units = std::move(units);
+  for (int32_t mb = 0; mb < micro_batches; ++mb) {
+    plan.order.push_back({PipelineAction::Kind::forward, mb, 0});
+    plan.order.push_back({PipelineAction::Kind::backward, mb, 0});
+  }
+  return plan;
 }
 
 GroupId BuildContext::group(GroupRole role) {
@@ -38,6 +61,8 @@ GroupId BuildContext::group(GroupRole role) {
       return w.group(name, l.expert_shard, l.ep * l.etp);
     case GroupRole::edp_outer:
       return w.group(name, l.outer, l.ep * l.etp * l.expert_shard);
+    case GroupRole::pp:
+      return w.group(name, l.pp, l.stage_ranks());
   }
   FSDPSIM_CHECK(false, "unknown group role " + name);
 }

@@ -17,6 +17,9 @@ namespace fsdpsim {
 /// Everything a builder reads and the writer it appends to.
 struct BuildContext {
   BuildContext(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout);
+  /// One pipeline stage: `units` are the stage's (stage_plan.h); the schedule info is still the whole job's.
+  BuildContext(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout,
+               std::vector<UnitCost> units);
 
   const ModelSpec& model;
   const FsdpConfig& config;

@@ -33,8 +33,7 @@ void MegatronBuilder::backward(int32_t mb, Activations& acts) {
       if (ag_[g].status != AgStatus::empty && !bg.non_unit && bg.distributed) ag_[g].releasable = true;
     }
   }
-  const auto unit_count = static_cast<int32_t>(ctx_.units.size());
-  for (int32_t u = unit_count - 1; u >= 0; --u) {
+  for (int32_t u = range_.last; u >= range_.first; --u) {
     if (acts.chunk_end(u)) recompute_chunk(acts.chunk_start(u), u, acts, mb);
     backward_unit(u, acts, mb);
     // Bucket groups whose gradients are complete after this unit: those whose first unit it is (the single non-unit

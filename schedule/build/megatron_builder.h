@@ -10,6 +10,7 @@
 
 #include "schedule/build/builder_common.h"
 #include "schedule/build/megatron_buckets.h"
+#include "schedule/build/stage_plan.h"
 
 namespace fsdpsim {
 
@@ -39,7 +40,12 @@ struct QueuedReduce {
 class MegatronBuilder {
  public:
   MegatronBuilder(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout);
+  /// One pipeline stage's builder: `units` are StagePlan::units.
+  MegatronBuilder(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout,
+                  std::vector<UnitCost> units);
   Schedule build();
+  /// Builds the plan's actions in its order; `actions` receives each action's op ids.
+  Schedule build(const StagePlan& plan, std::vector<ActionOps>* actions);
 
  private:
   [[nodiscard]] bool zero3() const;
@@ -69,6 +75,7 @@ class MegatronBuilder {
 
   // The step.
   void start_param_sync();
+  /// The forward and backward of one micro-batch through the units of `range_` (one model chunk).
   void forward(int32_t mb, Activations& acts);
   void backward(int32_t mb, Activations& acts);
   void recompute_chunk(int32_t first_unit, int32_t last_unit, Activations& acts, int32_t mb);
@@ -81,6 +88,7 @@ class MegatronBuilder {
   void finalize();
 
   BuildContext ctx_;
+  UnitRange range_;  ///< the model chunk the current action walks (Megatron wraps each chunk on its own)
   BucketPlan plan_;
   std::vector<AgState> ag_;
   std::vector<std::vector<BufferId>> grad_buffers_;  ///< per bucket group: this micro-batch's unsharded grads

@@ -36,11 +36,48 @@ LossImpl resolve_loss(const FsdpConfig& config) {
 // Megatron-FSDP forces these (MegatronFSDP.__init__; nccl_ub docstring): apply them so the schedule matches.
 void apply_forced_options(FsdpConfig& config) {
   if (config.nccl_ub) config.fsdp_double_buffer = true;
+  // torch.distributed.pipelining runs every backward but the last with FSDP's gradient sync off
+  // (_PipelineStageBase.backward_maybe_with_nosync): the reduce-scatters come after the last micro-batch.
+  if (config.pp > 1 && config.implementation == Implementation::fsdp2)
+    config.gradient_sync = GradSync::last_micro_batch;
+  // Interleaving without a chunk count: two model chunks per rank, torchtitan's default for its multi-stage
+  // schedules when pipeline_parallel_layers_per_stage is not given.
+  if (config.pipeline_schedule == PipelineSchedule::interleaved_1f1b && config.virtual_pipeline_stages == 1 &&
+      config.origin.count("virtual_pipeline_stages") == 0) {
+    config.virtual_pipeline_stages = 2;
+  }
   if (config.implementation != Implementation::megatron_fsdp) return;
   // It also forces overlap_grad_reduce for optim_grads(_params); the builder reduces every micro-batch for those
   // strategies anyway, and the flag as given still sizes Megatron-LM's buckets, so it stays as the user set it.
   if (config.data_parallel_sharding_strategy == ShardingStrategy::optim_grads_params) {
     config.overlap_param_gather = true;
+  }
+}
+
+// The pipeline settings that need no model: the stages divide the job, virtual stages go with interleaving.
+void check_pipeline(const FsdpConfig& c, int64_t world) {
+  if (c.pp < 1) reject(c, "pp", "must be at least 1", "set pp: 1 (no pipeline parallelism)");
+  if (world % c.pp != 0) {
+    reject(c, "pp", "pp=" + std::to_string(c.pp) + " does not divide the job's " + std::to_string(world) + " GPUs",
+           "choose pp among: " + divisors_of(world, 64));
+  }
+  const bool interleaved = c.pipeline_schedule == PipelineSchedule::interleaved_1f1b;
+  if (c.virtual_pipeline_stages > 1 && !interleaved) {
+    reject(c, "virtual_pipeline_stages",
+           std::to_string(c.virtual_pipeline_stages) + " model chunks per rank run only under interleaved 1F1B",
+           "set pipeline_schedule: interleaved_1f1b, or virtual_pipeline_stages: 1");
+  }
+  if (interleaved && (c.pp < 2 || c.virtual_pipeline_stages < 2)) {
+    reject(c, "pipeline_schedule", "interleaved_1f1b needs pp ≥ 2 and virtual_pipeline_stages ≥ 2",
+           "set pp and virtual_pipeline_stages (Megatron: --virtual-pipeline-model-parallel-size), or "
+           "pipeline_schedule: 1f1b");
+  }
+  if (c.pp > 1 && c.implementation == Implementation::fsdp2 && c.gradient_sync == GradSync::every_micro_batch &&
+      c.origin.count("gradient_sync") > 0) {
+    reject(c, "gradient_sync",
+           "under pipeline parallelism FSDP2 reduces gradients after the last micro-batch only "
+           "(torch.distributed.pipelining runs each backward with set_requires_gradient_sync(False))",
+           "remove gradient_sync, or set it to last_micro_batch");
   }
 }
 
@@ -158,24 +195,35 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
   l.cp = config.cp;
   l.ep = config.ep;
   l.etp = config.etp;
+  check_pipeline(config, world);
+  l.pp = config.pp;
+  l.virtual_stages = config.virtual_pipeline_stages;
+  // Megatron's tp-cp-ep-dp-pp order: each pipeline stage is a block of world / pp consecutive ranks, and the other
+  // groups divide that block.
+  const int64_t stage = world / l.pp;
+  const std::string in_stage =
+      l.pp > 1 ? " per pipeline stage (" + std::to_string(world) + " GPUs / pp=" + std::to_string(l.pp) + ")" : "";
   const int64_t tp_cp = int64_t{l.tp} * l.cp;
-  if (world % tp_cp != 0) {
+  if (stage % tp_cp != 0) {
     reject(config, config.origin.count("tp") ? "tp" : "cp",
            "world size " + std::to_string(world) + " (nodes=" + std::to_string(config.nodes) + " × " +
-               std::to_string(gpus_per_node) + " GPUs) is not divisible by tp·cp = " + std::to_string(tp_cp),
-           "choose tp·cp among the divisors of the world size: " + divisors_of(world, 1024));
+               std::to_string(gpus_per_node) + " GPUs)" +
+               (l.pp > 1 ? ", " + std::to_string(stage) + in_stage + "," : "") +
+               " is not divisible by tp·cp = " + std::to_string(tp_cp),
+           "choose tp·cp among the divisors of " + std::to_string(stage) + ": " + divisors_of(stage, 1024));
   }
-  l.dp = static_cast<int32_t>(world / tp_cp);
+  l.dp = static_cast<int32_t>(stage / tp_cp);
   const int64_t ep_etp = int64_t{l.ep} * l.etp;
-  if (world % ep_etp != 0) {
+  if (stage % ep_etp != 0) {
     reject(config, "ep",
-           "world size " + std::to_string(world) + " is not divisible by ep·etp = " + std::to_string(ep_etp),
-           "choose ep·etp among: " + divisors_of(world, 1024));
+           "world size " + std::to_string(world) + (l.pp > 1 ? ", " + std::to_string(stage) + in_stage + "," : "") +
+               " is not divisible by ep·etp = " + std::to_string(ep_etp),
+           "choose ep·etp among: " + divisors_of(stage, 1024));
   }
   if (l.ep > 1 && !model.is_moe()) {
     reject(config, "ep", "ep=" + std::to_string(l.ep) + " but " + model.name + " has no experts", "set ep: 1");
   }
-  l.expert_dp = static_cast<int32_t>(world / ep_etp);
+  l.expert_dp = static_cast<int32_t>(stage / ep_etp);
   l.outer = config.num_distributed_optimizer_instances;
   const int32_t dp_cp = l.dp * l.cp;
   if (dp_cp % l.outer != 0 || (model.is_moe() && l.expert_dp % l.outer != 0)) {
@@ -192,7 +240,9 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
   l.dense_shard = dp_cp / l.outer;
   l.expert_shard = l.expert_dp / l.outer;
   const int64_t per_step = config.micro_batch_size * l.dp;
-  l.global_batch_size = config.global_batch_size == 0 ? per_step : config.global_batch_size;
+  // Without a global batch: one micro-batch per data-parallel rank, or under pipeline parallelism pp of them, the
+  // fewest that fill the pipeline once (and a multiple of pp, as interleaving needs).
+  l.global_batch_size = config.global_batch_size == 0 ? per_step * l.pp : config.global_batch_size;
   if (l.global_batch_size % per_step != 0) {
     reject(config, "global_batch_size",
            "global_batch_size=" + std::to_string(l.global_batch_size) +

@@ -1,0 +1,324 @@
+// The pipeline-parallel builder: per pipeline rank a stage plan (its layers, its order of forwards and backwards),
+// the FSDP builder run over it, the stages merged into one schedule, and the sends and receives between them.
+#include "schedule/build/build_pipeline.h"
+
+#include <map>
+#include <tuple>
+
+#include "common/error.h"
+#include "schedule/build/build_fsdp2.h"
+#include "schedule/build/builder_common.h"
+#include "schedule/build/megatron_builder.h"
+#include "schedule/build/stage_plan.h"
+#include "schedule/pipeline/pipeline_order.h"
+
+namespace fsdpsim {
+namespace {
+
+// Where the embedding or the output unit would be on a rank that does not hold it: no parameters, no work, no
+// activations — the point where the stage's input arrives (stage_input) or its output leaves (stage_output). Its ops
+// belong to no model unit.
+UnitCost empty_unit(const UnitCost& unit) {
+  UnitCost empty;
+  empty.name = unit.kind == UnitKind::embedding ? "stage_input" : "stage_output";
+  empty.kind = unit.kind;
+  return empty;
+}
+
+// Pipeline rank `rank`'s units and chunks. Virtual stage k = chunk·pp + rank holds split.first_layer[k] onwards.
+StagePlan stage_plan(const std::vector<UnitCost>& all, const LayerSplit& split, int32_t pp, int32_t virtual_stages,
+                     int32_t rank, PipelineOrder order) {
+  StagePlan plan;
+  const bool first = rank == 0, last = rank == pp - 1;
+  plan.units.push_back(first ? all.front() : empty_unit(all.front()));
+  for (int32_t chunk = 0; chunk < virtual_stages; ++chunk) {
+    const auto k = static_cast<size_t>(chunk * pp + rank);
+    const auto begin = static_cast<int32_t>(plan.units.size());
+    for (int32_t l = 0; l < split.layers_per_virtual_stage[k]; ++l) {
+      plan.units.push_back(all.at(static_cast<size_t>(split.first_layer[k] + l + 1)));
+    }
+    plan.chunks.push_back(UnitRange{begin, static_cast<int32_t>(plan.units.size()) - 1});
+  }
+  plan.units.push_back(last ? all.back() : empty_unit(all.back()));
+  // The embedding runs in the first chunk, the output in the last.
+  plan.chunks.front().first = 0;
+  plan.chunks.back().last = static_cast<int32_t>(plan.units.size()) - 1;
+  plan.order = std::move(order);
+  return plan;
+}
+
+// The global unit index (Schedule::units of the whole model) of each of a stage's units.
+std::vector<int32_t> global_units(const StagePlan& plan, const std::vector<UnitCost>& all) {
+  std::vector<int32_t> out;
+  for (const UnitCost& u : plan.units) {
+    if (u.kind == UnitKind::decoder_layer) {
+      out.push_back(u.layer + 1);
+    } else if (u.name != all.front().name && u.name != all.back().name) {
+      out.push_back(-1);  // stage_input, stage_output
+    } else {
+      out.push_back(u.kind == UnitKind::embedding ? 0 : static_cast<int32_t>(all.size()) - 1);
+    }
+  }
+  return out;
+}
+
+// Appends one stage's schedule to the merged one: its streams renamed for the stage, groups shared by name, ids
+// shifted. Returns the op id offset.
+int32_t append_stage(Schedule& merged, const Schedule& stage, int32_t rank, int32_t pp,
+                     const std::vector<int32_t>& unit_map) {
+  const auto op_offset = static_cast<int32_t>(merged.ops.size());
+  const auto buffer_offset = static_cast<int32_t>(merged.buffers.size());
+  std::vector<StreamId> streams;
+  for (const Stream& st : stage.streams) {
+    streams.push_back(merged.streams.next_id());
+    merged.streams.push_back(Stream{stage_stream_name(st.name, rank, pp), st.priority, rank});
+  }
+  std::vector<GroupId> groups;
+  for (const Group& g : stage.groups) {
+    GroupId id = merged.group_index(g.name);
+    if (!id.valid()) {
+      id = merged.groups.next_id();
+      merged.groups.push_back(g);
+    }
+    FSDPSIM_CHECK(merged.groups[id] == g, "every stage's group '" + g.name + "' has the same size and stride");
+    groups.push_back(id);
+  }
+  for (Buffer b : stage.buffers) {
+    b.id = BufferId(b.id.value() + buffer_offset);
+    b.stage = rank;
+    merged.buffers.push_back(std::move(b));
+  }
+  const auto shift_buffers = [&](std::vector<BufferId>& ids) {
+    for (BufferId& b : ids) b = BufferId(b.value() + buffer_offset);
+  };
+  for (Op op : stage.ops) {
+    op.id = OpId(op.id.value() + op_offset);
+    op.stream = streams[op.stream.index()];
+    if (op.group.valid()) op.group = groups[op.group.index()];
+    if (op.unit >= 0) op.unit = unit_map[static_cast<size_t>(op.unit)];  // -1 for stage_input / stage_output
+    shift_buffers(op.allocs);
+    shift_buffers(op.frees);
+    shift_buffers(op.reads);
+    shift_buffers(op.writes);
+    for (OpId& d : op.deps) d = OpId(d.value() + op_offset);
+    merged.ops.push_back(std::move(op));
+  }
+  return op_offset;
+}
+
+// One stage's actions as the merged schedule numbers them.
+struct StageActions {
+  std::vector<ActionOps> ops;
+  StreamId compute;
+};
+
+// The first and last op on the stage's compute stream among an action's ops (none when the action has none, e.g.
+// a chunk without layers).
+std::pair<OpId, OpId> compute_span(const Schedule& s, const ActionOps& a, StreamId compute) {
+  OpId first, last;
+  for (int32_t id = a.begin.value(); id < a.end.value(); ++id) {
+    if (s.ops[OpId(id)].stream != compute) continue;
+    if (!first.valid()) first = OpId(id);
+    last = OpId(id);
+  }
+  return {first, last};
+}
+
+// Adds the sends and receives. Megatron-core's schedules (p2p_communication.py, batched isend/irecv) block the
+// compute stream on them: an action's first op waits for its own receive and for the previous action's send, and a
+// send leaves once the action's compute is done. Each direction between two ranks has its own stream, so its pairs run
+// in order.
+class P2pWriter {
+ public:
+  P2pWriter(Schedule& s, int32_t pp, int32_t virtual_stages, int64_t bytes, GroupId group)
+      : s_(s), pp_(pp), chunks_(virtual_stages), bytes_(bytes), group_(group) {}
+
+  void add_stage(int32_t rank, const PipelineOrder& order, const StageActions& actions) {
+    const int32_t last_virtual = pp_ * chunks_ - 1;
+    OpId previous_anchor, previous_send;
+    for (size_t i = 0; i < order.size(); ++i) {
+      const PipelineAction& a = order[i];
+      const int32_t k = a.chunk * pp_ + rank;
+      const bool fwd = a.kind == PipelineAction::Kind::forward;
+      const auto [first, last] = compute_span(s_, actions.ops[i], actions.compute);
+      // Forward receives from k-1 and sends to k+1; backward receives from k+1 and sends to k-1.
+      const int32_t from = fwd ? k - 1 : k + 1, to = fwd ? k + 1 : k - 1;
+      // The receive is ready as soon as the previous one on its channel is done: it takes the bytes the moment the
+      // sender sends them. Megatron posts it one action ahead, inside the batched exchange after the previous action;
+      // receiving eagerly keeps every channel deadlock-free under the blocking exchanges modelled here, at the price
+      // of holding a received tensor up to a few actions early on a stage that is behind.
+      OpId recv;
+      if (from >= 0 && from <= last_virtual) recv = add_p2p(OpKind::recv, rank, a, from, k, OpId::none());
+      if (first.valid()) {
+        Op& head = s_.ops[first];
+        if (recv.valid()) {
+          head.deps.push_back(recv);
+          head.frees.push_back(s_.ops[recv].allocs.front());  // the received tensor is consumed by the first op
+        }
+        if (previous_send.valid()) head.deps.push_back(previous_send);
+      } else if (recv.valid()) {
+        // Nothing computes the received tensor: it is released as the action passes it on.
+        pending_free_ = s_.ops[recv].allocs.front();
+      }
+      const OpId anchor = last.valid() ? last : (recv.valid() ? recv : previous_anchor);
+      previous_send = OpId::none();
+      if (to >= 0 && to <= last_virtual) previous_send = add_p2p(OpKind::send, rank, a, k, to, anchor);
+      if (pending_free_.valid() && previous_send.valid()) {
+        s_.ops[previous_send].frees.push_back(pending_free_);
+        pending_free_ = BufferId::none();
+      }
+      previous_anchor = anchor;
+    }
+    FSDPSIM_CHECK(!pending_free_.valid(), "a received tensor is passed on");
+  }
+
+  // After every stage: each send names its receive and back.
+  void pair() {
+    for (const auto& [key, ends] : pairs_) {
+      FSDPSIM_CHECK(ends.first.valid() && ends.second.valid(), "every pipeline send has its receive");
+      s_.ops[ends.first].peer = ends.second;
+      s_.ops[ends.second].peer = ends.first;
+    }
+  }
+
+ private:
+  OpId add_p2p(OpKind kind, int32_t rank, const PipelineAction& a, int32_t from, int32_t to, OpId after) {
+    const bool fwd = a.kind == PipelineAction::Kind::forward;
+    const std::string dir = fwd ? "fwd" : "bwd";
+    const bool send = kind == OpKind::send;
+    const std::string role = std::string("pp_") + dir + (send ? "_send" : "_recv");
+    const StreamId stream = stream_for(stage_stream_name(role, rank, pp_), rank);
+    Op op;
+    op.id = s_.ops.next_id();
+    op.kind = kind;
+    op.name = (send ? "send_" : "recv_") + std::string(fwd ? "act" : "grad") + ".vs" + std::to_string(from) + "to" +
+              std::to_string(to) + ".mb" + std::to_string(a.micro_batch);
+    op.phase = fwd ? Phase::fwd : Phase::bwd;
+    op.micro_batch = a.micro_batch;
+    op.stream = stream;
+    op.group = group_;
+    (send ? op.send_bytes : op.recv_bytes) = bytes_;
+    if (after.valid()) op.deps.push_back(after);
+    if (!send) {
+      const BufferId b = s_.buffers.next_id();
+      s_.buffers.push_back(Buffer{.id = b,
+                                  .name = op.name,
+                                  .category = fwd ? BufferCategory::activation : BufferCategory::workspace,
+                                  .size_bytes = bytes_,
+                                  .persistent = false,
+                                  .nccl_registered = false,
+                                  .stage = rank});
+      op.allocs.push_back(b);
+      op.writes.push_back(b);
+    }
+    const OpId id = op.id;
+    s_.ops.push_back(std::move(op));
+    auto& ends = pairs_[{fwd, a.micro_batch, from, to}];
+    (send ? ends.first : ends.second) = id;
+    return id;
+  }
+
+  StreamId stream_for(const std::string& name, int32_t rank) {
+    const StreamId id = s_.stream_index(name);
+    if (id.valid()) return id;
+    s_.streams.push_back(Stream{name, 0, rank});
+    return StreamId(static_cast<int32_t>(s_.streams.size()) - 1);
+  }
+
+  Schedule& s_;
+  int32_t pp_;
+  int32_t chunks_;
+  int64_t bytes_;
+  GroupId group_;
+  BufferId pending_free_;
+  // (forward?, micro-batch, from virtual stage, to virtual stage) → (send, recv)
+  std::map<std::tuple<bool, int32_t, int32_t, int32_t>, std::pair<OpId, OpId>> pairs_;
+};
+
+// The configured split; when it does not divide and nothing chose the split, torchtitan's default instead: the
+// embedding and the output count as one layer each (pipeline_module_split's input and output weights), which is
+// how 126-layer Llama-3.1-405B splits over 8 × 2 stages.
+LayerSplit split_or_count_ends(int32_t layers, const FsdpConfig& config) {
+  try {
+    return split_layers(layers, config);
+  } catch (const ConfigError&) {
+    const bool chosen = config.first_stage_layers > 0 || config.last_stage_layers > 0 ||
+                        config.account_for_embedding_in_pipeline_split || config.account_for_loss_in_pipeline_split;
+    if (chosen) throw;
+    FsdpConfig ends = config;
+    ends.account_for_embedding_in_pipeline_split = true;
+    ends.account_for_loss_in_pipeline_split = true;
+    try {
+      return split_layers(layers, ends);
+    } catch (const ConfigError&) {
+    }
+    throw;
+  }
+}
+
+}  // namespace
+
+int64_t pipeline_message_bytes(const ModelSpec& model, const ParallelLayout& layout) {
+  const int64_t tokens = layout.shape.micro_batch_size * layout.shape.seq_length / (int64_t{layout.cp} * layout.tp);
+  return tokens * model.hidden_size * 2;
+}
+
+Schedule build_pipeline_schedule(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout) {
+  const int32_t pp = layout.pp;
+  const int32_t chunks = layout.virtual_stages;
+  const std::vector<UnitCost> all = derive_units(model, layout.shape);
+  if (config.implementation == Implementation::fsdp2) {
+    // The FSDP2 builder walks one chunk per action, but under torch.distributed.pipelining each stage also keeps its
+    // unsharded parameters and gradients across micro-batches (set_reshard_after_backward(False)), which it does not
+    // model yet.
+    throw ConfigError(config.where("pp"), "pp", "FSDP2 with pipeline parallelism is not modelled yet",
+                      "simulate the pipeline with implementation=megatron_fsdp, or set pp=1");
+  }
+  const LayerSplit split = split_or_count_ends(static_cast<int32_t>(all.size()) - 2, config);
+  for (int32_t rank = 0; rank < pp; ++rank) {
+    int32_t held = 0;
+    for (int32_t chunk = 0; chunk < chunks; ++chunk)
+      held += split.layers_per_virtual_stage[static_cast<size_t>(chunk * pp + rank)];
+    if (held > 0) continue;
+    std::string counts;
+    for (const int32_t n : split.layers_per_virtual_stage) counts += (counts.empty() ? "" : ", ") + std::to_string(n);
+    throw ConfigError(config.where("pp"), "pp",
+                      "pipeline stage " + std::to_string(rank) + " of " + std::to_string(pp) +
+                          " would hold no decoder layer (" + std::to_string(all.size() - 2) + " layers, split as " +
+                          counts + ")",
+                      "use fewer stages: pp × virtual_pipeline_stages at most the " + std::to_string(all.size() - 2) +
+                          " layers, e.g. pp=" + std::to_string((all.size() - 2) / static_cast<size_t>(chunks)));
+  }
+  FsdpConfig resolved = config;  // the layout's chunk count (interleaving defaults to two chunks per rank)
+  resolved.virtual_pipeline_stages = chunks;
+  const std::vector<PipelineOrder> orders = pipeline_orders(resolved, layout.micro_batches);
+  Schedule merged;
+  merged.info = make_schedule_info(model, config, layout, all);
+  merged.info.model_flops_per_gpu /= pp;  // each GPU computes its stage's share; the mean over the job's GPUs
+  merged.info.pipeline_stages = pp;
+  merged.info.virtual_stages = chunks;
+  merged.info.pipeline_schedule = std::string(to_string(config.pipeline_schedule));
+  for (const UnitCost& u : all) merged.units.push_back(UnitInfo{u.name, u.params()});
+  std::vector<StageActions> actions(static_cast<size_t>(pp));
+  for (int32_t rank = 0; rank < pp; ++rank) {
+    const StagePlan plan = stage_plan(all, split, pp, chunks, rank, orders[static_cast<size_t>(rank)]);
+    std::vector<ActionOps> stage_actions;
+    const Schedule stage = config.implementation == Implementation::fsdp2
+                               ? build_fsdp2_stage(model, config, layout, plan, &stage_actions)
+                               : MegatronBuilder(model, config, layout, plan.units).build(plan, &stage_actions);
+    if (rank == 0) merged.info.prefetch_depth = stage.info.prefetch_depth;
+    const int32_t offset = append_stage(merged, stage, rank, pp, global_units(plan, all));
+    for (ActionOps& a : stage_actions) a = {OpId(a.begin.value() + offset), OpId(a.end.value() + offset)};
+    actions[static_cast<size_t>(rank)] = {std::move(stage_actions), merged.compute_stream(rank)};
+  }
+  const GroupId pp_group = merged.groups.next_id();
+  merged.groups.push_back(Group{std::string(to_string(GroupRole::pp)), pp, layout.stage_ranks()});
+  P2pWriter p2p(merged, pp, chunks, pipeline_message_bytes(model, layout), pp_group);
+  for (int32_t rank = 0; rank < pp; ++rank) {
+    p2p.add_stage(rank, orders[static_cast<size_t>(rank)], actions[static_cast<size_t>(rank)]);
+  }
+  p2p.pair();
+  return merged;
+}
+
+}  // namespace fsdpsim
