@@ -14,7 +14,7 @@ constexpr double kTopPx = 8;
 constexpr double kLaneHeightPx = 18;
 constexpr double kLaneGapPx = 6;
 constexpr double kAxisHeightPx = 30;
-constexpr size_t kKindCount = static_cast<size_t>(OpKind::sync) + 1;  // OpKind's values (sync is the last)
+constexpr size_t kKindCount = kOpKindCount;
 
 std::string kind_label(OpKind kind) {
   std::string s(to_string(kind));

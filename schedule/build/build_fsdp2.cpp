@@ -306,19 +306,26 @@ void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
     ParamGroup& pg = groups_[static_cast<size_t>(g)];
     for (const Part& part : pg.parts) bwd.reads.push_back(part.unsharded);
     acts.on_backward(bwd, u);
-    // Autograd writes the unsharded gradients in the parameter dtype.
-    const BufferId grads = ctx_.w.buffer(op_name("grads", cost.name, mb), BufferCategory::unsharded_grad,
-                                         cost.params() * weight_bytes(), false);
-    bwd.allocs.push_back(grads);
-    bwd.writes.push_back(grads);
-    pg.grads.push_back(grads);
+    // Autograd writes the unsharded gradients in the parameter dtype (none for a pipeline stage's empty
+    // stage_input / stage_output).
+    if (cost.params() > 0) {
+      const BufferId grads = ctx_.w.buffer(op_name("grads", cost.name, mb), BufferCategory::unsharded_grad,
+                                           cost.params() * weight_bytes(), false);
+      bwd.allocs.push_back(grads);
+      bwd.writes.push_back(grads);
+      pg.grads.push_back(grads);
+    }
     const bool group_done = u == pg.units.front();  // a two-level root's backward ends with the embedding
-    if (group_done) {
+    // Under pipeline parallelism torch.distributed.pipelining runs every backward but the last with
+    // set_reshard_after_backward(False) (_PipelineStageBase.backward_maybe_with_nosync): the group stays unsharded
+    // until the last micro-batch's backward.
+    const bool reshard = ctx_.layout.pp == 1 || mb == ctx_.layout.micro_batches - 1;
+    if (group_done && reshard) {
       for (const Part& part : pg.parts) bwd.frees.push_back(part.unsharded);  // reshard
       pg.unsharded = false;
     }
     ctx_.w.add(std::move(bwd));
-    if (group_done) post_backward(g, mb);
+    if (group_done && !pg.parts.empty()) post_backward(g, mb);
   }
   // Root post-backward (is_last_backward): the compute stream waits on every group's post-reduce event and the last
   // reduce-scatter, and frees its input.

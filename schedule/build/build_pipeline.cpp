@@ -267,13 +267,6 @@ Schedule build_pipeline_schedule(const ModelSpec& model, const FsdpConfig& confi
   const int32_t pp = layout.pp;
   const int32_t chunks = layout.virtual_stages;
   const std::vector<UnitCost> all = derive_units(model, layout.shape);
-  if (config.implementation == Implementation::fsdp2) {
-    // The FSDP2 builder walks one chunk per action, but under torch.distributed.pipelining each stage also keeps its
-    // unsharded parameters and gradients across micro-batches (set_reshard_after_backward(False)), which it does not
-    // model yet.
-    throw ConfigError(config.where("pp"), "pp", "FSDP2 with pipeline parallelism is not modelled yet",
-                      "simulate the pipeline with implementation=megatron_fsdp, or set pp=1");
-  }
   const LayerSplit split = split_or_count_ends(static_cast<int32_t>(all.size()) - 2, config);
   for (int32_t rank = 0; rank < pp; ++rank) {
     int32_t held = 0;

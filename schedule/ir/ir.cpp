@@ -7,7 +7,7 @@
 namespace fsdpsim {
 namespace {
 
-constexpr EnumNames<OpKind, 10> kOpKinds{{{
+constexpr EnumNames<OpKind, kOpKindCount> kOpKinds{{{
     {OpKind::all_gather, "all_gather"},
     {OpKind::reduce_scatter, "reduce_scatter"},
     {OpKind::all_reduce, "all_reduce"},

@@ -36,6 +36,8 @@ enum class OpKind : uint8_t {
   send,            ///< pipeline point-to-point send of `send_bytes` to the stage of its `peer` recv (ncclSend)
   recv,            ///< pipeline point-to-point receive of `recv_bytes` from the stage of its `peer` send (ncclRecv)
 };
+/// How many op kinds there are (arrays indexed by kind use it; recv stays last).
+inline constexpr size_t kOpKindCount = static_cast<size_t>(OpKind::recv) + 1;
 
 /// Which part of the step an op belongs to.
 enum class Phase : uint8_t { fwd, bwd, recompute, optim };

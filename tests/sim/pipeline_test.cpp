@@ -163,6 +163,32 @@ TEST(Pipeline, FirstStageHoldsMoreUnderInterleaving) {
   EXPECT_LE(stage0_activation_peak(r), held + 3 * received);
 }
 
+TEST(Pipeline, Fsdp2KeepsEachStageUnshardedUntilTheLastMicroBatch) {
+  // torch.distributed.pipelining: every backward but the last runs with set_reshard_after_backward(False) and
+  // set_requires_gradient_sync(False), so a stage gathers each FSDP group once per step, not once per micro-batch,
+  // and reduce-scatters only after the last micro-batch.
+  FsdpConfig c;
+  c.nodes = 1;
+  for (const char* set : {"implementation=fsdp2", "pp=4", "pipeline_schedule=1f1b", "reshard_after_forward=false",
+                          "global_batch_size=16"}) {
+    apply_override(c, set);
+  }
+  const Schedule s = build_schedule(testing::tiny_llama(8), c, 8);
+  validate_or_throw(s, "the FSDP2 pipeline schedule");
+  int64_t gathers = 0, reduce_scatters = 0;
+  for (const Op& op : s.ops) {
+    if (s.stage_of(op) != 1 || op.kind == OpKind::compute) continue;
+    gathers += op.kind == OpKind::all_gather && op.group == s.group_index(GroupRole::dp_shard);
+    reduce_scatters += op.kind == OpKind::reduce_scatter && op.group == s.group_index(GroupRole::dp_shard);
+    if (op.kind == OpKind::reduce_scatter) {
+      EXPECT_EQ(op.micro_batch, 7) << op.name;
+    }
+  }
+  // Stage 1 holds 2 decoder layers, each its own group: gathered once, reduced once.
+  EXPECT_EQ(gathers, 2);
+  EXPECT_EQ(reduce_scatters, 2);
+}
+
 TEST(Pipeline, ValidationFindsAnUnpairedSendAndADeadlock) {
   Schedule s = pipeline(8, 2, 1, 2, "1f1b");
   Schedule unpaired = s;
