@@ -90,6 +90,7 @@ class Engine {
     compute_speed_.assign(static_cast<size_t>(stages), 1.0);
     comm_sms_.assign(static_cast<size_t>(stages), 0);
     comm_running_.assign(static_cast<size_t>(stages), 0);
+    stage_changed_.assign(static_cast<size_t>(stages), 1);
     for (const Stream& st : s.streams) stream_stage_.push_back(st.stage);
     for (const double cap : link_caps) links_.push_back(FlowLink{cap});
     stream_ops_.resize(s.streams.size());
@@ -192,6 +193,7 @@ class Engine {
     posted_.assign(ops_.size(), 0);
     for (auto& a : acts_) a = Activity{};
     running_.clear();
+    std::fill(stage_changed_.begin(), stage_changed_.end(), 1);
     comm_changed_ = true;
     fresh_.clear();
     to_check_.clear();
@@ -208,7 +210,7 @@ class Engine {
         a.in_latency = false;  // the latency part is over: the bytes start to flow
         a.rate = 0;
         a.since = now;
-        comm_changed_ = true;
+        comm_changed_for(a.op);
       } else {
         finish(a.op, now);
       }
@@ -313,7 +315,7 @@ class Engine {
                      .rate = 0,
                      .since = now,
                      .version = a.version + 1};
-        comm_changed_ = true;
+        comm_changed_for(op_id);
         mark_running(static_cast<size_t>(op.stream));
         if (a.in_latency) queue_.set(op.stream, now + latency, a.version);
         if (!a.in_latency && cost.bytes <= 0) finish(op_id, now);
@@ -330,7 +332,7 @@ class Engine {
       memory_of(b).release(b, now);
     }
     Activity& a = acts_[static_cast<size_t>(op.stream)];
-    if (a.transfer) comm_changed_ = true;
+    if (a.transfer) comm_changed_for(op_id);
     if (a.active) mark_idle(static_cast<size_t>(op.stream));
     a.active = false;
     a.transfer = false;
@@ -351,19 +353,42 @@ class Engine {
 
   // Compute runs at the fraction of SMs that communication kernels leave free (minus the profile's extra overlap
   // slowdown); transfers share links max-min fairly. Only a change in the running communication changes any rate, so
-  // the full re-rating runs only then; otherwise just the ops that started get the current compute speed.
+  // the full re-rating runs only then, and only for the pipeline stages it touches: a stage's transfers load its own
+  // GPU's links, and only sends couple two stages, so the max-min solution splits by stage (joined along running
+  // sends). Otherwise just the ops that started get their stage's compute speed.
   void rerate(TimeNs now) {
-    if (!comm_changed_) {
-      for (const size_t st : fresh_) set_rate(st, speed_of(st), now);
-      fresh_.clear();
-      return;
-    }
-    comm_changed_ = false;
+    if (comm_changed_) rerate_changed_stages(now);
+    for (const size_t st : fresh_) set_rate(st, speed_of(st), now);  // no-op where the re-rating already set it
     fresh_.clear();
-    std::fill(comm_sms_.begin(), comm_sms_.end(), 0);
-    std::fill(comm_running_.begin(), comm_running_.end(), 0);
+  }
+
+  void rerate_changed_stages(TimeNs now) {
+    comm_changed_ = false;
+    // A running send loads both its stages' links: a change on either end re-rates both.
+    for (bool grew = true; grew && stage_changed_.size() > 1;) {
+      grew = false;
+      for (const size_t st : running_) {
+        const Activity& a = acts_[st];
+        const int32_t peer = ops_[static_cast<size_t>(a.op)].peer;
+        if (!a.transfer || peer < 0) continue;
+        const auto here = static_cast<size_t>(stream_stage_[st]);
+        const auto there =
+            static_cast<size_t>(stream_stage_[static_cast<size_t>(ops_[static_cast<size_t>(peer)].stream)]);
+        if (stage_changed_[here] != stage_changed_[there]) {
+          stage_changed_[here] = stage_changed_[there] = 1;
+          grew = true;
+        }
+      }
+    }
+    const auto changed = [&](size_t st) { return stage_changed_[static_cast<size_t>(stream_stage_[st])] != 0; };
+    for (size_t stage = 0; stage < stage_changed_.size(); ++stage) {
+      if (!stage_changed_[stage]) continue;
+      comm_sms_[stage] = 0;
+      comm_running_[stage] = 0;
+    }
     flows_.clear();
     for (const size_t st : running_) {
+      if (!changed(st)) continue;
       const Activity& a = acts_[st];
       flow_of_stream_[st] = -1;
       const OpCost& cost = costs_[static_cast<size_t>(a.op)];
@@ -379,15 +404,28 @@ class Engine {
     }
     const double sms = std::max(1, t_.gpu.sm_count);
     for (size_t stage = 0; stage < compute_speed_.size(); ++stage) {
+      if (!stage_changed_[stage]) continue;
       compute_speed_[stage] = std::max(kMinComputeSpeed, (sms - comm_sms_[stage]) / sms);
       if (comm_running_[stage]) compute_speed_[stage] *= (1.0 - t_.gpu.overlap_slowdown);
     }
     solver_.solve(links_, flows_, rates_);
     for (const size_t st : running_) {
       const Activity& a = acts_[st];
-      if (a.in_latency || a.rendezvous) continue;
+      if (!changed(st) || a.in_latency || a.rendezvous) continue;
       const int32_t f = flow_of_stream_[st];
       set_rate(st, a.transfer ? rates_[static_cast<size_t>(f)] / 1e9 : speed_of(st), now);  // bytes per ns
+    }
+    std::fill(stage_changed_.begin(), stage_changed_.end(), 0);
+  }
+
+  // The running communication of `op`'s stage changed (a send: of both its stages).
+  void comm_changed_for(int32_t op) {
+    comm_changed_ = true;
+    const OpRuntime& r = ops_[static_cast<size_t>(op)];
+    stage_changed_[static_cast<size_t>(stream_stage_[static_cast<size_t>(r.stream)])] = 1;
+    if (r.peer >= 0) {
+      const auto peer_stream = static_cast<size_t>(ops_[static_cast<size_t>(r.peer)].stream);
+      stage_changed_[static_cast<size_t>(stream_stage_[peer_stream])] = 1;
     }
   }
 
@@ -458,6 +496,7 @@ class Engine {
   bool comm_changed_ = true;              // the set of running communication changed since the last re-rating
   std::vector<double> compute_speed_;     // per stage
   std::vector<int32_t> comm_sms_;         // per stage: SMs communication kernels hold
+  std::vector<char> stage_changed_;       // per stage: its running communication changed since the last re-rating
   std::vector<char> comm_running_;        // per stage
   std::vector<char> posted_;              // per op: a send or recv waiting for its peer
   std::vector<int32_t> compute_streams_;  // per stage
