@@ -97,13 +97,6 @@ std::string report_text(const Report& r) {
   }
   out << "throughput      " << fixed(r.tokens_per_s_per_gpu, 0) << " tokens/s per GPU, " << fixed(r.tflops_per_gpu, 1)
       << " TFLOP/s per GPU, MFU " << fixed(100 * r.mfu, 1) << "% of dense BF16 peak\n";
-  if (r.pipeline_stages > 1) {
-    out << "pipeline        " << r.pipeline_schedule << ", " << r.pipeline_stages << " stages";
-    if (r.virtual_stages > 1) out << " × " << r.virtual_stages << " model chunks";
-    out << "; bubble " << fixed(r.pipeline_bubble_s, 3) << " s on stage 0 ("
-        << fixed(100 * r.pipeline_bubble_s / std::max(1e-12, r.step_time_s), 1)
-        << "% of the step: waits for other stages' activations and gradients)\n";
-  }
   if (r.memory.band.runs > 0) {
     const ErrorBand& b = published_error_bands().throughput;
     out << "                " << fixed(100 * b.coverage, 0) << "% band " << fixed(r.tokens_per_s_band_low, 0) << "-"
@@ -112,6 +105,13 @@ std::string report_text(const Report& r) {
     out << "\n";
   } else if (r.oom) {
     out << "                not meaningful: the step does not fit in memory\n";
+  }
+  if (r.pipeline_stages > 1) {
+    out << "pipeline        " << r.pipeline_schedule << ", " << r.pipeline_stages << " stages";
+    if (r.virtual_stages > 1) out << " × " << r.virtual_stages << " model chunks";
+    out << "; bubble " << fixed(r.pipeline_bubble_s, 3) << " s on stage 0 ("
+        << fixed(100 * r.pipeline_bubble_s / std::max(1e-12, r.step_time_s), 1)
+        << "% of the step: waits for other stages' activations and gradients)\n";
   }
   out << "exposed comm    " << fixed(r.exposed_comm_s, 3) << " s ("
       << fixed(r.step_time_s > 0 ? 100 * r.exposed_comm_s / r.step_time_s : 0, 1) << "% of the step) by phase:";
