@@ -67,6 +67,21 @@ void Jobs(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_SimulateStep)->Apply(Jobs)->Unit(benchmark::kMillisecond);
 
+// Simulates two steps per iteration (as BM_SimulateStep does) and returns the wall time of one simulated step.
+double time_two_steps_ms(benchmark::State& state, const Schedule& schedule, const Topology& topology) {
+  SimOptions options;
+  options.steps = 2;
+  options.record_timeline = false;
+  double seconds = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    const RunRecord run = run_schedule(schedule, topology, options);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    benchmark::DoNotOptimize(run.steps.back().end_ns);
+  }
+  return seconds * 1e3 / (2.0 * static_cast<double>(state.iterations()));
+}
+
 // Ranks that differ cost no more than ranks alike: DeepSeek-V3 with ep=64 on 256 GB200 GPUs, as 4 × 64 GPUs of
 // gb200-nvl72-64 with balanced routing (0), and as 72 + 72 + 72 + 40 GPUs of gb200-nvl72 with the busiest
 // expert-parallel rank at 1.5× the mean (1). One schedule is simulated either way.
@@ -78,18 +93,9 @@ void BM_RanksThatDiffer(benchmark::State& state) {
   if (uneven) apply_override(config, "moe_routing_skew=1.5");
   config.nodes = 256 / topology.gpus_per_node;
   const Schedule schedule = build_schedule(model_preset("deepseek-v3"), config, topology.gpus_per_node);
-  SimOptions options;
-  options.steps = 2;
-  options.record_timeline = false;
-  double seconds = 0;
-  for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
-    const RunRecord run = run_schedule(schedule, topology, options);
-    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    benchmark::DoNotOptimize(run.steps.back().end_ns);
-  }
+  const double step_ms = time_two_steps_ms(state, schedule, topology);
   state.SetLabel(uneven ? "256 GPUs on 72-GPU racks, routing skew 1.5" : "256 GPUs on 64-GPU racks, balanced");
-  state.counters["step_ms"] = seconds * 1e3 / (2.0 * static_cast<double>(state.iterations()));
+  state.counters["step_ms"] = step_ms;
 }
 
 BENCHMARK(BM_RanksThatDiffer)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
@@ -104,19 +110,10 @@ void BM_PipelineStep(benchmark::State& state) {
   }
   apply_override(config, "global_batch_size=" + std::to_string(16 * 16384 / 64));  // dp = 16384 / (8 · 8)
   const Schedule schedule = build_schedule(model_preset("llama3-405b"), config, topology.gpus_per_node);
-  SimOptions options;
-  options.steps = 2;
-  options.record_timeline = false;
-  double seconds = 0;
-  for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
-    const RunRecord run = run_schedule(schedule, topology, options);
-    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    benchmark::DoNotOptimize(run.steps.back().end_ns);
-  }
+  const double step_ms = time_two_steps_ms(state, schedule, topology);
   state.SetLabel("llama3-405b tp 8 pp 8 interleaved, 16,384 GPUs, 16 mb, " + std::to_string(schedule.ops.size()) +
                  " ops");
-  state.counters["step_ms"] = seconds * 1e3 / (2.0 * static_cast<double>(state.iterations()));
+  state.counters["step_ms"] = step_ms;
 }
 
 BENCHMARK(BM_PipelineStep)->Unit(benchmark::kMillisecond);

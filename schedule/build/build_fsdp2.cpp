@@ -50,18 +50,9 @@ class Fsdp2Builder {
 
   Schedule build(const StagePlan& plan, std::vector<ActionOps>* actions) {
     setup();
-    std::map<int32_t, Activations> acts;  // per micro-batch, from its first forward to its last backward
-    for (const PipelineAction& action : plan.order) {
-      range_ = plan.chunks.at(static_cast<size_t>(action.chunk));
-      auto it = acts.try_emplace(action.micro_batch, ctx_, action.micro_batch).first;
-      const OpId begin = ctx_.w.schedule().ops.next_id();
-      if (action.kind == PipelineAction::Kind::forward) {
-        forward(action.micro_batch, it->second);
-      } else {
-        backward(action.micro_batch, it->second);
-      }
-      actions->push_back({begin, ctx_.w.schedule().ops.next_id()});
-    }
+    run_actions(
+        ctx_, plan, range_, [&](int32_t mb, Activations& acts) { forward(mb, acts); },
+        [&](int32_t mb, Activations& acts) { backward(mb, acts); }, actions);
     optimizer_step();
     return ctx_.w.finish();
   }

@@ -3,10 +3,12 @@
 /// activation buffers under each recompute setting, and activation offload.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "schedule/build/schedule_writer.h"
+#include "schedule/build/stage_plan.h"
 #include "schedule/config/fsdp_config.h"
 #include "schedule/config/parallel_layout.h"
 #include "schedule/model/model.h"
@@ -76,6 +78,26 @@ class Activations {
   int32_t mb_;
   std::vector<ActivationSlot> slots_;
 };
+
+/// Runs a stage plan's forwards and backwards in its order: `range` is set to each action's model chunk, then
+/// `forward(mb, acts)` or `backward(mb, acts)` runs with that micro-batch's activations (kept from its first forward
+/// to its last backward). `actions` receives each action's op ids.
+template <class Forward, class Backward>
+void run_actions(BuildContext& ctx, const StagePlan& plan, UnitRange& range, Forward forward, Backward backward,
+                 std::vector<ActionOps>* actions) {
+  std::map<int32_t, Activations> acts;
+  for (const PipelineAction& action : plan.order) {
+    range = plan.chunks.at(static_cast<size_t>(action.chunk));
+    Activations& mb_acts = acts.try_emplace(action.micro_batch, ctx, action.micro_batch).first->second;
+    const OpId begin = ctx.w.schedule().ops.next_id();
+    if (action.kind == PipelineAction::Kind::forward) {
+      forward(action.micro_batch, mb_acts);
+    } else {
+      backward(action.micro_batch, mb_acts);
+    }
+    actions->push_back({begin, ctx.w.schedule().ops.next_id()});
+  }
+}
 
 /// Emits the unit's TP/CP/EP collectives of `phase` on the compute stream; returns their op ids.
 std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch);
