@@ -37,8 +37,9 @@ LossImpl resolve_loss(const FsdpConfig& config) {
 void apply_forced_options(FsdpConfig& config) {
   if (config.nccl_ub) config.fsdp_double_buffer = true;
   // torch.distributed.pipelining runs every backward but the last with FSDP's gradient sync off
-  // (_PipelineStageBase.backward_maybe_with_nosync): the reduce-scatters come after the last micro-batch.
-  if (config.pp > 1 && config.implementation == Implementation::fsdp2)
+  // (_PipelineStageBase.backward_maybe_with_nosync): the reduce-scatters come after the last micro-batch. An explicit
+  // every_micro_batch is left for check_pipeline to refuse rather than overridden.
+  if (config.pp > 1 && config.implementation == Implementation::fsdp2 && config.origin.count("gradient_sync") == 0)
     config.gradient_sync = GradSync::last_micro_batch;
   // Interleaving without a chunk count: two model chunks per rank, torchtitan's default for its multi-stage
   // schedules when pipeline_parallel_layers_per_stage is not given.

@@ -165,6 +165,20 @@ TEST(Layout, ForcedOptions) {
   EXPECT_TRUE(c.overlap_param_gather);  // optim_grads_params forces both overlaps
 }
 
+TEST(Layout, Fsdp2UnderPipelineReducesOnTheLastMicroBatch) {
+  // Unset, gradient_sync follows torch.distributed.pipelining (no sync until the last backward) …
+  FsdpConfig c = parse_config_yaml("implementation: fsdp2\npp: 2\n", "j.yaml");
+  (void)resolve_layout(model_preset("llama3-8b"), c, 8);
+  EXPECT_EQ(c.gradient_sync, GradSync::last_micro_batch);
+  // … and an explicit every_micro_batch is refused, not silently overridden.
+  const std::string m = error_of([] {
+    FsdpConfig every = parse_config_yaml("implementation: fsdp2\npp: 2\ngradient_sync: every_micro_batch\n", "j.yaml");
+    (void)resolve_layout(model_preset("llama3-8b"), every, 8);
+  });
+  EXPECT_HAS(m, "j.yaml:3:16: 'gradient_sync'");
+  EXPECT_HAS(m, "set_requires_gradient_sync(False)");
+}
+
 TEST(Layout, ErrorsNameTheKeyWhereItWasSet) {
   const ModelSpec llama70 = model_preset("llama3-70b");
   std::string m = error_of([&] {
