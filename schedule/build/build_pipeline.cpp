@@ -235,20 +235,24 @@ class P2pWriter {
   std::map<std::tuple<bool, int32_t, int32_t, int32_t>, std::pair<OpId, OpId>> pairs_;
 };
 
-// The configured split; when it does not divide and nothing chose the split, torchtitan's default instead: the
-// embedding and the output count as one layer each (pipeline_module_split's input and output weights), which is
-// how 126-layer Llama-3.1-405B splits over 8 × 2 stages.
+// The configured split; when it does not divide and nothing chose the split, a default that runs: for FSDP2,
+// torchtitan's (pipeline_module_split → generate_llm_fqn_per_model_part: the embedding and the output count as one
+// layer each and the first stages take the remainder, so 61-layer DeepSeek-V3 splits over 2 × 8 stages); for
+// Megatron-FSDP, the split with --account-for-embedding/loss-in-pipeline-split when that divides. Either way
+// 126-layer Llama-3.1-405B splits evenly over 8 × 2 stages.
 LayerSplit split_or_count_ends(int32_t layers, const FsdpConfig& config) {
   try {
     return split_layers(layers, config);
   } catch (const ConfigError&) {
-    const bool chosen = config.first_stage_layers > 0 || config.last_stage_layers > 0 ||
-                        config.account_for_embedding_in_pipeline_split || config.account_for_loss_in_pipeline_split;
+    const bool chosen = !config.pipeline_layout.empty() || config.first_stage_layers > 0 ||
+                        config.last_stage_layers > 0 || config.account_for_embedding_in_pipeline_split ||
+                        config.account_for_loss_in_pipeline_split;
     if (chosen) throw;
-    FsdpConfig ends = config;
-    ends.account_for_embedding_in_pipeline_split = true;
-    ends.account_for_loss_in_pipeline_split = true;
     try {
+      if (config.implementation == Implementation::fsdp2) return torchtitan_split_layers(layers, config);
+      FsdpConfig ends = config;
+      ends.account_for_embedding_in_pipeline_split = true;
+      ends.account_for_loss_in_pipeline_split = true;
       return split_layers(layers, ends);
     } catch (const ConfigError&) {
     }

@@ -9,6 +9,7 @@
 #include "common/limits.h"
 #include "common/text.h"
 #include "common/yaml_reader.h"
+#include "schedule/config/pipeline_layout.h"
 
 namespace fsdpsim {
 namespace {
@@ -118,6 +119,21 @@ KeyDef text_choice_key(const std::string& name, std::string FsdpConfig::*field, 
                 [=](const FsdpConfig& c) { return c.*field; }};
 }
 
+// Megatron's pipeline layout string, checked as it is read so that a typo points at its line.
+KeyDef layout_key(const std::string& name, std::string FsdpConfig::*field, const std::string& help) {
+  return KeyDef{{name, "layout", help},
+                [=](FsdpConfig& c, const YamlValue& v) {
+                  std::string text = v.as_string();
+                  try {
+                    if (!text.empty()) (void)parse_pipeline_layout(text, v.location());
+                  } catch (const ConfigError& e) {
+                    v.fail(e.problem(), e.fix());
+                  }
+                  c.*field = std::move(text);
+                },
+                [=](const FsdpConfig& c) { return c.*field; }};
+}
+
 const std::vector<KeyDef>& key_table() {
   static const std::vector<KeyDef> table{
       enum_key("implementation", &FsdpConfig::implementation, kImplementations,
@@ -153,6 +169,9 @@ const std::vector<KeyDef>& key_table() {
                "the embedding counts as one decoder layer of the first virtual stage in the even split"),
       bool_key("account_for_loss_in_pipeline_split", &FsdpConfig::account_for_loss_in_pipeline_split,
                "the output layer and loss count as one decoder layer of the last virtual stage in the even split"),
+      layout_key("pipeline_layout", &FsdpConfig::pipeline_layout,
+                 "layers of each model chunk, Megatron's --pipeline-model-parallel-layout (\"Etttt|(tttt|)*14tL\"); "
+                 "sets virtual_pipeline_stages; empty: the split of the keys above"),
       count_key("micro_batch_size", &FsdpConfig::micro_batch_size, 1, limits::kMaxMicroBatchSize,
                 "sequences per micro-batch per rank"),
       count_key("global_batch_size", &FsdpConfig::global_batch_size, 0, limits::kMaxTokensPerStep,
@@ -336,7 +355,8 @@ std::string config_to_yaml(const FsdpConfig& config) {
   std::ostringstream out;
   out << "# fsdpsim configuration (effective values)\n";
   for (const auto& k : key_table()) {
-    out << k.info.name << ": " << k.get(config) << "  # " << k.info.help << "\n";
+    const std::string value = k.get(config);
+    out << k.info.name << ": " << (value.empty() ? "\"\"" : value) << "  # " << k.info.help << "\n";  // "": empty text
   }
   return out.str();
 }

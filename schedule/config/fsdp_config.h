@@ -77,6 +77,9 @@ struct FsdpConfig {
   /// split of what the other stages leave.
   int32_t first_stage_layers = 0;
   int32_t last_stage_layers = 0;
+  /// Megatron-core's custom layout of layers over the model chunks (--pipeline-model-parallel-layout), such as
+  /// "Etttt|(tttt|)*14tL" (schedule/config/pipeline_layout.h); it sets the virtual stages. Empty: the split above.
+  std::string pipeline_layout;
   /// The embedding (the output layer and loss) counts as one layer in the even split
   /// (--account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split).
   bool account_for_embedding_in_pipeline_split = false;

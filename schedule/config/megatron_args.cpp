@@ -250,12 +250,7 @@ const std::map<std::string, ConfigRule>& config_rules() {
       {"--account-for-loss-in-pipeline-split",
        [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "account_for_loss_in_pipeline_split", "true", f.name); }},
       {"--pipeline-model-parallel-layout",
-       [](FsdpConfig&, const ParsedFlag& f) {
-         throw ConfigError(kWhere, f.name, "a custom pipeline layout string is not modelled by fsdpsim",
-                           "describe the split with --decoder-first-pipeline-num-layers and "
-                           "--decoder-last-pipeline-num-layers (or --account-for-embedding-in-pipeline-split and "
-                           "--account-for-loss-in-pipeline-split), with --num-virtual-stages-per-pipeline-rank");
-       }},
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "pipeline_layout", f.value, f.name); }},
       // Micro-batches per virtual-stage round of the interleaved schedule; Megatron-core's default is pp
       // (ModelParallelConfig.microbatch_group_size_per_vp_stage), the one fsdpsim models: checked in
       // resolve_pipeline_flags.
@@ -442,8 +437,9 @@ std::string last_value(const std::vector<ParsedFlag>& flags, const std::string& 
 }
 
 // What Megatron-LM derives once every flag is read (arguments.py @ d98e8a64ddf3, validate_args, "Uneven virtual
-// pipeline parallelism"): at most one way to give the virtual stages (the third, --pipeline-model-parallel-layout,
-// is refused by its rule); --num-layers-per-virtual-pipeline-stage N makes them (num_layers [+1 embedding]
+// pipeline parallelism"): at most one way to give the virtual stages (a --pipeline-model-parallel-layout gives them
+// by its chunk count, apply_pipeline_layout); --num-layers-per-virtual-pipeline-stage N makes them (num_layers [+1
+// embedding]
 // [+1 loss]) / pp / N, which needs the model's layer count; and the interleaved schedule's micro-batch group, whose
 // default (pp) is the one modelled.
 void resolve_pipeline_flags(const std::vector<ParsedFlag>& flags, const std::set<std::string>& given,
@@ -451,7 +447,7 @@ void resolve_pipeline_flags(const std::vector<ParsedFlag>& flags, const std::set
   const std::string per_stage_flag = "--num-layers-per-virtual-pipeline-stage";
   std::vector<std::string> ways;
   for (const char* name : {"--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
-                           "--virtual-pipeline-model-parallel-size"}) {
+                           "--virtual-pipeline-model-parallel-size", "--pipeline-model-parallel-layout"}) {
     if (given.count(name)) ways.emplace_back(name);
   }
   if (ways.size() > 1) {

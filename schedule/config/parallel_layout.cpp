@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "common/text.h"
 #include "schedule/config/job_limits.h"
+#include "schedule/config/pipeline_layout.h"
 
 namespace fsdpsim {
 namespace {
@@ -33,8 +34,40 @@ LossImpl resolve_loss(const FsdpConfig& config) {
   return config.fused_elementwise ? LossImpl::compiled : LossImpl::eager_fp32;
 }
 
+// A custom layout fixes the chunks per rank as Megatron-LM's validate_args does (its length over pp), and with more
+// than one chunk the interleaved schedule; it replaces the split keys rather than combining with them.
+void apply_pipeline_layout(FsdpConfig& config) {
+  if (config.pipeline_layout.empty()) return;
+  const size_t chunks = parse_pipeline_layout(config.pipeline_layout, config.where("pipeline_layout")).size();
+  const auto pp = static_cast<size_t>(std::max(config.pp, 1));
+  if (chunks % pp != 0) {
+    reject(config, "pipeline_layout",
+           "the layout has " + std::to_string(chunks) + " chunks, not a multiple of pp=" + std::to_string(config.pp),
+           "give pp × (chunks per rank) chunks separated by |");
+  }
+  const auto virtual_stages = static_cast<int32_t>(chunks / pp);
+  if (config.origin.count("virtual_pipeline_stages") > 0 && config.virtual_pipeline_stages != virtual_stages) {
+    reject(config, "virtual_pipeline_stages",
+           std::to_string(config.virtual_pipeline_stages) + " chunks per rank, but pipeline_layout's " +
+               std::to_string(chunks) + " chunks over pp=" + std::to_string(config.pp) + " give " +
+               std::to_string(virtual_stages),
+           "remove virtual_pipeline_stages: the layout sets it");
+  }
+  for (const char* key : {"first_stage_layers", "last_stage_layers", "account_for_embedding_in_pipeline_split",
+                          "account_for_loss_in_pipeline_split"}) {
+    if (config.origin.count(key) > 0) {
+      reject(config, key, "pipeline_layout already places every layer", "remove " + std::string(key));
+    }
+  }
+  config.virtual_pipeline_stages = virtual_stages;
+  if (virtual_stages > 1 && config.origin.count("pipeline_schedule") == 0) {
+    config.pipeline_schedule = PipelineSchedule::interleaved_1f1b;
+  }
+}
+
 // Megatron-FSDP forces these (MegatronFSDP.__init__; nccl_ub docstring): apply them so the schedule matches.
 void apply_forced_options(FsdpConfig& config) {
+  apply_pipeline_layout(config);
   if (config.nccl_ub) config.fsdp_double_buffer = true;
   // torch.distributed.pipelining runs every backward but the last with FSDP's gradient sync off
   // (_PipelineStageBase.backward_maybe_with_nosync): the reduce-scatters come after the last micro-batch. An explicit

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "schedule/config/pipeline_layout.h"
 
 namespace fsdpsim {
 namespace {
@@ -355,7 +356,26 @@ LayerSplit split_layers(int32_t layers, const FsdpConfig& config) {
   const size_t stages = static_cast<size_t>(pp) * static_cast<size_t>(v);
   LayerSplit split;
   split.layers_per_virtual_stage.assign(stages, 0);
-  if (config.first_stage_layers > 0 || config.last_stage_layers > 0) {
+  if (!config.pipeline_layout.empty()) {
+    const std::vector<LayoutChunk> chunks =
+        parse_pipeline_layout(config.pipeline_layout, config.where("pipeline_layout"));
+    if (chunks.size() != stages) {
+      throw ConfigError(config.where("pipeline_layout"), "pipeline_layout",
+                        "the layout has " + num(static_cast<int64_t>(chunks.size())) + " chunks, but pp=" + num(pp) +
+                            " × virtual_pipeline_stages=" + num(v) + " = " + num(static_cast<int64_t>(stages)),
+                        "give pp × virtual_pipeline_stages chunks separated by |");
+    }
+    int32_t total = 0;
+    for (size_t stage = 0; stage < stages; ++stage) {
+      split.layers_per_virtual_stage[stage] = chunks[stage].decoder_layers;
+      total += chunks[stage].decoder_layers;
+    }
+    if (total != layers) {
+      throw ConfigError(config.where("pipeline_layout"), "pipeline_layout",
+                        "the layout places " + num(total) + " decoder layers (t), the model has " + num(layers),
+                        "give exactly " + num(layers) + " t entries");
+    }
+  } else if (config.first_stage_layers > 0 || config.last_stage_layers > 0) {
     const std::vector<int32_t> per_rank = uneven_rank_layers(layers, config);
     for (size_t stage = 0; stage < stages; ++stage) {
       split.layers_per_virtual_stage[stage] = per_rank[stage % static_cast<size_t>(pp)] / v;
@@ -375,6 +395,31 @@ LayerSplit split_layers(int32_t layers, const FsdpConfig& config) {
     next += count;
   }
   FSDPSIM_CHECK(next == layers, "the split holds " + num(next) + " of " + num(layers) + " layers");
+  return split;
+}
+
+LayerSplit torchtitan_split_layers(int32_t layers, const FsdpConfig& config) {
+  const int32_t stages = std::max(config.pp, 1) * std::max(config.virtual_pipeline_stages, 1);
+  const int32_t effective = layers + 2;
+  const int32_t per_stage = effective / stages;
+  const int32_t extra = effective % stages;
+  if (stages > 1 && per_stage < 1) {
+    throw ConfigError(config.where("pp"), "pp",
+                      num(stages) + " pipeline stages for " + num(layers) + " layers with the embedding and output",
+                      "use at most " + num(effective) + " stages (pp × virtual_pipeline_stages)");
+  }
+  LayerSplit split;
+  int32_t next = 0;
+  for (int32_t stage = 0; stage < stages; ++stage) {
+    int32_t count = per_stage + (stage < extra ? 1 : 0);
+    if (stages == 1) count = layers;
+    if (stage == 0 && stages > 1) --count;           // the embedding's share
+    if (stage == stages - 1 && stages > 1) --count;  // the output's share
+    split.first_layer.push_back(next);
+    split.layers_per_virtual_stage.push_back(count);
+    next += count;
+  }
+  FSDPSIM_CHECK(next == layers, "the torchtitan split holds " + num(next) + " of " + num(layers) + " layers");
   return split;
 }
 

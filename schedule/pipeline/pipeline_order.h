@@ -51,4 +51,9 @@ struct LayerSplit {
 /// layers do not divide.
 LayerSplit split_layers(int32_t layers, const FsdpConfig& config);
 
+/// torchtitan's split when no layers per stage are given (generate_llm_fqn_per_model_part): the embedding and the
+/// output count as one layer each, every virtual stage gets ⌊(layers + 2) / stages⌋ and the first (layers + 2) mod
+/// stages one more. Throws ConfigError (key `pp`) when a stage would hold fewer than the one layer an end counts for.
+LayerSplit torchtitan_split_layers(int32_t layers, const FsdpConfig& config);
+
 }  // namespace fsdpsim

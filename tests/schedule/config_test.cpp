@@ -100,6 +100,13 @@ TEST(Config, PipelineKeysParseAndPrint) {
     EXPECT_NE(printed.find(line), std::string::npos) << line << "\n" << printed;
   }
   EXPECT_EQ(config_to_yaml(parse_config_yaml(printed, "printed.yaml")), printed);
+  EXPECT_NE(printed.find("\npipeline_layout: \"\"  #"), std::string::npos) << printed;  // empty: the split keys
+  // A Megatron layout string reads back as written; a malformed one names its line and character.
+  const FsdpConfig laid = parse_config_yaml("pp: 4\npipeline_layout: Etttt|(tttt|)*14tL\n", "job.yaml");
+  EXPECT_EQ(laid.pipeline_layout, "Etttt|(tttt|)*14tL");
+  EXPECT_EQ(parse_config_yaml(config_to_yaml(laid), "printed.yaml").pipeline_layout, laid.pipeline_layout);
+  EXPECT_HAS(error_of([] { parse_config_yaml("pp: 4\npipeline_layout: Et|tx|L\n", "job.yaml"); }),
+             "job.yaml:2:18: 'pipeline_layout': unknown layer character 'x' at character 5");
   // The defaults: no pipeline, Megatron's 1F1B, an even split.
   const std::string defaults = config_to_yaml(FsdpConfig{});
   for (const char* line : {"\npp: 1  #", "\nvirtual_pipeline_stages: 1  #", "\npipeline_schedule: 1f1b  #",
@@ -121,10 +128,10 @@ TEST(Config, PipelineKeysComeRightAfterEtp) {
   for (const auto& k : config_keys()) names.push_back(k.name);
   const auto etp = std::find(names.begin(), names.end(), "etp");
   ASSERT_NE(etp, names.end());
-  EXPECT_EQ(std::vector<std::string>(etp + 1, etp + 8),
+  EXPECT_EQ(std::vector<std::string>(etp + 1, etp + 9),
             (std::vector<std::string>{"pp", "virtual_pipeline_stages", "pipeline_schedule", "first_stage_layers",
                                       "last_stage_layers", "account_for_embedding_in_pipeline_split",
-                                      "account_for_loss_in_pipeline_split"}));
+                                      "account_for_loss_in_pipeline_split", "pipeline_layout"}));
   EXPECT_EQ(config_keys()[static_cast<size_t>(etp - names.begin()) + 3].type, "gpipe|1f1b|interleaved_1f1b");
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "schedule/config/parallel_layout.h"
+
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -89,7 +91,7 @@ TEST(MegatronArgs, Errors) {
   EXPECT_NE(error_of([&] {
               apply_megatron_args("--pipeline-model-parallel-size 4 --pipeline-model-parallel-layout E|(t|)*3,m|m||L",
                                   c, m);
-            }).find("'--pipeline-model-parallel-layout': a custom pipeline layout string is not modelled"),
+            }).find("'pipeline_layout': multi-token-prediction layers (m) are not modelled"),
             std::string::npos);
   std::optional<ModelSpec> none;
   EXPECT_NE(error_of([&] {
@@ -319,15 +321,29 @@ TEST(MegatronArgs, LayersPerVirtualStageNeedTheLayerCount) {
   EXPECT_EQ(whole.pipeline_schedule, PipelineSchedule::one_f_one_b);
 }
 
+TEST(MegatronArgs, PipelineLayoutSetsTheChunksPerRank) {
+  // Megatron-Bridge's DeepSeek-V3 layout for PP 4 × VP 4 without MTP (recipes/deepseek/deepseek_v3.py @ 5776a6d9,
+  // _get_deepseek_v3_pipeline_layout): the embedding and 4 layers, 14 chunks of 4, then 1 layer and the loss.
+  std::optional<ModelSpec> m = model_preset("deepseek-v3");
+  FsdpConfig c;
+  apply_megatron_args("--pipeline-model-parallel-size 4 --pipeline-model-parallel-layout 'Etttt|(tttt|)*14tL'", c, m);
+  EXPECT_EQ(c.pipeline_layout, "Etttt|(tttt|)*14tL");
+  (void)resolve_layout(*m, c, 4);
+  EXPECT_EQ(c.virtual_pipeline_stages, 4);
+  EXPECT_EQ(c.pipeline_schedule, PipelineSchedule::interleaved_1f1b);
+}
+
 TEST(MegatronArgs, PipelineErrors) {
   std::optional<ModelSpec> m = model_preset("llama3-70b");
   const auto error = [&](const std::string& args) {
     FsdpConfig c;
     return error_of([&] { apply_megatron_args(args, c, m); });
   };
-  const std::string layout = error("--pipeline-model-parallel-size 4 --pipeline-model-parallel-layout Et*3|t*3L");
-  EXPECT_HAS(layout, "'--pipeline-model-parallel-layout': a custom pipeline layout string is not modelled");
-  EXPECT_HAS(layout, "--decoder-first-pipeline-num-layers");
+  const std::string layout = error("--pipeline-model-parallel-size 4 --pipeline-model-parallel-layout Et*3|t*3Lt");
+  EXPECT_HAS(layout, "'pipeline_layout': the loss (L) must be the layout's last entry");
+  EXPECT_HAS(error("--pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 2 "
+                   "--pipeline-model-parallel-layout Et*20|t*20|t*20|t*20L"),
+             "--num-virtual-stages-per-pipeline-rank and --pipeline-model-parallel-layout both give the virtual");
   // Without a model fsdpsim cannot derive the virtual stages.
   FsdpConfig c;
   std::optional<ModelSpec> none;

@@ -13,6 +13,8 @@
 #include <utility>
 
 #include "common/error.h"
+#include "schedule/config/pipeline_layout.h"
+#include "tests/support/error_of.h"
 
 namespace fsdpsim {
 namespace {
@@ -394,6 +396,83 @@ TEST(SplitLayers, UnevenStagesNeedAPipeline) {
   config.first_stage_layers = 4;
   const std::string message = config_error([&] { split_layers(32, config); });
   EXPECT_TRUE(contains(message, "'first_stage_layers'")) << message;
+}
+
+}  // namespace
+}  // namespace fsdpsim
+
+namespace fsdpsim {
+namespace {
+
+// ---------------------------------------------------------------------------------------------------------------
+// Megatron-core's custom layouts (--pipeline-model-parallel-layout)
+
+std::vector<LayoutChunk> layout(const std::string& text) {
+  return parse_pipeline_layout(text, SourceLocation{});
+}
+
+TEST(PipelineLayout, RepeatsExpandIntoChunksInModelOrder) {
+  // Megatron-Bridge's DeepSeek-V3 PP 4 × VP 4 layout without MTP (recipes/deepseek/deepseek_v3.py @ 5776a6d9).
+  const std::vector<LayoutChunk> chunks = layout("Etttt|(tttt|)*14tL");
+  ASSERT_EQ(chunks.size(), 16U);
+  EXPECT_TRUE(chunks.front().embedding);
+  EXPECT_EQ(chunks.front().decoder_layers, 4);
+  for (size_t i = 1; i < 15; ++i) EXPECT_EQ(chunks[i].decoder_layers, 4) << i;
+  EXPECT_TRUE(chunks.back().loss);
+  EXPECT_EQ(chunks.back().decoder_layers, 1);
+  // Megatron-core's own example shape: x*n, commas, an empty-of-layers last chunk.
+  const std::vector<LayoutChunk> shaped = layout("Et*3|(tt|)*29,t|L");
+  ASSERT_EQ(shaped.size(), 32U);
+  EXPECT_EQ(shaped[0].decoder_layers, 3);
+  EXPECT_EQ(shaped[30].decoder_layers, 1);
+  EXPECT_EQ(shaped[31].decoder_layers, 0);
+  EXPECT_TRUE(shaped[31].loss);
+}
+
+TEST(PipelineLayout, ErrorsNameTheCharacterOrTheRule) {
+  EXPECT_HAS(error_of([] { layout("Etx|tL"); }), "'pipeline_layout': unknown layer character 'x' at character 3");
+  EXPECT_HAS(error_of([] { layout("tE|tL"); }), "the embedding (E) must be the layout's first entry");
+  EXPECT_HAS(error_of([] { layout("Et|Lt"); }), "the loss (L) must be the layout's last entry");
+  EXPECT_HAS(error_of([] { layout("Et|t"); }), "must hold the embedding (E) once, first, and the loss (L) once");
+  EXPECT_HAS(error_of([] { layout("E(tt|tL"); }), "the '(' at character 2 is never closed");
+  EXPECT_HAS(error_of([] { layout("E(tt)|tL"); }), "a group in parentheses must be repeated");
+  EXPECT_HAS(error_of([] { layout("Et*|tL"); }), "'*' at character 3 is not followed by a count");
+  EXPECT_HAS(error_of([] { layout("Et)|tL"); }), "unmatched ')' at character 3");
+  EXPECT_HAS(error_of([] { layout("E(t*999999)*999999|L"); }), "the layout expands to more than");
+  EXPECT_HAS(error_of([] { layout("Et|m|L"); }), "multi-token-prediction layers (m) are not modelled");
+}
+
+TEST(SplitLayers, ALayoutGivesEachChunkItsLayers) {
+  FsdpConfig config = pipeline_config(4, 4);
+  config.pipeline_layout = "Etttt|(tttt|)*14tL";
+  const LayerSplit split = split_layers(61, config);
+  ASSERT_EQ(split.layers_per_virtual_stage.size(), 16U);
+  EXPECT_EQ(split.layers_per_virtual_stage.front(), 4);
+  EXPECT_EQ(split.layers_per_virtual_stage.back(), 1);
+  EXPECT_EQ(split.first_layer.back(), 60);
+  EXPECT_HAS(error_of([&] { (void)split_layers(60, config); }),
+             "'pipeline_layout': the layout places 61 decoder layers (t), the model has 60");
+  config.virtual_pipeline_stages = 2;
+  EXPECT_HAS(error_of([&] { (void)split_layers(61, config); }),
+             "the layout has 16 chunks, but pp=4 × virtual_pipeline_stages=2 = 8");
+}
+
+TEST(SplitLayers, TorchtitansDefaultGivesTheRemainderToTheFirstStages) {
+  // generate_llm_fqn_per_model_part(16, 61): 63 effective layers, 3 per stage and 15 stages with one more; the first
+  // gives one to the embedding, the last one to the output: 3, 4 × 14, 2.
+  const LayerSplit split = torchtitan_split_layers(61, pipeline_config(2, 8));
+  std::vector<int32_t> expected(16, 4);
+  expected.front() = 3;
+  expected.back() = 2;
+  EXPECT_EQ(split.layers_per_virtual_stage, expected);
+  EXPECT_EQ(split.first_layer[1], 3);
+  // Divisible counts give the even split with the ends counted: 126 + 2 over 8 × 2 = 8 each, 7 at the ends.
+  const LayerSplit even = torchtitan_split_layers(126, pipeline_config(8, 2));
+  EXPECT_EQ(even.layers_per_virtual_stage.front(), 7);
+  EXPECT_EQ(even.layers_per_virtual_stage[1], 8);
+  EXPECT_EQ(even.layers_per_virtual_stage.back(), 7);
+  EXPECT_HAS(error_of([] { (void)torchtitan_split_layers(2, pipeline_config(8)); }),
+             "'pp': 8 pipeline stages for 2 layers");
 }
 
 }  // namespace
