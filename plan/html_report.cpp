@@ -56,12 +56,19 @@ std::string config_table(const FsdpConfig& c, const Report& r, const Schedule& s
   out += row("tp", "tensor parallel", std::to_string(c.tp));
   out += row("cp", "context parallel", std::to_string(c.cp));
   out += row("ep", "expert parallel", std::to_string(c.ep) + " (expert tensor parallel " + std::to_string(c.etp) + ")");
-  // fsdpsim refuses pipeline parallelism, so every run it reports has one stage.
-  out += row("pp", "pipeline parallel", "1 (not modelled)");
-  // The data-parallel size is not a key: it is what the GPUs leave over tp·cp (ParallelLayout::dp).
-  const int64_t tp_cp = int64_t{c.tp} * c.cp;
-  if (r.world_size > 0 && tp_cp > 0 && r.world_size % tp_cp == 0) {
-    out += row("dp", "data parallel", std::to_string(r.world_size / tp_cp) + " (GPUs / (tp × cp))");
+  std::string pipeline = std::to_string(c.pp);
+  if (c.pp > 1) {
+    pipeline += " stages × " + std::to_string(c.virtual_pipeline_stages) + " model chunk" +
+                (c.virtual_pipeline_stages == 1 ? "" : "s") + ", " + std::string(to_string(c.pipeline_schedule));
+    if (!c.pipeline_layout.empty()) pipeline += ", layout " + c.pipeline_layout;
+  }
+  out += row("pp", "pipeline parallel", pipeline);
+  // The data-parallel size is not a key: it is what the GPUs leave over tp·cp·pp (ParallelLayout::dp).
+  const int64_t tp_cp_pp = int64_t{c.tp} * c.cp * std::max(c.pp, 1);
+  if (r.world_size > 0 && r.world_size % tp_cp_pp == 0) {
+    out +=
+        row("dp", "data parallel",
+            std::to_string(r.world_size / tp_cp_pp) + (c.pp > 1 ? " (GPUs / (tp × cp × pp))" : " (GPUs / (tp × cp))"));
   }
   out += row("micro_batch_size", "micro-batch size", std::to_string(c.micro_batch_size) + " sequences");
   // global_batch_size 0 means one micro-batch per data-parallel rank; the schedule knows what that came to.
@@ -114,6 +121,21 @@ std::string collectives_table(const std::vector<CollectiveTotals>& collectives) 
   return out + "</tbody></table>\n";
 }
 
+// Under pipeline parallelism the page holds one rank of every stage: say whose memory the charts show, each stage's
+// peak, and the bubble.
+std::string pipeline_note(const Report& r) {
+  std::string out = "<p id=\"pipeline\" class=\"note\">Pipeline: " + r.pipeline_schedule + ", " +
+                    std::to_string(r.pipeline_stages) + " stages × " + std::to_string(r.virtual_stages) +
+                    " model chunk" + (r.virtual_stages == 1 ? "" : "s") + "; bubble " +
+                    html::seconds(r.pipeline_bubble_s) + " on stage 0. Peak reserved per stage:";
+  for (size_t k = 0; k < r.stage_peak_reserved_bytes.size(); ++k) {
+    out += std::string(k == 0 ? " " : ", ") + "stage " + std::to_string(k) + " " +
+           format_bytes(r.stage_peak_reserved_bytes[k]);
+  }
+  return out + ". The memory chart, breakdown and verdict are stage " + std::to_string(r.memory_stage) +
+         "'s, the fullest; the timeline has one group of lanes per stage (stage&lt;k&gt;.*).</p>\n";
+}
+
 std::string key_numbers(const Report& r) {
   const int64_t needed = r.peak_reserved_bytes + r.overheads.total();
   std::string out = "<div class=\"cards\" id=\"key-numbers\">\n";
@@ -152,6 +174,7 @@ std::string key_numbers(const Report& r) {
   out += "</div>\n";
   out += "<p id=\"verdict\" class=\"" + verdict_class + "\">" + html_escape(verdict_text(r.memory)) + "</p>\n";
   if (r.oom) out += "<p id=\"oom-reason\" class=\"verdict-oom\">Out of memory: " + html_escape(r.oom_reason) + "</p>\n";
+  if (r.pipeline_stages > 1) out += pipeline_note(r);
   if (!r.simulated_rank.empty()) {
     out += "<p id=\"ranks-differ\" class=\"note\">Ranks differ: the figures are for " + html_escape(r.simulated_rank);
     if (r.straggler_cost_s > 0 && r.step_time_s > 0) {

@@ -141,9 +141,13 @@ std::string timeline_chart(const Schedule& schedule, const StepRun& step) {
               "",
               0,
               0};
-    lanes_svg += "<rect data-lane=\"" + html_escape(schedule.streams[i].name) + "\" x=\"" + px(kMarginLeftPx) +
-                 "\" y=\"" + px(lane.y) + "\" width=\"" + px(kPlotWidthPx) + "\" height=\"" + px(kLaneHeightPx) +
-                 "\" fill=\"#f6f6f6\"/>\n<text x=\"" + px(kMarginLeftPx - 6) + "\" y=\"" +
+    // A pipeline's lanes say their stage, so a reader (or a check) can take one stage's group.
+    const std::string stage = schedule.info.pipeline_stages > 1
+                                  ? " data-stage=\"" + std::to_string(schedule.streams[i].stage) + "\""
+                                  : std::string();
+    lanes_svg += "<rect data-lane=\"" + html_escape(schedule.streams[i].name) + "\"" + stage + " x=\"" +
+                 px(kMarginLeftPx) + "\" y=\"" + px(lane.y) + "\" width=\"" + px(kPlotWidthPx) + "\" height=\"" +
+                 px(kLaneHeightPx) + "\" fill=\"#f6f6f6\"/>\n<text x=\"" + px(kMarginLeftPx - 6) + "\" y=\"" +
                  px(lane.y + kLaneHeightPx * 0.7) + "\" text-anchor=\"end\">" + html_escape(schedule.streams[i].name) +
                  "</text>\n";
     draw_lane(lane, StreamId(static_cast<int32_t>(i)));
@@ -153,8 +157,11 @@ std::string timeline_chart(const Schedule& schedule, const StepRun& step) {
   }
   std::string out =
       "<div id=\"timeline\">\n<p class=\"note\">The steady (last simulated) step: " + format_time_ns(span_ns) + ", " +
-      std::to_string(schedule.ops.size()) + " ops on " + std::to_string(lanes) + " streams; " + std::to_string(bars) +
-      " bars, " + std::to_string(merged) +
+      std::to_string(schedule.ops.size()) + " ops on " + std::to_string(lanes) + " streams" +
+      (schedule.info.pipeline_stages > 1
+           ? " of " + std::to_string(schedule.info.pipeline_stages) + " pipeline stages (one rank each)"
+           : std::string()) +
+      "; " + std::to_string(bars) + " bars, " + std::to_string(merged) +
       " of them merging consecutive ops narrower than a pixel. Hover a bar for its op.</p>\n";
   out += kinds_legend(schedule, step);
   out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + px(width) + "\" height=\"" + px(height) +

@@ -133,7 +133,7 @@ TEST(HtmlRunConfig, TableShowsTheJobsSettings) {
         "<tr data-key=\"tp\"><th>tensor parallel</th><td>2</td></tr>",
         "<tr data-key=\"cp\"><th>context parallel</th><td>2</td></tr>",
         "<tr data-key=\"ep\"><th>expert parallel</th><td>4 (expert tensor parallel 1)</td></tr>",
-        "<tr data-key=\"pp\"><th>pipeline parallel</th><td>1 (not modelled)</td></tr>",
+        "<tr data-key=\"pp\"><th>pipeline parallel</th><td>1</td></tr>",
         // 16 GPUs / (tp 2 × cp 2) = 4.
         "<tr data-key=\"dp\"><th>data parallel</th><td>4 (GPUs / (tp × cp))</td></tr>",
         "<tr data-key=\"micro_batch_size\"><th>micro-batch size</th><td>2 sequences</td></tr>",
@@ -253,6 +253,48 @@ TEST(HtmlRunRanks, ThePageSaysWhichRankTheFiguresAreForAndWhatAStragglerCosts) {
   EXPECT_NE(html.find("<p id=\"ranks-differ\" class=\"note\">Ranks differ: the figures are for a straggler (compute "
                       "1.25× slower) &lt;slow&gt;; the straggler costs every rank 0.500 s per step (25.0% of it).</p>"),
             std::string::npos);
+}
+
+TEST(HtmlRunPipeline, ThePageNamesTheStagesWhoseMemoryItShowsAndGroupsLanesByStage) {
+  Case c = merging_case();
+  c.report.world_size = 64;
+  // Two stages: the hand-made compute and ag streams on stage 0, rs on stage 1.
+  c.schedule.info.pipeline_stages = 2;
+  c.schedule.streams[2].stage = 1;
+  c.report.pipeline_stages = 2;
+  c.report.virtual_stages = 2;
+  c.report.pipeline_schedule = "interleaved_1f1b";
+  c.report.pipeline_bubble_s = 0.25;
+  c.report.memory_stage = 1;
+  c.report.stage_peak_reserved_bytes = {5 * kGiB, 6 * kGiB};
+  FsdpConfig config;
+  config.tp = 8;
+  config.pp = 2;
+  config.virtual_pipeline_stages = 2;
+  config.pipeline_schedule = PipelineSchedule::interleaved_1f1b;
+  const std::string html = html_run_report(c.schedule, c.run, c.report, {}, &config);
+  const std::string table = table_with_id(html, "config");
+  EXPECT_NE(table.find("<tr data-key=\"pp\"><th>pipeline parallel</th><td>2 stages × 2 model chunks, "
+                       "interleaved_1f1b</td></tr>"),
+            std::string::npos)
+      << table;
+  // 64 GPUs / (tp 8 × pp 2) = 4.
+  EXPECT_NE(table.find("<tr data-key=\"dp\"><th>data parallel</th><td>4 (GPUs / (tp × cp × pp))</td></tr>"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(html.find("<p id=\"pipeline\" class=\"note\">Pipeline: interleaved_1f1b, 2 stages × 2 model chunks; "
+                      "bubble 250.00 ms on stage 0. Peak reserved per stage: stage 0 5.0 GiB, stage 1 6.0 GiB. The "
+                      "memory chart, breakdown and verdict are stage 1's, the fullest"),
+            std::string::npos)
+      << html;
+  EXPECT_EQ(occurrences(html, "data-stage=\"0\""), 2u);
+  EXPECT_EQ(occurrences(html, "data-stage=\"1\""), 1u);
+  EXPECT_NE(html.find("on 3 streams of 2 pipeline stages (one rank each)"), std::string::npos);
+  // Without a pipeline neither the note nor stage attributes appear.
+  const Case plain = merging_case();
+  const std::string one = html_run_report(plain.schedule, plain.run, plain.report, {});
+  EXPECT_EQ(one.find("id=\"pipeline\""), std::string::npos);
+  EXPECT_EQ(one.find("data-stage="), std::string::npos);
 }
 
 TEST(HtmlTimeline, MergesSubPixelOpsPerLaneAndKeepsWideOnes) {
