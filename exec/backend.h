@@ -24,6 +24,10 @@ struct StepMeasurement {
   int64_t peak_reserved_bytes = 0;   ///< device memory held by the allocator at its highest
   OpId peak_op;                      ///< the op whose allocation reached the allocated peak
   CategoryBytes peak_breakdown{};    ///< live bytes per buffer category at the allocated peak
+  /// Pipeline parallelism: each stage's peaks (the peak fields above are those of `memory_stage`, the fullest);
+  /// empty without, or where the backend runs one GPU.
+  std::vector<StagePeaks> stage_peaks;
+  int32_t memory_stage = 0;
 };
 
 /// What an executor run produced: rank 0's steps as a measured run record (its origin says the backend, the device

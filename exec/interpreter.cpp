@@ -22,20 +22,19 @@ StepRun to_step_run(const StepMeasurement& m, TimeNs step_start, int32_t step) {
   run.peak_allocated.breakdown = m.peak_breakdown;
   run.peak_reserved.bytes = m.peak_reserved_bytes;
   run.peak_reserved.step = step;
+  run.stage_peaks = m.stage_peaks;
+  for (StagePeaks& stage : run.stage_peaks) {
+    for (MemoryPeak* peak : {&stage.allocated, &stage.reserved}) {
+      peak->step = step;
+      if (peak->op.valid()) peak->time_ns = step_start + m.start_ns[peak->op.index()];
+    }
+  }
   return run;
 }
 
 }  // namespace
 
 RunRecord interpret(const Schedule& schedule, Backend& backend, const ExecOptions& options) {
-  if (schedule.info.pipeline_stages > 1) {
-    throw ConfigError(SourceLocation{"<schedule>", 0, 0}, "pp",
-                      "the executors run one rank; a pipeline-parallel schedule (" +
-                          std::to_string(schedule.info.pipeline_stages) +
-                          " stages) needs a rank per stage with sends and receives between them, which "
-                          "'fsdpsim exec' does not run yet",
-                      "simulate it ('fsdpsim simulate'), or execute the job with pp=1");
-  }
   const std::vector<OpId> order = issue_order(schedule);
   if (order.size() != schedule.ops.size()) {
     throw ScheduleError("the executor cannot run this schedule", {"its dependencies form a cycle (run validation)"});
@@ -57,6 +56,7 @@ RunRecord interpret(const Schedule& schedule, Backend& backend, const ExecOption
     }
     const StepMeasurement m = backend.end_step();
     result.steps.push_back(to_step_run(m, clock, step));
+    result.memory_stage = m.memory_stage;
     clock += m.step_ns;
   }
   return result;

@@ -76,7 +76,7 @@ void CudaBackend::run(const Op& op) {
       return;
     case OpKind::send:
     case OpKind::recv:
-      FSDPSIM_CHECK(false, "pipeline schedules are refused before they run (exec/interpreter.cpp)");
+      FSDPSIM_CHECK(false, "pipeline schedules are refused before they run (check_cuda_options)");
     case OpKind::all_gather:
     case OpKind::reduce_scatter:
     case OpKind::all_reduce:

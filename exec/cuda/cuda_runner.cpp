@@ -205,6 +205,14 @@ void check_cuda_options(const Schedule& s, const CudaOptions& o) {
                "give a positive duration, e.g. 600s (the default)");
   }
   if (s.info.world_size < 1) bad_option("world_size", "the schedule's world size is " + world, "rebuild the schedule");
+  if (s.info.pipeline_stages > 1) {
+    // The host backend runs pipelines (one GPU of every stage per host rank); on GPUs a stage needs its own device
+    // and process with ncclSend / ncclRecv between them, which this backend does not do yet.
+    bad_option("pp",
+               "the CUDA backend runs one GPU per rank and has no ncclSend / ncclRecv between pipeline stages (" +
+                   std::to_string(s.info.pipeline_stages) + " stages)",
+               "run the pipeline on the host backend (fsdpsim exec --backend host), or on GPUs with pp=1");
+  }
   if (o.emulate_world < 0) {
     bad_option("--emulate-world", "is negative", "use 0 to run every rank, or " + world + " to emulate rank 0");
   }

@@ -45,8 +45,8 @@ void HostBackend::setup(const Schedule& schedule) {
   FSDPSIM_CHECK(schedule.ops.size() == schedule_.ops.size(), "the backend runs the schedule it was made for");
   const int64_t capacity = options_.allocator_capacity_bytes > 0 ? options_.allocator_capacity_bytes : kUnlimitedBytes;
   memory_ = std::make_unique<RankMemory>(schedule_, plan_, rank_, AllocatorConfig{capacity, false, 0}, log_);
-  // Like the simulator: persistent buffers first, on the compute stream (sim/engine.cpp, Engine::run).
-  memory_->setup_persistent(StreamId(std::max(0, schedule_.compute_stream().value())));
+  // Like the simulator: persistent buffers first, on their stage's compute stream (sim/engine.cpp, Engine::run).
+  memory_->setup_persistent();
   done_steps_.assign(schedule_.ops.size(), 0);
   start_turn_.assign(schedule_.ops.size(), -1);
   end_turn_.assign(schedule_.ops.size(), -1);
@@ -119,7 +119,16 @@ StepMeasurement HostBackend::end_step() {
   m.start_ns = start_ns_;
   m.end_ns = end_ns_;
   for (const TimeNs end : end_ns_) m.step_ns = std::max(m.step_ns, end);
-  const MemoryPeak peak = memory_->peak();
+  // A pipeline's figures are the fullest stage's, as the simulator reports them (no caching allocator holds memory on
+  // the host, so the reserved peak is the allocated one).
+  if (memory_->stages() > 1) {
+    for (int32_t stage = 0; stage < memory_->stages(); ++stage) {
+      const MemoryPeak p = memory_->peak(stage);
+      m.stage_peaks.push_back(StagePeaks{p, p});
+      if (p.bytes > m.stage_peaks[static_cast<size_t>(m.memory_stage)].allocated.bytes) m.memory_stage = stage;
+    }
+  }
+  const MemoryPeak peak = memory_->peak(m.memory_stage);
   m.peak_allocated_bytes = peak.bytes;
   m.peak_reserved_bytes = peak.bytes;  // no caching allocator holds memory on the host
   m.peak_op = peak.op;
@@ -221,6 +230,8 @@ void HostBackend::do_work(const Op& op) {
   RankContext ctx{schedule_, plan_, options_, world_, *memory_, log_, host_, rank_};
   if (is_collective(op.kind)) {
     run_collective_op(op, step_, ctx);
+  } else if (is_p2p(op.kind)) {
+    run_p2p_op(op, step_, ctx);
   } else if (op.kind == OpKind::copy && (op.send_bytes > 0 || op.recv_bytes > 0)) {
     run_host_copy(op, step_, ctx);
   } else if (op.kind != OpKind::sync) {

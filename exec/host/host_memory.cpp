@@ -51,11 +51,10 @@ struct RankMemory::RegionRead {
 
 RankMemory::RankMemory(const Schedule& schedule, const HostPlan& plan, int32_t rank, AllocatorConfig allocator,
                        ProblemLog& problems)
-    : schedule_(schedule),
-      plan_(plan),
-      rank_(rank),
-      problems_(problems),
-      accounting_(schedule, allocator, /*record_timeline=*/false) {
+    : schedule_(schedule), plan_(plan), rank_(rank), problems_(problems) {
+  for (int32_t stage = 0; stage < std::max(1, schedule.info.pipeline_stages); ++stage) {
+    accounting_.emplace_back(schedule, allocator, /*record_timeline=*/false);
+  }
   buffers_.resize(schedule.buffers.size());
   for (size_t b = 0; b < buffers_.size(); ++b) buffers_[b].records.resize(plan.buffers[b].regions.size());
 }
@@ -68,7 +67,7 @@ std::shared_ptr<RankMemory::Storage> RankMemory::new_storage(BufferId buffer) {
   return storage;
 }
 
-void RankMemory::setup_persistent(StreamId stream) {
+void RankMemory::setup_persistent() {
   Op setup;  // the writer of the model's initial state
   setup.id = {};
   setup.name = "setup";
@@ -80,7 +79,7 @@ void RankMemory::setup_persistent(StreamId stream) {
       st.storage = new_storage(b.id);
       st.generation = 1;
       st.live = true;
-      account_allocate(b.id, OpId::none(), stream);
+      account_allocate(b.id, OpId::none(), StreamId(std::max(0, schedule_.compute_stream(b.stage).value())));
     }
     std::vector<int32_t> all(plan_.buffers[b.id].regions.size());
     for (size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int32_t>(r);
@@ -91,7 +90,7 @@ void RankMemory::setup_persistent(StreamId stream) {
 void RankMemory::begin_step(int32_t step) {
   const std::lock_guard lock(mutex_);
   step_ = step;
-  accounting_.reset_peaks(0, step);
+  for (MemoryTracker& stage : accounting_) stage.reset_peaks(0, step);
 }
 
 void RankMemory::end_step() {
@@ -129,7 +128,7 @@ void RankMemory::release(BufferId buffer, const Op& op) {
     st.live = false;
     storage = std::move(st.storage);
     storage->released.store(true, std::memory_order_relaxed);
-    accounting_.release(buffer, 0);
+    tracker(buffer).release(buffer, 0);
   }
   storage->poison();  // a late reader reads poison, never freed memory
   const std::lock_guard lock(mutex_);
@@ -139,35 +138,47 @@ void RankMemory::release(BufferId buffer, const Op& op) {
 AllocationFailure RankMemory::fail_allocation(BufferId buffer, const Op& op, int32_t step) {
   const std::lock_guard lock(mutex_);
   buffers_[buffer.index()].failed = true;
-  return AllocationFailure{buffer, op.id, step, accounting_.allocated_bytes(), accounting_.live_bytes()};
+  const MemoryTracker& stage = tracker(buffer);
+  return AllocationFailure{buffer, op.id, step, stage.allocated_bytes(), stage.live_bytes()};
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 void RankMemory::account_allocate(BufferId buffer, OpId op, StreamId stream) {
-  const bool had_failed = accounting_.oom().has_value();
-  accounting_.allocate(buffer, op, stream, 0, step_);
-  if (!had_failed && accounting_.oom()) {
+  MemoryTracker& stage = tracker(buffer);
+  const bool had_failed = stage.oom().has_value();
+  stage.allocate(buffer, op, stream, 0, step_);
+  if (!had_failed && stage.oom()) {
     problems_.add("the caching-allocator model has no room for buffer " + what(buffer) + " (" +
                   std::to_string(schedule_.buffers[buffer].size_bytes) + " B) allocated by op " + to_string(op) +
                   ": the rank would run out of memory (HostOptions::allocator_capacity_bytes)");
   }
 }
 
+MemoryTracker& RankMemory::tracker(BufferId buffer) {
+  const auto stage = static_cast<size_t>(std::max(0, schedule_.buffers[buffer].stage));
+  return accounting_[std::min(stage, accounting_.size() - 1)];
+}
+
 int64_t RankMemory::allocated_bytes() const {
   const std::lock_guard lock(mutex_);
-  return accounting_.allocated_bytes();
+  int64_t total = 0;
+  for (const MemoryTracker& stage : accounting_) total += stage.allocated_bytes();
+  return total;
 }
 
 int64_t RankMemory::live_rounded_bytes() const {
   const std::lock_guard lock(mutex_);
   int64_t total = 0;
-  for (const int64_t bytes : accounting_.live_bytes()) total += bytes;
+  for (const MemoryTracker& stage : accounting_) {
+    for (const int64_t bytes : stage.live_bytes()) total += bytes;
+  }
   return total;
 }
 
-MemoryPeak RankMemory::peak() const {
+MemoryPeak RankMemory::peak(int32_t stage) const {
   const std::lock_guard lock(mutex_);
-  return accounting_.peak_allocated();
+  return accounting_[static_cast<size_t>(std::clamp(stage, 0, static_cast<int32_t>(accounting_.size()) - 1))]
+      .peak_allocated();
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 /// One rank's buffers in host memory: real words for every live buffer, poison on allocation and release, tagged
 /// data, a record of who wrote each region last (and the checksum of what it wrote), and the memory accounting
 /// the simulator does (the same MemoryTracker, memory/memory_tracker.h, driven by the same allocation calls, so the
-/// allocated bytes — which count a whole block where PyTorch does not split it — are the simulator's).
+/// allocated bytes — which count a whole block where PyTorch does not split it — are the simulator's). A pipeline
+/// schedule holds one GPU of every stage: each stage's buffers are counted by that stage's own tracker, as the
+/// simulator counts them.
 ///
 /// Thread safety: every stream worker of the rank calls in concurrently. Metadata sit behind one mutex; the words
 /// are accessed through relaxed atomics, so a missing dependency is a detectable logical race, never undefined
@@ -10,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -52,8 +55,9 @@ class RankMemory {
   RankMemory(const RankMemory&) = delete;
   RankMemory& operator=(const RankMemory&) = delete;
 
-  /// Allocates every persistent buffer on `stream` and fills it with valid data (the model's state).
-  void setup_persistent(StreamId stream);
+  /// Allocates every persistent buffer on its stage's compute stream, as the simulator does, and fills it with valid
+  /// data (the model's state).
+  void setup_persistent();
   /// Starts a step: the peak restarts from what is live now.
   void begin_step(int32_t step);
   /// Frees the memory released during the step (no reader can still run).
@@ -78,11 +82,15 @@ class RankMemory {
   /// Words of regions [first, first + count) of `buffer`.
   [[nodiscard]] int64_t region_words(BufferId buffer, int32_t first, int32_t count) const;
 
-  /// The allocated peak of the current step (its time is not kept: host times are not the GPU's).
-  [[nodiscard]] MemoryPeak peak() const;
-  /// Allocated bytes now (the allocator model's).
+  /// The allocated peak of the current step on pipeline stage `stage` (its time is not kept: host times are not the
+  /// GPU's).
+  [[nodiscard]] MemoryPeak peak(int32_t stage = 0) const;
+  /// Pipeline stages counted separately (1 without pipeline parallelism).
+  [[nodiscard]] int32_t stages() const { return static_cast<int32_t>(accounting_.size()); }
+  /// Allocated bytes now (the allocator model's), over every stage.
   [[nodiscard]] int64_t allocated_bytes() const;
-  /// Live buffer bytes now, each rounded as the allocator rounds a request (what a Σ over live buffers gives).
+  /// Live buffer bytes now, each rounded as the allocator rounds a request (what a Σ over live buffers gives), over
+  /// every stage.
   [[nodiscard]] int64_t live_rounded_bytes() const;
 
   /// Overwrites word `index` of `buffer`'s live memory (tests: simulate corruption).
@@ -114,6 +122,8 @@ class RankMemory {
   /// allocated, a missing dependency, and returns null storage.
   LiveStorage live_storage_or_report(BufferId buffer, const Op& op, const char* verb);
   void account_allocate(BufferId buffer, OpId op, StreamId stream);
+  /// The tracker of the stage that holds `buffer` (under mutex_).
+  MemoryTracker& tracker(BufferId buffer);
   bool check_region(const RegionRead& r, const Op& reader, std::span<const uint32_t> words);
   [[nodiscard]] std::string who(const Op& op) const;
   [[nodiscard]] std::string what(BufferId buffer) const;
@@ -126,7 +136,8 @@ class RankMemory {
   mutable std::mutex mutex_;
   std::vector<BufferState> buffers_;
   std::vector<std::shared_ptr<Storage>> quarantine_;
-  MemoryTracker accounting_;  // the simulator's: allocator model, bytes per category, peak, first failure
+  // The simulator's, one per pipeline stage: allocator model, bytes per category, peak, first failure.
+  std::deque<MemoryTracker> accounting_;
   int32_t step_ = 0;
 };
 

@@ -12,7 +12,10 @@
 //    dependency it was (in the order of their op ids), and only then are those looked at (Engine::finish, advance);
 //  - ops that take time finish from the event queue in (time, insertion) order; the replay inserts them when they
 //    start, which is the engine's order for ops that finish at the same time unless a re-rating re-inserted one of
-//    them later (a tie of two timed ends at the same nanosecond, which the tests check does not change the peak).
+//    them later (a tie of two timed ends at the same nanosecond, which the tests check does not change the peak);
+//  - a pipeline send and its receive start together once both head their streams (the first to get there waits):
+//    the receive allocates first, then the send starts, and the receive finishes right after its send
+//    (Engine::advance, start_rendezvous, finish).
 #include <queue>
 #include <string>
 #include <tuple>
@@ -41,6 +44,8 @@ class MemoryOrderReplay {
     }
     head_.assign(s.streams.size(), 0);
     active_.assign(s.streams.size(), false);
+    waiting_recv_.assign(s.streams.size(), OpId::none());
+    posted_.assign(s.ops.size(), false);
   }
 
   std::vector<MemoryEvent> run() {
@@ -71,19 +76,44 @@ class MemoryOrderReplay {
       if (active_[st] || head_[st] >= stream_ops_[st].size()) continue;
       const OpId op = stream_ops_[st][head_[st]];
       if (pending_[op.index()] > 0) continue;
+      const OpId peer = s_.ops[op].peer;
+      if (peer.valid()) {
+        if (!posted_[peer.index()]) {
+          posted_[op.index()] = true;
+          continue;
+        }
+        start_rendezvous(op, peer, now);
+        continue;
+      }
       start(op, now);
+    }
+  }
+
+  void start_rendezvous(OpId op, OpId peer, TimeNs now) {
+    const bool sends = s_.ops[op].kind == OpKind::send;
+    const OpId send = sends ? op : peer, recv = sends ? peer : op;
+    check_start(recv, now);
+    if (!s_.ops[recv].allocs.empty()) events_.push_back(MemoryEvent{recv, false});
+    const auto st = s_.ops[recv].stream.index();
+    active_[st] = true;
+    waiting_recv_[st] = recv;
+    start(send, now);
+  }
+
+  void check_start(OpId op_id, TimeNs now) const {
+    const OpTiming& t = step_.ops[op_id];
+    if (t.start_ns != now || t.end_ns < t.start_ns) {
+      throw ScheduleError("cannot derive the memory order of a predicted step",
+                          {"op " + to_string(op_id) + " '" + s_.ops[op_id].name + "' can start at " +
+                           std::to_string(now) + " ns in the replay but the step says " + std::to_string(t.start_ns) +
+                           " ns (the step's timings do not belong to this schedule)"});
     }
   }
 
   void start(OpId op_id, TimeNs now) {
     const Op& op = s_.ops[op_id];
     const OpTiming& t = step_.ops[op_id];
-    if (t.start_ns != now || t.end_ns < t.start_ns) {
-      throw ScheduleError("cannot derive the memory order of a predicted step",
-                          {"op " + to_string(op_id) + " '" + op.name + "' can start at " + std::to_string(now) +
-                           " ns in the replay but the step says " + std::to_string(t.start_ns) +
-                           " ns (the step's timings do not belong to this schedule)"});
-    }
+    check_start(op_id, now);
     if (!op.allocs.empty()) events_.push_back(MemoryEvent{op_id, false});
     if (t.end_ns == t.start_ns) {
       finish(op_id);  // instant: the engine finishes it inside start()
@@ -103,6 +133,14 @@ class MemoryOrderReplay {
     for (const OpId d : dependents_[op_id]) {
       if (--pending_[d.index()] == 0) to_check_.push_back(s_.ops[d].stream.index());
     }
+    // A send's bytes have arrived: its receive ends with it.
+    if (op.peer.valid() && op.kind == OpKind::send) {
+      const auto peer_stream = s_.ops[op.peer].stream.index();
+      if (waiting_recv_[peer_stream] == op.peer) {
+        waiting_recv_[peer_stream] = OpId::none();
+        finish(op.peer);
+      }
+    }
   }
 
   using Entry = std::tuple<TimeNs, uint64_t, OpId>;  // (end time, insertion sequence, op)
@@ -113,6 +151,8 @@ class MemoryOrderReplay {
   std::vector<int32_t> pending_;
   std::vector<size_t> head_;
   std::vector<bool> active_;
+  std::vector<OpId> waiting_recv_;  // per stream: the receive waiting for its send's bytes
+  std::vector<bool> posted_;        // per op: a send or receive waiting for its peer to head its stream
   std::vector<size_t> to_check_;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue_;
   uint64_t sequence_ = 0;

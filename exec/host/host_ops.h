@@ -56,5 +56,9 @@ void run_host_copy(const Op& op, int32_t step, RankContext& ctx);
 /// A collective: waits options.collective_delay_ns, reads its input, meets the group (or, emulated, stands in for
 /// every member), writes the checked output.
 void run_collective_op(const Op& op, int32_t step, RankContext& ctx);
+/// A pipeline send or receive between two stages of this rank's pipeline (host_p2p.cpp): the send posts a pattern
+/// of its (rank, op, step) sized as its bytes, the pair meets at a rendezvous as NCCL's send and receive do, and the
+/// receive checks that it got exactly its peer's message of this step before writing it into its buffer.
+void run_p2p_op(const Op& op, int32_t step, RankContext& ctx);
 
 }  // namespace fsdpsim

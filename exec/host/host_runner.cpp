@@ -22,7 +22,9 @@ const SourceLocation kOptions{"<host options>", 0, 0};
 
 int32_t rank_count(const Schedule& schedule, const HostOptions& options) {
   if (options.emulate) return 1;
-  const int32_t ranks = options.ranks > 0 ? options.ranks : schedule.info.world_size;
+  // A pipeline schedule holds one GPU of every stage, so a host rank runs a whole pipeline: world / pp of them.
+  const int32_t pipelines = schedule.info.world_size / std::max(1, schedule.info.pipeline_stages);
+  const int32_t ranks = options.ranks > 0 ? options.ranks : pipelines;
   if (ranks > kMaxRanks) {
     throw ConfigError(kOptions, "ranks",
                       "is " + std::to_string(ranks) + " threads as ranks (the schedule's world is " +

@@ -6,6 +6,7 @@ target_sources(fsdpsim_exec PRIVATE
   host/host_world.cpp
   host/host_compute.cpp
   host/host_collective_op.cpp
+  host/host_p2p.cpp
   host/host_backend.cpp
   host/host_backend_faults.cpp
   host/host_faults.cpp

@@ -28,7 +28,7 @@ struct Fixture {
 
 TEST(RankMemory, ReadBeforeWriteIsAMissingDependency) {
   Fixture f;
-  f.memory.setup_persistent(StreamId(0));
+  f.memory.setup_persistent();
   f.memory.allocate(BufferId(1), f.ag, StreamId(1));  // allocated, still poison
   std::vector<uint32_t> values;
   EXPECT_FALSE(f.memory.read(BufferId(1), 0, 1, f.fwd, values));
@@ -98,7 +98,7 @@ TEST(RankMemory, WriteToAReleasedBufferIsReported) {
 
 TEST(RankMemory, PersistentBuffersStartValid) {
   Fixture f;
-  f.memory.setup_persistent(StreamId(0));
+  f.memory.setup_persistent();
   std::vector<uint32_t> out;
   EXPECT_TRUE(f.memory.read(BufferId(0), 0, 1, f.ag, out));  // the param shard holds the model's state
   EXPECT_TRUE(f.memory.read(BufferId(4), 0, 1, f.s.ops[3], out));
@@ -107,7 +107,7 @@ TEST(RankMemory, PersistentBuffersStartValid) {
 
 TEST(RankMemory, AccountingFollowsTheAllocatorModel) {
   Fixture f;
-  f.memory.setup_persistent(StreamId(0));
+  f.memory.setup_persistent();
   // Two persistent 100 B buffers, each rounded to 512 B (small pool, split off a 2 MiB segment): 1,024 B.
   EXPECT_EQ(f.memory.allocated_bytes(), 1024);
   f.memory.begin_step(0);

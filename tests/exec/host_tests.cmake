@@ -10,6 +10,6 @@ fsdpsim_test(test_exec_host
   DEPS fsdpsim_exec
   LABELS unit)
 fsdpsim_test(test_exec_host_llama
-  SOURCES host_llama_test.cpp
+  SOURCES host_llama_test.cpp host_pipeline_test.cpp
   DEPS fsdpsim_exec fsdpsim_sim
   LABELS integration)
