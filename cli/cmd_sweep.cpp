@@ -15,6 +15,7 @@ namespace {
 struct SweepOptions {
   JobOptions job;
   std::vector<std::string> grid;
+  bool compare_pp = false;
   std::string rank_by = "throughput";
   EvaluateOptions evaluation;
   int32_t threads = 0;
@@ -34,8 +35,10 @@ void register_sweep(CLI::App& app) {
   auto o = std::make_shared<SweepOptions>();
   CLI::App* cmd = app.add_subcommand("sweep", "simulate every combination of configuration values and rank them");
   add_job_options(*cmd, o->job);
-  cmd->add_option("--grid,-g", o->grid, "key=v1,v2,... to sweep (repeatable; every combination is simulated)")
-      ->required();
+  cmd->add_option("--grid,-g", o->grid, "key=v1,v2,... to sweep (repeatable; every combination is simulated)");
+  cmd->add_flag("--compare-pp", o->compare_pp,
+                "rank the configuration without pipeline parallelism against its pipeline plans (every pp that "
+                "divides the GPUs, 1F1B and interleaved 1F1B) at the same GPUs and global batch; --grid crosses them");
   cmd->add_option("--rank-by", o->rank_by, "throughput (tokens/s per GPU), cost (GPU-seconds per token) or memory")
       ->check(CLI::IsMember({"throughput", "cost", "memory"}))
       ->capture_default_str();
@@ -56,7 +59,23 @@ void register_sweep(CLI::App& app) {
     spec.model = std::move(inputs.model);
     spec.topology = std::move(inputs.topology);
     spec.base = std::move(inputs.config);
+    if (o->grid.empty() && !o->compare_pp) {
+      throw ConfigError(SourceLocation{"<sweep>", 0, 0}, "--grid", "nothing to sweep",
+                        "give --grid key=v1,v2,... (repeatable), or --compare-pp to rank the pipeline plans");
+    }
     for (const auto& g : o->grid) spec.axes.push_back(parse_grid_axis(g));
+    std::string compared;
+    if (o->compare_pp) {
+      const int64_t world =
+          spec.base.gpus > 0 ? int64_t{spec.base.gpus} : int64_t{spec.base.nodes} * spec.topology.gpus_per_node;
+      const int64_t global = compared_global_batch(spec.base, world);
+      if (spec.base.global_batch_size == 0) {
+        apply_override(spec.base, "global_batch_size=" + std::to_string(global), "--compare-pp");
+      }
+      spec.points = pipeline_plans(spec.model, spec.base, world);
+      compared = "every plan runs " + std::to_string(world) + " GPUs and a global batch of " + std::to_string(global) +
+                 " sequences\n";
+    }
     spec.evaluation = o->evaluation;
     spec.threads = o->threads;
     const int64_t total = sweep_size(spec);
@@ -74,7 +93,8 @@ void register_sweep(CLI::App& app) {
     }
     std::cout << "sweep of " << total << " configurations of " << spec.model.name << " on " << spec.topology.name
               << ": " << valid << " can be built, " << fits << " fit, " << at_risk << " at risk (ranked by "
-              << o->rank_by << ")\n\n";
+              << o->rank_by << ")\n"
+              << compared << "\n";
     std::cout << sweep_table(results, order, o->top);
     if (!o->csv.empty()) write_text_file(o->csv, sweep_csv(results, order), "--csv");
     if (!o->json.empty()) write_text_file(o->json, sweep_json(results, order), "--json");

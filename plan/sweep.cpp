@@ -66,8 +66,8 @@ GridAxis parse_grid_axis(const std::string& text) {
 int64_t sweep_size(const SweepSpec& spec) {
   // Multiplied in long double and refused past the limit: a grid of 10^12 points would overflow nothing but would
   // allocate a result per point and run for months (common/limits.h).
-  long double n = 1;
-  std::string axes;
+  long double n = spec.points.empty() ? 1 : static_cast<long double>(spec.points.size());
+  std::string axes = spec.points.empty() ? "" : std::to_string(spec.points.size()) + " plans";
   for (const auto& a : spec.axes) {
     n *= static_cast<long double>(a.values.size());
     axes += (axes.empty() ? "" : " × ") + std::to_string(a.values.size()) + " " + a.key;
@@ -80,6 +80,27 @@ int64_t sweep_size(const SweepSpec& spec) {
                           " points (each is one simulation; 10,000 take about 110 s on 2 cores): drop values or axes");
   }
   return static_cast<int64_t>(n);
+}
+
+std::vector<std::vector<std::string>> pipeline_plans(const ModelSpec& model, const FsdpConfig& base, int64_t world) {
+  std::vector<std::vector<std::string>> plans{{"pp=1"}};
+  const int64_t tp_cp = int64_t{std::max(base.tp, 1)} * std::max(base.cp, 1);
+  if (world % tp_cp != 0) return plans;  // the FSDP-only point names the problem
+  const int64_t rest = world / tp_cp;
+  const int64_t deepest = std::min<int64_t>({limits::kMaxPipelineStages, rest, std::max(model.num_layers, 1)});
+  for (int64_t pp = 2; pp <= deepest; ++pp) {
+    if (rest % pp != 0) continue;
+    for (const char* schedule : {"1f1b", "interleaved_1f1b"}) {
+      plans.push_back({"pp=" + std::to_string(pp), std::string("pipeline_schedule=") + schedule});
+    }
+  }
+  return plans;
+}
+
+int64_t compared_global_batch(const FsdpConfig& base, int64_t world) {
+  if (base.global_batch_size > 0) return base.global_batch_size;
+  const int64_t tp_cp = int64_t{std::max(base.tp, 1)} * std::max(base.cp, 1);
+  return base.micro_batch_size * std::max<int64_t>(1, world / tp_cp);
 }
 
 SweepResult evaluate_config(const ModelSpec& model, const Topology& base_topology, FsdpConfig config,
@@ -161,7 +182,14 @@ std::vector<SweepResult> run_sweep(const SweepSpec& spec, const SweepProgress& p
   std::mutex progress_mutex;
   const auto worker = [&] {
     for (int64_t i = next++; i < total; i = next++) {
-      const std::vector<std::string> assignments = point_assignments(spec.axes, i);
+      std::vector<std::string> assignments;
+      if (spec.points.empty()) {
+        assignments = point_assignments(spec.axes, i);
+      } else {
+        const int64_t per_point = total / static_cast<int64_t>(spec.points.size());
+        assignments = spec.points[static_cast<size_t>(i / per_point)];
+        for (std::string& a : point_assignments(spec.axes, i % per_point)) assignments.push_back(std::move(a));
+      }
       SweepResult r = evaluate_point(spec, assignments);
       results[static_cast<size_t>(i)] = std::move(r);
       const int64_t d = ++done;

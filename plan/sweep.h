@@ -68,6 +68,9 @@ struct SweepSpec {
   Topology topology;
   FsdpConfig base;  ///< the configuration every point starts from
   std::vector<GridAxis> axes;
+  /// Explicit points ("key=value" lists) crossed with the grid: every point with every grid combination. Empty: the
+  /// grid alone. (pipeline_plans() lists the pipeline layouts to compare with the FSDP-only plan this way.)
+  std::vector<std::vector<std::string>> points;
   EvaluateOptions evaluation;
   int32_t threads = 0;  ///< 0: all cores
   /// Evaluates one point's configuration; empty: evaluate_config with the fields above. A what-if (or a test) may
@@ -89,6 +92,15 @@ std::vector<size_t> rank_results(const std::vector<SweepResult>& results, RankBy
 /// Evaluates one configuration (also what fit and the OOM advice use).
 SweepResult evaluate_config(const ModelSpec& model, const Topology& topology, FsdpConfig config,
                             const EvaluateOptions& options);
+
+/// The plans `sweep --compare-pp` ranks: the configuration as given without pipeline parallelism (pp=1), and for every
+/// pp from 2 up to 64 that divides the GPUs left over by tp·cp (and is at most the model's layers), 1F1B and
+/// interleaved 1F1B. Points that cannot be built (a split that does not divide) stay in the table with the reason.
+std::vector<std::vector<std::string>> pipeline_plans(const ModelSpec& model, const FsdpConfig& base, int64_t world);
+/// The global batch every compared plan runs: the configuration's, or when it is 0 what the FSDP-only plan runs
+/// (one micro-batch per data-parallel rank: micro_batch_size × world / (tp·cp)), so that the plans differ only in
+/// their layout.
+int64_t compared_global_batch(const FsdpConfig& base, int64_t world);
 
 /// The ranked table (top `limit` rows), CSV (every point) and JSON (every point).
 std::string sweep_table(const std::vector<SweepResult>& results, const std::vector<size_t>& order, size_t limit);

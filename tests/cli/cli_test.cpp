@@ -67,6 +67,18 @@ TEST(Cli, EveryVerdictCarriesItsBand) {
   EXPECT_TRUE(contains(sweep.output, "90% band")) << sweep.output;
 }
 
+TEST(Cli, SweepComparesTheFsdpOnlyPlanWithItsPipelinePlans) {
+  // 16 GPUs of Llama-3-8B: pp=1 and pp 2, 4, 8, 16 with both schedules, all at the FSDP-only plan's global batch.
+  const Result r = run("sweep --model llama3-8b --set nodes=2 --compare-pp");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "sweep of 9 configurations")) << r.output;
+  EXPECT_TRUE(contains(r.output, "every plan runs 16 GPUs and a global batch of 16 sequences")) << r.output;
+  EXPECT_TRUE(contains(r.output, "pp=16 pipeline_schedule=interleaved_1f1b")) << r.output;
+  const Result nothing = run("sweep --model llama3-8b");
+  EXPECT_NE(nothing.exit_code, 0);
+  EXPECT_TRUE(contains(nothing.output, "'--grid': nothing to sweep")) << nothing.output;
+}
+
 TEST(Cli, SimulateAScheduleFile) {
   const std::string file = temp_path("l8.schedule.yaml");
   ASSERT_EQ(run("schedule --model llama3-8b --set nodes=2 -o " + file).exit_code, 0);

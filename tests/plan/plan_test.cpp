@@ -99,6 +99,41 @@ TEST(Sweep, APointThatThrowsIsThatPointsErrorAndTheSweepGoesOn) {
   EXPECT_NE(table.find("micro_batch_size=2 — error: "), std::string::npos) << table;
 }
 
+TEST(Sweep, PipelinePlansAreEveryDividingPpWithBothSchedules) {
+  // 64 GPUs at tp 8 leave 8: pp 2, 4 and 8, each with 1F1B and interleaving, after the plan without a pipeline.
+  FsdpConfig base;
+  base.tp = 8;
+  const std::vector<std::vector<std::string>> plans = pipeline_plans(model_preset("llama3-70b"), base, 64);
+  ASSERT_EQ(plans.size(), 7u);
+  EXPECT_EQ(plans[0], (std::vector<std::string>{"pp=1"}));
+  EXPECT_EQ(plans[1], (std::vector<std::string>{"pp=2", "pipeline_schedule=1f1b"}));
+  EXPECT_EQ(plans[6], (std::vector<std::string>{"pp=8", "pipeline_schedule=interleaved_1f1b"}));
+  // 12 GPUs leave 12 at tp 1: pp 2, 3, 4, 6, 12 (at most the 32 layers).
+  EXPECT_EQ(pipeline_plans(model_preset("llama3-8b"), FsdpConfig{}, 12).size(), 11u);
+  // The compared global batch: the given one, or the FSDP-only plan's one micro-batch per data-parallel rank.
+  base.micro_batch_size = 2;
+  EXPECT_EQ(compared_global_batch(base, 64), 16);
+  base.global_batch_size = 256;
+  EXPECT_EQ(compared_global_batch(base, 64), 256);
+}
+
+TEST(Sweep, PointsAreCrossedWithTheGrid) {
+  SweepSpec spec = llama8b_spec();
+  spec.points = {{"pp=1"}, {"pp=2", "pipeline_schedule=1f1b"}};
+  spec.axes = {parse_grid_axis("micro_batch_size=1,2")};
+  spec.evaluate = [](const FsdpConfig& config) {
+    SweepResult r;
+    r.valid = true;
+    r.tokens_per_s_per_gpu = config.pp * 10.0 + static_cast<double>(config.micro_batch_size);
+    return r;
+  };
+  ASSERT_EQ(sweep_size(spec), 4);
+  const auto results = run_sweep(spec);
+  EXPECT_EQ(results[0].assignments, (std::vector<std::string>{"pp=1", "micro_batch_size=1"}));
+  EXPECT_EQ(results[3].assignments, (std::vector<std::string>{"pp=2", "pipeline_schedule=1f1b", "micro_batch_size=2"}));
+  EXPECT_DOUBLE_EQ(results[3].tokens_per_s_per_gpu, 22.0);  // the point's and the grid's values both applied
+}
+
 TEST(Sweep, RankingPutsFittingFirstThenByTheCriterion) {
   std::vector<SweepResult> r(4);
   r[0].valid = true;  // fits, slow, cheap on memory
