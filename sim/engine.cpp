@@ -90,6 +90,7 @@ class Engine {
     compute_speed_.assign(static_cast<size_t>(stages), 1.0);
     comm_sms_.assign(static_cast<size_t>(stages), 0);
     comm_running_.assign(static_cast<size_t>(stages), 0);
+    running_of_stage_.assign(static_cast<size_t>(stages), {});
     stage_changed_.assign(static_cast<size_t>(stages), 1);
     for (const Stream& st : s.streams) stream_stage_.push_back(st.stage);
     for (const double cap : link_caps) links_.push_back(FlowLink{cap});
@@ -192,7 +193,7 @@ class Engine {
     for (size_t i = 0; i < ops_.size(); ++i) pending_[i] = ops_[i].deps;
     posted_.assign(ops_.size(), 0);
     for (auto& a : acts_) a = Activity{};
-    running_.clear();
+    for (auto& stage : running_of_stage_) stage.clear();
     std::fill(stage_changed_.begin(), stage_changed_.end(), 1);
     comm_changed_ = true;
     fresh_.clear();
@@ -367,28 +368,32 @@ class Engine {
     // A running send loads both its stages' links: a change on either end re-rates both.
     for (bool grew = true; grew && stage_changed_.size() > 1;) {
       grew = false;
-      for (const size_t st : running_) {
-        const Activity& a = acts_[st];
-        const int32_t peer = ops_[static_cast<size_t>(a.op)].peer;
-        if (!a.transfer || peer < 0) continue;
-        const auto here = static_cast<size_t>(stream_stage_[st]);
-        const auto there =
-            static_cast<size_t>(stream_stage_[static_cast<size_t>(ops_[static_cast<size_t>(peer)].stream)]);
-        if (stage_changed_[here] != stage_changed_[there]) {
-          stage_changed_[here] = stage_changed_[there] = 1;
-          grew = true;
+      for (const auto& stage : running_of_stage_) {
+        for (const size_t st : stage) {
+          const Activity& a = acts_[st];
+          const int32_t peer = ops_[static_cast<size_t>(a.op)].peer;
+          if (!a.transfer || peer < 0) continue;
+          const auto here = static_cast<size_t>(stream_stage_[st]);
+          const auto there =
+              static_cast<size_t>(stream_stage_[static_cast<size_t>(ops_[static_cast<size_t>(peer)].stream)]);
+          if (stage_changed_[here] != stage_changed_[there]) {
+            stage_changed_[here] = stage_changed_[there] = 1;
+            grew = true;
+          }
         }
       }
     }
-    const auto changed = [&](size_t st) { return stage_changed_[static_cast<size_t>(stream_stage_[st])] != 0; };
+    // The running streams of the changed stages, in stream order (the order the flows are solved in).
+    changed_.clear();
     for (size_t stage = 0; stage < stage_changed_.size(); ++stage) {
       if (!stage_changed_[stage]) continue;
       comm_sms_[stage] = 0;
       comm_running_[stage] = 0;
+      changed_.insert(changed_.end(), running_of_stage_[stage].begin(), running_of_stage_[stage].end());
     }
+    std::sort(changed_.begin(), changed_.end());
     flows_.clear();
-    for (const size_t st : running_) {
-      if (!changed(st)) continue;
+    for (const size_t st : changed_) {
       const Activity& a = acts_[st];
       flow_of_stream_[st] = -1;
       const OpCost& cost = costs_[static_cast<size_t>(a.op)];
@@ -409,9 +414,9 @@ class Engine {
       if (comm_running_[stage]) compute_speed_[stage] *= (1.0 - t_.gpu.overlap_slowdown);
     }
     solver_.solve(links_, flows_, rates_);
-    for (const size_t st : running_) {
+    for (const size_t st : changed_) {
       const Activity& a = acts_[st];
-      if (!changed(st) || a.in_latency || a.rendezvous) continue;
+      if (a.in_latency || a.rendezvous) continue;
       const int32_t f = flow_of_stream_[st];
       set_rate(st, a.transfer ? rates_[static_cast<size_t>(f)] / 1e9 : speed_of(st), now);  // bytes per ns
     }
@@ -429,15 +434,17 @@ class Engine {
     }
   }
 
-  // The streams running an op, in stream order (the re-rating visits only these: a pipeline schedule has dozens of
-  // streams, a few busy at a time).
+  // The streams running an op, per stage in stream order (the re-rating visits only the changed stages' ones: a
+  // pipeline schedule has dozens of streams, a few busy at a time in each stage).
   void mark_running(size_t stream) {
-    const auto at = std::lower_bound(running_.begin(), running_.end(), stream);
-    if (at == running_.end() || *at != stream) running_.insert(at, stream);
+    auto& running = running_of_stage_[static_cast<size_t>(stream_stage_[stream])];
+    const auto at = std::lower_bound(running.begin(), running.end(), stream);
+    if (at == running.end() || *at != stream) running.insert(at, stream);
   }
   void mark_idle(size_t stream) {
-    const auto at = std::lower_bound(running_.begin(), running_.end(), stream);
-    if (at != running_.end() && *at == stream) running_.erase(at);
+    auto& running = running_of_stage_[static_cast<size_t>(stream_stage_[stream])];
+    const auto at = std::lower_bound(running.begin(), running.end(), stream);
+    if (at != running.end() && *at == stream) running.erase(at);
   }
 
   [[nodiscard]] double speed_of(size_t stream) const {
@@ -490,9 +497,10 @@ class Engine {
   std::vector<Flow> flows_;
   std::vector<double> rates_;
   std::vector<int32_t> flow_of_stream_;
-  std::vector<size_t> running_;           // streams whose activity is active, ascending
-  std::vector<size_t> fresh_;             // streams whose compute op started since the last re-rating
-  std::vector<size_t> to_check_;          // streams whose head may be able to start
+  std::vector<std::vector<size_t>> running_of_stage_;  // per stage: streams whose activity is active, ascending
+  std::vector<size_t> changed_;                        // rerate_changed_stages: the running streams it re-rates
+  std::vector<size_t> fresh_;                          // streams whose compute op started since the last re-rating
+  std::vector<size_t> to_check_;                       // streams whose head may be able to start
   bool comm_changed_ = true;              // the set of running communication changed since the last re-rating
   std::vector<double> compute_speed_;     // per stage
   std::vector<int32_t> comm_sms_;         // per stage: SMs communication kernels hold
