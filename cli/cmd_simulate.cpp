@@ -7,9 +7,11 @@
 #include "cli/job_options.h"
 #include "cli/output.h"
 #include "common/error.h"
+#include "common/pickle.h"
 #include "plan/advice.h"
 #include "plan/html_report.h"
 #include "plan/rank_differences.h"
+#include "report/memory_snapshot.h"
 #include "report/report.h"
 #include "sim/engine.h"
 
@@ -23,6 +25,7 @@ struct SimulateOptions {
   std::string json;
   std::string trace;
   std::string html;
+  std::string memory_snapshot;
   int32_t steps = 2;
   bool expandable_segments = false;
   bool no_advice = false;
@@ -46,6 +49,9 @@ void register_simulate(CLI::App& app) {
   cmd->add_flag("--expandable-segments", options->expandable_segments,
                 "model PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
   cmd->add_option("--html", options->html, "write a self-contained HTML report (timeline, memory, advice)");
+  cmd->add_option("--memory-snapshot", options->memory_snapshot,
+                  "write the predicted steady step as a PyTorch CUDA memory snapshot (pickle; open it in "
+                  "pytorch.org/memory_viz or torch/cuda/_memory_viz.py)");
   cmd->add_flag("--no-advice", options->no_advice, "do not simulate what would make an OOM configuration fit");
   cmd->add_option("--margin", options->margin,
                   "safety margin: needing more than (1 - margin) of the GPU's memory is 'at risk'")
@@ -86,6 +92,10 @@ void register_simulate(CLI::App& app) {
     }
     if (!options->json.empty()) write_text_file(options->json, report_json(report), "--json");
     if (!options->trace.empty()) write_text_file(options->trace, chrome_trace(schedule, run), "--trace");
+    if (!options->memory_snapshot.empty()) {
+      write_text_file(options->memory_snapshot, write_pickle(predicted_memory_snapshot(schedule, run)),
+                      "--memory-snapshot");
+    }
     if (!options->html.empty())
       write_text_file(options->html, html_run_report(schedule, run, report, advice, config ? &*config : nullptr),
                       "--html");

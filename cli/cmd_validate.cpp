@@ -4,6 +4,10 @@
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "common/error.h"
+#include "common/limits.h"
+#include "common/pickle.h"
+#include "common/yaml_reader.h"
+#include "report/memory_snapshot.h"
 #include "report/report_compare.h"
 
 namespace fsdpsim::cli {
@@ -12,6 +16,8 @@ namespace {
 struct ValidateOptions {
   std::string predicted;
   std::string measured;
+  std::string measured_memory;
+  int32_t device = 0;
   std::string json;
   size_t worst = 15;
 };
@@ -22,11 +28,26 @@ void register_validate(CLI::App& app) {
   auto options = std::make_shared<ValidateOptions>();
   CLI::App* cmd = app.add_subcommand("validate", "compare a predicted report with a measured one, op by op");
   cmd->add_option("--predicted,-p", options->predicted, "report written by 'fsdpsim simulate --json'")->required();
-  cmd->add_option("--measured,-m", options->measured, "report written by 'fsdpsim exec --json'")->required();
+  cmd->add_option("--measured,-m", options->measured, "report written by 'fsdpsim exec --json'");
+  cmd->add_option("--measured-memory", options->measured_memory,
+                  "a CUDA memory snapshot of your own run (torch.cuda.memory._dump_snapshot): its peaks and bytes by "
+                  "category against the prediction");
+  cmd->add_option("--device", options->device, "the snapshot's device to read")->capture_default_str();
   cmd->add_option("--json", options->json, "write the comparison as JSON to this file");
   cmd->add_option("--worst", options->worst, "how many ops with the largest error to list")->capture_default_str();
   cmd->callback([options] {
+    if (options->measured.empty() && options->measured_memory.empty()) {
+      throw ConfigError(SourceLocation{"<validate>", 0, 0}, "--measured", "nothing measured to compare with",
+                        "give --measured (an 'fsdpsim exec --json' report) or --measured-memory (a memory snapshot)");
+    }
     const Report predicted = load_report(options->predicted);
+    if (!options->measured_memory.empty()) {
+      const SnapshotMemory m = read_memory_snapshot(
+          read_pickle(read_file_bytes(options->measured_memory, limits::kMaxSnapshotBytes), options->measured_memory),
+          options->measured_memory, options->device);
+      std::cout << snapshot_comparison_text(predicted, m);
+      if (options->measured.empty()) return;
+    }
     const Report measured = load_report(options->measured);
     Comparison c;
     try {

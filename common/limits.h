@@ -12,6 +12,9 @@ namespace fsdpsim::limits {
 /// Any input file (YAML, JSON, nccl-tests log). The largest real input, a Llama-3-405B schedule with 16 micro-batches,
 /// is 11.3 MiB; yaml-cpp holds about 60 bytes of memory per byte of YAML text, so 64 MiB already needs ~4 GiB.
 inline constexpr int64_t kMaxInputFileBytes = int64_t{64} << 20;
+/// A CUDA memory snapshot (a pickle): its allocation history can run to hundreds of MiB; parsed, it takes several
+/// times its size.
+inline constexpr int64_t kMaxSnapshotBytes = int64_t{512} << 20;
 
 // ---- model ---------------------------------------------------------------------------------------------------------
 /// Decoder layers (Llama-3-405B has 126, GPT-3 96).

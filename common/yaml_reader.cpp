@@ -53,6 +53,10 @@ YamlDocument load_yaml_text(const std::string& text, const std::string& source) 
 }
 
 std::string read_text_file(const std::string& path) {
+  return read_file_bytes(path, limits::kMaxInputFileBytes);
+}
+
+std::string read_file_bytes(const std::string& path, int64_t max_bytes) {
   std::error_code error;
   // A folder opens as a stream on Linux and reads as empty: say what it is instead of parsing nothing.
   if (std::filesystem::is_directory(path, error)) {
@@ -65,10 +69,10 @@ std::string read_text_file(const std::string& path) {
   }
   // Refuse absurd files before reading them: parsing needs many times their size in memory (common/limits.h).
   const auto size = std::filesystem::file_size(path, error);
-  if (!error && size > static_cast<uintmax_t>(limits::kMaxInputFileBytes)) {
+  if (!error && size > static_cast<uintmax_t>(max_bytes)) {
     throw ConfigError(SourceLocation{path, 0, 0}, "",
                       "a file of " + format_bytes(static_cast<int64_t>(size)) + " is beyond what fsdpsim models",
-                      "input files may hold at most " + format_bytes(limits::kMaxInputFileBytes));
+                      "such input files may hold at most " + format_bytes(max_bytes));
   }
   // Read at most one byte past the limit: a device or a pipe that never ends (/dev/zero) has no size to check first.
   std::string text;
@@ -76,10 +80,10 @@ std::string read_text_file(const std::string& path) {
   while (in) {
     in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
     text.append(chunk.data(), static_cast<size_t>(in.gcount()));
-    if (static_cast<int64_t>(text.size()) > limits::kMaxInputFileBytes) {
+    if (static_cast<int64_t>(text.size()) > max_bytes) {
       throw ConfigError(SourceLocation{path, 0, 0}, "",
-                        "more than " + format_bytes(limits::kMaxInputFileBytes) + " of input, and it has not ended",
-                        "give a regular file of at most " + format_bytes(limits::kMaxInputFileBytes));
+                        "more than " + format_bytes(max_bytes) + " of input, and it has not ended",
+                        "give a regular file of at most " + format_bytes(max_bytes));
     }
   }
   if (in.bad()) throw ConfigError(SourceLocation{path, 0, 0}, "", "cannot read file", "check its permissions");

@@ -22,6 +22,8 @@ struct YamlDocument {
 
 /// Reads a whole file; a missing or unreadable file is a ConfigError naming it.
 std::string read_text_file(const std::string& path);
+/// The same for any file of at most `max_bytes` (binary inputs such as memory snapshots have their own limit).
+std::string read_file_bytes(const std::string& path, int64_t max_bytes);
 /// Loads a YAML file; a missing file or a syntax error is a ConfigError naming the file and line.
 YamlDocument load_yaml_file(const std::string& path);
 /// Parses YAML text; `source` names it in messages.

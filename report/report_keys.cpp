@@ -50,6 +50,19 @@ Row integer(std::string key, int64_t Report::*member, KeyPresence presence = Key
   return row;
 }
 
+/// Bytes by name (the breakdown at the peak), read back where present: a snapshot comparison sets it against the
+/// categories a real run's snapshot gives.
+Row byte_map(std::string key, std::map<std::string, int64_t> Report::*member) {
+  Row row = written(std::move(key), member);
+  row.read = [member](Report& r, const Json& j, const std::string& k, const JsonReportReader& in) {
+    const Json& object = in.field(j, k, "");
+    if (!object.is_object()) in.fail(k, "is not an object of byte counts", "write the report again with fsdpsim");
+    for (const auto& [name, bytes] : object.items()) (r.*member)[name] = in.integer(object, name, k);
+  };
+  row.presence = KeyPresence::optional;
+  return row;
+}
+
 /// An identity text row, read back in the first pass.
 Row text(std::string key, std::string Report::*member) {
   Row row = written(std::move(key), member);
@@ -212,7 +225,7 @@ std::vector<Row> make_report_keys() {
          return OrderedJson{r.tokens_per_s_band_low, r.tokens_per_s_band_high};
        },
        nullptr},
-      written("memory_breakdown", &Report::memory_breakdown),
+      byte_map("memory_breakdown", &Report::memory_breakdown),
       text("source", &Report::source),
       text("model", &Report::model),
       written("implementation", &Report::implementation),

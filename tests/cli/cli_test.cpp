@@ -79,6 +79,16 @@ TEST(Cli, SweepComparesTheFsdpOnlyPlanWithItsPipelinePlans) {
   EXPECT_TRUE(contains(nothing.output, "'--grid': nothing to sweep")) << nothing.output;
 }
 
+TEST(Cli, APredictedMemorySnapshotValidatesAgainstItsOwnPrediction) {
+  const std::string json = temp_path("snap.json"), pickle = temp_path("snap.pickle");
+  ASSERT_EQ(run("simulate --model llama3-8b --no-advice --json " + json + " --memory-snapshot " + pickle).exit_code, 0);
+  const Result r = run("validate --predicted " + json + " --measured-memory " + pickle);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "memory: the prediction against the snapshot")) << r.output;
+  EXPECT_TRUE(contains(r.output, "peak reserved")) << r.output;
+  EXPECT_TRUE(contains(r.output, "optimizer_state")) << r.output;
+}
+
 TEST(Cli, SimulateAScheduleFile) {
   const std::string file = temp_path("l8.schedule.yaml");
   ASSERT_EQ(run("schedule --model llama3-8b --set nodes=2 -o " + file).exit_code, 0);

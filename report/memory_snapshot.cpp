@@ -1,0 +1,364 @@
+#include "report/memory_snapshot.h"
+
+#include <algorithm>
+#include <array>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include <cstdio>
+#include "common/error.h"
+#include "common/units.h"
+#include "memory/caching_allocator.h"
+
+namespace fsdpsim {
+namespace {
+
+constexpr const char* kCategoryFrame = "fsdpsim.category=";
+constexpr int64_t kBaseAddress = int64_t{0x7f0000000000};
+
+PickleValue frame(const std::string& name) {
+  return pickle_dict({{pickle_string("filename"), pickle_string("fsdpsim")},
+                      {pickle_string("line"), pickle_int(0)},
+                      {pickle_string("name"), pickle_string(name)}});
+}
+
+PickleValue frames_of(const Schedule& s, BufferId b, const std::string& op) {
+  return pickle_list({frame(kCategoryFrame + std::string(to_string(s.buffers[b].category))),
+                      frame("buffer " + s.buffers[b].name), frame(op)});
+}
+
+PickleValue trace_event(const std::string& action, int64_t addr, int64_t size, int64_t time_us, PickleValue frames) {
+  return pickle_dict({{pickle_string("action"), pickle_string(action)},
+                      {pickle_string("addr"), pickle_int(addr)},
+                      {pickle_string("size"), pickle_int(size)},
+                      {pickle_string("stream"), pickle_int(0)},
+                      {pickle_string("time_us"), pickle_int(time_us)},
+                      {pickle_string("frames"), std::move(frames)}});
+}
+
+// One allocation or free of the steady step, in the order the engine performs them: at one time, the frees of ops
+// that end first, then starts (an op that takes no time frees right after it allocates), by op id.
+struct Event {
+  TimeNs time_ns = 0;
+  int32_t group = 0;
+  int32_t op = 0;
+  bool free = false;
+  BufferId buffer;
+  auto key() const { return std::tie(time_ns, group, op, free); }
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Reading
+
+[[noreturn]] void not_a_snapshot(const std::string& source, const std::string& key, const std::string& problem) {
+  throw ConfigError(SourceLocation{source, 0, 0}, key, problem,
+                    "write the snapshot with torch.cuda.memory._record_memory_history() then "
+                    "torch.cuda.memory._dump_snapshot(path)");
+}
+
+int64_t int_field(const PickleValue& dict, const std::string& key, const std::string& source, const char* where) {
+  const PickleValue* v = dict.find(key);
+  if (v == nullptr || v->integer() == nullptr)
+    not_a_snapshot(source, key, std::string(where) + " has no integer '" + key + "'");
+  return *v->integer();
+}
+
+std::string text_field(const PickleValue& dict, const std::string& key) {
+  const PickleValue* v = dict.find(key);
+  return v != nullptr && v->string() != nullptr ? *v->string() : std::string();
+}
+
+bool contains(const std::string& text, const char* part) {
+  return text.find(part) != std::string::npos;
+}
+
+struct Live {
+  int64_t size = 0;
+  std::string category;
+};
+
+}  // namespace
+
+PickleValue predicted_memory_snapshot(const Schedule& schedule, const RunRecord& run) {
+  FSDPSIM_CHECK(!run.steps.empty(), "a run with no steps has no memory snapshot");
+  const StepRun& step = run.steps.back();
+  const int32_t stage = run.memory_stage;
+  const auto on_stage = [&](BufferId b) { return schedule.buffers[b].stage == stage; };
+  // PyTorch hands out no block for an empty tensor (MemoryTracker::allocate): empty buffers leave no event.
+  const auto empty = [&](BufferId b) { return schedule.buffers[b].size_bytes == 0; };
+
+  std::vector<Event> events;
+  for (const Op& op : schedule.ops) {
+    const OpTiming& t = step.ops[op.id];
+    if (t.start_ns < 0 || schedule.stage_of(op) != stage) continue;
+    for (const BufferId b : op.allocs) {
+      if (!empty(b)) events.push_back({t.start_ns, 1, op.id.value(), false, b});
+    }
+    for (const BufferId b : op.frees) {
+      if (!empty(b)) events.push_back({t.end_ns, t.end_ns == t.start_ns ? 1 : 0, op.id.value(), true, b});
+    }
+  }
+  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.key() < b.key(); });
+
+  // Live at the step's start: the persistent buffers and those the step frees before it allocates them.
+  std::vector<char> live(schedule.buffers.size(), 0), seen(schedule.buffers.size(), 0);
+  std::vector<BufferId> initial;
+  for (const Buffer& b : schedule.buffers) {
+    if (b.persistent && on_stage(b.id) && !empty(b.id)) initial.push_back(b.id);
+  }
+  for (const Event& e : events) {
+    if (seen[e.buffer.index()] || schedule.buffers[e.buffer].persistent) continue;
+    seen[e.buffer.index()] = 1;
+    if (e.free) initial.push_back(e.buffer);
+  }
+
+  const auto us = [&](TimeNs t) { return (t - step.start_ns) / 1000; };
+  std::vector<int64_t> address(schedule.buffers.size(), 0);
+  int64_t next_address = kBaseAddress;
+  PickleList trace;
+  const int64_t reserved = step.peak_reserved.bytes;
+  trace.push_back(trace_event("segment_alloc", kBaseAddress, reserved, 0,
+                              pickle_list({frame("fsdpsim: the predicted reserved peak (segments are not modelled "
+                                                 "per event)")})));
+  const auto alloc = [&](BufferId b, TimeNs t, const std::string& by) {
+    address[b.index()] = next_address;
+    const int64_t size = CachingAllocator::round_size(schedule.buffers[b].size_bytes);
+    next_address += size;
+    live[b.index()] = 1;
+    trace.push_back(trace_event("alloc", address[b.index()], size, us(t), frames_of(schedule, b, by)));
+  };
+  for (const BufferId b : initial) alloc(b, step.start_ns, "live at the step's start");
+  for (const Event& e : events) {
+    const std::string& op = schedule.ops[OpId(e.op)].name;
+    if (!e.free) {
+      alloc(e.buffer, e.time_ns, op);
+      continue;
+    }
+    if (!live[e.buffer.index()]) continue;
+    live[e.buffer.index()] = 0;
+    const int64_t size = CachingAllocator::round_size(schedule.buffers[e.buffer].size_bytes);
+    trace.push_back(trace_event("free_requested", address[e.buffer.index()], size, us(e.time_ns),
+                                frames_of(schedule, e.buffer, op)));
+    trace.push_back(trace_event("free_completed", address[e.buffer.index()], size, us(e.time_ns),
+                                frames_of(schedule, e.buffer, op)));
+  }
+
+  // The state at the end: one segment holding the blocks still live.
+  PickleList blocks;
+  int64_t allocated = 0, requested = 0;
+  for (const Buffer& b : schedule.buffers) {
+    if (!live[b.id.index()]) continue;
+    const int64_t size = CachingAllocator::round_size(b.size_bytes);
+    allocated += size;
+    requested += b.size_bytes;
+    blocks.push_back(pickle_dict({{pickle_string("address"), pickle_int(address[b.id.index()])},
+                                  {pickle_string("size"), pickle_int(size)},
+                                  {pickle_string("requested_size"), pickle_int(b.size_bytes)},
+                                  {pickle_string("state"), pickle_string("active_allocated")},
+                                  {pickle_string("frames"), frames_of(schedule, b.id, "live at the step's end")}}));
+  }
+  PickleValue segment = pickle_dict({{pickle_string("device"), pickle_int(0)},
+                                     {pickle_string("address"), pickle_int(kBaseAddress)},
+                                     {pickle_string("total_size"), pickle_int(std::max(reserved, allocated))},
+                                     {pickle_string("stream"), pickle_int(0)},
+                                     {pickle_string("segment_type"), pickle_string("large")},
+                                     {pickle_string("allocated_size"), pickle_int(allocated)},
+                                     {pickle_string("active_size"), pickle_int(allocated)},
+                                     {pickle_string("requested_size"), pickle_int(requested)},
+                                     {pickle_string("blocks"), pickle_list(std::move(blocks))}});
+  return pickle_dict({{pickle_string("segments"), pickle_list({std::move(segment)})},
+                      {pickle_string("device_traces"), pickle_list({pickle_list(std::move(trace))})}});
+}
+
+std::string classify_frames(const PickleValue& frames) {
+  const PickleList* list = frames.list();
+  if (list == nullptr) return "unclassified";
+  for (const PickleValue& f : *list) {
+    const std::string name = text_field(f, "name");
+    if (name.rfind(kCategoryFrame, 0) == 0) return name.substr(std::string(kCategoryFrame).size());
+  }
+  // The innermost frame that says what the memory is for. The names are those of PyTorch FSDP2
+  // (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py, _fsdp_param.py), Megatron-FSDP
+  // (megatron_fsdp/param_and_grad_buffer.py), torch.optim and autograd.
+  for (const PickleValue& f : *list) {
+    const std::string name = text_field(f, "name");
+    const std::string file = text_field(f, "filename");
+    if (contains(file, "torch/optim") || contains(name, "_init_group") || contains(name, "optimizer")) {
+      return "optimizer_state";
+    }
+    if (contains(name, "all_gather") || contains(name, "unshard") || contains(name, "fetch_bucket")) {
+      return "gathered_param";
+    }
+    if (contains(name, "foreach_reduce") || contains(name, "reduce_scatter") || contains(name, "reduce_grad")) {
+      return "unsharded_grad";
+    }
+    if (contains(name, "_init_sharded_param") || contains(name, "fully_shard") || contains(name, "init_param")) {
+      return "param_shard";
+    }
+    if (contains(name, "backward") || contains(file, "torch/autograd")) return "weight_grad";
+    if (contains(name, "forward")) return "activation";
+  }
+  return "unclassified";
+}
+
+SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::string& source, int32_t device) {
+  if (snapshot.dict() == nullptr) not_a_snapshot(source, "segments", "the pickle is not a dict");
+  const PickleValue* segments = snapshot.find("segments");
+  if (segments == nullptr || segments->list() == nullptr) {
+    not_a_snapshot(source, "segments", "no 'segments' list: this is not a CUDA memory snapshot");
+  }
+  SnapshotMemory m;
+  // The end state: reserved bytes and the blocks still allocated, by address.
+  int64_t end_reserved = 0;
+  std::unordered_map<int64_t, Live> end_active;
+  for (const PickleValue& seg : *segments->list()) {
+    if (const PickleValue* d = seg.find("device"); d != nullptr && d->integer() != nullptr && *d->integer() != device) {
+      continue;
+    }
+    end_reserved += int_field(seg, "total_size", source, "a segment");
+    const PickleValue* blocks = seg.find("blocks");
+    if (blocks == nullptr || blocks->list() == nullptr) continue;
+    for (const PickleValue& b : *blocks->list()) {
+      if (text_field(b, "state") != "active_allocated") continue;
+      const PickleValue* frames = b.find("frames");
+      end_active[int_field(b, "address", source, "a block")] =
+          Live{int_field(b, "size", source, "a block"), frames != nullptr ? classify_frames(*frames) : "unclassified"};
+    }
+  }
+  const PickleList empty;
+  const PickleList* trace = &empty;
+  if (const PickleValue* traces = snapshot.find("device_traces"); traces != nullptr && traces->list() != nullptr) {
+    const PickleList& per_device = *traces->list();
+    if (device >= 0 && static_cast<size_t>(device) < per_device.size() &&
+        per_device[static_cast<size_t>(device)].list()) {
+      trace = per_device[static_cast<size_t>(device)].list();
+    }
+  }
+  m.trace_events = static_cast<int64_t>(trace->size());
+
+  // Pass 1: what was allocated before the trace (freed without an allocation in it, or held to its end without
+  // one), and the segment bytes the trace added.
+  std::unordered_map<int64_t, Live> live, before;
+  int64_t segment_delta = 0;
+  for (const PickleValue& e : *trace) {
+    const std::string action = text_field(e, "action");
+    if (action == "alloc") {
+      const PickleValue* frames = e.find("frames");
+      live[int_field(e, "addr", source, "an alloc event")] =
+          Live{int_field(e, "size", source, "an alloc event"),
+               frames != nullptr ? classify_frames(*frames) : "unclassified"};
+    } else if (action == "free_completed") {
+      const int64_t addr = int_field(e, "addr", source, "a free event");
+      if (live.erase(addr) == 0) {
+        const PickleValue* frames = e.find("frames");
+        before[addr] = Live{int_field(e, "size", source, "a free event"),
+                            frames != nullptr ? classify_frames(*frames) : "unclassified"};
+      }
+    } else if (action == "segment_alloc" || action == "segment_map") {
+      segment_delta += int_field(e, "size", source, "a segment event");
+    } else if (action == "segment_free" || action == "segment_unmap") {
+      segment_delta -= int_field(e, "size", source, "a segment event");
+    }
+  }
+  for (const auto& [addr, block] : end_active) {
+    if (live.count(addr) == 0) before.emplace(addr, block);
+  }
+
+  // Pass 2: replay from the state before the trace.
+  std::map<std::string, int64_t> categories;
+  int64_t allocated = 0;
+  live.clear();
+  for (const auto& [addr, block] : before) {
+    live.emplace(addr, block);
+    allocated += block.size;
+    categories[block.category] += block.size;
+    m.allocated_before_trace_bytes += block.size;
+  }
+  int64_t reserved = std::max<int64_t>(0, end_reserved - segment_delta);
+  m.peak_allocated_bytes = allocated;
+  m.peak_categories = categories;
+  m.peak_reserved_bytes = reserved;
+  double first_us = -1;
+  for (const PickleValue& e : *trace) {
+    const std::string action = text_field(e, "action");
+    double time_us = 0;
+    if (const PickleValue* t = e.find("time_us"); t != nullptr) {
+      time_us = t->integer() != nullptr ? static_cast<double>(*t->integer()) : (t->real() != nullptr ? *t->real() : 0);
+      if (first_us < 0) first_us = time_us;
+    }
+    if (action == "alloc") {
+      const int64_t addr = int_field(e, "addr", source, "an alloc event");
+      const PickleValue* frames = e.find("frames");
+      const Live block{int_field(e, "size", source, "an alloc event"),
+                       frames != nullptr ? classify_frames(*frames) : "unclassified"};
+      live[addr] = block;
+      allocated += block.size;
+      categories[block.category] += block.size;
+      if (allocated > m.peak_allocated_bytes) {
+        m.peak_allocated_bytes = allocated;
+        m.peak_categories = categories;
+        m.peak_allocated_time_us = first_us < 0 ? 0 : time_us - first_us;
+      }
+    } else if (action == "free_completed") {
+      const auto it = live.find(int_field(e, "addr", source, "a free event"));
+      if (it == live.end()) continue;
+      allocated -= it->second.size;
+      categories[it->second.category] -= it->second.size;
+      live.erase(it);
+    } else if (action == "segment_alloc" || action == "segment_map") {
+      reserved += int_field(e, "size", source, "a segment event");
+      m.peak_reserved_bytes = std::max(m.peak_reserved_bytes, reserved);
+    } else if (action == "segment_free" || action == "segment_unmap") {
+      reserved -= int_field(e, "size", source, "a segment event");
+    }
+  }
+  std::erase_if(m.peak_categories, [](const auto& entry) { return entry.second == 0; });
+  return m;
+}
+
+std::string snapshot_comparison_text(const Report& predicted, const SnapshotMemory& measured) {
+  std::string out =
+      "memory: the prediction against the snapshot (" + std::to_string(measured.trace_events) + " allocation events)\n";
+  if (measured.trace_events == 0) {
+    out +=
+        "  the snapshot has no allocation history (start it with torch.cuda.memory._record_memory_history()): its "
+        "figures are the state when it was taken, not a peak\n";
+  }
+  char line[160];
+  const auto row = [&](const std::string& what, int64_t p, int64_t m, bool has_p) {
+    const std::string error = !has_p || m <= 0 ? std::string("-") : [&] {
+      char e[32];
+      std::snprintf(e, sizeof e, "%+.1f%%", 100.0 * static_cast<double>(p - m) / static_cast<double>(m));
+      return std::string(e);
+    }();
+    std::snprintf(line, sizeof line, "  %-22s %12s %12s %8s\n", what.c_str(), has_p ? format_bytes(p).c_str() : "-",
+                  format_bytes(m).c_str(), error.c_str());
+    out += line;
+  };
+  std::snprintf(line, sizeof line, "  %-22s %12s %12s %8s\n", "", "predicted", "measured", "error");
+  out += line;
+  row("peak allocated", predicted.peak_allocated_bytes, measured.peak_allocated_bytes, true);
+  row("peak reserved", predicted.peak_reserved_bytes, measured.peak_reserved_bytes, true);
+  out += "  at the allocated peak (measured " + std::to_string(static_cast<int64_t>(measured.peak_allocated_time_us)) +
+         " us into the trace), by category:\n";
+  std::map<std::string, std::pair<int64_t, int64_t>> categories;  // predicted, measured (-1: absent)
+  for (size_t c = 0; c < kBufferCategoryCount; ++c) {
+    const std::string name(to_string(static_cast<BufferCategory>(c)));
+    const auto p = predicted.memory_breakdown.find(name);
+    const auto m = measured.peak_categories.find(name);
+    if (p == predicted.memory_breakdown.end() && m == measured.peak_categories.end()) continue;
+    categories[name] = {p == predicted.memory_breakdown.end() ? -1 : p->second,
+                        m == measured.peak_categories.end() ? 0 : m->second};
+  }
+  for (const auto& [name, bytes] : measured.peak_categories) {
+    if (!categories.count(name)) categories[name] = {-1, bytes};
+  }
+  for (const auto& [name, bytes] : categories) {
+    if (bytes.first <= 0 && bytes.second == 0) continue;  // neither side holds any
+    row("  " + name, std::max<int64_t>(0, bytes.first), bytes.second, bytes.first >= 0);
+  }
+  return out;
+}
+
+}  // namespace fsdpsim
