@@ -15,6 +15,9 @@ inline constexpr int64_t kMaxInputFileBytes = int64_t{64} << 20;
 /// A CUDA memory snapshot (a pickle): its allocation history can run to hundreds of MiB; parsed, it takes several
 /// times its size.
 inline constexpr int64_t kMaxSnapshotBytes = int64_t{512} << 20;
+/// A PyTorch profiler trace (Chrome-trace JSON): a few steps of a large job run to a few hundred MiB; parsed JSON
+/// takes about ten times its size.
+inline constexpr int64_t kMaxTraceBytes = int64_t{256} << 20;
 
 // ---- model ---------------------------------------------------------------------------------------------------------
 /// Decoder layers (Llama-3-405B has 126, GPT-3 96).

@@ -352,8 +352,8 @@ class Reader {
     PickleDict entries;
     entries.reserve(n.items.size() / 2);
     for (size_t i = 0; i + 1 < n.items.size(); i += 2) {
-      entries.emplace_back(to_value(*n.items[i], depth + 1, count, at),
-                           to_value(*n.items[i + 1], depth + 1, count, at));
+      entries.push_back(
+          PickleEntry{to_value(*n.items[i], depth + 1, count, at), to_value(*n.items[i + 1], depth + 1, count, at)});
     }
     return PickleValue{std::move(entries)};
   }

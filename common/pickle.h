@@ -15,9 +15,11 @@
 namespace fsdpsim {
 
 struct PickleValue;
+struct PickleEntry;
 using PickleList = std::vector<PickleValue>;
-/// Entries in the order the pickle gives them (Python dicts keep insertion order).
-using PickleDict = std::vector<std::pair<PickleValue, PickleValue>>;
+/// Entries in the order the pickle gives them (Python dicts keep insertion order). A struct, not std::pair: pair
+/// needs complete types where the recursive value is still being declared.
+using PickleDict = std::vector<PickleEntry>;
 
 /// One value. Tuples read as lists; bytes read as strings. Integers beyond 64 bits are refused.
 struct PickleValue {
@@ -31,6 +33,12 @@ struct PickleValue {
   [[nodiscard]] const PickleDict* dict() const { return std::get_if<PickleDict>(&value); }
   /// The value of string key `key` in a dict; null when this is not a dict or has no such key.
   [[nodiscard]] const PickleValue* find(const std::string& key) const;
+};
+
+/// One key and its value.
+struct PickleEntry {
+  PickleValue first;
+  PickleValue second;
 };
 
 /// Limits on what a pickle may hold (defaults sized for memory snapshots of long runs).
