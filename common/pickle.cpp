@@ -26,12 +26,6 @@ NodePtr scalar_node(PickleValue v) {
   return n;
 }
 
-NodePtr container(Node::Kind kind) {
-  auto n = std::make_shared<Node>();
-  n->kind = kind;
-  return n;
-}
-
 // Opcodes that import or call Python code, with their pickletools names, and data types fsdpsim does not take.
 const char* refused_opcode(uint8_t op) {
   switch (op) {
@@ -70,6 +64,13 @@ class Reader {
  public:
   Reader(const std::string& bytes, const std::string& source, const PickleLimits& limits)
       : b_(bytes), source_(source), limits_(limits) {}
+  // A container that holds itself (through the memo) is a cycle of shared pointers: empty every container so that
+  // all of them are freed, whatever the pickle did.
+  ~Reader() {
+    for (const NodePtr& n : containers_) n->items.clear();
+  }
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
 
   PickleValue read() {
     if (static_cast<int64_t>(b_.size()) > limits_.max_bytes) {
@@ -207,6 +208,13 @@ class Reader {
   }
 
  private:
+  NodePtr container(Node::Kind kind) {
+    auto n = std::make_shared<Node>();
+    n->kind = kind;
+    containers_.push_back(n);
+    return n;
+  }
+
   [[noreturn]] void fail_at(size_t at, const std::string& problem, const std::string& fix) const {
     throw ConfigError(SourceLocation{source_, 0, 0}, "pickle", "at byte " + std::to_string(at) + ": " + problem, fix);
   }
@@ -367,6 +375,7 @@ class Reader {
   std::vector<NodePtr> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, NodePtr> memo_;
+  std::vector<NodePtr> containers_;
 };
 
 void put_u32(std::string& out, uint32_t v) {

@@ -78,7 +78,7 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
   Json j;
   try {
     j = Json::parse(text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // a syntax error, or a number beyond a double (out_of_range)
     not_a_trace(source, std::string("not JSON: ") + e.what());
   }
   const Json* events = nullptr;
