@@ -286,6 +286,8 @@ class Reader {
     if (marks_.empty()) fail_at(at, "has no MARK to pop to", kCorrupt);
     const size_t mark = marks_.back();
     marks_.pop_back();
+    // APPEND, SETITEM and the small tuples pop without looking at marks: the stack may now be below this one.
+    if (mark > stack_.size()) fail_at(at, "pops below a MARK", kCorrupt);
     return stack_.size() - mark;
   }
 

@@ -97,7 +97,12 @@ TEST(Pickle, TruncatedCorruptAndAbsurdPicklesAreRefused) {
   EXPECT_HAS(error_of([&] { (void)read_pickle(deep, "d.pickle"); }), "containers nested deeper than 64");
   // A list that holds itself (EMPTY_LIST, BINPUT 0, BINGET 0, APPEND): refused, and nothing leaks (the fuzz
   // target runs under LeakSanitizer).
-  EXPECT_HAS(error_of([] { (void)read_pickle(std::string("\x80\x02]q\x00h\x00" "a.", 8), "cycle.pickle"); }),
+  EXPECT_HAS(error_of([] {
+               (void)read_pickle(std::string("\x80\x02]q\x00h\x00"
+                                             "a.",
+                                             9),
+                                 "cycle.pickle");
+             }),
              "or a container that holds itself");
   PickleLimits small;
   small.max_bytes = 10;
