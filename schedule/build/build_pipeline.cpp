@@ -124,14 +124,14 @@ std::pair<OpId, OpId> compute_span(const Schedule& s, const ActionOps& a, Stream
   return {first, last};
 }
 
-// Adds the sends and receives. Megatron-core's schedules (p2p_communication.py, batched isend/irecv) block the
-// compute stream on them: an action's first op waits for its own receive and for the previous action's send, and a
-// send leaves once the action's compute is done. Each direction between two ranks has its own stream, so its pairs run
-// in order.
+// Adds the sends and receives. An action's first op waits for its own receive, and a send leaves once the action's
+// compute is done. Blocking exchanges (Megatron-core's batched isend/irecv without overlap, p2p_communication.py;
+// torch.distributed.pipelining's 1F1B) also hold that first op until the previous action's send is done; overlapped
+// ones (p2p_overlaps_compute) do not. Each direction between two ranks has its own stream, so its pairs run in order.
 class P2pWriter {
  public:
-  P2pWriter(Schedule& s, int32_t pp, int32_t virtual_stages, int64_t bytes, GroupId group)
-      : s_(s), pp_(pp), chunks_(virtual_stages), bytes_(bytes), group_(group) {}
+  P2pWriter(Schedule& s, int32_t pp, int32_t virtual_stages, int64_t bytes, GroupId group, bool overlap)
+      : s_(s), pp_(pp), chunks_(virtual_stages), bytes_(bytes), group_(group), overlap_(overlap) {}
 
   void add_stage(int32_t rank, const PipelineOrder& order, const StageActions& actions) {
     const int32_t last_virtual = pp_ * chunks_ - 1;
@@ -155,7 +155,8 @@ class P2pWriter {
           head.deps.push_back(recv);
           head.frees.push_back(s_.ops[recv].allocs.front());  // the received tensor is consumed by the first op
         }
-        if (previous_send.valid()) head.deps.push_back(previous_send);
+        // Blocking exchanges hold the compute until the previous action's send is done; overlapped ones do not.
+        if (previous_send.valid() && !overlap_) head.deps.push_back(previous_send);
       } else if (recv.valid()) {
         // Nothing computes the received tensor: it is released as the action passes it on.
         pending_free_ = s_.ops[recv].allocs.front();
@@ -230,6 +231,7 @@ class P2pWriter {
   int32_t chunks_;
   int64_t bytes_;
   GroupId group_;
+  bool overlap_;
   BufferId pending_free_;
   // (forward?, micro-batch, from virtual stage, to virtual stage) → (send, recv)
   std::map<std::tuple<bool, int32_t, int32_t, int32_t>, std::pair<OpId, OpId>> pairs_;
@@ -310,7 +312,7 @@ Schedule build_pipeline_schedule(const ModelSpec& model, const FsdpConfig& confi
   }
   const GroupId pp_group = merged.groups.next_id();
   merged.groups.push_back(Group{std::string(to_string(GroupRole::pp)), pp, layout.stage_ranks()});
-  P2pWriter p2p(merged, pp, chunks, pipeline_message_bytes(model, layout), pp_group);
+  P2pWriter p2p(merged, pp, chunks, pipeline_message_bytes(model, layout), pp_group, p2p_overlaps_compute(config));
   for (int32_t rank = 0; rank < pp; ++rank) {
     p2p.add_stage(rank, orders[static_cast<size_t>(rank)], actions[static_cast<size_t>(rank)]);
   }

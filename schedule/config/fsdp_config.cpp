@@ -169,6 +169,10 @@ const std::vector<KeyDef>& key_table() {
                "the embedding counts as one decoder layer of the first virtual stage in the even split"),
       bool_key("account_for_loss_in_pipeline_split", &FsdpConfig::account_for_loss_in_pipeline_split,
                "the output layer and loss count as one decoder layer of the last virtual stage in the even split"),
+      text_choice_key("overlap_p2p_comm", &FsdpConfig::overlap_p2p_comm, {"auto", "true", "false"},
+                      "pipeline sends do not hold up the next compute (Megatron's --overlap-p2p-communication, its "
+                      "default with virtual stages; torch.distributed.pipelining's GPipe and multi-stage schedules); "
+                      "auto: as the framework does"),
       layout_key("pipeline_layout", &FsdpConfig::pipeline_layout,
                  "layers of each model chunk, Megatron's --pipeline-model-parallel-layout (\"Etttt|(tttt|)*14tL\"); "
                  "sets virtual_pipeline_stages; empty: the split of the keys above"),

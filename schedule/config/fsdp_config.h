@@ -84,6 +84,11 @@ struct FsdpConfig {
   /// (--account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split).
   bool account_for_embedding_in_pipeline_split = false;
   bool account_for_loss_in_pipeline_split = false;
+  /// Pipeline sends do not hold up the next compute: auto | true | false. Auto is what each framework does —
+  /// Megatron-LM overlaps P2P with compute in the interleaved schedule (--overlap-p2p-communication, its default;
+  /// --no-overlap-p2p-communication turns it off) and blocks otherwise; torch.distributed.pipelining waits for its
+  /// sends at the end of the step in GPipe and the multi-stage schedules, and with each exchange in 1F1B.
+  std::string overlap_p2p_comm = "auto";
   int64_t micro_batch_size = 1;
   int64_t global_batch_size = 0;  ///< 0: one micro-batch per data-parallel rank
   int64_t seq_length = 4096;

@@ -254,6 +254,10 @@ const std::map<std::string, ConfigRule>& config_rules() {
       // Micro-batches per virtual-stage round of the interleaved schedule; Megatron-core's default is pp
       // (ModelParallelConfig.microbatch_group_size_per_vp_stage), the one fsdpsim models: checked in
       // resolve_pipeline_flags.
+      // Megatron-LM overlaps P2P with compute in the interleaved schedule unless told not to (arguments.py
+      // @ d98e8a64ddf3: --no-overlap-p2p-communication, dest overlap_p2p_comm, default True).
+      {"--no-overlap-p2p-communication",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "overlap_p2p_comm", "false", f.name); }},
       {"--microbatch-group-size-per-virtual-pipeline-stage",
        [](FsdpConfig&, const ParsedFlag& f) { (void)int_value(f, 1, limits::kMaxMicroBatches); }},
   };

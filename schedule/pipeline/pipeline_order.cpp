@@ -423,4 +423,21 @@ LayerSplit torchtitan_split_layers(int32_t layers, const FsdpConfig& config) {
   return split;
 }
 
+bool p2p_overlaps_compute(const FsdpConfig& config) {
+  const bool interleaved = config.pipeline_schedule == PipelineSchedule::interleaved_1f1b;
+  if (config.overlap_p2p_comm == "false") return false;
+  if (config.implementation == Implementation::megatron_fsdp) {
+    if (config.overlap_p2p_comm == "true" && !interleaved) {
+      throw ConfigError(config.where("overlap_p2p_comm"), "overlap_p2p_comm",
+                        "Megatron-LM overlaps pipeline P2P with compute only in the interleaved schedule (it sets "
+                        "overlap_p2p_comm False otherwise)",
+                        "set overlap_p2p_comm: auto, or pipeline_schedule: interleaved_1f1b");
+    }
+    return interleaved;
+  }
+  // torch.distributed.pipelining: Schedule1F1B waits on each fused send/receive; GPipe and the multi-stage schedules
+  // keep their send works and wait for them when the step ends.
+  return config.overlap_p2p_comm == "true" || config.pipeline_schedule != PipelineSchedule::one_f_one_b;
+}
+
 }  // namespace fsdpsim

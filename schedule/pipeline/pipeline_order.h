@@ -51,6 +51,11 @@ struct LayerSplit {
 /// layers do not divide.
 LayerSplit split_layers(int32_t layers, const FsdpConfig& config);
 
+/// Whether a stage's next compute goes on without waiting for its previous send (FsdpConfig::overlap_p2p_comm, auto
+/// resolved per framework). Throws ConfigError when `true` is asked of Megatron-LM's non-interleaved schedules, which
+/// never overlap (validate_args sets overlap_p2p_comm False without virtual stages).
+bool p2p_overlaps_compute(const FsdpConfig& config);
+
 /// torchtitan's split when no layers per stage are given (generate_llm_fqn_per_model_part): the embedding and the
 /// output count as one layer each, every virtual stage gets ⌊(layers + 2) / stages⌋ and the first (layers + 2) mod
 /// stages one more. Throws ConfigError (key `pp`) when a stage would hold fewer than the one layer an end counts for.

@@ -128,10 +128,10 @@ TEST(Config, PipelineKeysComeRightAfterEtp) {
   for (const auto& k : config_keys()) names.push_back(k.name);
   const auto etp = std::find(names.begin(), names.end(), "etp");
   ASSERT_NE(etp, names.end());
-  EXPECT_EQ(std::vector<std::string>(etp + 1, etp + 9),
+  EXPECT_EQ(std::vector<std::string>(etp + 1, etp + 10),
             (std::vector<std::string>{"pp", "virtual_pipeline_stages", "pipeline_schedule", "first_stage_layers",
                                       "last_stage_layers", "account_for_embedding_in_pipeline_split",
-                                      "account_for_loss_in_pipeline_split", "pipeline_layout"}));
+                                      "account_for_loss_in_pipeline_split", "overlap_p2p_comm", "pipeline_layout"}));
   EXPECT_EQ(config_keys()[static_cast<size_t>(etp - names.begin()) + 3].type, "gpipe|1f1b|interleaved_1f1b");
 }
 

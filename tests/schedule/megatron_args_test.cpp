@@ -328,6 +328,13 @@ TEST(MegatronArgs, PipelineLayoutSetsTheChunksPerRank) {
   FsdpConfig c;
   apply_megatron_args("--pipeline-model-parallel-size 4 --pipeline-model-parallel-layout 'Etttt|(tttt|)*14tL'", c, m);
   EXPECT_EQ(c.pipeline_layout, "Etttt|(tttt|)*14tL");
+  EXPECT_EQ(c.overlap_p2p_comm, "auto");
+  FsdpConfig blocking;
+  apply_megatron_args(
+      "--pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 2 "
+      "--no-overlap-p2p-communication",
+      blocking, m);
+  EXPECT_EQ(blocking.overlap_p2p_comm, "false");
   (void)resolve_layout(*m, c, 4);
   EXPECT_EQ(c.virtual_pipeline_stages, 4);
   EXPECT_EQ(c.pipeline_schedule, PipelineSchedule::interleaved_1f1b);

@@ -475,5 +475,22 @@ TEST(SplitLayers, TorchtitansDefaultGivesTheRemainderToTheFirstStages) {
              "'pp': 8 pipeline stages for 2 layers");
 }
 
+TEST(PipelineP2p, OverlapFollowsEachFrameworkUnlessSet) {
+  FsdpConfig megatron = pipeline_config(4, 2);  // interleaved
+  EXPECT_TRUE(p2p_overlaps_compute(megatron));  // --overlap-p2p-communication is Megatron-LM's default
+  megatron.overlap_p2p_comm = "false";          // --no-overlap-p2p-communication
+  EXPECT_FALSE(p2p_overlaps_compute(megatron));
+  FsdpConfig plain = pipeline_config(4);  // 1F1B: Megatron-LM never overlaps
+  EXPECT_FALSE(p2p_overlaps_compute(plain));
+  plain.overlap_p2p_comm = "true";
+  EXPECT_HAS(error_of([&] { (void)p2p_overlaps_compute(plain); }),
+             "'overlap_p2p_comm': Megatron-LM overlaps pipeline P2P with compute only in the interleaved schedule");
+  FsdpConfig fsdp2 = pipeline_config(4);
+  fsdp2.implementation = Implementation::fsdp2;
+  EXPECT_FALSE(p2p_overlaps_compute(fsdp2));  // Schedule1F1B waits on each exchange
+  fsdp2.pipeline_schedule = PipelineSchedule::gpipe;
+  EXPECT_TRUE(p2p_overlaps_compute(fsdp2));  // sends are waited for at the end of the step
+}
+
 }  // namespace
 }  // namespace fsdpsim

@@ -101,6 +101,21 @@ TEST(Pipeline, GPipeTakesTheSameTimeAsOneFOneBButHoldsEveryMicroBatch) {
   EXPECT_GT(stage0(gpipe), stage0(one_f_one_b));
 }
 
+TEST(Pipeline, OverlappedSendsDoNotHoldUpTheNextCompute) {
+  // A compute op that depends on a send is a blocking exchange: Megatron-LM's 1F1B has them, its interleaved schedule
+  // (overlap_p2p_comm, the default) has none unless --no-overlap-p2p-communication.
+  const auto waits_on_send = [](const Schedule& s) {
+    return std::count_if(s.ops.begin(), s.ops.end(), [&](const Op& op) {
+      return op.kind == OpKind::compute &&
+             std::any_of(op.deps.begin(), op.deps.end(), [&](OpId d) { return s.ops[d].kind == OpKind::send; });
+    });
+  };
+  EXPECT_GT(waits_on_send(pipeline(8, 4, 1, 8, "1f1b")), 0);
+  const Schedule overlapped = pipeline(8, 4, 2, 8, "interleaved_1f1b");
+  EXPECT_EQ(waits_on_send(overlapped), 0);
+  EXPECT_EQ(validate(overlapped).size(), 0u);  // still deadlock-free
+}
+
 TEST(Pipeline, InterleavingDividesTheBubbleByTheChunks) {
   // pp 4 × 2 chunks of 1 layer each, 8 micro-batches: the fill and drain shrink to (pp − 1)(F + B)/v, so the step is
   // M (F + B) + (pp − 1)(F + B)/2 = 48 + 9 = 57 ms against 1F1B's 66 ms.
