@@ -1,12 +1,11 @@
 #include "report/memory_snapshot.h"
 
 #include <algorithm>
-#include <array>
+#include <cstdio>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
 
-#include <cstdio>
 #include "common/error.h"
 #include "common/units.h"
 #include "memory/caching_allocator.h"
