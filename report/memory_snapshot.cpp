@@ -179,17 +179,19 @@ std::string classify_frames(const PickleValue& frames) {
   }
   // The innermost frame that says what the memory is for. The names are those of PyTorch FSDP2
   // (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py, _fsdp_param.py), Megatron-FSDP
-  // (megatron_fsdp/param_and_grad_buffer.py), torch.optim and autograd.
+  // (megatron_fsdp/param_and_grad_buffer.py @ Megatron-LM d98e8a64dd: DataParallelBuffer.fetch_bucket serves
+  // weight and gradient buffers alike, so its callers decide — all_gather_params, _bucket_group_gradient_reduce),
+  // torch.optim and autograd.
   for (const PickleValue& f : *list) {
     const std::string name = text_field(f, "name");
     const std::string file = text_field(f, "filename");
     if (contains(file, "torch/optim") || contains(name, "_init_group") || contains(name, "optimizer")) {
       return "optimizer_state";
     }
-    if (contains(name, "all_gather") || contains(name, "unshard") || contains(name, "fetch_bucket")) {
+    if (contains(name, "all_gather") || contains(name, "unshard")) {
       return "gathered_param";
     }
-    if (contains(name, "foreach_reduce") || contains(name, "reduce_scatter") || contains(name, "reduce_grad")) {
+    if (contains(name, "foreach_reduce") || contains(name, "reduce_scatter") || contains(name, "gradient_reduce")) {
       return "unsharded_grad";
     }
     if (contains(name, "_init_sharded_param") || contains(name, "fully_shard") || contains(name, "init_param")) {

@@ -102,6 +102,11 @@ TEST(MemorySnapshot, FramesClassifyByTheInnermostFunctionThatSaysWhatTheMemoryIs
       classify_frames(frames({{"_fsdp_collectives.py", "foreach_reduce"}, {"torch/autograd/graph.py", "backward"}})),
       "unsharded_grad");
   EXPECT_EQ(classify_frames(frames({{"torch/autograd/__init__.py", "backward"}})), "weight_grad");
+  // Megatron-FSDP's fetch_bucket allocates weight and gradient buckets alike: its caller says which.
+  const std::string buffer = "megatron_fsdp/param_and_grad_buffer.py";
+  EXPECT_EQ(classify_frames(frames({{buffer, "fetch_bucket"}, {buffer, "all_gather_params"}})), "gathered_param");
+  EXPECT_EQ(classify_frames(frames({{buffer, "fetch_bucket"}, {buffer, "_bucket_group_gradient_reduce"}})),
+            "unsharded_grad");
   EXPECT_EQ(classify_frames(frames({{"torch/optim/adamw.py", "_init_group"}})), "optimizer_state");
   EXPECT_EQ(classify_frames(frames({{"train.py", "main"}})), "unclassified");
 }
