@@ -41,7 +41,8 @@ struct Search {
     spec.base = base;
     spec.evaluation = options;
     spec.evaluate = evaluator;
-    GridAxis axis{key, {}};
+    GridAxis axis;
+    axis.key = key;
     for (const int64_t v : values) axis.values.push_back(std::to_string(v));
     spec.axes = {axis};
     for (SweepResult& r : run_sweep(spec)) answer.tried.emplace_back(r.assignments.front(), std::move(r));

@@ -26,6 +26,11 @@ std::vector<std::string> config_key_names() {
   return names;
 }
 
+bool is_hardware_assignment(const std::string& assignment) {
+  return assignment.starts_with(std::string(kTopologyAxis) + "=") ||
+         assignment.starts_with(std::string(kProfileAxis) + "=");
+}
+
 // The assignments of grid point `index` (mixed radix over the axes, the last axis fastest).
 std::vector<std::string> point_assignments(const std::vector<GridAxis>& axes, int64_t index) {
   std::vector<std::string> out(axes.size());
@@ -47,20 +52,58 @@ GridAxis parse_grid_axis(const std::string& text) {
   }
   GridAxis axis;
   axis.key = trim_copy(text.substr(0, eq));
-  const std::vector<std::string> names = config_key_names();
+  std::vector<std::string> names = config_key_names();
+  names.insert(names.end(), {kTopologyAxis, kProfileAxis});
   if (std::find(names.begin(), names.end(), axis.key) == names.end()) {
     throw ConfigError(where, axis.key, "unknown configuration key" + did_you_mean(axis.key, names),
-                      "run 'fsdpsim presets --keys' for the keys");
+                      "run 'fsdpsim presets --keys' for the keys; 'topology' and 'profile' sweep the hardware");
   }
   for (const std::string& v : split(text.substr(eq + 1), ',')) {
     const std::string value = trim_copy(v);
     if (value.empty())
       throw ConfigError(where, axis.key, "an empty value in the list", "write values separated by commas");
-    FsdpConfig probe;  // reject a bad value now, not after thousands of simulations
-    apply_override(probe, axis.key + "=" + value, "--grid");
+    // Reject a bad value now, not after thousands of simulations.
+    if (axis.key == kTopologyAxis) {
+      axis.topologies.push_back(load_topology(value));
+    } else if (axis.key == kProfileAxis) {
+      axis.profiles.push_back(load_gpu_profile(value));
+    } else {
+      FsdpConfig probe;
+      apply_override(probe, axis.key + "=" + value, "--grid");
+    }
     axis.values.push_back(value);
   }
   return axis;
+}
+
+Topology point_topology(const SweepSpec& spec, int64_t index) {
+  Topology topology = spec.topology;
+  std::vector<size_t> picked(spec.axes.size());
+  for (size_t a = spec.axes.size(); a-- > 0;) {
+    const auto n = static_cast<int64_t>(spec.axes[a].values.size());
+    picked[a] = static_cast<size_t>(index % n);
+    index /= n;
+  }
+  // The topology first, then the profile, whatever the axes' order: a profile axis re-equips every topology.
+  for (size_t a = 0; a < spec.axes.size(); ++a) {
+    if (spec.axes[a].key == kTopologyAxis) topology = spec.axes[a].topologies[picked[a]];
+  }
+  for (size_t a = 0; a < spec.axes.size(); ++a) {
+    if (spec.axes[a].key != kProfileAxis) continue;
+    topology.gpu = spec.axes[a].profiles[picked[a]];
+    topology.mixed_gpus.clear();  // every node now carries the swept GPU
+  }
+  return topology;
+}
+
+double point_price_per_gpu_hour(const SweepSpec& spec, const Topology& topology) {
+  for (const std::string& name : {topology.name, topology.gpu.name}) {
+    for (const auto& [priced, price] : spec.prices) {
+      if (priced == name) return price;
+    }
+  }
+  if (spec.run.price_per_gpu_hour > 0) return spec.run.price_per_gpu_hour;
+  return topology.gpu.price_per_gpu_hour;
 }
 
 int64_t sweep_size(const SweepSpec& spec) {
@@ -136,6 +179,9 @@ SweepResult evaluate_config(const ModelSpec& model, const Topology& base_topolog
     return r;
   }
   r.gpus = schedule.info.world_size;
+  r.topology = topology.name;
+  r.gpu = topology.gpu.name;
+  r.checkpoint_bytes = checkpoint_bytes(config, schedule.info.model_params);
   r.micro_batches = schedule.info.micro_batches;
   r.params_per_rank = report.model_size.params_per_rank;
   r.step_time_s = report.step_time_s;
@@ -158,12 +204,22 @@ namespace {
 
 // One point of the grid. Whatever it throws (a schedule the builder got wrong, an internal check) is that point's
 // error: the other points still run, and the table shows which one failed and why.
-SweepResult evaluate_point(const SweepSpec& spec, const std::vector<std::string>& assignments) {
+SweepResult evaluate_point(const SweepSpec& spec, const std::vector<std::string>& assignments, int64_t grid_index) {
   SweepResult r;
   try {
     FsdpConfig config = spec.base;
-    for (const auto& a : assignments) apply_override(config, a, "--grid");
-    r = spec.evaluate ? spec.evaluate(config) : evaluate_config(spec.model, spec.topology, config, spec.evaluation);
+    for (const auto& a : assignments) {
+      if (!is_hardware_assignment(a)) apply_override(config, a, "--grid");
+    }
+    const Topology topology = point_topology(spec, grid_index);
+    r = spec.evaluate ? spec.evaluate(config) : evaluate_config(spec.model, topology, config, spec.evaluation);
+    if (r.valid) {
+      TrainingRun run = spec.run;
+      run.price_per_gpu_hour = point_price_per_gpu_hour(spec, topology);
+      r.priced = run.price_per_gpu_hour > 0;
+      r.cost = training_cost(r.gpus, r.tokens_per_s_per_gpu, r.checkpoint_bytes, run);
+      r.over_budget = spec.max_gpus > 0 && r.gpus > spec.max_gpus;
+    }
   } catch (const std::exception& e) {
     r = SweepResult{};
     r.invalid_reason = std::string("error: ") + e.what();
@@ -176,6 +232,13 @@ SweepResult evaluate_point(const SweepSpec& spec, const std::vector<std::string>
 
 std::vector<SweepResult> run_sweep(const SweepSpec& spec, const SweepProgress& progress) {
   const int64_t total = sweep_size(spec);
+  if (spec.evaluate) {
+    for (const GridAxis& axis : spec.axes) {
+      if (axis.key == kTopologyAxis || axis.key == kProfileAxis) {
+        throw std::logic_error("a sweep with its own evaluator cannot sweep the hardware (" + axis.key + ")");
+      }
+    }
+  }
   std::vector<SweepResult> results(static_cast<size_t>(total));
   std::atomic<int64_t> next{0};
   std::atomic<int64_t> done{0};
@@ -183,14 +246,14 @@ std::vector<SweepResult> run_sweep(const SweepSpec& spec, const SweepProgress& p
   const auto worker = [&] {
     for (int64_t i = next++; i < total; i = next++) {
       std::vector<std::string> assignments;
-      if (spec.points.empty()) {
-        assignments = point_assignments(spec.axes, i);
-      } else {
+      int64_t grid_index = i;
+      if (!spec.points.empty()) {
         const int64_t per_point = total / static_cast<int64_t>(spec.points.size());
         assignments = spec.points[static_cast<size_t>(i / per_point)];
-        for (std::string& a : point_assignments(spec.axes, i % per_point)) assignments.push_back(std::move(a));
+        grid_index = i % per_point;
       }
-      SweepResult r = evaluate_point(spec, assignments);
+      for (std::string& a : point_assignments(spec.axes, grid_index)) assignments.push_back(std::move(a));
+      SweepResult r = evaluate_point(spec, assignments, grid_index);
       results[static_cast<size_t>(i)] = std::move(r);
       const int64_t d = ++done;
       if (progress) {
@@ -211,23 +274,31 @@ std::vector<SweepResult> run_sweep(const SweepSpec& spec, const SweepProgress& p
 std::vector<size_t> rank_results(const std::vector<SweepResult>& results, RankBy by) {
   std::vector<size_t> order(results.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  const auto group = [&](size_t i) { return !results[i].valid ? 3 : static_cast<int>(results[i].memory.fit); };
+  // 0 fits, 1 at risk, 2 over the GPU budget, 3 out of memory, 4 invalid.
+  const auto group = [&](size_t i) {
+    const SweepResult& r = results[i];
+    if (!r.valid) return 4;
+    if (r.memory.fit == MemoryFit::out_of_memory) return 3;
+    return r.over_budget ? 2 : static_cast<int>(r.memory.fit);
+  };
   const auto key = [&](size_t i) {
     const SweepResult& r = results[i];
-    if (r.memory.fit == MemoryFit::out_of_memory) return static_cast<double>(r.needed_bytes);
     switch (by) {
       case RankBy::throughput:
         return -r.tokens_per_s_per_gpu;
       case RankBy::cost:
-        return r.gpu_seconds_per_million_tokens;
+        if (r.priced) return r.cost.price_per_million_tokens;
+        return r.cost.goodput > 0 ? r.gpu_seconds_per_million_tokens / r.cost.goodput : 0.0;
       case RankBy::memory:
         return static_cast<double>(r.needed_bytes);
+      case RankBy::time:
+        return -r.tokens_per_s_per_gpu * r.gpus * r.cost.goodput;
     }
     return 0.0;
   };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     if (group(a) != group(b)) return group(a) < group(b);
-    if (group(a) == 2) return a < b;
+    if (group(a) >= 3) return a < b;
     return key(a) < key(b);
   });
   return order;

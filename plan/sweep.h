@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "plan/training_cost.h"
 #include "report/memory_verdict.h"
 #include "schedule/config/fsdp_config.h"
 #include "schedule/model/model.h"
@@ -14,13 +16,22 @@
 
 namespace fsdpsim {
 
-/// One swept key and its values ("micro_batch_size" → {"1", "2", "4"}).
+/// The grid keys that sweep the hardware rather than the configuration.
+inline constexpr const char* kTopologyAxis = "topology";
+inline constexpr const char* kProfileAxis = "profile";
+
+/// One swept key and its values ("micro_batch_size" → {"1", "2", "4"}). Besides the configuration keys, two keys
+/// sweep the hardware: `topology` (a preset or YAML file per value) and `profile` (the GPU every node carries, a
+/// preset or YAML file, applied after the topology).
 struct GridAxis {
   std::string key;
   std::vector<std::string> values;
+  std::vector<Topology> topologies;  ///< key `topology`: each value loaded, in value order
+  std::vector<GpuProfile> profiles;  ///< key `profile`: each value loaded, in value order
 };
 
-/// Parses "key=v1,v2,v3" (the --grid syntax); errors name the key and the valid keys.
+/// Parses "key=v1,v2,v3" (the --grid syntax); errors name the key and the valid keys. Hardware values are loaded
+/// here, so that a misspelt preset fails before the first simulation.
 GridAxis parse_grid_axis(const std::string& text);
 
 /// What one configuration gives.
@@ -40,14 +51,22 @@ struct SweepResult {
   int64_t peak_allocated_bytes = 0;
   int64_t needed_bytes = 0;  ///< peak reserved + overheads (= memory.needed_bytes)
   int64_t gpu_memory_bytes = 0;
-  double gpu_seconds_per_million_tokens = 0;  ///< cost: GPUs × step time / tokens per step × 1e6
+  double gpu_seconds_per_million_tokens = 0;  ///< GPUs × step time / tokens per step × 1e6 (no failures)
+  std::string topology;                       ///< the hardware the point ran on (a `topology`/`profile` axis varies it)
+  std::string gpu;
+  int64_t checkpoint_bytes = 0;  ///< the training state a checkpoint writes (plan/training_cost.h)
+  bool priced = false;           ///< a price per GPU-hour is known for this point's hardware
+  TrainingCost cost;             ///< goodput, and days, GPU-hours and money when the sweep names a run
+  bool over_budget = false;      ///< more GPUs than the sweep's --max-gpus
 
   /// Built, and its verdict is `fits` (not at risk, not out of memory).
   [[nodiscard]] bool fits() const { return valid && memory.fit == MemoryFit::fits; }
 };
 
-/// How to rank: fitting configurations always come first.
-enum class RankBy : uint8_t { throughput, cost, memory };
+/// How to rank: fitting configurations always come first. `cost` is money per token at the goodput where the points
+/// have a price (GPU-seconds per token at the goodput otherwise); `time` is the whole job's tokens per second at the
+/// goodput (days to train).
+enum class RankBy : uint8_t { throughput, cost, memory, time };
 
 /// How each configuration is simulated: as `simulate` does by default, so that every command gives the same memory
 /// figure and verdict for the same configuration.
@@ -72,7 +91,12 @@ struct SweepSpec {
   /// grid alone. (pipeline_plans() lists the pipeline layouts to compare with the FSDP-only plan this way.)
   std::vector<std::vector<std::string>> points;
   EvaluateOptions evaluation;
-  int32_t threads = 0;  ///< 0: all cores
+  TrainingRun run;  ///< the run each point is costed for (price: every point's unless `prices` names its hardware)
+  /// Prices per GPU-hour by topology or GPU profile name (the topology's name is looked up first); a point whose
+  /// hardware is not named takes `run.price_per_gpu_hour`, else its profile's `price_per_gpu_hour`.
+  std::vector<std::pair<std::string, double>> prices;
+  int64_t max_gpus = 0;  ///< a GPU budget: points above it rank after every point within it; 0: none
+  int32_t threads = 0;   ///< 0: all cores
   /// Evaluates one point's configuration; empty: evaluate_config with the fields above. A what-if (or a test) may
   /// replace it. Whatever it throws becomes that point's error, and the sweep goes on.
   ConfigEvaluator evaluate;
@@ -86,8 +110,13 @@ int64_t sweep_size(const SweepSpec& spec);
 /// Simulates every point (in parallel) and returns the results in grid order. Deterministic: the same spec gives the
 /// same results whatever the thread count.
 std::vector<SweepResult> run_sweep(const SweepSpec& spec, const SweepProgress& progress = {});
-/// Indices of `results` ranked: valid and fitting first (by the criterion), then at risk (by the criterion), then out
-/// of memory (by needed memory), then invalid.
+/// The topology point `index` of the grid runs on: the spec's, or the one its `topology` and `profile` axes pick.
+Topology point_topology(const SweepSpec& spec, int64_t index);
+/// The price per GPU-hour of a point on `topology` (0: none known).
+double point_price_per_gpu_hour(const SweepSpec& spec, const Topology& topology);
+
+/// Indices of `results` ranked: valid, fitting and within the GPU budget first (by the criterion), then at risk (by
+/// the criterion), then over the budget (by the criterion), then out of memory (in grid order), then invalid.
 std::vector<size_t> rank_results(const std::vector<SweepResult>& results, RankBy by);
 /// Evaluates one configuration (also what fit and the OOM advice use).
 SweepResult evaluate_config(const ModelSpec& model, const Topology& topology, FsdpConfig config,

@@ -22,28 +22,55 @@ std::string csv_field(const std::string& s) {
 }  // namespace
 
 std::string sweep_table(const std::vector<SweepResult>& results, const std::vector<size_t>& order, size_t limit) {
+  // The run's columns appear only when the sweep costs a run: days with --tokens, money with a price.
+  bool with_days = false, with_price = false;
+  for (const SweepResult& r : results) {
+    with_days = with_days || r.cost.days > 0;
+    with_price = with_price || r.priced;
+  }
   std::ostringstream out;
   char line[512];
-  std::snprintf(line, sizeof line, "%5s  %-4s %6s %9s %10s %12s %6s %10s %19s %10s %9s  %s\n", "rank", "fits", "GPUs",
-                "params/GPU", "step", "tokens/s/GPU", "MFU", "memory", "90% band", "of GPU", "GPU·s/Mtok",
-                "configuration");
+  std::snprintf(line, sizeof line, "%5s  %-4s %6s %9s %10s %7s %12s %6s %10s %19s %10s %9s", "rank", "fits", "GPUs",
+                "params/GPU", "step", "goodput", "tokens/s/GPU", "MFU", "memory", "90% band", "of GPU", "GPU·s/Mtok");
   out << line;
+  if (with_days) out << "      days    GPU-hours";
+  if (with_price) out << (with_days ? "  cost/Mtok     run cost" : "  cost/Mtok");
+  out << "  configuration\n";
   size_t shown = 0;
   for (const size_t i : order) {
     if (shown++ == limit) break;
     const SweepResult& r = results[i];
-    const std::string config = join(r.assignments, " ");
+    std::string config = join(r.assignments, " ");
     if (!r.valid) {
-      std::snprintf(line, sizeof line, "%5zu  %-4s %6s %9s %10s %12s %6s %10s %19s %10s %9s  %s — %s\n", shown, "n/a",
-                    "", "", "", "", "", "", "", "", "", config.c_str(), r.invalid_reason.c_str());
-    } else {
-      std::snprintf(line, sizeof line, "%5zu  %-4s %6d %9s %9.3fs %12.0f %5.1f%% %10s %19s %10s %9.0f  %s\n", shown,
-                    verdict_label(r.memory.fit).c_str(), r.gpus, format_count(r.params_per_rank).c_str(), r.step_time_s,
-                    r.tokens_per_s_per_gpu, 100 * r.mfu, format_bytes(r.needed_bytes).c_str(),
-                    band_range(r.memory).c_str(), format_bytes(r.gpu_memory_bytes).c_str(),
-                    r.gpu_seconds_per_million_tokens, config.c_str());
+      std::snprintf(line, sizeof line, "%5zu  %-4s", shown, "n/a");
+      out << line << std::string(with_days * 23 + with_price * (with_days ? 24 : 11) + 115, ' ') << "  " << config
+          << " — " << r.invalid_reason << "\n";
+      continue;
     }
+    if (r.over_budget) config += " (over --max-gpus)";
+    std::snprintf(line, sizeof line, "%5zu  %-4s %6d %9s %9.3fs %6.1f%% %12.0f %5.1f%% %10s %19s %10s %9.0f", shown,
+                  verdict_label(r.memory.fit).c_str(), r.gpus, format_count(r.params_per_rank).c_str(), r.step_time_s,
+                  100 * r.cost.goodput, r.tokens_per_s_per_gpu, 100 * r.mfu, format_bytes(r.needed_bytes).c_str(),
+                  band_range(r.memory).c_str(), format_bytes(r.gpu_memory_bytes).c_str(),
+                  r.gpu_seconds_per_million_tokens);
     out << line;
+    if (with_days) {
+      std::snprintf(line, sizeof line, " %9.1f %12.4g", r.cost.days, r.cost.gpu_hours);
+      out << line;
+    }
+    if (with_price) {
+      if (r.priced) {
+        std::snprintf(line, sizeof line, " %10.3f", r.cost.price_per_million_tokens);
+        out << line;
+        if (with_days) {
+          std::snprintf(line, sizeof line, " %12.4g", r.cost.price);
+          out << line;
+        }
+      } else {
+        out << std::string(with_days ? 24 : 11, ' ');
+      }
+    }
+    out << "  " << config << "\n";
   }
   if (order.size() > limit) out << "  ... " << order.size() - limit << " more in the CSV/JSON output\n";
   return out.str();
@@ -53,7 +80,9 @@ std::string sweep_csv(const std::vector<SweepResult>& results, const std::vector
   std::ostringstream out;
   out << "rank,configuration,valid,fits,gpus,micro_batches,step_time_s,tokens_per_s_per_gpu,tflops_per_gpu,mfu,"
          "exposed_comm_s,peak_allocated_bytes,needed_bytes,gpu_memory_bytes,gpu_seconds_per_million_tokens,"
-         "params_per_rank,verdict,band_low_bytes,band_high_bytes,invalid_reason\n";
+         "params_per_rank,verdict,band_low_bytes,band_high_bytes,invalid_reason,topology,gpu,over_budget,"
+         "checkpoint_bytes,checkpoint_write_s,mtbf_s,checkpoint_interval_s,goodput,days,gpu_hours,"
+         "price_per_million_tokens,run_price\n";
   size_t rank = 0;
   for (const size_t i : order) {
     const SweepResult& r = results[i];
@@ -65,7 +94,13 @@ std::string sweep_csv(const std::vector<SweepResult>& results, const std::vector
                   static_cast<long long>(r.params_per_rank));
     out << ++rank << "," << csv_field(join(r.assignments, " ")) << "," << (r.valid ? "true" : "false") << ","
         << (r.fits() ? "true" : "false") << "," << numbers << "," << (r.valid ? to_string(r.memory.fit) : "") << ","
-        << r.memory.band_low_bytes << "," << r.memory.band_high_bytes << "," << csv_field(r.invalid_reason) << "\n";
+        << r.memory.band_low_bytes << "," << r.memory.band_high_bytes << "," << csv_field(r.invalid_reason) << ","
+        << csv_field(r.topology) << "," << csv_field(r.gpu) << "," << (r.over_budget ? "true" : "false") << ",";
+    std::snprintf(numbers, sizeof numbers, "%lld,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g",
+                  static_cast<long long>(r.checkpoint_bytes), r.cost.checkpoint_write_s, r.cost.mtbf_s,
+                  r.cost.checkpoint_interval_s, r.cost.goodput, r.cost.days, r.cost.gpu_hours,
+                  r.priced ? r.cost.price_per_million_tokens : 0.0, r.priced ? r.cost.price : 0.0);
+    out << numbers << "\n";
   }
   return out.str();
 }
@@ -95,7 +130,21 @@ std::string sweep_json(const std::vector<SweepResult>& results, const std::vecto
                  {"band_published_runs", r.memory.band.runs},
                  {"gpu_memory_bytes", r.gpu_memory_bytes},
                  {"gpu_seconds_per_million_tokens", r.gpu_seconds_per_million_tokens},
-                 {"params_per_rank", r.params_per_rank}});
+                 {"params_per_rank", r.params_per_rank},
+                 {"topology", r.topology},
+                 {"gpu", r.gpu},
+                 {"over_budget", r.over_budget},
+                 {"checkpoint_bytes", r.checkpoint_bytes},
+                 {"checkpoint_write_s", r.cost.checkpoint_write_s},
+                 {"mtbf_s", r.cost.mtbf_s},
+                 {"checkpoint_interval_s", r.cost.checkpoint_interval_s},
+                 {"lost_fraction", r.cost.lost_fraction},
+                 {"goodput", r.cost.goodput},
+                 {"days", r.cost.days},
+                 {"gpu_hours", r.cost.gpu_hours},
+                 {"priced", r.priced},
+                 {"price_per_million_tokens", r.cost.price_per_million_tokens},
+                 {"run_price", r.cost.price}});
   }
   return j.dump(2) + "\n";
 }

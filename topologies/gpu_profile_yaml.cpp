@@ -183,6 +183,11 @@ const std::vector<ProfileRow>& profile_rows() {
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
          if (!p.calibration.empty()) emit_key(o, k, p.calibration);
        }},
+      {"price_per_gpu_hour", R::optional,
+       [](GpuProfile& p, const YamlValue& v) { p.price_per_gpu_hour = v.as_double(0.0, 1e6); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         if (p.price_per_gpu_hour != 0) emit_key(o, k, exact_number_text(p.price_per_gpu_hour));
+       }},
   };
   return rows;
 }

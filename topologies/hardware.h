@@ -70,6 +70,10 @@ struct GpuProfile {
   double busbw_scale_all_reduce = 1.0;
   std::string calibration;  ///< where calibrated values came from ("fsdpsim calibrate, <device>, <date>"); "" if none
 
+  /// What one GPU-hour of this hardware costs the user (any currency; `sweep --price` overrides it). 0: not stated.
+  /// Shipped profiles state none: prices differ by provider, contract and month, so the user gives theirs.
+  double price_per_gpu_hour = 0;
+
   /// Field-by-field equality (YAML round trips are exact).
   bool operator==(const GpuProfile&) const = default;
 };

@@ -201,7 +201,7 @@ TEST(Limits, SweepGrid) {
   SweepSpec spec;
   // 6 axes of 11 values: 11^6 = 1,771,561 points > 1,000,000.
   for (const char* key : {"nodes", "tp", "cp", "micro_batch_size", "seq_length", "recompute_num_layers"}) {
-    spec.axes.push_back(GridAxis{key, std::vector<std::string>(11, "1")});
+    spec.axes.push_back(GridAxis{key, std::vector<std::string>(11, "1"), {}, {}});
   }
   const std::string m = error_of([&] { (void)sweep_size(spec); });
   EXPECT_HAS(m,
