@@ -1,18 +1,19 @@
 #include <algorithm>
-#include <cstdio>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include "cli/commands.h"
 #include "cli/job_options.h"
+#include "cli/mpi_sweep.h"
 #include "cli/output.h"
 #include "cli/progress.h"
+#include "cli/sweep_print.h"
 #include "cli/training_run_options.h"
 #include "common/error.h"
 #include "common/text.h"
-#include "common/units.h"
-#include "plan/html_report.h"
 #include "plan/sweep.h"
+#include "plan/sweep_parts.h"
 
 namespace fsdpsim::cli {
 namespace {
@@ -21,21 +22,13 @@ struct SweepOptions {
   JobOptions job;
   std::vector<std::string> grid;
   bool compare_pp = false;
-  std::string rank_by = "throughput";
   EvaluateOptions evaluation;
   TrainingRunOptions run;
   int64_t max_gpus = 0;
   int32_t threads = 0;
-  size_t top = 20;
-  std::string csv, json, html;
+  SweepOutputs outputs;
+  std::string shard, part;
 };
-
-RankBy rank_by(const std::string& s) {
-  if (s == "cost") return RankBy::cost;
-  if (s == "memory") return RankBy::memory;
-  if (s == "time") return RankBy::time;
-  return RankBy::throughput;
-}
 
 // Every (topology, GPU) pair the sweep's points run on, for checking --price against them.
 std::vector<Topology> swept_hardware(const SweepSpec& spec) {
@@ -91,41 +84,6 @@ void check_prices(const SweepSpec& spec, RankBy by) {
   }
 }
 
-// "dgx-h100-ndr", or the swept hardware: "dgx-h100-ndr, gb200-nvl72 × h100-sxm, h200-sxm".
-std::string hardware_name(const SweepSpec& spec) {
-  std::string tops = spec.topology.name, gpus;
-  for (const GridAxis& axis : spec.axes) {
-    if (axis.key == kTopologyAxis) tops = join(axis.values, ", ");
-    if (axis.key == kProfileAxis) gpus = " × " + join(axis.values, ", ");
-  }
-  return tops + gpus;
-}
-
-// What the run columns rest on, and what a cost ranking means when no price was given.
-std::string run_note(const SweepSpec& spec, const std::vector<SweepResult>& results, RankBy by) {
-  std::string note = "goodput: no failures modelled\n";
-  if (spec.run.failures_per_gpu_hour > 0) {
-    char rate[64];
-    std::snprintf(rate, sizeof rate, "%.3g", spec.run.failures_per_gpu_hour * 1e6);
-    note = std::string("goodput: ") + rate + " failures per million GPU-hours, checkpoints written at " +
-           format_bandwidth(spec.run.storage_write_bytes_per_s) + " at the Young-Daly interval\n";
-  }
-  bool any_priced = false;
-  int64_t over = 0;
-  for (const SweepResult& r : results) {
-    any_priced = any_priced || r.priced;
-    over += r.over_budget;
-  }
-  if (by == RankBy::cost && !any_priced) {
-    note += "no price given (--price): cost is GPU-seconds per million tokens at the goodput\n";
-  }
-  if (spec.max_gpus > 0) {
-    note += std::to_string(over) + " points need more than --max-gpus " + std::to_string(spec.max_gpus) +
-            " GPUs and rank after the others\n";
-  }
-  return note;
-}
-
 }  // namespace
 
 void register_sweep(CLI::App& app) {
@@ -136,7 +94,7 @@ void register_sweep(CLI::App& app) {
   cmd->add_flag("--compare-pp", o->compare_pp,
                 "rank the configuration without pipeline parallelism against its pipeline plans (every pp that "
                 "divides the GPUs, 1F1B and interleaved 1F1B) at the same GPUs and global batch; --grid crosses them");
-  cmd->add_option("--rank-by", o->rank_by,
+  cmd->add_option("--rank-by", o->outputs.rank_by,
                   "throughput (tokens/s per GPU), cost (money per token at the goodput with --price, else "
                   "GPU-seconds per token), memory, or time (the job's tokens/s at the goodput: days to train)")
       ->check(CLI::IsMember({"throughput", "cost", "memory", "time"}))
@@ -151,10 +109,15 @@ void register_sweep(CLI::App& app) {
   cmd->add_flag("--expandable-segments", o->evaluation.expandable_segments,
                 "model PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
   cmd->add_option("--threads", o->threads, "worker threads (default: all cores)");
-  cmd->add_option("--top", o->top, "rows of the printed table")->capture_default_str();
-  cmd->add_option("--csv", o->csv, "write every point, ranked, as CSV");
-  cmd->add_option("--json", o->json, "write every point, ranked, as JSON");
-  cmd->add_option("--html", o->html, "write a self-contained HTML report (memory against throughput, Pareto front)");
+  cmd->add_option("--top", o->outputs.top, "rows of the printed table")->capture_default_str();
+  cmd->add_option("--csv", o->outputs.csv, "write every point, ranked, as CSV");
+  cmd->add_option("--json", o->outputs.json, "write every point, ranked, as JSON");
+  cmd->add_option("--html", o->outputs.html,
+                  "write a self-contained HTML report (memory against throughput, Pareto front)");
+  cmd->add_option("--shard", o->shard,
+                  "evaluate only shard i of N (every N-th point from i), e.g. a Slurm array task: "
+                  "--shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT; needs --part");
+  cmd->add_option("--part", o->part, "with --shard: write this shard's results here for 'fsdpsim merge'");
   cmd->callback([o] {
     SweepSpec spec;
     JobInputs inputs = load_job_inputs(o->job);
@@ -184,31 +147,49 @@ void register_sweep(CLI::App& app) {
     spec.run = run.run;
     spec.prices = run.named_prices;
     spec.max_gpus = o->max_gpus;
-    check_prices(spec, rank_by(o->rank_by));
+    const RankBy by = rank_by_name(o->outputs.rank_by);
+    check_prices(spec, by);
     const int64_t total = sweep_size(spec);
-    if (total > 1'000'000)
-      throw ConfigError("the grid has " + std::to_string(total) + " points; at most 1,000,000 are allowed");
+    const auto header = sweep_header(spec, compared, o->outputs.rank_by);
+    if (o->shard.empty() != o->part.empty()) {
+      throw ConfigError(SourceLocation{"<sweep>", 0, 0}, o->shard.empty() ? "--part" : "--shard",
+                        "--shard and --part go together",
+                        "give both: --shard i/N --part part-i.json, then 'fsdpsim merge part-*.json'");
+    }
+    if (!o->shard.empty()) {
+      const auto [shard, shards] = parse_shard(o->shard);
+      ProgressBar bar("sweep shard");
+      SweepPart part = run_sweep_shard(spec, shard, shards, [&bar](int64_t done, int64_t n) { bar.update(done, n); });
+      bar.finish();
+      part.header = header;
+      write_text_file(o->part, sweep_part_json(part), "--part");
+      std::cout << "shard " << shard << "/" << shards << ": " << part.results.size() << " of " << total
+                << " points written to " << o->part << "; merge every shard's part with 'fsdpsim merge'\n";
+      return;
+    }
+    if (const auto launch = mpi_launch_from_environment()) {
+      start_mpi(*launch);
+      // The ranks of one node share its cores.
+      if (spec.threads == 0) {
+        spec.threads = std::max(1, static_cast<int32_t>(std::thread::hardware_concurrency()) / launch->local_size);
+      }
+      SweepPart part = run_sweep_shard(spec, launch->rank, launch->size);
+      part.header = header;
+      const std::vector<std::string> texts = gather_texts_to_rank0(sweep_part_json(part));
+      if (launch->rank != 0) return;
+      std::vector<SweepPart> parts;
+      std::vector<std::string> sources;
+      for (size_t r = 0; r < texts.size(); ++r) {
+        sources.push_back("<MPI rank " + std::to_string(r) + ">");
+        parts.push_back(parse_sweep_part(texts[r], sources.back()));
+      }
+      print_sweep(header, merge_sweep_parts(parts, sources), o->outputs);
+      return;
+    }
     ProgressBar bar("sweep");
     const std::vector<SweepResult> results = run_sweep(spec, [&bar](int64_t done, int64_t n) { bar.update(done, n); });
     bar.finish();
-    const std::vector<size_t> order = rank_results(results, rank_by(o->rank_by));
-    int64_t fits = 0, at_risk = 0, valid = 0;
-    for (const auto& r : results) {
-      valid += r.valid;
-      fits += r.valid && r.memory.fit == MemoryFit::fits;
-      at_risk += r.valid && r.memory.fit == MemoryFit::at_risk;
-    }
-    const std::string hardware = hardware_name(spec);
-    std::cout << "sweep of " << total << " configurations of " << spec.model.name << " on " << hardware << ": " << valid
-              << " can be built, " << fits << " fit, " << at_risk << " at risk (ranked by " << o->rank_by << ")\n"
-              << compared << run_note(spec, results, rank_by(o->rank_by)) << "\n";
-    std::cout << sweep_table(results, order, o->top);
-    if (!o->csv.empty()) write_text_file(o->csv, sweep_csv(results, order), "--csv");
-    if (!o->json.empty()) write_text_file(o->json, sweep_json(results, order), "--json");
-    if (!o->html.empty()) {
-      write_text_file(o->html, html_sweep_report(results, order, "sweep of " + spec.model.name + " on " + hardware),
-                      "--html");
-    }
+    print_sweep(header, results, o->outputs);
   });
 }
 

@@ -19,6 +19,8 @@ void register_validate(CLI::App& app);
 void register_calibrate(CLI::App& app);
 /// `fsdpsim sweep`: every combination of configuration values, ranked.
 void register_sweep(CLI::App& app);
+/// `fsdpsim merge`: the parts of a sharded sweep, ranked as one.
+void register_merge(CLI::App& app);
 /// `fsdpsim fit`: the fewest GPUs / largest micro-batch / longest sequence that fits.
 void register_fit(CLI::App& app);
 /// `fsdpsim fidelity`: predicted against published measurements.

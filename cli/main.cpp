@@ -12,12 +12,19 @@
 int main(int argc, char** argv) {
   CLI::App app{"fsdpsim: plan, predict and check Fully Sharded Data Parallel training of LLMs before launch"};
   app.require_subcommand(1);
-  // Which build produced a report matters when two reports disagree: the version and whether GPUs can be driven.
+  // Which build produced a report matters when two reports disagree: the version, whether GPUs can be driven, and
+  // whether a sweep can spread over MPI ranks.
 #ifdef FSDPSIM_HAVE_CUDA
-  app.set_version_flag("--version", std::string("fsdpsim ") + FSDPSIM_VERSION + " (host and CUDA/NCCL backends)");
+  const std::string backends = "host and CUDA/NCCL backends";
 #else
-  app.set_version_flag("--version", std::string("fsdpsim ") + FSDPSIM_VERSION + " (host backend only)");
+  const std::string backends = "host backend only";
 #endif
+#ifdef FSDPSIM_HAVE_MPI
+  const std::string mpi = "MPI sweeps";
+#else
+  const std::string mpi = "without MPI";
+#endif
+  app.set_version_flag("--version", std::string("fsdpsim ") + FSDPSIM_VERSION + " (" + backends + ", " + mpi + ")");
   fsdpsim::cli::register_presets(app);
   fsdpsim::cli::register_schedule(app);
   fsdpsim::cli::register_simulate(app);
@@ -25,6 +32,7 @@ int main(int argc, char** argv) {
   fsdpsim::cli::register_validate(app);
   fsdpsim::cli::register_calibrate(app);
   fsdpsim::cli::register_sweep(app);
+  fsdpsim::cli::register_merge(app);
   fsdpsim::cli::register_fit(app);
   fsdpsim::cli::register_fidelity(app);
   try {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "common/error.h"
@@ -231,6 +232,13 @@ SweepResult evaluate_point(const SweepSpec& spec, const std::vector<std::string>
 }  // namespace
 
 std::vector<SweepResult> run_sweep(const SweepSpec& spec, const SweepProgress& progress) {
+  std::vector<int64_t> all(static_cast<size_t>(sweep_size(spec)));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  return run_sweep_points(spec, all, progress);
+}
+
+std::vector<SweepResult> run_sweep_points(const SweepSpec& spec, const std::vector<int64_t>& indices,
+                                          const SweepProgress& progress) {
   const int64_t total = sweep_size(spec);
   if (spec.evaluate) {
     for (const GridAxis& axis : spec.axes) {
@@ -239,12 +247,17 @@ std::vector<SweepResult> run_sweep(const SweepSpec& spec, const SweepProgress& p
       }
     }
   }
-  std::vector<SweepResult> results(static_cast<size_t>(total));
+  for (const int64_t i : indices) {
+    if (i < 0 || i >= total) throw std::logic_error("sweep point " + std::to_string(i) + " is outside the grid");
+  }
+  const auto count = static_cast<int64_t>(indices.size());
+  std::vector<SweepResult> results(indices.size());
   std::atomic<int64_t> next{0};
   std::atomic<int64_t> done{0};
   std::mutex progress_mutex;
   const auto worker = [&] {
-    for (int64_t i = next++; i < total; i = next++) {
+    for (int64_t k = next++; k < count; k = next++) {
+      const int64_t i = indices[static_cast<size_t>(k)];
       std::vector<std::string> assignments;
       int64_t grid_index = i;
       if (!spec.points.empty()) {
@@ -253,19 +266,18 @@ std::vector<SweepResult> run_sweep(const SweepSpec& spec, const SweepProgress& p
         grid_index = i % per_point;
       }
       for (std::string& a : point_assignments(spec.axes, grid_index)) assignments.push_back(std::move(a));
-      SweepResult r = evaluate_point(spec, assignments, grid_index);
-      results[static_cast<size_t>(i)] = std::move(r);
+      results[static_cast<size_t>(k)] = evaluate_point(spec, assignments, grid_index);
       const int64_t d = ++done;
       if (progress) {
         const std::lock_guard<std::mutex> lock(progress_mutex);
-        progress(d, total);
+        progress(d, count);
       }
     }
   };
   const int32_t threads =
       spec.threads > 0 ? spec.threads : std::max(1, static_cast<int32_t>(std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;
-  for (int32_t t = 1; t < std::min<int64_t>(threads, total); ++t) pool.emplace_back(worker);
+  for (int32_t t = 1; t < std::min<int64_t>(threads, count); ++t) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
   return results;

@@ -110,6 +110,9 @@ int64_t sweep_size(const SweepSpec& spec);
 /// Simulates every point (in parallel) and returns the results in grid order. Deterministic: the same spec gives the
 /// same results whatever the thread count.
 std::vector<SweepResult> run_sweep(const SweepSpec& spec, const SweepProgress& progress = {});
+/// Simulates the points with the given grid indices (in parallel) and returns their results in that order.
+std::vector<SweepResult> run_sweep_points(const SweepSpec& spec, const std::vector<int64_t>& indices,
+                                          const SweepProgress& progress = {});
 /// The topology point `index` of the grid runs on: the spec's, or the one its `topology` and `profile` axes pick.
 Topology point_topology(const SweepSpec& spec, int64_t index);
 /// The price per GPU-hour of a point on `topology` (0: none known).

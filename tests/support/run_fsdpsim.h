@@ -13,9 +13,9 @@ struct ProgramResult {
   std::string output;
 };
 
-/// Runs `build/fsdpsim ARGS` through the shell (ARGS may quote and redirect) and waits for it.
-inline ProgramResult run_fsdpsim(const std::string& args) {
-  const std::string command = std::string(FSDPSIM_BINARY_DIR) + "/fsdpsim " + args + " 2>&1";
+/// Runs a shell command line and waits for it.
+inline ProgramResult run_program(const std::string& command_line) {
+  const std::string command = command_line + " 2>&1";
   ProgramResult r;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return r;
@@ -24,4 +24,9 @@ inline ProgramResult run_fsdpsim(const std::string& args) {
   const int status = pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+/// Runs `build/fsdpsim ARGS` through the shell (ARGS may quote and redirect) and waits for it.
+inline ProgramResult run_fsdpsim(const std::string& args) {
+  return run_program(std::string(FSDPSIM_BINARY_DIR) + "/fsdpsim " + args);
 }
