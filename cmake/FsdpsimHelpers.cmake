@@ -1,4 +1,5 @@
 # Shared build conventions: warnings as errors for our code, sanitizers, explicit source lists, embedded data files.
+include(GNUInstallDirs)
 
 add_library(fsdpsim_warnings INTERFACE)
 target_compile_options(fsdpsim_warnings INTERFACE
@@ -35,7 +36,9 @@ endif()
 function(fsdpsim_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
-  target_include_directories(${name} PUBLIC "${PROJECT_SOURCE_DIR}")
+  # Headers are included from the repository root ("sim/engine.h"); installed, that root is include/fsdpsim.
+  target_include_directories(${name} PUBLIC "$<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>"
+                                            "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/fsdpsim>")
   target_link_libraries(${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS} fsdpsim_warnings fsdpsim_sanitizers)
   set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 endfunction()
