@@ -15,6 +15,7 @@ struct FitOptions {
   std::string find = "gpus";
   EvaluateOptions evaluation;
   int32_t max_nodes = 4096;
+  std::string json;
 };
 
 }  // namespace
@@ -32,11 +33,13 @@ void register_fit(CLI::App& app) {
   cmd->add_option("--max-nodes", o->max_nodes, "search at most this many nodes")->capture_default_str();
   cmd->add_flag("--expandable-segments", o->evaluation.expandable_segments,
                 "model PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+  cmd->add_option("--json", o->json, "write the answer and every configuration tried as JSON to this file");
   cmd->callback([o] {
     const Job job = resolve_job(o->job);
     const FitTarget target = parse_fit_target(o->find);
     const FitAnswer answer = fit(job.model, job.topology, job.config, target, o->evaluation, o->max_nodes);
     std::cout << fit_text(answer, job.model, job.topology, o->evaluation);
+    if (!o->json.empty()) write_text_file(o->json, fit_json(answer), "--json");
     if (!answer.found) {
       // As simulate does after an OOM verdict: what would make the closest configuration tried fit.
       FsdpConfig closest = job.config;

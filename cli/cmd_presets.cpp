@@ -2,7 +2,10 @@
 #include <iostream>
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "schedule/config/fsdp_config.h"
 #include "schedule/config/megatron_args.h"
 #include "schedule/model/model.h"
@@ -14,7 +17,38 @@ namespace {
 struct PresetsOptions {
   bool keys = false;
   bool megatron_flags = false;
+  std::string json;
 };
+
+// Everything `presets` lists, for programs: the models with their sizes, the topologies with their GPUs, the
+// GPU profiles, the configuration keys and the Megatron-LM flags read.
+std::string presets_json() {
+  nlohmann::ordered_json j;
+  j["models"] = nlohmann::ordered_json::array();
+  for (const auto& name : model_preset_names()) {
+    const ModelSpec m = model_preset(name);
+    j["models"].push_back({{"name", name},
+                           {"parameters", count_parameters(m).total},
+                           {"layers", m.num_layers},
+                           {"hidden_size", m.hidden_size},
+                           {"experts", m.is_moe() ? m.moe.num_experts : 0},
+                           {"top_k", m.is_moe() ? m.moe.top_k : 0}});
+  }
+  j["topologies"] = nlohmann::ordered_json::array();
+  for (const auto& name : topology_preset_names()) {
+    const Topology t = topology_preset(name);
+    j["topologies"].push_back({{"name", name},
+                               {"description", t.description},
+                               {"gpu", t.gpu.name},
+                               {"gpus_per_node", t.gpus_per_node},
+                               {"nvlink_domain_gpus", t.nvlink_domain_gpus}});
+  }
+  j["gpu_profiles"] = gpu_profile_names();
+  j["keys"] = nlohmann::ordered_json::array();
+  for (const auto& k : config_keys()) j["keys"].push_back({{"name", k.name}, {"type", k.type}, {"help", k.help}});
+  j["megatron_flags"] = known_megatron_flags();
+  return j.dump(2) + "\n";
+}
 
 void print_presets() {
   char line[256];
@@ -47,7 +81,9 @@ void register_presets(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("presets", "list the built-in models, topologies and GPU profiles");
   cmd->add_flag("--keys", options->keys, "list the configuration keys with their help");
   cmd->add_flag("--megatron-flags", options->megatron_flags, "list the Megatron-LM flags --megatron-args reads");
+  cmd->add_option("--json", options->json, "write every preset, key and flag as JSON to this file");
   cmd->callback([options] {
+    if (!options->json.empty()) write_text_file(options->json, presets_json(), "--json");
     if (options->keys) {
       for (const auto& k : config_keys()) std::cout << k.name << " (" << k.type << "): " << k.help << "\n";
       return;

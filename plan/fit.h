@@ -38,6 +38,10 @@ FitAnswer fit(const ModelSpec& model, const Topology& topology, const FsdpConfig
 std::string fit_text(const FitAnswer& answer, const ModelSpec& model, const Topology& topology,
                      const EvaluateOptions& options);
 
+/// The answer as JSON: the target, whether it was found, the fitting (or closest) point and every point tried, with
+/// the fields sweep_json writes (plan/sweep_output.cpp).
+std::string fit_json(const FitAnswer& answer);
+
 /// Parses "gpus", "micro_batch_size", "seq_length".
 FitTarget parse_fit_target(const std::string& text);
 

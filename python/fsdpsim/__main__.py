@@ -1,0 +1,6 @@
+"""`python -m fsdpsim ARGS`: the fsdpsim program."""
+import sys
+
+from fsdpsim import main
+
+sys.exit(main())
