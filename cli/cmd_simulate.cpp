@@ -12,6 +12,7 @@
 #include "plan/html_report.h"
 #include "plan/rank_differences.h"
 #include "report/memory_snapshot.h"
+#include "report/profiler_trace.h"
 #include "report/report.h"
 #include "sim/engine.h"
 
@@ -26,6 +27,7 @@ struct SimulateOptions {
   std::string trace;
   std::string html;
   std::string memory_snapshot;
+  std::string profiler_trace;
   int32_t steps = 2;
   bool expandable_segments = false;
   bool no_advice = false;
@@ -52,6 +54,9 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--memory-snapshot", options->memory_snapshot,
                   "write the predicted steady step as a PyTorch CUDA memory snapshot (pickle; open it in "
                   "pytorch.org/memory_viz or torch/cuda/_memory_viz.py)");
+  cmd->add_option("--profiler-trace", options->profiler_trace,
+                  "write the predicted steps as a PyTorch profiler trace (kernels, NCCL metadata, unit ranges), to "
+                  "open beside a real one or read back with 'validate --measured-trace'");
   cmd->add_flag("--no-advice", options->no_advice, "do not simulate what would make an OOM configuration fit");
   cmd->add_option("--margin", options->margin,
                   "safety margin: needing more than (1 - margin) of the GPU's memory is 'at risk'")
@@ -95,6 +100,9 @@ void register_simulate(CLI::App& app) {
     if (!options->memory_snapshot.empty()) {
       write_text_file(options->memory_snapshot, write_pickle(predicted_memory_snapshot(schedule, run)),
                       "--memory-snapshot");
+    }
+    if (!options->profiler_trace.empty()) {
+      write_text_file(options->profiler_trace, predicted_profiler_trace(schedule, run), "--profiler-trace");
     }
     if (!options->html.empty())
       write_text_file(options->html, html_run_report(schedule, run, report, advice, config ? &*config : nullptr),

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "common/error.h"
+#include "schedule/ir/dtype.h"
 
 namespace fsdpsim {
 namespace {
@@ -61,6 +64,88 @@ bool has(const std::string& text, const char* part) {
   return text.find(part) != std::string::npos;
 }
 
+// Bytes per element of the dtype names PyTorch writes in record_param_comms ("BFloat16", "Float", ...); 0: unknown.
+int64_t dtype_size_bytes(const std::string& dtype) {
+  static const std::map<std::string, int64_t> sizes{{"Float", 4},
+                                                    {"BFloat16", 2},
+                                                    {"Half", 2},
+                                                    {"Double", 8},
+                                                    {"Float8_e4m3fn", 1},
+                                                    {"Float8_e5m2", 1},
+                                                    {"Float8_e4m3fnuz", 1},
+                                                    {"Float8_e5m2fnuz", 1},
+                                                    {"Byte", 1},
+                                                    {"Char", 1},
+                                                    {"Bool", 1},
+                                                    {"Short", 2},
+                                                    {"Int", 4},
+                                                    {"Long", 8}};
+  const auto it = sizes.find(dtype);
+  return it == sizes.end() ? 0 : it->second;
+}
+
+// A call's group size and size in bytes (the larger of its input and output) from a kernel's args; both 0 when the
+// metadata is missing or malformed.
+void call_size(const Json& args, int32_t& group_size, int64_t& bytes) {
+  group_size = 0;
+  bytes = 0;
+  const auto count = [&](const char* key) -> int64_t {
+    if (!args.contains(key) || !args[key].is_number_integer()) return -1;
+    const int64_t n = args[key].get<int64_t>();
+    return n >= 0 && n <= (int64_t{1} << 50) ? n : -1;
+  };
+  const int64_t in = count("In msg nelems"), out = count("Out msg nelems"), group = count("Group size");
+  if (in < 0 || out < 0 || group < 1 || group > (1 << 24)) return;
+  if (!args.contains("dtype") || !args["dtype"].is_string()) return;
+  const int64_t element = dtype_size_bytes(args["dtype"].get<std::string>());
+  if (element == 0) return;
+  group_size = static_cast<int32_t>(group);
+  bytes = std::max(in, out) * element;
+}
+
+// nccl-tests' bus factor of a call of `n` ranks.
+double bus_factor(const std::string& kind, int32_t n) {
+  const double share = n > 0 ? static_cast<double>(n - 1) / n : 0;
+  if (kind == "all_reduce") return 2 * share;
+  if (kind == "all_gather" || kind == "reduce_scatter" || kind == "all_to_all") return share;
+  return 1;
+}
+
+// Each compute kernel in its innermost GPU range (the range that contains the kernel's start and began last),
+// sweeping ranges and kernels in start order with a stack of the open ranges.
+void attribute_to_ranges(std::vector<std::pair<Interval, size_t>> kernels,
+                         std::vector<std::pair<std::string, Interval>> ranges, TraceStep& step) {
+  std::sort(kernels.begin(), kernels.end());
+  std::stable_sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) {
+    return a.second.first != b.second.first ? a.second.first < b.second.first : a.second.second > b.second.second;
+  });
+  std::vector<const std::pair<std::string, Interval>*> open;
+  std::vector<Interval> optimizer;
+  size_t r = 0;
+  for (const auto& [span, index] : kernels) {
+    (void)index;
+    while (r < ranges.size() && ranges[r].second.first <= span.first) open.push_back(&ranges[r++]);
+    while (!open.empty() && open.back()->second.second <= span.first) open.pop_back();
+    // A range that closed under an inner one still open is skipped when it reaches the top.
+    const std::pair<std::string, Interval>* innermost = nullptr;
+    for (size_t i = open.size(); i-- > 0;) {
+      if (open[i]->second.second > span.first) {
+        innermost = open[i];
+        break;
+      }
+    }
+    if (innermost == nullptr) {
+      ++step.unranged_kernels;
+      continue;
+    }
+    TraceRange& range = step.ranges[innermost->first];
+    ++range.kernels;
+    range.busy_s += (span.second - span.first) * 1e-6;
+    if (innermost->first.rfind("Optimizer.step#", 0) == 0) optimizer.push_back(span);
+  }
+  step.optimizer_s = length(merged(optimizer)) * 1e-6;
+}
+
 }  // namespace
 
 std::string nccl_kernel_kind(const std::string& name) {
@@ -88,10 +173,13 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
 
   struct Kernel {
     Interval span;
-    std::string kind;  // empty: compute
+    std::string kind;        // empty: compute
+    int32_t group_size = 0;  // NCCL kernels with record_param_comms metadata
+    int64_t bytes = 0;
   };
   std::vector<Kernel> kernels;
-  std::vector<std::pair<std::string, Interval>> steps;  // GPU-side ProfilerStep ranges
+  std::vector<std::pair<std::string, Interval>> steps;   // GPU-side ProfilerStep ranges
+  std::vector<std::pair<std::string, Interval>> ranges;  // every other GPU-side range
   for (const Json& e : *events) {
     if (!e.is_object() || !e.contains("cat") || !e["cat"].is_string()) continue;
     if (!e.contains("ts") || !e.contains("dur") || !e["ts"].is_number() || !e["dur"].is_number()) continue;
@@ -100,9 +188,13 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
     const std::string cat = e["cat"].get<std::string>();
     const std::string name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
     if (cat == "kernel") {
-      kernels.push_back({{ts, ts + dur}, nccl_kernel_kind(name)});
+      Kernel k{{ts, ts + dur}, nccl_kernel_kind(name)};
+      if (!k.kind.empty() && e.contains("args") && e["args"].is_object()) call_size(e["args"], k.group_size, k.bytes);
+      kernels.push_back(std::move(k));
     } else if (cat == "gpu_user_annotation" && name.rfind("ProfilerStep#", 0) == 0) {
       steps.emplace_back(name, Interval{ts, ts + dur});
+    } else if (cat == "gpu_user_annotation") {
+      ranges.emplace_back(name, Interval{ts, ts + dur});
     }
   }
   if (kernels.empty()) not_a_trace(source, "the trace has no GPU kernels (\"cat\": \"kernel\")");
@@ -122,19 +214,37 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
     window = last->second;
   }
   std::vector<Interval> compute, comm;
+  std::vector<std::pair<Interval, size_t>> compute_kernels;  // for the ranges: clipped span, index in `kernels`
   std::map<std::string, std::vector<Interval>> by_kind;
-  for (const Kernel& k : kernels) {
+  std::map<std::pair<std::string, int32_t>, TraceCollectiveSize> sizes;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const Kernel& k = kernels[i];
     const Interval clipped{std::max(k.span.first, window.first), std::min(k.span.second, window.second)};
     if (clipped.second <= clipped.first) continue;
     ++step.kernels;
     if (k.kind.empty()) {
       compute.push_back(clipped);
+      compute_kernels.emplace_back(clipped, i);
     } else {
       comm.push_back(clipped);
       by_kind[k.kind].push_back(clipped);
       ++step.collectives[k.kind].kernels;
+      if (k.group_size > 0 && k.bytes > 0) {
+        TraceCollectiveSize& c = sizes[{k.kind, k.group_size}];
+        c.kind = k.kind;
+        c.group_size = k.group_size;
+        ++c.kernels;
+        c.bytes += k.bytes;
+        c.kernel_s += (k.span.second - k.span.first) * 1e-6;
+        c.bus_bw_bytes_per_s += static_cast<double>(k.bytes) * bus_factor(k.kind, k.group_size);  // bus bytes, for now
+      }
     }
   }
+  for (auto& [key, c] : sizes) {
+    c.bus_bw_bytes_per_s = c.kernel_s > 0 ? c.bus_bw_bytes_per_s / c.kernel_s : 0;
+    step.collective_sizes.push_back(c);
+  }
+  attribute_to_ranges(compute_kernels, ranges, step);
   const std::vector<Interval> compute_union = merged(compute), comm_union = merged(comm);
   step.step_time_s = (window.second - window.first) * 1e-6;
   step.compute_busy_s = length(compute_union) * 1e-6;
@@ -166,7 +276,161 @@ std::string trace_comparison_text(const Report& predicted, const TraceStep& meas
                   static_cast<long long>(c.kernels), c.busy_s);
     out += line;
   }
+  if (!measured.collective_sizes.empty()) {
+    out += "  measured collectives by size (record_param_comms metadata):\n";
+    for (const TraceCollectiveSize& c : measured.collective_sizes) {
+      std::snprintf(line, sizeof line, "    %-15s %5d ranks %6lld calls %10.1f MiB each  busbw %7.1f GB/s\n",
+                    c.kind.c_str(), c.group_size, static_cast<long long>(c.kernels),
+                    static_cast<double>(c.bytes) / static_cast<double>(c.kernels) / (1 << 20),
+                    c.bus_bw_bytes_per_s / 1e9);
+      out += line;
+    }
+  }
+  if (!measured.ranges.empty()) {
+    // The busiest ranges first (ties by name, so the table is the same every run); the JSON-free text keeps 15.
+    std::vector<std::pair<std::string, TraceRange>> busiest(measured.ranges.begin(), measured.ranges.end());
+    std::stable_sort(busiest.begin(), busiest.end(),
+                     [](const auto& a, const auto& b) { return a.second.busy_s > b.second.busy_s; });
+    out += "  measured compute by GPU range (record_function; each kernel in its innermost range), busiest first:\n";
+    for (size_t i = 0; i < busiest.size() && i < 15; ++i) {
+      std::snprintf(line, sizeof line, "    %-40s %6lld kernels %10.3f ms\n", busiest[i].first.substr(0, 40).c_str(),
+                    static_cast<long long>(busiest[i].second.kernels), busiest[i].second.busy_s * 1e3);
+      out += line;
+    }
+    if (busiest.size() > 15) out += "    ... " + std::to_string(busiest.size() - 15) + " more ranges\n";
+    std::snprintf(line, sizeof line, "    %-40s %6lld kernels\n", "(in no range)",
+                  static_cast<long long>(measured.unranged_kernels));
+    out += line;
+  }
+  if (measured.optimizer_s > 0) {
+    std::snprintf(line, sizeof line, "  measured optimizer step (Optimizer.step# ranges): %.3f ms\n",
+                  measured.optimizer_s * 1e3);
+    out += line;
+  }
   return out;
+}
+
+namespace {
+
+// PyTorch's names: the NCCL kernel of a collective, and the c10d call record_param_comms names.
+const char* nccl_kernel_name(OpKind kind) {
+  switch (kind) {
+    case OpKind::all_gather:
+      return "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+    case OpKind::reduce_scatter:
+      return "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+    case OpKind::all_reduce:
+      return "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+    case OpKind::all_to_all:
+      return "ncclDevKernel_AllToAll_SendRecv(ncclDevKernelArgsStorage<4096ul>)";
+    default:
+      return "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)";
+  }
+}
+
+const char* c10d_name(OpKind kind) {
+  switch (kind) {
+    case OpKind::all_gather:
+      return "_allgather_base";
+    case OpKind::reduce_scatter:
+      return "_reduce_scatter_base";
+    case OpKind::all_reduce:
+      return "allreduce";
+    case OpKind::all_to_all:
+      return "all_to_allv";
+    case OpKind::send:
+      return "send";
+    default:
+      return "recv";
+  }
+}
+
+const char* torch_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::fp32:
+      return "Float";
+    case DType::fp8:
+      return "Float8_e4m3fn";
+    case DType::fp16:
+      return "Half";
+    default:
+      return "BFloat16";
+  }
+}
+
+}  // namespace
+
+std::string predicted_profiler_trace(const Schedule& s, const RunRecord& run) {
+  using OrderedJson = nlohmann::ordered_json;
+  OrderedJson events = OrderedJson::array();
+  const auto us = [](TimeNs ns) { return static_cast<double>(ns) / 1e3; };
+  const auto range = [&](const std::string& name, int32_t pid, TimeNs start, TimeNs end) {
+    events.push_back({{"ph", "X"},
+                      {"cat", "gpu_user_annotation"},
+                      {"name", name},
+                      {"pid", pid},
+                      {"tid", 0},
+                      {"ts", us(start)},
+                      {"dur", us(end - start)}});
+  };
+  for (size_t step = 0; step < run.steps.size(); ++step) {
+    const StepRun& sr = run.steps[step];
+    for (int32_t stage = 0; stage < std::max(1, s.info.pipeline_stages); ++stage) {
+      range("ProfilerStep#" + std::to_string(step), stage, sr.start_ns, sr.end_ns);
+    }
+    // One range per (unit, phase, micro-batch) over its compute ops, and one over the optimizer's ops.
+    std::map<std::tuple<int32_t, int32_t, Phase, int32_t>, std::pair<TimeNs, TimeNs>> unit_spans;
+    std::map<int32_t, std::pair<TimeNs, TimeNs>> optimizer_spans;
+    const auto widen = [](std::pair<TimeNs, TimeNs>& span, const OpTiming& t, bool first) {
+      span.first = first ? t.start_ns : std::min(span.first, t.start_ns);
+      span.second = first ? t.end_ns : std::max(span.second, t.end_ns);
+    };
+    for (const Op& op : s.ops) {
+      const OpTiming& t = sr.ops[op.id];
+      if (t.end_ns <= t.start_ns) continue;
+      const int32_t stage = s.stage_of(op);
+      OrderedJson e{{"ph", "X"},
+                    {"cat", "kernel"},
+                    {"name", op.name},
+                    {"pid", stage},
+                    {"tid", op.stream.value() + 1},
+                    {"ts", us(t.start_ns)},
+                    {"dur", us(t.end_ns - t.start_ns)}};
+      if (is_collective(op.kind) || op.kind == OpKind::send || op.kind == OpKind::recv) {
+        const int64_t element = std::max<int64_t>(1, dtype_bytes(op.dtype));
+        const int32_t group = op.group.valid() ? s.groups[op.group].size : 2;
+        e["name"] = nccl_kernel_name(op.kind);
+        e["args"] = {{"Collective name", c10d_name(op.kind)},
+                     {"In msg nelems", op.send_bytes / element},
+                     {"Out msg nelems", op.recv_bytes / element},
+                     {"Group size", group},
+                     {"dtype", torch_dtype(op.dtype)},
+                     {"Process Group Name", op.group.valid() ? s.groups[op.group].name : "p2p"}};
+      } else if (op.kind == OpKind::compute) {
+        if (op.unit >= 0) {
+          auto key = std::make_tuple(stage, op.unit, op.phase, op.micro_batch);
+          const bool first = !unit_spans.contains(key);
+          widen(unit_spans[key], t, first);
+        }
+      } else if (op.kind == OpKind::optimizer) {
+        const bool first = !optimizer_spans.contains(stage);
+        widen(optimizer_spans[stage], t, first);
+      } else {
+        continue;  // copies, syncs: not kernels a profiler lists as such
+      }
+      events.push_back(std::move(e));
+    }
+    for (const auto& [key, span] : unit_spans) {
+      const auto& [stage, unit, phase, micro_batch] = key;
+      range(s.units[static_cast<size_t>(unit)].name + " " + std::string(to_string(phase)) + " mb" +
+                std::to_string(micro_batch),
+            stage, span.first, span.second);
+    }
+    for (const auto& [stage, span] : optimizer_spans)
+      range("Optimizer.step#fsdpsim.step", stage, span.first, span.second);
+  }
+  const OrderedJson trace{{"schemaVersion", 1}, {"displayTimeUnit", "ms"}, {"traceEvents", events}};
+  return trace.dump() + "\n";
 }
 
 }  // namespace fsdpsim
