@@ -3,6 +3,7 @@
 #include "common/text.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <tuple>
 
@@ -22,12 +23,68 @@ std::string kind_label(const Schedule& s, const Op& op) {
                                                        : stream + " stream";  // e.g. grad_accum after a reduce-scatter
 }
 
+// The exposure maps' entries, each looked up once per label rather than once per gap: a step of 128 micro-batches
+// has tens of thousands of gaps and compute-stream collectives, and a label is a string. A cached slot is the map's
+// own entry (std::map keeps references stable), so the sums are the map's, added in the same order.
+class ExposureSlots {
+ public:
+  ExposureSlots(const Schedule& s, Report& r) : s_(s), r_(r), by_stream_(s.streams.size(), nullptr) {}
+
+  double& phase(Phase p) {
+    double*& slot = by_phase_.at(static_cast<size_t>(p));
+    if (slot == nullptr) slot = &r_.exposed_comm_by_phase_s[std::string(to_string(p))];
+    return *slot;
+  }
+  // The kind_label of a blocker: its collective kind, offload, sync, or the stream it ran on.
+  double& blocker(const Op& op) {
+    if (is_collective(op.kind)) return cached(by_kind_.at(static_cast<size_t>(op.kind)), op);
+    if (op.kind == OpKind::copy && (op.send_bytes > 0 || op.recv_bytes > 0)) return cached(offload_, op);
+    if (op.kind == OpKind::sync) return cached(sync_, op);
+    return cached(by_stream_.at(op.stream.index()), op);
+  }
+  double& start() {
+    if (start_ == nullptr) start_ = &r_.exposed_comm_by_kind_s["start"];
+    return *start_;
+  }
+  double& on_compute_stream(OpKind kind) {
+    double*& slot = on_compute_.at(static_cast<size_t>(kind));
+    if (slot == nullptr) slot = &r_.exposed_comm_by_kind_s[std::string(to_string(kind)) + " (on compute stream)"];
+    return *slot;
+  }
+
+ private:
+  double& cached(double*& slot, const Op& op) {
+    if (slot == nullptr) slot = &r_.exposed_comm_by_kind_s[kind_label(s_, op)];
+    return *slot;
+  }
+  const Schedule& s_;
+  Report& r_;
+  std::array<double*, 4> by_phase_{};
+  std::array<double*, kOpKindCount> by_kind_{}, on_compute_{};
+  double* offload_ = nullptr;
+  double* sync_ = nullptr;
+  double* start_ = nullptr;
+  std::vector<double*> by_stream_;  // a blocker that is compute or other stream work, by its stream
+};
+
+// Keeps the longest waits, longest first and equal ones in the order they came: what a stable sort of every wait
+// would keep, without holding each gap of a long step.
+void keep_longest(std::vector<ComputeWait>& longest, const ComputeWait& wait) {
+  constexpr size_t kKept = 8;
+  if (longest.size() == kKept && wait.wait_ns <= longest.back().wait_ns) return;
+  const auto at = std::upper_bound(longest.begin(), longest.end(), wait,
+                                   [](const ComputeWait& a, const ComputeWait& b) { return a.wait_ns > b.wait_ns; });
+  longest.insert(at, wait);
+  if (longest.size() > kKept) longest.pop_back();
+}
+
 // Gaps on the compute stream, each attributed to the dependency that finished last, and collectives that run on
 // the compute stream itself (TP/CP/EP): both are communication the compute stream waits for.
 void add_exposure(const Schedule& s, const StepRun& step, Report& r) {
   const StreamId compute = s.compute_stream();
   TimeNs prev_end = step.start_ns;
   std::vector<ComputeWait> waits;
+  ExposureSlots slots(s, r);
   for (const Op& op : s.ops) {
     if (op.stream != compute) continue;
     const OpTiming& t = step.ops[op.id];
@@ -37,29 +94,25 @@ void add_exposure(const Schedule& s, const StepRun& step, Report& r) {
       for (const OpId d : op.deps) {
         if (!blocker.valid() || step.ops[d].end_ns > step.ops[blocker].end_ns) blocker = d;
       }
-      waits.push_back(ComputeWait{op.id, blocker, gap});
+      keep_longest(waits, ComputeWait{op.id, blocker, gap});
       if (blocker.valid() && is_p2p(s.ops[blocker].kind)) {
         // Waiting for another stage's activations or gradients: the pipeline bubble, not FSDP communication.
         r.pipeline_bubble_s += static_cast<double>(gap) / 1e9;
         prev_end = std::max(prev_end, t.end_ns);
         continue;
       }
-      const std::string kind = blocker.valid() ? kind_label(s, s.ops[blocker]) : "start";
       r.exposed_comm_s += static_cast<double>(gap) / 1e9;
-      r.exposed_comm_by_phase_s[std::string(to_string(op.phase))] += static_cast<double>(gap) / 1e9;
-      r.exposed_comm_by_kind_s[kind] += static_cast<double>(gap) / 1e9;
+      slots.phase(op.phase) += static_cast<double>(gap) / 1e9;
+      (blocker.valid() ? slots.blocker(s.ops[blocker]) : slots.start()) += static_cast<double>(gap) / 1e9;
     }
     if (is_collective(op.kind)) {
       const double d = static_cast<double>(t.end_ns - t.start_ns) / 1e9;
       r.exposed_comm_s += d;
-      r.exposed_comm_by_phase_s[std::string(to_string(op.phase))] += d;
-      r.exposed_comm_by_kind_s[std::string(to_string(op.kind)) + " (on compute stream)"] += d;
+      slots.phase(op.phase) += d;
+      slots.on_compute_stream(op.kind) += d;
     }
     prev_end = std::max(prev_end, t.end_ns);
   }
-  std::stable_sort(waits.begin(), waits.end(),
-                   [](const ComputeWait& a, const ComputeWait& b) { return a.wait_ns > b.wait_ns; });
-  if (waits.size() > 8) waits.resize(8);
   r.longest_waits = waits;
   for (const auto& w : waits) {
     r.longest_wait_lines.push_back(format_time_ns(w.wait_ns) + "  " + s.ops[w.op].name + " waited for " +

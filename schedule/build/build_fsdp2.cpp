@@ -161,8 +161,8 @@ void Fsdp2Builder::unshard(int32_t g, Phase phase, int32_t mb, bool after_comput
   for (Part& part : pg.parts) {
     const std::string name = pg.name + (part.expert ? ".experts" : "");
     const int64_t bytes = part.padded_elems * weight_bytes();
-    part.flat = ctx_.w.buffer(op_name("ag_out" + phase_name, name, mb), BufferCategory::comm_staging, bytes, false);
-    Op copy_in = make_memory_op(OpKind::copy, op_name("ag_copy_in" + phase_name, name, mb), phase, copy_in_stream_,
+    part.flat = ctx_.w.buffer(op_name("ag_out", phase_name, name, mb), BufferCategory::comm_staging, bytes, false);
+    Op copy_in = make_memory_op(OpKind::copy, op_name("ag_copy_in", phase_name, name, mb), phase, copy_in_stream_,
                                 part.padded_elems / part.shard * (shard_elem_bytes() + weight_bytes()));
     copy_in.unit = pg.units.front();
     copy_in.micro_batch = mb;
@@ -174,7 +174,7 @@ void Fsdp2Builder::unshard(int32_t g, Phase phase, int32_t mb, bool after_comput
     copy_in.writes = {part.flat};
     const OpId copy_in_id = ctx_.w.add(std::move(copy_in));
     Op ag = make_collective({.kind = OpKind::all_gather,
-                             .name = op_name("ag" + phase_name, name, mb),
+                             .name = op_name("ag", phase_name, name, mb),
                              .phase = phase,
                              .stream = ag_stream_,
                              .group = ctx_.group(part.expert ? GroupRole::edp : GroupRole::dp_shard),
@@ -202,8 +202,8 @@ void Fsdp2Builder::copy_out(int32_t g, Phase phase, int32_t mb, bool free_flat_n
     const std::string name = pg.name + (part.expert ? ".experts" : "");
     const int64_t bytes = part.padded_elems * weight_bytes();
     part.unsharded =
-        ctx_.w.buffer(op_name("params" + phase_name, name, mb), BufferCategory::gathered_param, bytes, false);
-    Op op = make_memory_op(OpKind::copy, op_name("ag_copy_out" + phase_name, name, mb), phase, ctx_.compute, 2 * bytes);
+        ctx_.w.buffer(op_name("params", phase_name, name, mb), BufferCategory::gathered_param, bytes, false);
+    Op op = make_memory_op(OpKind::copy, op_name("ag_copy_out", phase_name, name, mb), phase, ctx_.compute, 2 * bytes);
     op.unit = pg.units.front();
     op.micro_batch = mb;
     op.deps = {part.ag_op};

@@ -281,14 +281,14 @@ void MegatronBuilder::issue_all_gather(int32_t group, Phase phase, int32_t mb) {
   const BucketGroup& g = plan_.groups[static_cast<size_t>(group)];
   AgState& state = ag_[static_cast<size_t>(group)];
   const int32_t unit = g.non_unit ? -1 : g.units.front();
-  const std::string what = "ag" + std::string(phase == Phase::fwd ? "" : "." + std::string(to_string(phase)));
+  const std::string what = phase == Phase::fwd ? "ag" : "ag." + std::string(to_string(phase));
   BufferId buffer = state.buffer;
   bool transient = false;
   if (zero3() && !g.non_unit) {
     if (uses_pool(group)) {
       buffer = param_pool_[static_cast<size_t>(unit % 2)];
     } else {
-      buffer = ctx_.w.buffer(op_name("params." + std::string(to_string(phase)), g.name, mb),
+      buffer = ctx_.w.buffer(op_name("params.", to_string(phase), g.name, mb),
                              BufferCategory::gathered_param, g.gathered_bytes, false);
       transient = true;
     }
@@ -300,7 +300,7 @@ void MegatronBuilder::issue_all_gather(int32_t group, Phase phase, int32_t mb) {
     // P/(N_in·M) slice.
     const GroupId outer = ctx_.group(g.expert ? GroupRole::edp_outer : GroupRole::dp_outer);
     Op op = make_collective({.kind = OpKind::all_gather,
-                             .name = op_name("outer_" + what, g.name, mb),
+                             .name = op_name("outer_", what, g.name, mb),
                              .phase = phase,
                              .stream = outer_ag_stream_,
                              .group = outer,

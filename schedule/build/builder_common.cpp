@@ -1,6 +1,8 @@
 #include "schedule/build/builder_common.h"
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 
 #include "common/error.h"
 #include "schedule/build/stage_plan.h"
@@ -40,6 +42,12 @@ StagePlan whole_model_plan(std::vector<UnitCost> units, int32_t micro_batches) {
 }
 
 GroupId BuildContext::group(GroupRole role) {
+  GroupId& known = role_groups_.at(static_cast<size_t>(role));
+  if (!known.valid()) known = add_group(role);
+  return known;
+}
+
+GroupId BuildContext::add_group(GroupRole role) {
   // Megatron's rank order is tp-cp-ep-dp (dense) and etp-ep-edp (experts); HSDP splits dp·cp into a contiguous
   // inner shard group and an outer replica group.
   const ParallelLayout& l = layout;
@@ -67,10 +75,23 @@ GroupId BuildContext::group(GroupRole role) {
   FSDPSIM_CHECK(false, "unknown group role " + name);
 }
 
-std::string op_name(const std::string& what, const std::string& unit_name, int32_t micro_batch) {
-  std::string out = what;
-  if (!unit_name.empty()) out += "." + unit_name;
-  if (micro_batch >= 0) out += ".mb" + std::to_string(micro_batch);
+std::string op_name(std::string_view what, std::string_view unit_name, int32_t micro_batch) {
+  return op_name(what, {}, unit_name, micro_batch);
+}
+
+std::string op_name(std::string_view what, std::string_view what_suffix, std::string_view unit_name,
+                    int32_t micro_batch) {
+  std::array<char, 16> digits{};
+  size_t digit_count = 0;
+  if (micro_batch >= 0) {
+    digit_count = static_cast<size_t>(std::to_chars(digits.data(), digits.data() + digits.size(), micro_batch).ptr -
+                                      digits.data());
+  }
+  std::string out;
+  out.reserve(what.size() + what_suffix.size() + 1 + unit_name.size() + 3 + digit_count);
+  out.append(what).append(what_suffix);
+  if (!unit_name.empty()) out.append(".").append(unit_name);
+  if (micro_batch >= 0) out.append(".mb").append(digits.data(), digit_count);
   return out;
 }
 
@@ -96,27 +117,11 @@ ScheduleInfo make_schedule_info(const ModelSpec& model, const FsdpConfig& config
 
 std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch) {
   const UnitCost& cost = ctx.units.at(static_cast<size_t>(unit));
-  std::vector<UnitCollective> list =
-      phase == Phase::fwd || phase == Phase::recompute ? cost.fwd_collectives : cost.bwd_collectives;
-  std::vector<bool> rerun(list.size(), false);
-  if (phase == Phase::bwd && ctx.config.recompute_granularity == Recompute::selective && ctx.is_layer(unit)) {
-    // A recomputed MoE block dispatches and combines its tokens again before its backward (megatron moe_layer.py).
-    std::vector<UnitCollective> again;
-    for (const RecomputeModule m : applicable_modules(cost, ctx.config.recompute_modules)) {
-      for (const std::string& name : cost.module_recompute[static_cast<size_t>(m)].collectives) {
-        for (const UnitCollective& c : cost.fwd_collectives) {
-          if (c.name == name) again.push_back(c);
-        }
-      }
-    }
-    list.insert(list.begin(), again.begin(), again.end());
-    rerun.insert(rerun.begin(), again.size(), true);
-  }
+  const bool forward = phase == Phase::fwd || phase == Phase::recompute;
   std::vector<OpId> ids;
-  for (size_t i = 0; i < list.size(); ++i) {
-    const UnitCollective& c = list[i];
+  const auto emit = [&](const UnitCollective& c, bool rerun) {
     Op op;
-    op.name = op_name(c.name + (phase == Phase::recompute || rerun[i] ? ".recompute" : ""), cost.name, micro_batch);
+    op.name = op_name(c.name, phase == Phase::recompute || rerun ? ".recompute" : "", cost.name, micro_batch);
     op.kind = c.kind;
     op.phase = phase;
     op.unit = unit;
@@ -128,7 +133,18 @@ std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase p
     op.send_bytes = c.send_bytes;
     op.recv_bytes = c.recv_bytes;
     ids.push_back(ctx.w.add(std::move(op)));
+  };
+  if (phase == Phase::bwd && ctx.config.recompute_granularity == Recompute::selective && ctx.is_layer(unit)) {
+    // A recomputed MoE block dispatches and combines its tokens again before its backward (megatron moe_layer.py).
+    for (const RecomputeModule m : applicable_modules(cost, ctx.config.recompute_modules)) {
+      for (const std::string& name : cost.module_recompute[static_cast<size_t>(m)].collectives) {
+        for (const UnitCollective& c : cost.fwd_collectives) {
+          if (c.name == name) emit(c, true);
+        }
+      }
+    }
   }
+  for (const UnitCollective& c : forward ? cost.fwd_collectives : cost.bwd_collectives) emit(c, false);
   return ids;
 }
 
@@ -171,11 +187,11 @@ bool Activations::offloaded(int32_t unit) const {
   return unit - 1 < count;
 }
 
-void Activations::add_transients(Op& op, const std::vector<int64_t>& tensors, const std::string& what,
-                                 const std::string& unit_name) {
+void Activations::add_transients(Op& op, const std::vector<int64_t>& tensors, std::string_view what,
+                                 std::string_view unit_name) {
   for (size_t i = 0; i < tensors.size(); ++i) {
     const BufferId b =
-        ctx_.w.buffer(op_name(what + std::to_string(i), unit_name, mb_), BufferCategory::workspace, tensors[i], false);
+        ctx_.w.buffer(op_name(what, std::to_string(i), unit_name, mb_), BufferCategory::workspace, tensors[i], false);
     op.allocs.push_back(b);
     op.frees.push_back(b);
   }

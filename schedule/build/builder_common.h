@@ -2,9 +2,11 @@
 /// Pieces both builders share: the build context, unit registration, the collectives inside a unit (TP/CP/EP),
 /// activation buffers under each recompute setting, and activation offload.
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "schedule/build/schedule_writer.h"
@@ -35,6 +37,12 @@ struct BuildContext {
   [[nodiscard]] bool is_layer(int32_t unit) const { return unit >= 1 && unit <= layers(); }
   /// The group playing `role`, created on first use with the layout's size and Megatron rank stride.
   GroupId group(GroupRole role);
+
+ private:
+  GroupId add_group(GroupRole role);
+  /// Per GroupRole: its group once created (every TP/CP/EP collective of every layer and micro-batch asks, and a
+  /// lookup by name costs a string per ask).
+  std::array<GroupId, static_cast<size_t>(GroupRole::pp) + 1> role_groups_{};
 };
 
 /// Where a unit's forward saves its activations and how backward gets them back.
@@ -72,8 +80,7 @@ class Activations {
  private:
   [[nodiscard]] bool offloaded(int32_t unit) const;
   /// Allocates and frees each transient tensor of `op` as its own workspace buffer.
-  void add_transients(Op& op, const std::vector<int64_t>& tensors, const std::string& what,
-                      const std::string& unit_name);
+  void add_transients(Op& op, const std::vector<int64_t>& tensors, std::string_view what, std::string_view unit_name);
   BuildContext& ctx_;
   int32_t mb_;
   std::vector<ActivationSlot> slots_;
@@ -106,7 +113,12 @@ std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase p
 ScheduleInfo make_schedule_info(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout,
                                 const std::vector<UnitCost>& units);
 
-/// "name.mb3" style op names.
-std::string op_name(const std::string& what, const std::string& unit_name, int32_t micro_batch);
+/// "what.unit.mb3" style op and buffer names: `what`, then ".unit" unless the unit name is empty, then ".mb<k>" for a
+/// micro-batch ≥ 0. Built in one allocation: a step of 128 micro-batches names some 250,000 ops and buffers, and the
+/// sweep builds thousands of steps.
+std::string op_name(std::string_view what, std::string_view unit_name, int32_t micro_batch);
+/// The same with `what` in two parts ("ag" + ".bwd", "tmp.fwd" + "3"), joined without a temporary string.
+std::string op_name(std::string_view what, std::string_view what_suffix, std::string_view unit_name,
+                    int32_t micro_batch);
 
 }  // namespace fsdpsim
