@@ -196,6 +196,7 @@ class Engine {
     for (auto& stage : running_of_stage_) stage.clear();
     std::fill(stage_changed_.begin(), stage_changed_.end(), 1);
     comm_changed_ = true;
+    flows_changed_ = true;
     fresh_.clear();
     to_check_.clear();
     for (size_t st = 0; st < stream_ops_.size(); ++st) to_check_.push_back(st);
@@ -211,7 +212,7 @@ class Engine {
         a.in_latency = false;  // the latency part is over: the bytes start to flow
         a.rate = 0;
         a.since = now;
-        comm_changed_for(a.op);
+        comm_changed_for(a.op, true);
       } else {
         finish(a.op, now);
       }
@@ -316,7 +317,7 @@ class Engine {
                      .rate = 0,
                      .since = now,
                      .version = a.version + 1};
-        comm_changed_for(op_id);
+        comm_changed_for(op_id, !a.in_latency);
         mark_running(static_cast<size_t>(op.stream));
         if (a.in_latency) queue_.set(op.stream, now + latency, a.version);
         if (!a.in_latency && cost.bytes <= 0) finish(op_id, now);
@@ -333,7 +334,7 @@ class Engine {
       memory_of(b).release(b, now);
     }
     Activity& a = acts_[static_cast<size_t>(op.stream)];
-    if (a.transfer) comm_changed_for(op_id);
+    if (a.transfer) comm_changed_for(op_id, !a.in_latency);
     if (a.active) mark_idle(static_cast<size_t>(op.stream));
     a.active = false;
     a.transfer = false;
@@ -365,35 +366,9 @@ class Engine {
 
   void rerate_changed_stages(TimeNs now) {
     comm_changed_ = false;
-    // A running send loads both its stages' links: a change on either end re-rates both.
-    for (bool grew = true; grew && stage_changed_.size() > 1;) {
-      grew = false;
-      for (const auto& stage : running_of_stage_) {
-        for (const size_t st : stage) {
-          const Activity& a = acts_[st];
-          const int32_t peer = ops_[static_cast<size_t>(a.op)].peer;
-          if (!a.transfer || peer < 0) continue;
-          const auto here = static_cast<size_t>(stream_stage_[st]);
-          const auto there =
-              static_cast<size_t>(stream_stage_[static_cast<size_t>(ops_[static_cast<size_t>(peer)].stream)]);
-          if (stage_changed_[here] != stage_changed_[there]) {
-            stage_changed_[here] = stage_changed_[there] = 1;
-            grew = true;
-          }
-        }
-      }
-    }
-    // The running streams of the changed stages, in stream order (the order the flows are solved in).
-    changed_.clear();
-    for (size_t stage = 0; stage < stage_changed_.size(); ++stage) {
-      if (!stage_changed_[stage]) continue;
-      comm_sms_[stage] = 0;
-      comm_running_[stage] = 0;
-      changed_.insert(changed_.end(), running_of_stage_[stage].begin(), running_of_stage_[stage].end());
-    }
-    std::sort(changed_.begin(), changed_.end());
+    const std::vector<size_t>& changed = running_streams_to_rerate();
     flows_.clear();
-    for (const size_t st : changed_) {
+    for (const size_t st : changed) {
       const Activity& a = acts_[st];
       flow_of_stream_[st] = -1;
       const OpCost& cost = costs_[static_cast<size_t>(a.op)];
@@ -413,8 +388,12 @@ class Engine {
       compute_speed_[stage] = std::max(kMinComputeSpeed, (sms - comm_sms_[stage]) / sms);
       if (comm_running_[stage]) compute_speed_[stage] *= (1.0 - t_.gpu.overlap_slowdown);
     }
-    solver_.solve(links_, flows_, rates_);
-    for (const size_t st : changed_) {
+    // A change that only started or ended a collective's latency part leaves the flows as the last solve saw them
+    // (the same streams' transfers, in the same order): their rates stand, and only compute speeds change. With
+    // several stages the last solve may have covered other stages, so every change is solved.
+    if (flows_changed_ || stage_changed_.size() > 1) solver_.solve(links_, flows_, rates_);
+    flows_changed_ = false;
+    for (const size_t st : changed) {
       const Activity& a = acts_[st];
       if (a.in_latency || a.rendezvous) continue;
       const int32_t f = flow_of_stream_[st];
@@ -423,9 +402,48 @@ class Engine {
     std::fill(stage_changed_.begin(), stage_changed_.end(), 0);
   }
 
-  // The running communication of `op`'s stage changed (a send: of both its stages).
-  void comm_changed_for(int32_t op) {
+  // The running streams of the changed stages, in stream order (the order the flows are solved in), with their
+  // stages' SM counts reset. One stage: its own list, already in order.
+  const std::vector<size_t>& running_streams_to_rerate() {
+    if (stage_changed_.size() == 1) {
+      comm_sms_[0] = 0;
+      comm_running_[0] = 0;
+      return running_of_stage_[0];
+    }
+    // A running send loads both its stages' links: a change on either end re-rates both.
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (const auto& stage : running_of_stage_) {
+        for (const size_t st : stage) {
+          const Activity& a = acts_[st];
+          const int32_t peer = ops_[static_cast<size_t>(a.op)].peer;
+          if (!a.transfer || peer < 0) continue;
+          const auto here = static_cast<size_t>(stream_stage_[st]);
+          const auto there =
+              static_cast<size_t>(stream_stage_[static_cast<size_t>(ops_[static_cast<size_t>(peer)].stream)]);
+          if (stage_changed_[here] != stage_changed_[there]) {
+            stage_changed_[here] = stage_changed_[there] = 1;
+            grew = true;
+          }
+        }
+      }
+    }
+    changed_.clear();
+    for (size_t stage = 0; stage < stage_changed_.size(); ++stage) {
+      if (!stage_changed_[stage]) continue;
+      comm_sms_[stage] = 0;
+      comm_running_[stage] = 0;
+      changed_.insert(changed_.end(), running_of_stage_[stage].begin(), running_of_stage_[stage].end());
+    }
+    std::sort(changed_.begin(), changed_.end());
+    return changed_;
+  }
+
+  // The running communication of `op`'s stage changed (a send: of both its stages); `flows` when the change adds or
+  // removes a transfer whose bytes flow (not one in its latency part).
+  void comm_changed_for(int32_t op, bool flows) {
     comm_changed_ = true;
+    flows_changed_ = flows_changed_ || flows;
     const OpRuntime& r = ops_[static_cast<size_t>(op)];
     stage_changed_[static_cast<size_t>(stream_stage_[static_cast<size_t>(r.stream)])] = 1;
     if (r.peer >= 0) {
@@ -502,6 +520,7 @@ class Engine {
   std::vector<size_t> fresh_;                          // streams whose compute op started since the last re-rating
   std::vector<size_t> to_check_;                       // streams whose head may be able to start
   bool comm_changed_ = true;              // the set of running communication changed since the last re-rating
+  bool flows_changed_ = true;             // ... and with it the set of flowing transfers (what the solver sees)
   std::vector<double> compute_speed_;     // per stage
   std::vector<int32_t> comm_sms_;         // per stage: SMs communication kernels hold
   std::vector<char> stage_changed_;       // per stage: its running communication changed since the last re-rating
