@@ -4,6 +4,8 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <unordered_map>
+#include <vector>
 
 #include "common/error.h"
 #include "common/limits.h"
@@ -84,6 +86,36 @@ OpCost p2p_cost(const Schedule& s, const Op& op, const Topology& topology, const
   return cost;
 }
 
+// A compute op's time depends only on its GEMM shapes and its memory-bound bytes, and a layer's ops repeat those in
+// every layer and micro-batch: each distinct list is timed once (the same function on the same inputs, so the same
+// nanoseconds).
+class ComputeTimes {
+ public:
+  ComputeTimes(const GpuProfile& gpu, DType dtype) : gpu_(gpu), dtype_(dtype) {}
+
+  TimeNs of(const Op& op) {
+    key_.clear();
+    key_.push_back(op.bytes_touched);
+    for (const Gemm& g : op.gemms) key_.insert(key_.end(), {g.m, g.n, g.k, g.batch, int64_t{g.attention}});
+    const auto [it, added] = memo_.try_emplace(key_, 0);
+    if (added) it->second = compute_time_ns(op, gpu_, dtype_);
+    return it->second;
+  }
+
+ private:
+  struct KeyHash {
+    size_t operator()(const std::vector<int64_t>& key) const {
+      uint64_t h = 1469598103934665603ULL;  // FNV-1a over 64-bit words
+      for (const int64_t word : key) h = (h ^ static_cast<uint64_t>(word)) * 1099511628211ULL;
+      return static_cast<size_t>(h);
+    }
+  };
+  const GpuProfile& gpu_;
+  DType dtype_;
+  std::vector<int64_t> key_;
+  std::unordered_map<std::vector<int64_t>, TimeNs, KeyHash> memo_;
+};
+
 // The engine adds op times in int64 nanoseconds over up to 100 steps: refuse a step whose ops alone would take more
 // than limits::kMaxStepTimeNs (rates and efficiencies so low that times saturate land here too).
 void check_step_time(const Schedule& s, const Topology& topology, const std::vector<OpCost>& costs) {
@@ -120,6 +152,7 @@ std::vector<OpCost> compute_op_costs(const Schedule& s, const Topology& topology
   std::vector<OpCost> costs(s.ops.size());
   // Identical collectives (same kind, size, dtype, reduction, group, registration) cost the same: compute once.
   std::map<std::tuple<OpKind, int64_t, DType, ReduceOp, GroupId, bool>, OpCost> cache;
+  ComputeTimes compute_times(topology.gpu, s.info.compute_dtype);
   for (const Op& op : s.ops) {
     OpCost& cost = costs[op.id.index()];
     if (is_collective(op.kind)) {
@@ -134,7 +167,7 @@ std::vector<OpCost> compute_op_costs(const Schedule& s, const Topology& topology
     } else if (op.kind == OpKind::copy && (op.send_bytes > 0 || op.recv_bytes > 0)) {
       cost = host_copy_cost(op, topology);
     } else if (op.kind != OpKind::sync) {
-      cost.compute_ns = compute_time_ns(op, topology.gpu, s.info.compute_dtype);
+      cost.compute_ns = compute_times.of(op);
       cost.standalone_ns = cost.compute_ns;
       cost.model = cost.compute_ns > 0 ? CostModel::compute : CostModel::instant;
     }

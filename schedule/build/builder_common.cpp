@@ -87,11 +87,21 @@ std::string op_name(std::string_view what, std::string_view what_suffix, std::st
     digit_count = static_cast<size_t>(std::to_chars(digits.data(), digits.data() + digits.size(), micro_batch).ptr -
                                       digits.data());
   }
-  std::string out;
-  out.reserve(what.size() + what_suffix.size() + 1 + unit_name.size() + 3 + digit_count);
-  out.append(what).append(what_suffix);
-  if (!unit_name.empty()) out.append(".").append(unit_name);
-  if (micro_batch >= 0) out.append(".mb").append(digits.data(), digit_count);
+  const size_t unit_part = unit_name.empty() ? 0 : 1 + unit_name.size();
+  const size_t mb_part = micro_batch >= 0 ? 3 + digit_count : 0;
+  std::string out(what.size() + what_suffix.size() + unit_part + mb_part, '.');
+  char* at = out.data();
+  const auto put = [&](std::string_view part) { at = std::copy(part.begin(), part.end(), at); };
+  put(what);
+  put(what_suffix);
+  if (unit_part > 0) {
+    ++at;  // the '.' already there
+    put(unit_name);
+  }
+  if (mb_part > 0) {
+    put(".mb");
+    put(std::string_view(digits.data(), digit_count));
+  }
   return out;
 }
 
