@@ -17,6 +17,7 @@ BuildContext::BuildContext(const ModelSpec& model_spec, const FsdpConfig& cfg, c
       w(make_schedule_info(model_spec, cfg, lay, units)) {
   for (const auto& unit : units) w.unit(unit.name, unit.params());
   compute = w.stream(StreamRole::compute);
+  w.reserve_ops(expected_ops());
 }
 
 BuildContext::BuildContext(const ModelSpec& model_spec, const FsdpConfig& cfg, const ParallelLayout& lay,
@@ -28,6 +29,19 @@ BuildContext::BuildContext(const ModelSpec& model_spec, const FsdpConfig& cfg, c
       w(make_schedule_info(model_spec, cfg, lay, units)) {
   for (const auto& unit : units) w.unit(unit.name, unit.params());
   compute = w.stream(StreamRole::compute);
+  w.reserve_ops(expected_ops());
+}
+
+int64_t BuildContext::expected_ops() const {
+  // Per unit and micro-batch: forward, backward and a recompute with their TP/CP/EP collectives, two all-gathers, a
+  // reduction with its accumulation and a few joins. An estimate: the ops vector then rarely grows, and growing moved
+  // every op before (a step of 128 micro-batches has 186,000).
+  int64_t per_micro_batch = 0;
+  for (const UnitCost& unit : units) {
+    per_micro_batch += 8 + 2 * static_cast<int64_t>(unit.fwd_collectives.size()) +
+                       static_cast<int64_t>(unit.bwd_collectives.size());
+  }
+  return per_micro_batch * std::max<int64_t>(1, layout.micro_batches) + 64;
 }
 
 StagePlan whole_model_plan(std::vector<UnitCost> units, int32_t micro_batches) {
@@ -209,6 +223,10 @@ void Activations::add_transients(Op& op, const std::vector<int64_t>& tensors, st
 
 void Activations::on_forward(Op& fwd, int32_t unit) {
   const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
+  // Room for the saved activations, the workspace, the transients and the weights' release, allocated once.
+  const size_t transients = cost.fwd_transient_tensors.size();
+  fwd.allocs.reserve(fwd.allocs.size() + 2 + transients);
+  fwd.frees.reserve(fwd.frees.size() + 2 + transients);
   const int64_t saved = saved_bytes(unit);
   if (saved > 0) {
     const BufferId b = ctx_.w.buffer(op_name("act", cost.name, mb_), BufferCategory::activation, saved, false);

@@ -37,6 +37,8 @@ struct BuildContext {
   [[nodiscard]] bool is_layer(int32_t unit) const { return unit >= 1 && unit <= layers(); }
   /// The group playing `role`, created on first use with the layout's size and Megatron rank stride.
   GroupId group(GroupRole role);
+  /// About how many ops the step will have (to reserve room for them).
+  [[nodiscard]] int64_t expected_ops() const;
 
  private:
   GroupId add_group(GroupRole role);

@@ -116,6 +116,10 @@ void MegatronBuilder::backward_unit(int32_t u, Activations& acts, int32_t mb) {
                         cost.bwd_bytes_touched + grad_copy_bytes + 2 * fp8_transpose_bytes);
   bwd.unit = u;
   bwd.micro_batch = mb;
+  // Room for what the activations, the weight gradients and the gradient buckets add, allocated once.
+  const size_t added = 6 + cost.bwd_transient_tensors.size() + groups.size();
+  bwd.allocs.reserve(added);
+  bwd.frees.reserve(added);
   bwd.deps = wait_for(groups);
   for (const int32_t g : groups) bwd.reads.push_back(ag_[static_cast<size_t>(g)].buffer);
   acts.on_backward(bwd, u);

@@ -1,5 +1,6 @@
 #include "schedule/build/schedule_writer.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/error.h"
@@ -53,6 +54,11 @@ OpId ScheduleWriter::add_on_communicator(Op op, int32_t communicator) {
   const OpId id = add(std::move(op));
   last_on_communicator_[communicator] = id;
   return id;
+}
+
+void ScheduleWriter::reserve_ops(int64_t ops) {
+  // Past the limit add() refuses the step anyway; a hint never reserves more than that.
+  schedule_.ops.reserve(static_cast<size_t>(std::clamp<int64_t>(ops, 0, limits::kMaxScheduleOps)));
 }
 
 OpId ScheduleWriter::add(Op op) {

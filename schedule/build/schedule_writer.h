@@ -31,6 +31,8 @@ class ScheduleWriter {
   int32_t unit(const std::string& name, int64_t params);
   /// Appends an op (its id is assigned here) and returns the id.
   OpId add(Op op);
+  /// Makes room for `ops` ops in all (a hint: more may be added), so that adding them does not move the ops before.
+  void reserve_ops(int64_t ops);
   /// Appends a collective issued on NCCL communicator `communicator` (a key the builder chooses, one per
   /// communicator): it also waits for the previous collective on that communicator, because ProcessGroupNCCL runs
   /// one communicator's collectives on one internal stream in the order the host issued them.
