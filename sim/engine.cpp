@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <string>
+#include <unordered_map>
 
 #include "common/error.h"
 #include "memory/memory_tracker.h"
@@ -368,6 +369,7 @@ class Engine {
     comm_changed_ = false;
     const std::vector<size_t>& changed = running_streams_to_rerate();
     flows_.clear();
+    flow_streams_.clear();
     for (const size_t st : changed) {
       const Activity& a = acts_[st];
       flow_of_stream_[st] = -1;
@@ -380,6 +382,7 @@ class Engine {
       if (a.transfer && !a.in_latency) {
         flow_of_stream_[st] = static_cast<int32_t>(flows_.size());
         flows_.push_back(Flow{cost.cap_bytes_per_s, cost.loads.view()});
+        flow_streams_.push_back(st);
       }
     }
     const double sms = std::max(1, t_.gpu.sm_count);
@@ -391,7 +394,7 @@ class Engine {
     // A change that only started or ended a collective's latency part leaves the flows as the last solve saw them
     // (the same streams' transfers, in the same order): their rates stand, and only compute speeds change. With
     // several stages the last solve may have covered other stages, so every change is solved.
-    if (flows_changed_ || stage_changed_.size() > 1) solver_.solve(links_, flows_, rates_);
+    if (flows_changed_ || stage_changed_.size() > 1) solve_flows();
     flows_changed_ = false;
     for (const size_t st : changed) {
       const Activity& a = acts_[st];
@@ -400,6 +403,33 @@ class Engine {
       set_rate(st, a.transfer ? rates_[static_cast<size_t>(f)] / 1e9 : speed_of(st), now);  // bytes per ns
     }
     std::fill(stage_changed_.begin(), stage_changed_.end(), 0);
+  }
+
+  // The flows' max-min rates into rates_. The same few sets of concurrent collectives recur in every layer and
+  // micro-batch: a set of at most four alike-classed flows (OpCost::flow_class) is remembered by its classes, which
+  // name the solver's exact inputs, so a hit gives the very rates the solver would.
+  void solve_flows() {
+    constexpr size_t kMaxKeyedFlows = 4;
+    constexpr int32_t kClassLimit = 1 << 16;
+    constexpr size_t kMaxRememberedSets = 1 << 14;
+    uint64_t key = 0;
+    bool keyed = flows_.size() >= 2 && flows_.size() <= kMaxKeyedFlows;
+    for (size_t f = 0; keyed && f < flows_.size(); ++f) {
+      const int32_t c = costs_[static_cast<size_t>(acts_[flow_streams_[f]].op)].flow_class;
+      keyed = c >= 0 && c + 1 < kClassLimit;
+      key = (key << 16) | static_cast<uint64_t>(c + 1);
+    }
+    if (!keyed) {
+      solver_.solve(links_, flows_, rates_);
+      return;
+    }
+    if (const auto hit = rates_of_classes_.find(key); hit != rates_of_classes_.end()) {
+      rates_.assign(hit->second.begin(), hit->second.end());
+      return;
+    }
+    solver_.solve(links_, flows_, rates_);
+    if (rates_of_classes_.size() >= kMaxRememberedSets) rates_of_classes_.clear();  // bounded, like the solver's
+    rates_of_classes_.emplace(key, rates_);
   }
 
   // The running streams of the changed stages, in stream order (the order the flows are solved in), with their
@@ -513,6 +543,8 @@ class Engine {
   EventQueue queue_;
   MaxMinSolver solver_;
   std::vector<Flow> flows_;
+  std::vector<size_t> flow_streams_;  // the stream of each of flows_
+  std::unordered_map<uint64_t, std::vector<double>> rates_of_classes_;  // solve_flows: rates by the flows' classes
   std::vector<double> rates_;
   std::vector<int32_t> flow_of_stream_;
   std::vector<std::vector<size_t>> running_of_stage_;  // per stage: streams whose activity is active, ascending

@@ -1,5 +1,6 @@
 #include "sim/op_costs.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -153,14 +154,21 @@ std::vector<OpCost> compute_op_costs(const Schedule& s, const Topology& topology
   // Identical collectives (same kind, size, dtype, reduction, group, registration) cost the same: compute once.
   std::map<std::tuple<OpKind, int64_t, DType, ReduceOp, GroupId, bool>, OpCost> cache;
   ComputeTimes compute_times(topology.gpu, s.info.compute_dtype);
+  const int32_t stages = std::max(1, s.info.pipeline_stages);
   for (const Op& op : s.ops) {
     OpCost& cost = costs[op.id.index()];
     if (is_collective(op.kind)) {
       const auto key = std::make_tuple(op.kind, collective_size_bytes(op), op.dtype, op.reduce_op, op.group,
                                        buffers_registered(s, op));
       auto it = cache.find(key);
-      if (it == cache.end()) it = cache.emplace(key, collective_op_cost(s, op, topology, placements)).first;
+      if (it == cache.end()) {
+        it = cache.emplace(key, collective_op_cost(s, op, topology, placements)).first;
+        it->second.flow_class = static_cast<int32_t>(cache.size() - 1) * stages;
+      }
       cost = it->second;
+      // Its stage's links: a class per stage (none for a stage the schedule's info does not count).
+      const int32_t stage = s.stage_of(op);
+      cost.flow_class = stage >= 0 && stage < stages ? cost.flow_class + stage : -1;
     } else if (is_p2p(op.kind)) {
       cost = p2p_cost(s, op, topology, placements[op.group.index()]);
       continue;  // its loads already name both stages' links

@@ -72,6 +72,9 @@ struct OpCost {
   bool collective = false;
   CollectiveCost nccl;       ///< the chosen NCCL algorithm and protocol (collectives)
   TimeNs standalone_ns = 0;  ///< the op's duration alone
+  /// Collectives: a number shared by exactly the ops whose transfers are alike (same cap and link loads on the same
+  /// stage's links), so the engine can remember flow rates by it; -1 for others (compared by value instead).
+  int32_t flow_class = -1;
 };
 
 /// Capacities of the shared links of `stages` GPUs (one per pipeline stage), indexed by LinkId + stage · kLinkCount.
