@@ -377,7 +377,10 @@ std::vector<FidelityFit> fit_fidelity(const std::vector<FidelityRow>& rows) {
     }
   }
   std::vector<FidelityFit> fits;
-  for (const auto& [name, cal] : by_profile) {
+  for (const auto& profile_rows : by_profile) {
+    // Named, not a structured binding: the lambdas below capture it (clang 14 cannot capture bindings).
+    const std::string& name = profile_rows.first;
+    const auto& cal = profile_rows.second;
     FidelityFit fit;
     fit.profile = name;
     for (const FidelityRow& r : cal) fit.rows.push_back(r.id);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -250,23 +251,39 @@ std::vector<SweepResult> run_sweep_points(const SweepSpec& spec, const std::vect
   for (const int64_t i : indices) {
     if (i < 0 || i >= total) throw std::logic_error("sweep point " + std::to_string(i) + " is outside the grid");
   }
-  const auto count = static_cast<int64_t>(indices.size());
+  // Every point's assignments first: a grid that lists a value twice (recompute_granularity=none,full,none) gives
+  // points that are the same configuration, simulated once and copied.
+  std::vector<std::vector<std::string>> assignments(indices.size());
+  std::vector<int64_t> grid_index(indices.size());
+  for (size_t k = 0; k < indices.size(); ++k) {
+    const int64_t i = indices[k];
+    grid_index[k] = i;
+    if (!spec.points.empty()) {
+      const int64_t per_point = total / static_cast<int64_t>(spec.points.size());
+      assignments[k] = spec.points[static_cast<size_t>(i / per_point)];
+      grid_index[k] = i % per_point;
+    }
+    for (std::string& a : point_assignments(spec.axes, grid_index[k])) assignments[k].push_back(std::move(a));
+  }
+  std::vector<size_t> first_of(indices.size());  // the point each one copies (itself when it is the first)
+  std::vector<size_t> unique;
+  {
+    std::map<std::vector<std::string>, size_t> seen;
+    for (size_t k = 0; k < indices.size(); ++k) {
+      const auto [it, inserted] = seen.emplace(assignments[k], k);
+      first_of[k] = it->second;
+      if (inserted) unique.push_back(k);
+    }
+  }
+  const auto count = static_cast<int64_t>(unique.size());
   std::vector<SweepResult> results(indices.size());
   std::atomic<int64_t> next{0};
   std::atomic<int64_t> done{0};
   std::mutex progress_mutex;
   const auto worker = [&] {
-    for (int64_t k = next++; k < count; k = next++) {
-      const int64_t i = indices[static_cast<size_t>(k)];
-      std::vector<std::string> assignments;
-      int64_t grid_index = i;
-      if (!spec.points.empty()) {
-        const int64_t per_point = total / static_cast<int64_t>(spec.points.size());
-        assignments = spec.points[static_cast<size_t>(i / per_point)];
-        grid_index = i % per_point;
-      }
-      for (std::string& a : point_assignments(spec.axes, grid_index)) assignments.push_back(std::move(a));
-      results[static_cast<size_t>(k)] = evaluate_point(spec, assignments, grid_index);
+    for (int64_t n = next++; n < count; n = next++) {
+      const size_t k = unique[static_cast<size_t>(n)];
+      results[k] = evaluate_point(spec, assignments[k], grid_index[k]);
       const int64_t d = ++done;
       if (progress) {
         const std::lock_guard<std::mutex> lock(progress_mutex);
@@ -280,6 +297,9 @@ std::vector<SweepResult> run_sweep_points(const SweepSpec& spec, const std::vect
   for (int32_t t = 1; t < std::min<int64_t>(threads, count); ++t) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
+  for (size_t k = 0; k < results.size(); ++k) {
+    if (first_of[k] != k) results[k] = results[first_of[k]];
+  }
   return results;
 }
 

@@ -1,6 +1,7 @@
 // Sweeps, fits and OOM advice over the simulator.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
 
 #include "common/error.h"
@@ -54,6 +55,21 @@ TEST(Sweep, EveryCombinationInGridOrderAndDeterministic) {
             sweep_json(two, rank_results(two, RankBy::throughput)));
   // Full recompute runs the forward twice: slower than none on the same GPUs.
   EXPECT_GT(one[1].step_time_s, one[0].step_time_s);
+}
+
+TEST(Sweep, AValueListedTwiceIsSimulatedOnceAndCopied) {
+  SweepSpec spec = llama8b_spec();
+  spec.axes = {parse_grid_axis("recompute_granularity=none,full,none"), parse_grid_axis("nodes=1,2")};
+  std::atomic<int> evaluated{0};
+  spec.evaluate = [&](const FsdpConfig& config) {
+    ++evaluated;
+    return evaluate_config(spec.model, spec.topology, config, spec.evaluation);
+  };
+  const auto results = run_sweep(spec);
+  ASSERT_EQ(results.size(), 6u);
+  EXPECT_EQ(evaluated.load(), 4);  // none and full, on 1 and 2 nodes
+  EXPECT_EQ(sweep_json({results[0], results[1]}, {0, 1}), sweep_json({results[4], results[5]}, {0, 1}));
+  EXPECT_EQ(results[4].assignments, (std::vector<std::string>{"recompute_granularity=none", "nodes=1"}));
 }
 
 TEST(Sweep, EachPointShowsTheParametersOneGpuHolds) {
