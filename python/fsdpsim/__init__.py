@@ -127,6 +127,17 @@ def sweep(model=None, grid=None, topology="dgx-h100-ndr", config=None, *, megatr
         options["price"] = [f"{name}={_text(value)}" for name, value in price.items()]
     elif price is not None:
         options["price"] = price
+    if options.get("shard") is not None:
+        # One shard of a split sweep (shard="i/N", part="FILE"): the part is written for merge(); it is returned too.
+        if options.get("part") is None:
+            raise ValueError("sweep(shard=...) needs part='FILE' to write the shard's results to")
+        with tempfile.TemporaryDirectory(prefix="fsdpsim-") as scratch:
+            job = _Job(scratch, model, topology, config, megatron_args, torchtitan_config, set)
+            printed = _run(["sweep"] + job.args + _options(options))
+        if echo:
+            print(printed, end="")
+        with open(options["part"], encoding="utf-8") as f:
+            return json.load(f)
     return _job_command("sweep", model, topology, config, megatron_args, torchtitan_config, set, options, echo)
 
 

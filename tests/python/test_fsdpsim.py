@@ -85,3 +85,15 @@ def test_python_dash_m_runs_the_program():
     assert "fsdpsim: error:" in done.stderr and "tp·cp = 3" in done.stderr
     done = subprocess.run([sys.executable, "-m", "fsdpsim", "presets"], capture_output=True, text=True)
     assert done.returncode == 0 and "llama3-70b" in done.stdout
+
+
+def test_shards_from_python_merge_to_the_one_process_sweep(tmp_path):
+    grid = {"nodes": [1, 2], "micro_batch_size": [1, 2]}
+    whole = fsdpsim.sweep(model="llama3-8b", grid=grid)
+    parts = [tmp_path / f"part{i}.json" for i in range(2)]
+    for i, part in enumerate(parts):
+        written = fsdpsim.sweep(model="llama3-8b", grid=grid, shard=f"{i}/2", part=str(part))
+        assert written["shard"] == i and written["total"] == 4
+    assert fsdpsim.merge(parts) == whole
+    with pytest.raises(ValueError, match="needs part="):
+        fsdpsim.sweep(model="llama3-8b", grid=grid, shard="0/2")
