@@ -37,7 +37,7 @@ void register_schedule(CLI::App& app) {
     if (!options->output.empty() || !options->json.empty()) {
       const std::string yaml = schedule_to_yaml(schedule);
       if (!options->output.empty()) write_text_file(options->output, yaml, "-o");
-      if (!options->json.empty()) write_text_file(options->json, yaml_as_json(yaml, "the built schedule"), "--json");
+      if (!options->json.empty()) write_text_file(options->json, yaml_as_json(yaml), "--json");
     }
     std::cout << schedule_summary(schedule);
     std::cout << "topology: " << job.topology.name << " (" << job.layout.world_size << " GPUs = " << job.config.nodes

@@ -7,6 +7,7 @@
 
 namespace fsdpsim::cli {
 
-std::string yaml_as_json(const std::string& yaml_text, const std::string& source);
+/// `yaml_text` is fsdpsim's own output (the schedule writer's): yaml-cpp's exception would be a bug, not bad input.
+std::string yaml_as_json(const std::string& yaml_text);
 
 }  // namespace fsdpsim::cli

@@ -113,8 +113,8 @@ double bus_factor(const std::string& kind, int32_t n) {
 
 // Each compute kernel in its innermost GPU range (the range that contains the kernel's start and began last),
 // sweeping ranges and kernels in start order with a stack of the open ranges.
-void attribute_to_ranges(std::vector<std::pair<Interval, size_t>> kernels,
-                         std::vector<std::pair<std::string, Interval>> ranges, TraceStep& step) {
+void attribute_to_ranges(std::vector<Interval> kernels, std::vector<std::pair<std::string, Interval>> ranges,
+                         TraceStep& step) {
   std::sort(kernels.begin(), kernels.end());
   std::stable_sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) {
     return a.second.first != b.second.first ? a.second.first < b.second.first : a.second.second > b.second.second;
@@ -122,8 +122,7 @@ void attribute_to_ranges(std::vector<std::pair<Interval, size_t>> kernels,
   std::vector<const std::pair<std::string, Interval>*> open;
   std::vector<Interval> optimizer;
   size_t r = 0;
-  for (const auto& [span, index] : kernels) {
-    (void)index;
+  for (const Interval& span : kernels) {
     while (r < ranges.size() && ranges[r].second.first <= span.first) open.push_back(&ranges[r++]);
     while (!open.empty() && open.back()->second.second <= span.first) open.pop_back();
     // A range that closed under an inner one still open is skipped when it reaches the top.
@@ -214,17 +213,14 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
     window = last->second;
   }
   std::vector<Interval> compute, comm;
-  std::vector<std::pair<Interval, size_t>> compute_kernels;  // for the ranges: clipped span, index in `kernels`
   std::map<std::string, std::vector<Interval>> by_kind;
   std::map<std::pair<std::string, int32_t>, TraceCollectiveSize> sizes;
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    const Kernel& k = kernels[i];
+  for (const Kernel& k : kernels) {
     const Interval clipped{std::max(k.span.first, window.first), std::min(k.span.second, window.second)};
     if (clipped.second <= clipped.first) continue;
     ++step.kernels;
     if (k.kind.empty()) {
       compute.push_back(clipped);
-      compute_kernels.emplace_back(clipped, i);
     } else {
       comm.push_back(clipped);
       by_kind[k.kind].push_back(clipped);
@@ -244,7 +240,7 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
     c.bus_bw_bytes_per_s = c.kernel_s > 0 ? c.bus_bw_bytes_per_s / c.kernel_s : 0;
     step.collective_sizes.push_back(c);
   }
-  attribute_to_ranges(compute_kernels, ranges, step);
+  attribute_to_ranges(compute, ranges, step);  // each compute kernel, clipped to the step
   const std::vector<Interval> compute_union = merged(compute), comm_union = merged(comm);
   step.step_time_s = (window.second - window.first) * 1e-6;
   step.compute_busy_s = length(compute_union) * 1e-6;
