@@ -11,7 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!(back == profile)) fsdpsim::fuzz::finding("gpu_profile_to_yaml does not round-trip");
     fsdpsim::Topology topology = fsdpsim::topology_preset("dgx-h100-ndr");
     topology.gpu = profile;
-    topology.nvls = topology.nvls && profile.arch != fsdpsim::GpuArch::ampere;
+    topology.nvls = topology.nvls && profile.arch != fsdpsim::GpuArch::ampere && !fsdpsim::is_amd(profile.arch);
     fsdpsim::FsdpConfig config;
     config.nodes = 2;
     fsdpsim::fuzz::exercise_job(fsdpsim::fuzz::tiny_dense_model(), config, topology, true);

@@ -14,11 +14,18 @@
 
 namespace fsdpsim {
 
-/// GPU architecture generation; selects NCCL's per-architecture tables.
-enum class GpuArch : uint8_t { ampere, hopper, blackwell };
+/// GPU architecture generation; selects NCCL's (or, for AMD's CDNA, RCCL's) per-architecture tables.
+enum class GpuArch : uint8_t { ampere, hopper, blackwell, cdna3, cdna4 };
 /// The architectures' names in profile YAML files and reports.
-inline constexpr EnumNames<GpuArch, 3> kGpuArchNames{
-    {{{GpuArch::ampere, "ampere"}, {GpuArch::hopper, "hopper"}, {GpuArch::blackwell, "blackwell"}}}};
+inline constexpr EnumNames<GpuArch, 5> kGpuArchNames{{{{GpuArch::ampere, "ampere"},
+                                                        {GpuArch::hopper, "hopper"},
+                                                        {GpuArch::blackwell, "blackwell"},
+                                                        {GpuArch::cdna3, "cdna3"},
+                                                        {GpuArch::cdna4, "cdna4"}}}};
+/// AMD Instinct (CDNA): RCCL instead of NCCL, Infinity Fabric instead of NVLink, no NVLS.
+constexpr bool is_amd(GpuArch arch) {
+  return arch == GpuArch::cdna3 || arch == GpuArch::cdna4;
+}
 
 /// One GPU model.
 struct GpuProfile {
@@ -103,6 +110,10 @@ struct Topology {
   int64_t host_memory_bytes = 0;         ///< CPU memory per node; 0: not stated (offload is not checked against it)
   TimeNs nic_latency_ns = 0;             ///< extra per-hop network latency (NCCL graph latencyInter)
   int32_t max_nics_between_domains = 0;  ///< NICs NCCL uses between NVLink domains (MNNVL); 0 = all
+  /// The GPUs of a node are joined point to point (AMD Infinity Fabric / xGMI: a link per GPU pair), not through a
+  /// switch: nvlink_bw is then one GPU's sum over its gpus_per_node − 1 links, and a group of k GPUs in a node reaches
+  /// only its k − 1 links to the other members.
+  bool xgmi_mesh = false;
 
   /// Field-by-field equality (YAML round trips are exact).
   bool operator==(const Topology&) const = default;

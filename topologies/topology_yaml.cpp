@@ -51,10 +51,11 @@ void check_whole_nodes(const Topology& t, const YamlValue& domain) {
               "use gpus_per_node (" + std::to_string(t.gpus_per_node) + ") or a multiple of it");
 }
 
-// NVLink SHARP needs NVSwitch gen3 and an SM90+ GPU (NCCL runs NVLS only from Hopper on).
+// NVLink SHARP needs NVSwitch gen3 and an SM90+ NVIDIA GPU (NCCL runs NVLS only from Hopper on; AMD has none).
 void check_nvls_gpu(const Topology& t, const YamlValue& nvls) {
-  if (!t.nvls || t.gpu.arch != GpuArch::ampere) return;
-  nvls.fail("NVLS needs a Hopper or newer GPU, but '" + t.gpu.name + "' is " + std::string(to_string(t.gpu.arch)),
+  if (!t.nvls || (t.gpu.arch != GpuArch::ampere && !is_amd(t.gpu.arch))) return;
+  nvls.fail("NVLS needs an NVIDIA Hopper or newer GPU, but '" + t.gpu.name + "' is " +
+                std::string(to_string(t.gpu.arch)),
             "set nvls: false");
 }
 
@@ -117,6 +118,9 @@ const std::vector<TopologyRow>& topology_rows() {
        [](YAML::Emitter& o, const std::string& k, const Topology& t) {
          emit_key(o, k, hardware_yaml::exact_bytes_text(t.host_memory_bytes));
        },
+       ReadPass::second},
+      {"xgmi_mesh", R::optional, [](Topology& t, const YamlValue& v) { t.xgmi_mesh = v.as_bool(); },
+       [](YAML::Emitter& o, const std::string& k, const Topology& t) { emit_key(o, k, t.xgmi_mesh); },
        ReadPass::second},
       {"nic_latency", R::optional, [](Topology& t, const YamlValue& v) { t.nic_latency_ns = v.as_time_ns(); },
        [](YAML::Emitter& o, const std::string& k, const Topology& t) {

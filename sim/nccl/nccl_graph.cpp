@@ -46,10 +46,20 @@ SystemGraph system_graph(const Topology& topology) {
   const ArchTables& tables = arch_tables(topology.gpu.arch);
   SystemGraph g;
   g.nvlink_gbps = topology.nvlink_bw_bytes_per_s / 1e9 * tables.nccl_link_fraction;
-  const auto [channels, speed] = ring_graph(g.nvlink_gbps, tables, topology.gpu.arch);
-  g.ring_channels = channels;
-  g.ring_channel_gbps = speed;
-  g.ring_gbps = channels * speed;
+  if (topology.xgmi_mesh) {
+    // RCCL does not search rings on an xGMI mesh: it matches the node to a "rome model" with fixed rings, each using
+    // one link per hop, enough of them to drive every link at once (rome_model_81: 64 rings over 8 GPUs and 7 links;
+    // ROCm/rccl src/graph/rome_models.cc). The ring reaches all links: busBw = links × RCCL's link figure; the
+    // channels are the profile's ring CUs.
+    g.ring_channels = std::max(1, topology.gpu.ring_sms);
+    g.ring_gbps = g.nvlink_gbps;
+    g.ring_channel_gbps = g.ring_gbps / g.ring_channels;
+  } else {
+    const auto [channels, speed] = ring_graph(g.nvlink_gbps, tables, topology.gpu.arch);
+    g.ring_channels = channels;
+    g.ring_channel_gbps = speed;
+    g.ring_gbps = channels * speed;
+  }
   g.nic_gbps = topology.nic_bw_bytes_per_s / 1e9 * kNicEfficiency;
   g.gpu_net_gbps = topology.gpus_per_node > 0 ? topology.nics_per_node * g.nic_gbps / topology.gpus_per_node : 0;
   // NVLS drives the NVLink port at nvlsEff of NCCL's figure (0.85 Hopper, 0.74 Blackwell; docs/architecture.md §6.8).
@@ -75,6 +85,14 @@ GroupShape group_shape(const Topology& topology, const SystemGraph& system, cons
   s.nic_shares = nics / nics_per_gpu;
   s.domain_net_gbps = s.nic_shares * system.gpu_net_gbps;
   return s;
+}
+
+double intra_ring_gbps(const Call& call) {
+  const Topology& t = *call.topology;
+  if (!t.xgmi_mesh || t.gpus_per_node <= 1) return call.system.ring_gbps;
+  // On a mesh a group of k GPUs of a node has k − 1 links among its members, of the node's gpus_per_node − 1.
+  const int32_t members = std::min(call.group.ranks_per_domain, t.gpus_per_node);
+  return call.system.ring_gbps * std::max(1, members - 1) / (t.gpus_per_node - 1);
 }
 
 double inter_latency_us(const Call& call, NcclAlgo algo, NcclProto proto) {

@@ -64,6 +64,9 @@ SystemGraph system_graph(const Topology& topology);
 /// The NCCL view of `placement` on `topology`.
 GroupShape group_shape(const Topology& topology, const SystemGraph& system, const GroupPlacement& placement);
 
+/// The ring bandwidth inside one domain for the call's group: the system's ring, or on an xGMI mesh the share of it the
+/// group's own links give (k − 1 of a node's gpus_per_node − 1 links for k members).
+double intra_ring_gbps(const Call& call);
 /// Per-hop network latency of `algo`/`proto` including the topology's extra NIC latency (twice for Simple: the flush).
 double inter_latency_us(const Call& call, NcclAlgo algo, NcclProto proto);
 /// Sets time_us from latency and bandwidth (infinite when the bandwidth is 0).

@@ -39,9 +39,9 @@ double protocol_overhead(NcclProto proto) {
 // leaves each domain once and busbw ≈ min(NVLink-effective, NIC shares × NIC-effective)
 // (docs/architecture.md §6.6). With one rank per domain every hop is a network hop.
 double ring_graph_gbps(const Call& call) {
-  if (call.group.domains <= 1) return call.system.ring_gbps;
+  if (call.group.domains <= 1) return intra_ring_gbps(call);
   if (call.group.ranks_per_domain <= 1) return call.group.domain_net_gbps;
-  return std::min(call.system.ring_gbps, call.group.domain_net_gbps);
+  return std::min(intra_ring_gbps(call), call.group.domain_net_gbps);
 }
 
 double ll_cap_gbps(const Call& call) {
@@ -185,8 +185,7 @@ void add_p2p(const Call& call, std::vector<Candidate>& out) {
   const double hop = across ? inter_latency_us(call, NcclAlgo::p2p, NcclProto::simple)
                             : nvlink_hop_latency_us(NcclAlgo::p2p)[proto_index(NcclProto::simple)];
   c.latency_us = base_latency_us(NcclAlgo::p2p)[proto_index(NcclProto::simple)] + hop;
-  c.bus_bw_gbps =
-      across ? std::min(call.system.ring_gbps, g.domain_net_gbps / g.ranks_per_domain) : call.system.ring_gbps;
+  c.bus_bw_gbps = across ? std::min(intra_ring_gbps(call), g.domain_net_gbps / g.ranks_per_domain) : intra_ring_gbps(call);
   c.sms = ring_sms(call);
   if (!across) {
     c.nvlink_load = 1.0;

@@ -61,6 +61,28 @@ ArchTables make_blackwell() {
   return t;
 }
 
+// AMD CDNA (MI300X / MI325X gfx942, MI350X / MI355X gfx950) under RCCL (ROCm/rccl src/graph/topo.h, tuning.cc; RCCL
+// moved to ROCm/rocm-systems projects/rccl, tuning.cc at a4cd4445). RCCL counts an xGMI link at 48 GB/s
+// (GFX94X_XGMI_WIDTH and GFX95X_XGMI_WIDTH 48.0) against 64 GB/s per direction on MI300X's datasheet link (x16 at
+// 32 Gb/s per lane, 128 GB/s both ways): 0.75; against MI355X's ~76.8 GB/s (a secondary figure): 0.625. Either way
+// 7 links × 48 = 336 GB/s on an 8-GPU node. RCCL's own tables replace NVIDIA's per-channel caps with ratios of the ring
+// graph's bandwidth (bwRatio: LL and LL128 rings 0.08, Simple 1.0; trees 0.06 / 0.06 / 0.11 on up to two nodes, 0.59
+// for Simple beyond), written here as per-channel caps over the 64 channels a ring uses (336 GB/s on an 8-GPU node:
+// 0.08 × 336 / 64 = 0.42). Trees with Simple are skipped on one gfx942 / gfx950 node (tuning.cc), so their one-node
+// cap is 0.
+ArchTables make_cdna(double datasheet_link_gbps) {
+  ArchTables t;
+  t.nccl_link_fraction = 48.0 / datasheet_link_gbps;
+  t.search_speeds = kGenericSpeeds;      // unused: xGMI rings are RCCL's fixed "rome model" rings, not searched
+  t.ll_max_single_node_gbps = 0.08 * 336.0;
+  t.ring_ll128_per_channel_gbps = 0.08 * 336.0 / 64.0;
+  t.tree_ll128_per_channel_gbps = {0.06 * 336.0 / 64.0, 0.06 * 336.0 / 64.0, 0.06 * 336.0 / 64.0};
+  t.tree_per_channel_gbps = {0.0, 0.11 * 336.0 / 64.0, 0.59 * 336.0 / 64.0};
+  t.nvls_tree_per_channel_gbps = {0, 0, 0};  // no NVLS on AMD
+  t.nvls_efficiency = 0;
+  return t;
+}
+
 // Latency tables of 2.23-2.30 (docs/architecture.md §6.4), one row per NcclAlgo in enum order:
 // ring, tree, nvls, nvls_tree, collnet_direct, collnet_chain, pat, p2p. p2p (all-to-all) reuses the ring row.
 constexpr std::array<ProtoTriple, 8> kBaseLatencyUs{{
@@ -113,7 +135,13 @@ const ArchTables& arch_tables(GpuArch arch) {
   static const ArchTables ampere = make_ampere();
   static const ArchTables hopper = make_hopper();
   static const ArchTables blackwell = make_blackwell();
+  static const ArchTables cdna3 = make_cdna(64.0);
+  static const ArchTables cdna4 = make_cdna(76.8);
   switch (arch) {
+    case GpuArch::cdna3:
+      return cdna3;
+    case GpuArch::cdna4:
+      return cdna4;
     case GpuArch::ampere:
       return ampere;
     case GpuArch::hopper:
