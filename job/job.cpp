@@ -58,6 +58,10 @@ Topology topology_for_gpus(const Topology& topology, FsdpConfig& config) {
   part.gpus_per_node = config.gpus;
   part.nvlink_domain_gpus = config.gpus;
   part.nics_per_node = std::max(1, topology.nics_per_node * config.gpus / per_node);
+  // On a point-to-point mesh (xGMI) the links to the idle GPUs carry nothing: k GPUs keep k − 1 of their links.
+  if (topology.xgmi_mesh && per_node > 1) {
+    part.nvlink_bw_bytes_per_s = topology.nvlink_bw_bytes_per_s * std::max(1, config.gpus - 1) / (per_node - 1);
+  }
   part.gpus_per_host_link = std::min(topology.gpus_per_host_link, config.gpus);
   part.max_nics_between_domains = std::min(topology.max_nics_between_domains, part.nics_per_node);
   part.name = topology.name + " (" + std::to_string(config.gpus) + " of its " + std::to_string(per_node) + " GPUs)";

@@ -41,6 +41,9 @@ constexpr HardwareMapping kHardware[] = {
     {"b200-power-limited", "hgx-b200-ndr", "b200-power-limited", 0},
     {"gb200", "gb200-nvl72", "gb200", 0},
     {"gb300", "gb300-nvl72", "gb300", 0},
+    {"mi300x", "mi300x-roce", "mi300x", 0},
+    {"mi325x", "mi300x-roce", "mi325x", 0},  // MI325X: a drop-in for MI300X's 8-GPU platform (same xGMI mesh)
+    {"mi355x", "mi355x-roce", "mi355x", 0},
 };
 
 Topology map_hardware(YamlMap hw, const std::string& row) {

@@ -99,7 +99,7 @@ double inter_latency_us(const Call& call, NcclAlgo algo, NcclProto proto) {
   // interLat = hwLat[NET] + graph latencyInter, plus latencyInter again for Simple (the flush);
   // docs/architecture.md §6.4.
   const double extra_us = static_cast<double>(call.topology->nic_latency_ns) / 1000.0;
-  const double lat = net_hop_latency_us(algo)[proto_index(proto)] + extra_us;
+  const double lat = net_hop_latency_us(call.topology->gpu.arch, algo)[proto_index(proto)] + extra_us;
   return proto == NcclProto::simple ? lat + extra_us : lat;
 }
 

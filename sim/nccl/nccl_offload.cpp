@@ -58,7 +58,7 @@ Candidate offload_candidate(NcclAlgo algo) {
 // Chain base + 2·(ppn−1)·intraLat + interLat.
 double collnet_latency_us(const Call& call, NcclAlgo algo) {
   const double ppn = call.group.ranks_per_domain;
-  const double intra = nvlink_hop_latency_us(algo)[proto_index(NcclProto::simple)];
+  const double intra = nvlink_hop_latency_us(call.topology->gpu.arch, algo)[proto_index(NcclProto::simple)];
   const double inter = inter_latency_us(call, algo, NcclProto::simple);
   if (algo == NcclAlgo::collnet_chain) return 2 * (ppn - 1) * intra + inter;
   return 2 * (std::min(1.0, ppn - 1) * intra + (ppn - 1) * 0.4) + inter;
@@ -117,7 +117,7 @@ void add_nvls(const Call& call, std::vector<Candidate>& out) {
   Candidate c = offload_candidate(NcclAlgo::nvls);
   c.sms = offload_sms(call, true);
   // NVLS latency: intraLat (25 us), + interLat (18 us) across domains (docs/architecture.md §6.4).
-  c.latency_us = nvlink_hop_latency_us(NcclAlgo::nvls)[proto_index(NcclProto::simple)];
+  c.latency_us = nvlink_hop_latency_us(call.topology->gpu.arch, NcclAlgo::nvls)[proto_index(NcclProto::simple)];
   if (r.kind == OpKind::all_reduce) {
     // Across domains NVLS needs IB SHARP (NVLS + CollNet); it is then capped by the network (2.28's interBw).
     if (g.domains > 1 && !call.topology->ib_sharp) return;
@@ -147,7 +147,7 @@ void add_nvls_tree(const Call& call, std::vector<Candidate>& out) {
   if (call.request.kind != OpKind::all_reduce || g.domains < 2 || !nvls_allowed(call)) return;
   Candidate c = offload_candidate(NcclAlgo::nvls_tree);
   // NVLSTree AR: base + intraLat + 2·log2(N)·interLat (docs/architecture.md §6.4).
-  c.latency_us = nvlink_hop_latency_us(NcclAlgo::nvls_tree)[proto_index(NcclProto::simple)] +
+  c.latency_us = nvlink_hop_latency_us(call.topology->gpu.arch, NcclAlgo::nvls_tree)[proto_index(NcclProto::simple)] +
                  2 * log2_floor(g.domains) * inter_latency_us(call, NcclAlgo::nvls_tree, NcclProto::simple);
   // bw = min(intraBw, interBw, nHeads·perChMaxNVLSTreeBw) (2.28, docs/architecture.md §6.8). interBw: the domain's
   // NICs, × 2 on two domains (each domain sends S, not 2S), × (n−1)/n for the bus bytes that do not cross. Heads across
@@ -194,7 +194,7 @@ void add_pat(const Call& call, std::vector<Candidate>& out) {
   Candidate c = offload_candidate(NcclAlgo::pat);
   // PAT AG/RS: 8 + log2(N)·interLat/3.5 + 2.8·n (docs/architecture.md §6.4); busBw × 0.75, used as is on the total
   // bytes.
-  c.latency_us = base_latency_us(NcclAlgo::pat)[proto_index(NcclProto::simple)] +
+  c.latency_us = base_latency_us(call.topology->gpu.arch, NcclAlgo::pat)[proto_index(NcclProto::simple)] +
                  log2_floor(g.domains) * inter_latency_us(call, NcclAlgo::pat, NcclProto::simple) / 3.5 + 2.8 * g.ranks;
   const double n = g.ranks;
   c.bus_bw_gbps = 0.75 * g.domain_net_gbps * (n - 1) / n;

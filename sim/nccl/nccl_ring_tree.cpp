@@ -46,21 +46,24 @@ double ring_graph_gbps(const Call& call) {
 
 double ll_cap_gbps(const Call& call) {
   const ArchTables& tables = arch_tables(call.topology->gpu.arch);
-  return call.group.domains <= 1 ? tables.ll_max_single_node_gbps : ll_max_multi_node_gbps(call.group.domains);
+  return call.group.domains <= 1 ? tables.ll_max_single_node_gbps
+                                 : ll_max_multi_node_gbps(call.topology->gpu.arch, call.group.domains);
 }
 
 // Ring latency: base + (nsteps − nInter)·max(intraLat, netOverhead) + nInter·interLat, nsteps = 2(n−1) (AR) or n−1,
 // nInter = 2(N−1) or N−1 (docs/architecture.md §6.4). With one rank per node the network hop uses Tree's NET latency.
 double ring_latency_us(const Call& call, NcclProto proto) {
+  const GpuArch arch = call.topology->gpu.arch;
   const int32_t n = call.group.ranks;
   const int32_t domains = call.group.domains;
   const int32_t steps = is_all_reduce(call) ? 2 * (n - 1) : n - 1;
   const int32_t inter_steps = domains <= 1 ? 0 : (is_all_reduce(call) ? 2 * (domains - 1) : domains - 1);
-  double intra = nvlink_hop_latency_us(NcclAlgo::ring)[proto_index(proto)];
+  double intra = nvlink_hop_latency_us(arch, NcclAlgo::ring)[proto_index(proto)];
   if (domains > 1) intra = std::max(intra, net_overhead_us(proto));
   const NcclAlgo net_row = call.group.ranks_per_domain <= 1 ? NcclAlgo::tree : NcclAlgo::ring;
   const double inter = inter_latency_us(call, net_row, proto);
-  return base_latency_us(NcclAlgo::ring)[proto_index(proto)] + (steps - inter_steps) * intra + inter_steps * inter;
+  return base_latency_us(arch, NcclAlgo::ring)[proto_index(proto)] + (steps - inter_steps) * intra +
+         inter_steps * inter;
 }
 
 // Scale degradation of ring all-gather / reduce-scatter across many nodes, which NCCL's model lacks: nccl #1229
@@ -118,8 +121,10 @@ void add_ring(const Call& call, std::vector<Candidate>& out) {
     c.bus_bw_gbps = ring_protocol_gbps(call, proto);
     if (!is_all_reduce(call) && call.group.domains > 1) c.bus_bw_gbps *= ring_scale_factor(call.group.domains);
     // "Plateau effect of ring": multi-node ring AR Simple with nBytes/(nChannels·n) >= 64 has latency × 1.4 (Ampere+).
+    // RCCL compiles this out on AMD (its HIP branch of ncclTopoGetAlgoTime applies correction tables instead).
     const double per_channel = static_cast<double>(r.size_bytes) / (call.system.ring_channels * call.group.ranks);
-    if (is_all_reduce(call) && proto == NcclProto::simple && call.group.domains > 1 && per_channel >= 64) {
+    if (is_all_reduce(call) && proto == NcclProto::simple && call.group.domains > 1 && per_channel >= 64 &&
+        !is_amd(call.topology->gpu.arch)) {
       c.latency_us *= 1.4;
     }
     // fp8 reductions over rings of more than 8 ranks are penalised × 1024 for precision (docs/architecture.md §6.3).
@@ -134,7 +139,8 @@ void add_ring(const Call& call, std::vector<Candidate>& out) {
 void add_tree(const Call& call, std::vector<Candidate>& out) {
   if (!is_all_reduce(call)) return;  // Tree is never used for AG/RS (docs/architecture.md §6.7)
   const GroupShape& g = call.group;
-  const ArchTables& tables = arch_tables(call.topology->gpu.arch);
+  const GpuArch arch = call.topology->gpu.arch;
+  const ArchTables& tables = arch_tables(arch);
   const std::size_t row = node_index(g.domains);
   const double base = ring_graph_gbps(call);
   const double channels = call.system.ring_channels;
@@ -143,8 +149,8 @@ void add_tree(const Call& call, std::vector<Candidate>& out) {
     c.algo = NcclAlgo::tree;
     c.proto = proto;
     // Tree AR: base + 2·((ppn−1)·intraLat + log2(N)·interLat) (docs/architecture.md §6.4).
-    c.latency_us = base_latency_us(NcclAlgo::tree)[proto_index(proto)] +
-                   2 * ((g.ranks_per_domain - 1) * nvlink_hop_latency_us(NcclAlgo::tree)[proto_index(proto)] +
+    c.latency_us = base_latency_us(arch, NcclAlgo::tree)[proto_index(proto)] +
+                   2 * ((g.ranks_per_domain - 1) * nvlink_hop_latency_us(arch, NcclAlgo::tree)[proto_index(proto)] +
                         log2_floor(g.domains) * inter_latency_us(call, NcclAlgo::tree, proto));
     // docs/architecture.md §6.6: LL min(busBw/3.8, llMax); LL128 min(busBw·(7/9 | 120/128), nCh·perChMaxTreeLL128);
     // Simple min(0.92·busBw, nCh·perChMaxTree); then the per-size correction. NCCL's algbw is half of that (× 0.5), so
@@ -156,7 +162,7 @@ void add_tree(const Call& call, std::vector<Candidate>& out) {
                     channels * tables.tree_ll128_per_channel_gbps[row]);
     }
     if (proto == NcclProto::simple) bw = std::min(0.92 * base, channels * tables.tree_per_channel_gbps[row]);
-    bw *= tree_correction_factor(proto, call.request.size_bytes);
+    bw *= tree_correction_factor(arch, proto, call.request.size_bytes);
     const double n = g.ranks;
     c.bus_bw_gbps = bw * (n - 1) / n;
     c.sms = ring_sms(call);
@@ -178,14 +184,16 @@ void add_p2p(const Call& call, std::vector<Candidate>& out) {
   // the buffer. Modelled as those sends over the slowest link the group spans: NVLink (the ring's effective NVLink
   // bandwidth) within one domain, this GPU's NIC share when the group spans domains; latency one Simple step.
   const GroupShape& g = call.group;
+  const GpuArch arch = call.topology->gpu.arch;
   Candidate c;
   c.algo = NcclAlgo::p2p;
   c.proto = NcclProto::simple;
   const bool across = g.domains > 1;
   const double hop = across ? inter_latency_us(call, NcclAlgo::p2p, NcclProto::simple)
-                            : nvlink_hop_latency_us(NcclAlgo::p2p)[proto_index(NcclProto::simple)];
-  c.latency_us = base_latency_us(NcclAlgo::p2p)[proto_index(NcclProto::simple)] + hop;
-  c.bus_bw_gbps = across ? std::min(intra_ring_gbps(call), g.domain_net_gbps / g.ranks_per_domain) : intra_ring_gbps(call);
+                            : nvlink_hop_latency_us(arch, NcclAlgo::p2p)[proto_index(NcclProto::simple)];
+  c.latency_us = base_latency_us(arch, NcclAlgo::p2p)[proto_index(NcclProto::simple)] + hop;
+  c.bus_bw_gbps =
+      across ? std::min(intra_ring_gbps(call), g.domain_net_gbps / g.ranks_per_domain) : intra_ring_gbps(call);
   c.sms = ring_sms(call);
   if (!across) {
     c.nvlink_load = 1.0;

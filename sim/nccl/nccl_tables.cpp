@@ -73,7 +73,7 @@ ArchTables make_blackwell() {
 ArchTables make_cdna(double datasheet_link_gbps) {
   ArchTables t;
   t.nccl_link_fraction = 48.0 / datasheet_link_gbps;
-  t.search_speeds = kGenericSpeeds;      // unused: xGMI rings are RCCL's fixed "rome model" rings, not searched
+  t.search_speeds = kGenericSpeeds;  // unused: xGMI rings are RCCL's fixed "rome model" rings, not searched
   t.ll_max_single_node_gbps = 0.08 * 336.0;
   t.ring_ll128_per_channel_gbps = 0.08 * 336.0 / 64.0;
   t.tree_ll128_per_channel_gbps = {0.06 * 336.0 / 64.0, 0.06 * 336.0 / 64.0, 0.06 * 336.0 / 64.0};
@@ -116,6 +116,43 @@ constexpr std::array<ProtoTriple, 8> kNetHopUs{{
     {2.7, 4.0, 14.0},  // p2p: as ring
 }};
 
+// RCCL's latency tables for gfx942 and gfx950 (tuning_model_5 and tuning_model_6 share them; ROCm/rocm-systems
+// projects/rccl/src/graph/tuning.cc @ a4cd4445): baseLat 12 / 12 / 17 us for ring and tree, hwLat of an xGMI hop (RCCL
+// files xGMI as NVLink) and of a network hop. One deviation: RCCL writes 320 us for a ring Simple network hop, a figure
+// that steers its choice towards tree below its ring correction thresholds rather than a time: 4 nodes × 8 MI300X run a
+// 64 MiB all-reduce, 6 network steps of the ring, in 661.7 us in all (ROCm docs, prerequisite-system-validation.rst, 32
+// ranks), less than 6 × 320. The model uses the tree row's Simple network hop (25 us) for it.
+constexpr std::array<ProtoTriple, 8> kRcclBaseLatencyUs{{
+    {12.0, 12.0, 17.0},  // ring
+    {12.0, 12.0, 17.0},  // tree
+    {0, 0, 0},           // nvls: none on AMD
+    {0, 0, 0},           // nvls_tree
+    {12.0, 12.0, 17.0},  // collnet_direct
+    {12.0, 12.0, 17.0},  // collnet_chain
+    {0, 0, 0},           // pat
+    {12.0, 12.0, 17.0},  // p2p: as ring
+}};
+constexpr std::array<ProtoTriple, 8> kRcclXgmiHopUs{{
+    {0.8, 0.8, 2.1},  // ring
+    {0.9, 0.9, 2.3},  // tree
+    {0, 0, 0},        // nvls
+    {0, 0, 0},        // nvls_tree
+    {0, 0, 0.9},      // collnet_direct
+    {0, 0, 0.9},      // collnet_chain
+    {0, 0, 0},        // pat
+    {0.8, 0.8, 2.1},  // p2p: as ring
+}};
+constexpr std::array<ProtoTriple, 8> kRcclNetHopUs{{
+    {9.5, 9.5, 25.0},    // ring (RCCL: 320 for Simple; see above)
+    {10.5, 10.5, 25.0},  // tree
+    {0, 0, 0},           // nvls
+    {0, 0, 0},           // nvls_tree
+    {0, 0, 10.5},        // collnet_direct
+    {0, 0, 10.5},        // collnet_chain
+    {0, 0, 25.0},        // pat (RCCL: 320, as ring Simple)
+    {9.5, 9.5, 25.0},    // p2p: as ring
+}};
+
 // Tree all-reduce correction per power-of-two size bucket from 64 B (log2(size / 64) = 0) upwards, per protocol
 // (NVIDIA/nccl src/graph/tuning.cc, treeCorrectionFactor; docs/architecture.md §6.6: dips to 0.4-0.6 between 64 KB
 // and 4 MB).
@@ -153,20 +190,21 @@ const ArchTables& arch_tables(GpuArch arch) {
   return hopper;
 }
 
-double ll_max_multi_node_gbps(int32_t domains) {
+double ll_max_multi_node_gbps(GpuArch arch, int32_t domains) {
+  if (is_amd(arch)) return arch_tables(arch).ll_max_single_node_gbps;
   // llMaxBws rows chosen by CPU vendor across nodes: Intel/other 39.0 (2 nodes), 20.4 (>= 3);
   // docs/architecture.md §6.6.
   return domains == 2 ? 39.0 : 20.4;
 }
 
-const ProtoTriple& base_latency_us(NcclAlgo algo) {
-  return kBaseLatencyUs.at(algo_index(algo));
+const ProtoTriple& base_latency_us(GpuArch arch, NcclAlgo algo) {
+  return (is_amd(arch) ? kRcclBaseLatencyUs : kBaseLatencyUs).at(algo_index(algo));
 }
-const ProtoTriple& nvlink_hop_latency_us(NcclAlgo algo) {
-  return kNvlinkHopUs.at(algo_index(algo));
+const ProtoTriple& nvlink_hop_latency_us(GpuArch arch, NcclAlgo algo) {
+  return (is_amd(arch) ? kRcclXgmiHopUs : kNvlinkHopUs).at(algo_index(algo));
 }
-const ProtoTriple& net_hop_latency_us(NcclAlgo algo) {
-  return kNetHopUs.at(algo_index(algo));
+const ProtoTriple& net_hop_latency_us(GpuArch arch, NcclAlgo algo) {
+  return (is_amd(arch) ? kRcclNetHopUs : kNetHopUs).at(algo_index(algo));
 }
 
 double net_overhead_us(NcclProto proto) {
@@ -174,7 +212,11 @@ double net_overhead_us(NcclProto proto) {
   return proto == NcclProto::simple ? 3.0 : 1.0;
 }
 
-double tree_correction_factor(NcclProto proto, int64_t size_bytes) {
+double tree_correction_factor(GpuArch arch, NcclProto proto, int64_t size_bytes) {
+  // RCCL's correction tables (tree and, across nodes, ring) steer its choice: ring Simple across nodes is scaled by 0.1
+  // up to 128 MiB, yet 4 × 8 MI300X reach 190 GB/s with it at 64 MiB (ROCm docs, 32 ranks). The model picks by time and
+  // applies none of them on AMD.
+  if (is_amd(arch)) return 1.0;
   if (size_bytes < 64) return kTreeCorrection[proto_index(proto)][0];
   const int bucket = std::bit_width(static_cast<uint64_t>(size_bytes >> 6)) - 1;  // log2i(size / 64)
   if (bucket >= static_cast<int>(kTreeCorrection[0].size())) return 1.0;

@@ -43,21 +43,22 @@ struct ArchTables {
 /// The tables of `arch`.
 const ArchTables& arch_tables(GpuArch arch);
 
-/// LL bandwidth cap across nodes: NCCL picks it by CPU vendor (Intel/ARM assumed: 39.0 on 2 nodes, 20.4 on >= 3).
-double ll_max_multi_node_gbps(int32_t domains);
+/// LL bandwidth cap across nodes: NCCL picks it by CPU vendor (Intel/ARM assumed: 39.0 on 2 nodes, 20.4 on >= 3);
+/// RCCL (AMD) has no such table and keeps its one LL ratio of the ring graph (ll_max_single_node_gbps).
+double ll_max_multi_node_gbps(GpuArch arch, int32_t domains);
 
-/// baseLat[algo] (us) per protocol.
-const ProtoTriple& base_latency_us(NcclAlgo algo);
-/// hwLat[NVLink][algo] (us) per protocol: the per-hop latency of an intra-domain step.
-const ProtoTriple& nvlink_hop_latency_us(NcclAlgo algo);
+/// baseLat[algo] (us) per protocol (NCCL's table, or RCCL's for AMD).
+const ProtoTriple& base_latency_us(GpuArch arch, NcclAlgo algo);
+/// hwLat[NVLink][algo] (us) per protocol: the per-hop latency of an intra-domain step (RCCL: an xGMI hop).
+const ProtoTriple& nvlink_hop_latency_us(GpuArch arch, NcclAlgo algo);
 /// hwLat[NET][algo] (us) per protocol: the per-hop latency of a step through the network.
-const ProtoTriple& net_hop_latency_us(NcclAlgo algo);
+const ProtoTriple& net_hop_latency_us(GpuArch arch, NcclAlgo algo);
 
 /// Network post overhead per ring step across nodes (us): 1.0 on Intel x86 and ARM hosts, × 3 for Simple.
 double net_overhead_us(NcclProto proto);
 
-/// Tree all-reduce bandwidth correction by message size (ncclTopoGetAlgoTime); 1.0 outside the table.
-double tree_correction_factor(NcclProto proto, int64_t size_bytes);
+/// Tree all-reduce bandwidth correction by message size (ncclTopoGetAlgoTime); 1.0 outside the table and on AMD.
+double tree_correction_factor(GpuArch arch, NcclProto proto, int64_t size_bytes);
 
 /// Fraction of a NIC's line rate that NCCL's rings reach per port: 0.92, the low end of the 0.92-0.96 measured for NDR
 /// (docs/architecture.md §6.5; NCCL reaches 46-48 of 50 GB/s per NDR NIC, nccl-tests #290; 20-24 of 25 per HDR NIC,

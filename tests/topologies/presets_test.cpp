@@ -15,12 +15,12 @@ namespace fsdpsim {
 namespace {
 
 // The files listed in topologies/CMakeLists.txt, sorted.
-const std::vector<std::string> kTopologyNames{"dgx-a100-hdr",   "dgx-h100-ndr",   "dgx-h100-ndr-sharp",
-                                              "gb200-nvl72",    "gb200-nvl72-64", "gb300-nvl72",
-                                              "gb300-nvl72-64", "hgx-b200-ndr",   "hgx-h200-ndr"};
-const std::vector<std::string> kProfileNames{"a100-sxm-40gb",      "a100-sxm-80gb", "b200",
-                                             "b200-power-limited", "gb200",         "gb300",
-                                             "h100-96gb",          "h100-sxm",      "h200-sxm"};
+const std::vector<std::string> kTopologyNames{"dgx-a100-hdr",   "dgx-h100-ndr", "dgx-h100-ndr-sharp", "gb200-nvl72",
+                                              "gb200-nvl72-64", "gb300-nvl72",  "gb300-nvl72-64",     "hgx-b200-ndr",
+                                              "hgx-h200-ndr",   "mi300x-roce",  "mi355x-roce"};
+const std::vector<std::string> kProfileNames{"a100-sxm-40gb", "a100-sxm-80gb", "b200",      "b200-power-limited",
+                                             "gb200",         "gb300",         "h100-96gb", "h100-sxm",
+                                             "h200-sxm",      "mi300x",        "mi325x",    "mi355x"};
 
 std::string temp_file(const std::string& name, const std::string& text) {
   const std::filesystem::path path = std::filesystem::path(testing::TempDir()) / name;
@@ -42,6 +42,10 @@ TEST(Presets, ArchNames) {
   EXPECT_EQ(to_string(GpuArch::ampere), "ampere");
   EXPECT_EQ(to_string(GpuArch::hopper), "hopper");
   EXPECT_EQ(to_string(GpuArch::blackwell), "blackwell");
+  EXPECT_EQ(to_string(GpuArch::cdna3), "cdna3");
+  EXPECT_EQ(to_string(GpuArch::cdna4), "cdna4");
+  EXPECT_TRUE(is_amd(GpuArch::cdna3));
+  EXPECT_FALSE(is_amd(GpuArch::hopper));
 }
 
 TEST(Presets, UnknownTopologyPresetListsTheValidOnes) {

@@ -244,10 +244,13 @@ TEST(TopologyErrors, GpuMustBeANameOrAMapping) {
 
 TEST(TopologyErrors, NvlsNeedsHopperOrNewer) {
   const std::string message = parse_error(with_line(kTopology, "gpu", "gpu: a100-sxm-80gb"));
-  EXPECT_NE(message.find("topo.yaml:6:7: 'nvls': NVLS needs a Hopper or newer GPU, but 'a100-sxm-80gb' is ampere "
-                         "(set nvls: false)"),
+  EXPECT_NE(message.find("topo.yaml:6:7: 'nvls': NVLS needs an NVIDIA Hopper or newer GPU, but 'a100-sxm-80gb' is "
+                         "ampere (set nvls: false)"),
             std::string::npos)
       << message;
+  const std::string amd = parse_error(with_line(kTopology, "gpu", "gpu: mi300x"));
+  EXPECT_NE(amd.find("'nvls': NVLS needs an NVIDIA Hopper or newer GPU, but 'mi300x' is cdna3"), std::string::npos)
+      << amd;
 }
 
 TEST(TopologyErrors, MoreInterDomainNicsThanTheDomainHas) {
