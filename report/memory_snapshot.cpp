@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <optional>
+#include <string>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -238,28 +241,68 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
   }
   m.trace_events = static_cast<int64_t>(trace->size());
 
+  // Each event decoded once (its fields checked, its frames classified), then two passes over them.
+  struct TraceEvent {
+    enum class Kind : uint8_t { alloc, free, segment_add, segment_remove, other } kind = Kind::other;
+    int64_t addr = 0;
+    int64_t size = 0;
+    std::optional<double> time_us;
+    std::string category;              // alloc: from its frames
+    const PickleValue* raw = nullptr;  // free: read again only when the block predates the trace
+  };
+  std::vector<TraceEvent> events;
+  events.reserve(trace->size());
+  for (const PickleValue& e : *trace) {
+    TraceEvent ev;
+    ev.raw = &e;
+    const std::string action = text_field(e, "action");
+    if (const PickleValue* t = e.find("time_us"); t != nullptr) {
+      ev.time_us =
+          t->integer() != nullptr ? static_cast<double>(*t->integer()) : (t->real() != nullptr ? *t->real() : 0);
+    }
+    if (action == "alloc") {
+      ev.kind = TraceEvent::Kind::alloc;
+      ev.addr = int_field(e, "addr", source, "an alloc event");
+      ev.size = int_field(e, "size", source, "an alloc event");
+      const PickleValue* frames = e.find("frames");
+      ev.category = frames != nullptr ? classify_frames(*frames) : "unclassified";
+    } else if (action == "free_completed") {
+      ev.kind = TraceEvent::Kind::free;
+      ev.addr = int_field(e, "addr", source, "a free event");
+    } else if (action == "segment_alloc" || action == "segment_map") {
+      ev.kind = TraceEvent::Kind::segment_add;
+      ev.size = int_field(e, "size", source, "a segment event");
+    } else if (action == "segment_free" || action == "segment_unmap") {
+      ev.kind = TraceEvent::Kind::segment_remove;
+      ev.size = int_field(e, "size", source, "a segment event");
+    }
+    events.push_back(std::move(ev));
+  }
+
   // Pass 1: what was allocated before the trace (freed without an allocation in it, or held to its end without
   // one), and the segment bytes the trace added.
   std::unordered_map<int64_t, Live> live, before;
   int64_t segment_delta = 0;
-  for (const PickleValue& e : *trace) {
-    const std::string action = text_field(e, "action");
-    if (action == "alloc") {
-      const PickleValue* frames = e.find("frames");
-      live[int_field(e, "addr", source, "an alloc event")] =
-          Live{int_field(e, "size", source, "an alloc event"),
-               frames != nullptr ? classify_frames(*frames) : "unclassified"};
-    } else if (action == "free_completed") {
-      const int64_t addr = int_field(e, "addr", source, "a free event");
-      if (live.erase(addr) == 0) {
-        const PickleValue* frames = e.find("frames");
-        before[addr] = Live{int_field(e, "size", source, "a free event"),
-                            frames != nullptr ? classify_frames(*frames) : "unclassified"};
-      }
-    } else if (action == "segment_alloc" || action == "segment_map") {
-      segment_delta += int_field(e, "size", source, "a segment event");
-    } else if (action == "segment_free" || action == "segment_unmap") {
-      segment_delta -= int_field(e, "size", source, "a segment event");
+  for (const TraceEvent& e : events) {
+    switch (e.kind) {
+      case TraceEvent::Kind::alloc:
+        live[e.addr] = Live{e.size, e.category};
+        break;
+      case TraceEvent::Kind::free:
+        if (live.erase(e.addr) == 0) {
+          const PickleValue* frames = e.raw->find("frames");
+          before[e.addr] = Live{int_field(*e.raw, "size", source, "a free event"),
+                                frames != nullptr ? classify_frames(*frames) : "unclassified"};
+        }
+        break;
+      case TraceEvent::Kind::segment_add:
+        segment_delta += e.size;
+        break;
+      case TraceEvent::Kind::segment_remove:
+        segment_delta -= e.size;
+        break;
+      case TraceEvent::Kind::other:
+        break;
     }
   }
   for (const auto& [addr, block] : end_active) {
@@ -281,37 +324,36 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
   m.peak_categories = categories;
   m.peak_reserved_bytes = reserved;
   double first_us = -1;
-  for (const PickleValue& e : *trace) {
-    const std::string action = text_field(e, "action");
-    double time_us = 0;
-    if (const PickleValue* t = e.find("time_us"); t != nullptr) {
-      time_us = t->integer() != nullptr ? static_cast<double>(*t->integer()) : (t->real() != nullptr ? *t->real() : 0);
-      if (first_us < 0) first_us = time_us;
-    }
-    if (action == "alloc") {
-      const int64_t addr = int_field(e, "addr", source, "an alloc event");
-      const PickleValue* frames = e.find("frames");
-      const Live block{int_field(e, "size", source, "an alloc event"),
-                       frames != nullptr ? classify_frames(*frames) : "unclassified"};
-      live[addr] = block;
-      allocated += block.size;
-      categories[block.category] += block.size;
-      if (allocated > m.peak_allocated_bytes) {
-        m.peak_allocated_bytes = allocated;
-        m.peak_categories = categories;
-        m.peak_allocated_time_us = first_us < 0 ? 0 : time_us - first_us;
-      }
-    } else if (action == "free_completed") {
-      const auto it = live.find(int_field(e, "addr", source, "a free event"));
-      if (it == live.end()) continue;
-      allocated -= it->second.size;
-      categories[it->second.category] -= it->second.size;
-      live.erase(it);
-    } else if (action == "segment_alloc" || action == "segment_map") {
-      reserved += int_field(e, "size", source, "a segment event");
-      m.peak_reserved_bytes = std::max(m.peak_reserved_bytes, reserved);
-    } else if (action == "segment_free" || action == "segment_unmap") {
-      reserved -= int_field(e, "size", source, "a segment event");
+  for (const TraceEvent& e : events) {
+    const double time_us = e.time_us.value_or(0);
+    if (e.time_us && first_us < 0) first_us = time_us;
+    switch (e.kind) {
+      case TraceEvent::Kind::alloc:
+        live[e.addr] = Live{e.size, e.category};
+        allocated += e.size;
+        categories[e.category] += e.size;
+        if (allocated > m.peak_allocated_bytes) {
+          m.peak_allocated_bytes = allocated;
+          m.peak_categories = categories;
+          m.peak_allocated_time_us = first_us < 0 ? 0 : time_us - first_us;
+        }
+        break;
+      case TraceEvent::Kind::free:
+        if (const auto it = live.find(e.addr); it != live.end()) {
+          allocated -= it->second.size;
+          categories[it->second.category] -= it->second.size;
+          live.erase(it);
+        }
+        break;
+      case TraceEvent::Kind::segment_add:
+        reserved += e.size;
+        m.peak_reserved_bytes = std::max(m.peak_reserved_bytes, reserved);
+        break;
+      case TraceEvent::Kind::segment_remove:
+        reserved -= e.size;
+        break;
+      case TraceEvent::Kind::other:
+        break;
     }
   }
   std::erase_if(m.peak_categories, [](const auto& entry) { return entry.second == 0; });
