@@ -1,7 +1,10 @@
 #include "schedule/ir/summary.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <limits>
+#include <numeric>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -55,7 +58,13 @@ ModelSize model_size(const Schedule& s) {
     }
   }
   if (s.info.global_tokens_per_step > 0) {
-    size.flops_per_token = s.info.model_flops_per_gpu * s.info.world_size / s.info.global_tokens_per_step;
+    // The whole job's FLOPs per step overflow int64 on the largest jobs (Llama-3.1-405B over 268M tokens a step is
+    // 6.5e20), so the GPUs-per-token ratio is reduced first; the quotient is the same either way.
+    const int64_t g = std::gcd(int64_t{s.info.world_size}, s.info.global_tokens_per_step);
+    const int64_t gpus = s.info.world_size / g, tokens = s.info.global_tokens_per_step / g;
+    size.flops_per_token = s.info.model_flops_per_gpu <= std::numeric_limits<int64_t>::max() / gpus
+                               ? s.info.model_flops_per_gpu * gpus / tokens
+                               : std::llround(static_cast<long double>(s.info.model_flops_per_gpu) * gpus / tokens);
   }
   return size;
 }

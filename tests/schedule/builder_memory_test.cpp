@@ -93,3 +93,26 @@ TEST(PersistentMemory, Fsdp2Is16BytesPerShardElementWithFp32Shards) {
 
 }  // namespace
 }  // namespace fsdpsim
+
+namespace fsdpsim {
+namespace {
+
+// The FLOPs per token of the largest jobs: the whole job's FLOPs per step (per GPU × GPUs) overflow int64, so the
+// figure is computed without forming them. Llama-3.1-405B on 16,384 GPUs with 32,768 sequences of 8,192 tokens a step
+// (2^28 tokens): 3.96e16 FLOPs per GPU per step × 16,384 GPUs / 2^28 tokens = 2.42e12 per token, which the report
+// printed as "-0.59 GFLOP per token" before.
+TEST(ModelSize, FlopsPerTokenOfAJobWhoseStepFlopsOverflowInt64) {
+  Schedule s;
+  s.info.world_size = 16384;
+  s.info.global_tokens_per_step = int64_t{32768} * 8192;         // 2^28
+  s.info.model_flops_per_gpu = int64_t{39'600'000'000'000'000};  // 3.96e16: × 16,384 = 6.5e20 > 9.2e18
+  EXPECT_EQ(model_size(s).flops_per_token, int64_t{39'600'000'000'000'000} / 16384);  // 2^14 GPUs per 2^28 tokens
+  // A ratio that does not reduce to whole GPUs per token keeps the integer quotient of before.
+  s.info.world_size = 24;
+  s.info.global_tokens_per_step = 36;
+  s.info.model_flops_per_gpu = 1000;
+  EXPECT_EQ(model_size(s).flops_per_token, 1000 * 24 / 36);  // 666
+}
+
+}  // namespace
+}  // namespace fsdpsim
