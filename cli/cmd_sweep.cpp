@@ -30,26 +30,6 @@ struct SweepOptions {
   std::string shard, part;
 };
 
-// Every (topology, GPU) pair the sweep's points run on, for checking --price against them.
-std::vector<Topology> swept_hardware(const SweepSpec& spec) {
-  std::vector<Topology> tops{spec.topology};
-  for (const GridAxis& axis : spec.axes) {
-    if (axis.key == kTopologyAxis) tops = axis.topologies;
-  }
-  for (const GridAxis& axis : spec.axes) {
-    if (axis.key != kProfileAxis) continue;
-    std::vector<Topology> equipped;
-    for (const Topology& t : tops) {
-      for (const GpuProfile& p : axis.profiles) {
-        equipped.push_back(t);
-        equipped.back().gpu = p;
-      }
-    }
-    tops = std::move(equipped);
-  }
-  return tops;
-}
-
 // A price named for hardware no point runs on is a typo; a cost ranking with prices for some hardware and none for
 // the rest would order money against GPU-seconds.
 void check_prices(const SweepSpec& spec, RankBy by) {

@@ -98,6 +98,19 @@ Topology point_topology(const SweepSpec& spec, int64_t index) {
   return topology;
 }
 
+std::vector<Topology> swept_hardware(const SweepSpec& spec) {
+  SweepSpec hardware;
+  hardware.topology = spec.topology;
+  for (const GridAxis& axis : spec.axes) {
+    if (axis.key == kTopologyAxis || axis.key == kProfileAxis) hardware.axes.push_back(axis);
+  }
+  int64_t combinations = 1;
+  for (const GridAxis& axis : hardware.axes) combinations *= static_cast<int64_t>(axis.values.size());
+  std::vector<Topology> out;
+  for (int64_t i = 0; i < combinations; ++i) out.push_back(point_topology(hardware, i));
+  return out;
+}
+
 double point_price_per_gpu_hour(const SweepSpec& spec, const Topology& topology) {
   for (const std::string& name : {topology.name, topology.gpu.name}) {
     for (const auto& [priced, price] : spec.prices) {

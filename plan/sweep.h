@@ -115,6 +115,9 @@ std::vector<SweepResult> run_sweep_points(const SweepSpec& spec, const std::vect
                                           const SweepProgress& progress = {});
 /// The topology point `index` of the grid runs on: the spec's, or the one its `topology` and `profile` axes pick.
 Topology point_topology(const SweepSpec& spec, int64_t index);
+/// Every hardware a sweep's points run on: one topology per combination of its topology and profile axes (the
+/// spec's topology when it sweeps neither), as point_topology equips them.
+std::vector<Topology> swept_hardware(const SweepSpec& spec);
 /// The price per GPU-hour of a point on `topology` (0: none known).
 double point_price_per_gpu_hour(const SweepSpec& spec, const Topology& topology);
 
