@@ -12,7 +12,7 @@
 #include "sim/engine.h"
 #include "topologies/hardware.h"
 
-#include "tests/support/llama_shaped.h"
+#include "tests/support/shaped_schedule.h"
 
 namespace fsdpsim {
 namespace {
@@ -42,10 +42,7 @@ struct Case {
 };
 
 Schedule build(const Case& c) {
-  FsdpConfig config;
-  for (const auto& s : c.sets) apply_override(config, s);
-  const ModelSpec model = parse_model_yaml(c.moe ? std::string(kMoeShaped) : llama_shaped_yaml(), "<test model>");
-  return build_schedule(model, config, topology_preset("dgx-h100-ndr").gpus_per_node);
+  return build_shaped_schedule(c.sets, c.moe ? std::string(kMoeShaped) : llama_shaped_yaml());
 }
 
 // One node of 8 GPUs with global batch 16 is 2 micro-batches per rank; HSDP (2 optimizer instances) needs 2 nodes,

@@ -11,7 +11,7 @@
 #include "sim/engine.h"
 #include "topologies/hardware.h"
 
-#include "tests/support/llama_shaped.h"
+#include "tests/support/shaped_schedule.h"
 
 namespace fsdpsim {
 namespace {
@@ -25,10 +25,7 @@ struct Case {
 };
 
 Schedule build(const Case& c) {
-  FsdpConfig config;
-  for (const auto& s : c.sets) apply_override(config, s);
-  const ModelSpec model = parse_model_yaml(llama_shaped_yaml(), "<test model>");
-  return build_schedule(model, config, topology_preset("dgx-h100-ndr").gpus_per_node);
+  return build_shaped_schedule(c.sets);
 }
 
 std::vector<Case> cases() {
