@@ -54,9 +54,21 @@ void check_whole_nodes(const Topology& t, const YamlValue& domain) {
 // NVLink SHARP needs NVSwitch gen3 and an SM90+ NVIDIA GPU (NCCL runs NVLS only from Hopper on; AMD has none).
 void check_nvls_gpu(const Topology& t, const YamlValue& nvls) {
   if (!t.nvls || (t.gpu.arch != GpuArch::ampere && !is_amd(t.gpu.arch))) return;
-  nvls.fail("NVLS needs an NVIDIA Hopper or newer GPU, but '" + t.gpu.name + "' is " +
-                std::string(to_string(t.gpu.arch)),
-            "set nvls: false");
+  nvls.fail(
+      "NVLS needs an NVIDIA Hopper or newer GPU, but '" + t.gpu.name + "' is " + std::string(to_string(t.gpu.arch)),
+      "set nvls: false");
+}
+
+// A point-to-point mesh (AMD's Infinity Fabric between the OAMs of a platform) joins the GPUs of one node; no mesh
+// spans nodes.
+void check_mesh_in_one_node(const Topology& t, const YamlValue& mesh) {
+  if (!t.xgmi_mesh || t.nvlink_domain_gpus == t.gpus_per_node) return;
+  mesh.fail("a point-to-point mesh joins the GPUs of one node, but nvlink_domain_gpus (" +
+                std::to_string(t.nvlink_domain_gpus) + ") spans " +
+                std::to_string(t.nvlink_domain_gpus / t.gpus_per_node) + " nodes of " +
+                std::to_string(t.gpus_per_node) + " GPUs",
+            "set nvlink_domain_gpus to gpus_per_node (" + std::to_string(t.gpus_per_node) +
+                "), or xgmi_mesh: false for a switched fabric");
 }
 
 // A link's bandwidth, read in the second pass (see topology_rows); `prefer_bits` for line rates quoted in bits.
@@ -119,7 +131,11 @@ const std::vector<TopologyRow>& topology_rows() {
          emit_key(o, k, hardware_yaml::exact_bytes_text(t.host_memory_bytes));
        },
        ReadPass::second},
-      {"xgmi_mesh", R::optional, [](Topology& t, const YamlValue& v) { t.xgmi_mesh = v.as_bool(); },
+      {"xgmi_mesh", R::optional,
+       [](Topology& t, const YamlValue& v) {
+         t.xgmi_mesh = v.as_bool();
+         check_mesh_in_one_node(t, v);
+       },
        [](YAML::Emitter& o, const std::string& k, const Topology& t) { emit_key(o, k, t.xgmi_mesh); },
        ReadPass::second},
       {"nic_latency", R::optional, [](Topology& t, const YamlValue& v) { t.nic_latency_ns = v.as_time_ns(); },
