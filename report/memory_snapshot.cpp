@@ -206,6 +206,16 @@ std::string classify_frames(const PickleValue& frames) {
   return "unclassified";
 }
 
+namespace {
+
+// The category of a block or trace event, from its stack frames ("unclassified" without any).
+std::string category_of(const PickleValue& record) {
+  const PickleValue* frames = record.find("frames");
+  return frames != nullptr ? classify_frames(*frames) : "unclassified";
+}
+
+}  // namespace
+
 SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::string& source, int32_t device) {
   if (snapshot.dict() == nullptr) not_a_snapshot(source, "segments", "the pickle is not a dict");
   const PickleValue* segments = snapshot.find("segments");
@@ -225,9 +235,8 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
     if (blocks == nullptr || blocks->list() == nullptr) continue;
     for (const PickleValue& b : *blocks->list()) {
       if (text_field(b, "state") != "active_allocated") continue;
-      const PickleValue* frames = b.find("frames");
       end_active[int_field(b, "address", source, "a block")] =
-          Live{int_field(b, "size", source, "a block"), frames != nullptr ? classify_frames(*frames) : "unclassified"};
+          Live{int_field(b, "size", source, "a block"), category_of(b)};
     }
   }
   const PickleList empty;
@@ -243,9 +252,9 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
 
   // Each event decoded once (its fields checked, its frames classified), then two passes over them.
   struct TraceEvent {
-    enum class Kind : uint8_t { alloc, free, segment_add, segment_remove, other } kind = Kind::other;
+    enum class Kind : uint8_t { alloc, free, segment, other } kind = Kind::other;
     int64_t addr = 0;
-    int64_t size = 0;
+    int64_t size = 0;  // a segment event: the bytes it maps (+) or unmaps (−)
     std::optional<double> time_us;
     std::string category;              // alloc: from its frames
     const PickleValue* raw = nullptr;  // free: read again only when the block predates the trace
@@ -264,17 +273,16 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
       ev.kind = TraceEvent::Kind::alloc;
       ev.addr = int_field(e, "addr", source, "an alloc event");
       ev.size = int_field(e, "size", source, "an alloc event");
-      const PickleValue* frames = e.find("frames");
-      ev.category = frames != nullptr ? classify_frames(*frames) : "unclassified";
+      ev.category = category_of(e);
     } else if (action == "free_completed") {
       ev.kind = TraceEvent::Kind::free;
       ev.addr = int_field(e, "addr", source, "a free event");
     } else if (action == "segment_alloc" || action == "segment_map") {
-      ev.kind = TraceEvent::Kind::segment_add;
+      ev.kind = TraceEvent::Kind::segment;
       ev.size = int_field(e, "size", source, "a segment event");
     } else if (action == "segment_free" || action == "segment_unmap") {
-      ev.kind = TraceEvent::Kind::segment_remove;
-      ev.size = int_field(e, "size", source, "a segment event");
+      ev.kind = TraceEvent::Kind::segment;
+      ev.size = -int_field(e, "size", source, "a segment event");
     }
     events.push_back(std::move(ev));
   }
@@ -290,16 +298,11 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
         break;
       case TraceEvent::Kind::free:
         if (live.erase(e.addr) == 0) {
-          const PickleValue* frames = e.raw->find("frames");
-          before[e.addr] = Live{int_field(*e.raw, "size", source, "a free event"),
-                                frames != nullptr ? classify_frames(*frames) : "unclassified"};
+          before[e.addr] = Live{int_field(*e.raw, "size", source, "a free event"), category_of(*e.raw)};
         }
         break;
-      case TraceEvent::Kind::segment_add:
+      case TraceEvent::Kind::segment:
         segment_delta += e.size;
-        break;
-      case TraceEvent::Kind::segment_remove:
-        segment_delta -= e.size;
         break;
       case TraceEvent::Kind::other:
         break;
@@ -345,12 +348,9 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
           live.erase(it);
         }
         break;
-      case TraceEvent::Kind::segment_add:
+      case TraceEvent::Kind::segment:
         reserved += e.size;
         m.peak_reserved_bytes = std::max(m.peak_reserved_bytes, reserved);
-        break;
-      case TraceEvent::Kind::segment_remove:
-        reserved -= e.size;
         break;
       case TraceEvent::Kind::other:
         break;
