@@ -151,6 +151,9 @@ std::vector<std::vector<std::string>> pipeline_plans(const ModelSpec& model, con
     for (const char* schedule : {"1f1b", "interleaved_1f1b"}) {
       plans.push_back({"pp=" + std::to_string(pp), std::string("pipeline_schedule=") + schedule});
     }
+    // torchtitan's V-shaped zero-bubble schedule (FSDP2 only: Megatron-LM has none).
+    if (base.implementation == Implementation::fsdp2)
+      plans.push_back({"pp=" + std::to_string(pp), "pipeline_schedule=zbv"});
   }
   return plans;
 }

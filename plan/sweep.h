@@ -130,7 +130,8 @@ SweepResult evaluate_config(const ModelSpec& model, const Topology& topology, Fs
 
 /// The plans `sweep --compare-pp` ranks: the configuration as given without pipeline parallelism (pp=1), and for every
 /// pp from 2 up to 64 that divides the GPUs left over by tp·cp (and is at most the model's layers), 1F1B and
-/// interleaved 1F1B. Points that cannot be built (a split that does not divide) stay in the table with the reason.
+/// interleaved 1F1B, and for FSDP2 zero-bubble V (zbv) too. Points that cannot be built (a split that does not divide)
+/// stay in the table with the reason.
 std::vector<std::vector<std::string>> pipeline_plans(const ModelSpec& model, const FsdpConfig& base, int64_t world);
 /// The global batch every compared plan runs: the configuration's, or when it is 0 what the FSDP-only plan runs
 /// (one micro-batch per data-parallel rank: micro_batch_size × world / (tp·cp)), so that the plans differ only in

@@ -52,7 +52,9 @@ class Fsdp2Builder {
     setup();
     run_actions(
         ctx_, plan, range_, [&](int32_t mb, Activations& acts) { forward(mb, acts); },
-        [&](int32_t mb, Activations& acts) { backward(mb, acts); }, actions);
+        [&](int32_t mb, Activations& acts) { backward(mb, acts); },
+        [&](int32_t mb, Activations& acts) { backward_input(mb, acts); },
+        [&](int32_t mb, Activations& /*acts*/) { backward_weight(mb); }, actions);
     optimizer_step();
     return ctx_.w.finish();
   }
@@ -69,6 +71,18 @@ class Fsdp2Builder {
   void copy_out(int32_t g, Phase phase, int32_t mb, bool free_flat_now);
   void forward(int32_t mb, Activations& acts);
   void backward(int32_t mb, Activations& acts);
+  /// The input-gradient half of a split backward (zbv, dualpipev): everything backward does up to the data
+  /// gradients, which the previous stage waits for.
+  void backward_input(int32_t mb, Activations& acts);
+  /// The weight-gradient half: the weight-gradient GEMMs, the unsharded gradients and what follows them.
+  void backward_weight(int32_t mb);
+  /// Recomputes `u`'s recompute chunk when `u` ends it, then unshards `u`'s group and prefetches the next ones, as
+  /// the pre-backward hooks do.
+  void pre_backward(int32_t u, int32_t mb, Activations& acts);
+  /// After a unit's backward (or weight-gradient half): reshards the group on its last unit when the step allows, and
+  /// starts its gradient reduction.
+  void finish_unit_backward(int32_t u, int32_t mb, Op& op);
+  void join_reductions(int32_t mb);
   void post_backward(int32_t g, int32_t mb);
   void optimizer_step();
   /// Adds an all-gather or reduce-scatter of the data-parallel mesh behind the previous one: FSDP2 issues both on
@@ -86,7 +100,23 @@ class Fsdp2Builder {
   BufferId pending_flat_free_;  // forward: the previous group's flat output, freed at the next copy-out
   OpId rs_in_flight_op_;        // the last reduce-scatter's final op
   BufferId rs_in_flight_input_;
+  /// Split backwards: per (micro-batch, unit), what the input-gradient half kept for the weight-gradient half.
+  std::map<std::pair<int32_t, int32_t>, BufferId> kept_for_weights_;
 };
+
+// A split backward's weight gradients dW = dYᵀ·X need each linear's input X and output gradient dY from the
+// input-gradient half until they run: the wgrad GEMM [n, k] reduces over m, so dY is m×n and X is m×k elements
+// (model_units_gemms.cpp: Gemm{name.wgrad, n, k, m}), held in the 2-byte activation dtype.
+bool is_weight_gradient(const Gemm& g) {
+  return g.name.ends_with(".wgrad");
+}
+int64_t weight_gradient_inputs_bytes(const std::vector<Gemm>& gemms) {
+  int64_t elems = 0;
+  for (const Gemm& g : gemms) {
+    if (is_weight_gradient(g)) elems += (g.m + g.n) * g.k * g.batch;
+  }
+  return 2 * elems;
+}
 
 void Fsdp2Builder::add_group(std::string name, std::vector<int32_t> units, bool reshard_after_forward) {
   const ParallelLayout& l = ctx_.layout;
@@ -261,65 +291,64 @@ void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
   }
 }
 
-void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
-  for (int32_t u = range_.last; u >= range_.first; --u) {
-    const int32_t g = group_of_unit(u);
-    if (acts.chunk_end(u)) {
-      for (int32_t r = acts.chunk_start(u); r <= u; ++r) {
-        unshard(group_of_unit(r), Phase::recompute, mb);
-        copy_out(group_of_unit(r), Phase::recompute, mb, true);
-        const UnitCost& rc = ctx_.units[static_cast<size_t>(r)];
-        Op op = make_compute(op_name("recompute", rc.name, mb), Phase::recompute, ctx_.compute, rc.fwd_gemms,
-                             rc.fwd_bytes_touched);
-        op.unit = r;
-        op.micro_batch = mb;
-        for (const Part& part : groups_[static_cast<size_t>(group_of_unit(r))].parts) {
-          op.reads.push_back(part.unsharded);
-        }
-        acts.on_recompute(op, r);
-        ctx_.w.add(std::move(op));
+void Fsdp2Builder::pre_backward(int32_t u, int32_t mb, Activations& acts) {
+  const int32_t g = group_of_unit(u);
+  if (acts.chunk_end(u)) {
+    for (int32_t r = acts.chunk_start(u); r <= u; ++r) {
+      unshard(group_of_unit(r), Phase::recompute, mb);
+      copy_out(group_of_unit(r), Phase::recompute, mb, true);
+      const UnitCost& rc = ctx_.units[static_cast<size_t>(r)];
+      Op op = make_compute(op_name("recompute", rc.name, mb), Phase::recompute, ctx_.compute, rc.fwd_gemms,
+                           rc.fwd_bytes_touched);
+      op.unit = r;
+      op.micro_batch = mb;
+      for (const Part& part : groups_[static_cast<size_t>(group_of_unit(r))].parts) {
+        op.reads.push_back(part.unsharded);
       }
+      acts.on_recompute(op, r);
+      ctx_.w.add(std::move(op));
     }
-    // Pre-backward: unshard this group, then prefetch the next `backward_prefetch` groups in reverse order.
-    unshard(g, Phase::bwd, mb);
-    copy_out(g, Phase::bwd, mb, true);
-    for (int32_t k = 1; k <= ctx_.config.backward_prefetch && u - k >= range_.first; ++k) {
-      if (group_of_unit(u - k) != g) unshard(group_of_unit(u - k), Phase::bwd, mb);
-    }
-    acts.reload(u, ctx_.w.tail(ctx_.compute));
-    if (u > range_.first) acts.reload(u - 1, ctx_.w.tail(ctx_.compute));
-    emit_unit_collectives(ctx_, u, Phase::bwd, mb);
-    const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-    Op bwd =
-        make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, cost.bwd_gemms, cost.bwd_bytes_touched);
-    bwd.unit = u;
-    bwd.micro_batch = mb;
-    ParamGroup& pg = groups_[static_cast<size_t>(g)];
-    for (const Part& part : pg.parts) bwd.reads.push_back(part.unsharded);
-    acts.on_backward(bwd, u);
-    // Autograd writes the unsharded gradients in the parameter dtype (none for a pipeline stage's empty
-    // stage_input / stage_output).
-    if (cost.params() > 0) {
-      const BufferId grads = ctx_.w.buffer(op_name("grads", cost.name, mb), BufferCategory::unsharded_grad,
-                                           cost.params() * weight_bytes(), false);
-      bwd.allocs.push_back(grads);
-      bwd.writes.push_back(grads);
-      pg.grads.push_back(grads);
-    }
-    const bool group_done = u == pg.units.front();  // a two-level root's backward ends with the embedding
-    // Under pipeline parallelism torch.distributed.pipelining runs every backward but the last with
-    // set_reshard_after_backward(False) (_PipelineStageBase.backward_maybe_with_nosync): the group stays unsharded
-    // until the last micro-batch's backward.
-    const bool reshard = ctx_.layout.pp == 1 || mb == ctx_.layout.micro_batches - 1;
-    if (group_done && reshard) {
-      for (const Part& part : pg.parts) bwd.frees.push_back(part.unsharded);  // reshard
-      pg.unsharded = false;
-    }
-    ctx_.w.add(std::move(bwd));
-    if (group_done && !pg.parts.empty()) post_backward(g, mb);
   }
-  // Root post-backward (is_last_backward): the compute stream waits on every group's post-reduce event and the last
-  // reduce-scatter, and frees its input.
+  // Pre-backward: unshard this group, then prefetch the next `backward_prefetch` groups in reverse order.
+  unshard(g, Phase::bwd, mb);
+  copy_out(g, Phase::bwd, mb, true);
+  for (int32_t k = 1; k <= ctx_.config.backward_prefetch && u - k >= range_.first; ++k) {
+    if (group_of_unit(u - k) != g) unshard(group_of_unit(u - k), Phase::bwd, mb);
+  }
+  acts.reload(u, ctx_.w.tail(ctx_.compute));
+  if (u > range_.first) acts.reload(u - 1, ctx_.w.tail(ctx_.compute));
+  emit_unit_collectives(ctx_, u, Phase::bwd, mb);
+}
+
+void Fsdp2Builder::finish_unit_backward(int32_t u, int32_t mb, Op& op) {
+  const int32_t g = group_of_unit(u);
+  const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
+  ParamGroup& pg = groups_[static_cast<size_t>(g)];
+  // Autograd writes the unsharded gradients in the parameter dtype (none for a pipeline stage's empty
+  // stage_input / stage_output).
+  if (cost.params() > 0) {
+    const BufferId grads = ctx_.w.buffer(op_name("grads", cost.name, mb), BufferCategory::unsharded_grad,
+                                         cost.params() * weight_bytes(), false);
+    op.allocs.push_back(grads);
+    op.writes.push_back(grads);
+    pg.grads.push_back(grads);
+  }
+  const bool group_done = u == pg.units.front();  // a two-level root's backward ends with the embedding
+  // Under pipeline parallelism torch.distributed.pipelining runs every backward but the last with
+  // set_reshard_after_backward(False) (_PipelineStageBase.backward_maybe_with_nosync): the group stays unsharded
+  // until the last micro-batch's backward.
+  const bool reshard = ctx_.layout.pp == 1 || mb == ctx_.layout.micro_batches - 1;
+  if (group_done && reshard) {
+    for (const Part& part : pg.parts) op.frees.push_back(part.unsharded);  // reshard
+    pg.unsharded = false;
+  }
+  ctx_.w.add(std::move(op));
+  if (group_done && !pg.parts.empty()) post_backward(g, mb);
+}
+
+// Root post-backward (is_last_backward): the compute stream waits on every group's post-reduce event and the last
+// reduce-scatter, and frees its input.
+void Fsdp2Builder::join_reductions(int32_t mb) {
   Op sync =
       make_sync(op_name("rs_join", "", mb), Phase::bwd, ctx_.compute, ctx_.w.tails({rs_stream_, ar_stream_}),
                 rs_in_flight_input_.valid() ? std::vector<BufferId>{rs_in_flight_input_} : std::vector<BufferId>{});
@@ -327,6 +356,74 @@ void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
   ctx_.w.add(std::move(sync));
   rs_in_flight_op_ = OpId::none();
   rs_in_flight_input_ = BufferId::none();
+}
+
+void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
+  for (int32_t u = range_.last; u >= range_.first; --u) {
+    pre_backward(u, mb, acts);
+    const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
+    Op bwd =
+        make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, cost.bwd_gemms, cost.bwd_bytes_touched);
+    bwd.unit = u;
+    bwd.micro_batch = mb;
+    for (const Part& part : groups_[static_cast<size_t>(group_of_unit(u))].parts) bwd.reads.push_back(part.unsharded);
+    acts.on_backward(bwd, u);
+    finish_unit_backward(u, mb, bwd);
+  }
+  join_reductions(mb);
+}
+
+// torch.distributed.pipelining's stage_backward_input / stage_backward_weight: the first computes the data
+// gradients and keeps what the weight gradients need; the second runs later, where the schedule has a gap. Here the
+// input half frees the unit's saved activations as a whole backward does and holds, until the weight half, each
+// linear's input and output gradient (weight_gradient_inputs_bytes); the weight half runs the wgrad GEMMs and
+// produces the gradients.
+void Fsdp2Builder::backward_input(int32_t mb, Activations& acts) {
+  for (int32_t u = range_.last; u >= range_.first; --u) {
+    pre_backward(u, mb, acts);
+    const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
+    std::vector<Gemm> data_gemms;
+    for (const Gemm& g : cost.bwd_gemms) {
+      if (!is_weight_gradient(g)) data_gemms.push_back(g);
+    }
+    Op input = make_compute(op_name("bwd_input", cost.name, mb), Phase::bwd, ctx_.compute, std::move(data_gemms),
+                            cost.bwd_bytes_touched);
+    input.unit = u;
+    input.micro_batch = mb;
+    for (const Part& part : groups_[static_cast<size_t>(group_of_unit(u))].parts) {
+      input.reads.push_back(part.unsharded);
+    }
+    acts.on_backward(input, u);
+    if (const int64_t kept = weight_gradient_inputs_bytes(cost.bwd_gemms); kept > 0) {
+      const BufferId b =
+          ctx_.w.buffer(op_name("act.wgrad_inputs", cost.name, mb), BufferCategory::activation, kept, false);
+      input.allocs.push_back(b);
+      input.writes.push_back(b);
+      kept_for_weights_[{mb, u}] = b;
+    }
+    ctx_.w.add(std::move(input));
+  }
+}
+
+void Fsdp2Builder::backward_weight(int32_t mb) {
+  for (int32_t u = range_.last; u >= range_.first; --u) {
+    const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
+    std::vector<Gemm> weight_gemms;
+    for (const Gemm& g : cost.bwd_gemms) {
+      if (is_weight_gradient(g)) weight_gemms.push_back(g);
+    }
+    Op weight =
+        make_compute(op_name("bwd_weight", cost.name, mb), Phase::bwd, ctx_.compute, std::move(weight_gemms), 0);
+    weight.unit = u;
+    weight.micro_batch = mb;
+    if (const auto kept = kept_for_weights_.find({mb, u}); kept != kept_for_weights_.end()) {
+      weight.reads.push_back(kept->second);
+      weight.frees.push_back(kept->second);
+      kept_for_weights_.erase(kept);
+    }
+    finish_unit_backward(u, mb, weight);
+  }
+  join_reductions(mb);
 }
 
 void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {

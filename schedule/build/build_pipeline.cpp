@@ -25,14 +25,18 @@ UnitCost empty_unit(const UnitCost& unit) {
   return empty;
 }
 
-// Pipeline rank `rank`'s units and chunks. Virtual stage k = chunk·pp + rank holds split.first_layer[k] onwards.
-StagePlan stage_plan(const std::vector<UnitCost>& all, const LayerSplit& split, int32_t pp, int32_t virtual_stages,
-                     int32_t rank, PipelineOrder order) {
+// Pipeline rank `rank`'s units and chunks. Its chunk c is virtual stage k = virtual_stage_of(c, rank), which holds
+// split.first_layer[k] onwards. Either way the rank's chunks come in model order (chunk·pp + rank, or r then
+// 2pp-1-r in a V), so its units do too.
+StagePlan stage_plan(const std::vector<UnitCost>& all, const LayerSplit& split, PipelineSchedule schedule, int32_t pp,
+                     int32_t virtual_stages, int32_t rank, PipelineOrder order) {
   StagePlan plan;
-  const bool first = rank == 0, last = rank == pp - 1;
+  const int32_t last_virtual = pp * virtual_stages - 1;
+  const bool first = rank_of_virtual_stage(schedule, pp, 0) == rank;
+  const bool last = rank_of_virtual_stage(schedule, pp, last_virtual) == rank;
   plan.units.push_back(first ? all.front() : empty_unit(all.front()));
   for (int32_t chunk = 0; chunk < virtual_stages; ++chunk) {
-    const auto k = static_cast<size_t>(chunk * pp + rank);
+    const auto k = static_cast<size_t>(virtual_stage_of(schedule, pp, chunk, rank));
     const auto begin = static_cast<int32_t>(plan.units.size());
     for (int32_t l = 0; l < split.layers_per_virtual_stage[k]; ++l) {
       plan.units.push_back(all.at(static_cast<size_t>(split.first_layer[k] + l + 1)));
@@ -128,27 +132,38 @@ std::pair<OpId, OpId> compute_span(const Schedule& s, const ActionOps& a, Stream
 // compute is done. Blocking exchanges (Megatron-core's batched isend/irecv without overlap, p2p_communication.py;
 // torch.distributed.pipelining's 1F1B) also hold that first op until the previous action's send is done; overlapped
 // ones (p2p_overlaps_compute) do not. Each direction between two ranks has its own stream, so its pairs run in order.
+//
+// A weight-gradient action (zbv, dualpipev) exchanges nothing. In a V the middle two stages share rank pp-1 (and
+// the ends rank 0): what passes between them stays on the GPU, and a rank's sends go to both neighbours, so each
+// (direction, peer) pair gets its own stream.
 class P2pWriter {
  public:
-  P2pWriter(Schedule& s, int32_t pp, int32_t virtual_stages, int64_t bytes, GroupId group, bool overlap)
-      : s_(s), pp_(pp), chunks_(virtual_stages), bytes_(bytes), group_(group), overlap_(overlap) {}
+  P2pWriter(Schedule& s, PipelineSchedule schedule, int32_t pp, int32_t virtual_stages, int64_t bytes, GroupId group,
+            bool overlap)
+      : s_(s), schedule_(schedule), pp_(pp), chunks_(virtual_stages), bytes_(bytes), group_(group), overlap_(overlap) {}
 
   void add_stage(int32_t rank, const PipelineOrder& order, const StageActions& actions) {
     const int32_t last_virtual = pp_ * chunks_ - 1;
+    // A virtual stage this action exchanges with: one on another rank.
+    const auto exchanges_with = [&](int32_t k) {
+      return k >= 0 && k <= last_virtual && rank_of_virtual_stage(schedule_, pp_, k) != rank;
+    };
     OpId previous_anchor, previous_send;
     for (size_t i = 0; i < order.size(); ++i) {
       const PipelineAction& a = order[i];
-      const int32_t k = a.chunk * pp_ + rank;
+      const int32_t k = virtual_stage_of(schedule_, pp_, a.chunk, rank);
       const bool fwd = a.kind == PipelineAction::Kind::forward;
       const auto [first, last] = compute_span(s_, actions.ops[i], actions.compute);
-      // Forward receives from k-1 and sends to k+1; backward receives from k+1 and sends to k-1.
-      const int32_t from = fwd ? k - 1 : k + 1, to = fwd ? k + 1 : k - 1;
+      // Forward receives from k-1 and sends to k+1; backward receives from k+1 and sends to k-1; the weight half of a
+      // split backward neither.
+      const bool exchanges = a.kind != PipelineAction::Kind::backward_weight;
+      const int32_t from = !exchanges ? -1 : fwd ? k - 1 : k + 1, to = !exchanges ? -1 : fwd ? k + 1 : k - 1;
       // The receive is ready as soon as the previous one on its channel is done: it takes the bytes the moment the
       // sender sends them. Megatron posts it one action ahead, inside the batched exchange after the previous action;
       // receiving eagerly keeps every channel deadlock-free under the blocking exchanges modelled here, at the price
       // of holding a received tensor up to a few actions early on a stage that is behind.
       OpId recv;
-      if (from >= 0 && from <= last_virtual) recv = add_p2p(OpKind::recv, rank, a, from, k, OpId::none());
+      if (exchanges_with(from)) recv = add_p2p(OpKind::recv, rank, a, from, k, OpId::none());
       if (first.valid()) {
         Op& head = s_.ops[first];
         if (recv.valid()) {
@@ -163,7 +178,7 @@ class P2pWriter {
       }
       const OpId anchor = last.valid() ? last : (recv.valid() ? recv : previous_anchor);
       previous_send = OpId::none();
-      if (to >= 0 && to <= last_virtual) previous_send = add_p2p(OpKind::send, rank, a, k, to, anchor);
+      if (exchanges_with(to)) previous_send = add_p2p(OpKind::send, rank, a, k, to, anchor);
       if (pending_free_.valid() && previous_send.valid()) {
         s_.ops[previous_send].frees.push_back(pending_free_);
         pending_free_ = BufferId::none();
@@ -187,7 +202,8 @@ class P2pWriter {
     const bool fwd = a.kind == PipelineAction::Kind::forward;
     const std::string dir = fwd ? "fwd" : "bwd";
     const bool send = kind == OpKind::send;
-    const std::string role = std::string("pp_") + dir + (send ? "_send" : "_recv");
+    std::string role = std::string("pp_") + dir + (send ? "_send" : "_recv");
+    if (is_v_shaped(schedule_)) role += ".r" + std::to_string(rank_of_virtual_stage(schedule_, pp_, send ? to : from));
     const StreamId stream = stream_for(stage_stream_name(role, rank, pp_), rank);
     Op op;
     op.id = s_.ops.next_id();
@@ -227,6 +243,7 @@ class P2pWriter {
   }
 
   Schedule& s_;
+  PipelineSchedule schedule_;
   int32_t pp_;
   int32_t chunks_;
   int64_t bytes_;
@@ -277,7 +294,8 @@ Schedule build_pipeline_schedule(const ModelSpec& model, const FsdpConfig& confi
   for (int32_t rank = 0; rank < pp; ++rank) {
     int32_t held = 0;
     for (int32_t chunk = 0; chunk < chunks; ++chunk)
-      held += split.layers_per_virtual_stage[static_cast<size_t>(chunk * pp + rank)];
+      held += split.layers_per_virtual_stage[static_cast<size_t>(
+          virtual_stage_of(config.pipeline_schedule, pp, chunk, rank))];
     if (held > 0) continue;
     std::string counts;
     for (const int32_t n : split.layers_per_virtual_stage) counts += (counts.empty() ? "" : ", ") + std::to_string(n);
@@ -300,7 +318,8 @@ Schedule build_pipeline_schedule(const ModelSpec& model, const FsdpConfig& confi
   for (const UnitCost& u : all) merged.units.push_back(UnitInfo{u.name, u.params()});
   std::vector<StageActions> actions(static_cast<size_t>(pp));
   for (int32_t rank = 0; rank < pp; ++rank) {
-    const StagePlan plan = stage_plan(all, split, pp, chunks, rank, orders[static_cast<size_t>(rank)]);
+    const StagePlan plan =
+        stage_plan(all, split, config.pipeline_schedule, pp, chunks, rank, orders[static_cast<size_t>(rank)]);
     std::vector<ActionOps> stage_actions;
     const Schedule stage = config.implementation == Implementation::fsdp2
                                ? build_fsdp2_stage(model, config, layout, plan, &stage_actions)
@@ -312,7 +331,8 @@ Schedule build_pipeline_schedule(const ModelSpec& model, const FsdpConfig& confi
   }
   const GroupId pp_group = merged.groups.next_id();
   merged.groups.push_back(Group{std::string(to_string(GroupRole::pp)), pp, layout.stage_ranks()});
-  P2pWriter p2p(merged, pp, chunks, pipeline_message_bytes(model, layout), pp_group, p2p_overlaps_compute(config));
+  P2pWriter p2p(merged, config.pipeline_schedule, pp, chunks, pipeline_message_bytes(model, layout), pp_group,
+                p2p_overlaps_compute(config));
   for (int32_t rank = 0; rank < pp; ++rank) {
     p2p.add_stage(rank, orders[static_cast<size_t>(rank)], actions[static_cast<size_t>(rank)]);
   }

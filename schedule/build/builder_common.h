@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/error.h"
 #include "schedule/build/schedule_writer.h"
 #include "schedule/build/stage_plan.h"
 #include "schedule/config/fsdp_config.h"
@@ -89,23 +90,44 @@ class Activations {
 };
 
 /// Runs a stage plan's forwards and backwards in its order: `range` is set to each action's model chunk, then
-/// `forward(mb, acts)` or `backward(mb, acts)` runs with that micro-batch's activations (kept from its first forward
-/// to its last backward). `actions` receives each action's op ids.
-template <class Forward, class Backward>
+/// `forward(mb, acts)`, `backward(mb, acts)`, or for a split backward `backward_input(mb, acts)` and later
+/// `backward_weight(mb, acts)`, runs with that micro-batch's activations (kept from its first forward to its last
+/// backward). `actions` receives each action's op ids.
+template <class Forward, class Backward, class BackwardInput, class BackwardWeight>
 void run_actions(BuildContext& ctx, const StagePlan& plan, UnitRange& range, Forward forward, Backward backward,
-                 std::vector<ActionOps>* actions) {
+                 BackwardInput backward_input, BackwardWeight backward_weight, std::vector<ActionOps>* actions) {
   std::map<int32_t, Activations> acts;
   for (const PipelineAction& action : plan.order) {
     range = plan.chunks.at(static_cast<size_t>(action.chunk));
     Activations& mb_acts = acts.try_emplace(action.micro_batch, ctx, action.micro_batch).first->second;
     const OpId begin = ctx.w.schedule().ops.next_id();
-    if (action.kind == PipelineAction::Kind::forward) {
-      forward(action.micro_batch, mb_acts);
-    } else {
-      backward(action.micro_batch, mb_acts);
+    switch (action.kind) {
+      case PipelineAction::Kind::forward:
+        forward(action.micro_batch, mb_acts);
+        break;
+      case PipelineAction::Kind::backward:
+        backward(action.micro_batch, mb_acts);
+        break;
+      case PipelineAction::Kind::backward_input:
+        backward_input(action.micro_batch, mb_acts);
+        break;
+      case PipelineAction::Kind::backward_weight:
+        backward_weight(action.micro_batch, mb_acts);
+        break;
     }
     actions->push_back({begin, ctx.w.schedule().ops.next_id()});
   }
+}
+
+/// The same for a builder without split backwards (Megatron-FSDP: Megatron-LM's schedules have none, and the
+/// configuration check refuses zbv and dualpipev for it).
+template <class Forward, class Backward>
+void run_actions(BuildContext& ctx, const StagePlan& plan, UnitRange& range, Forward forward, Backward backward,
+                 std::vector<ActionOps>* actions) {
+  const auto unsupported = [](int32_t, Activations&) {
+    FSDPSIM_CHECK(false, "a split backward reached a builder that has none");
+  };
+  run_actions(ctx, plan, range, forward, backward, unsupported, unsupported, actions);
 }
 
 /// Emits the unit's TP/CP/EP collectives of `phase` on the compute stream; returns their op ids.

@@ -41,10 +41,11 @@ constexpr EnumNames<Fsdp2Wrap, 2> kFsdp2Wraps{
     {{{Fsdp2Wrap::torchtitan, "torchtitan"}, {Fsdp2Wrap::blocks_and_root, "blocks_and_root"}}}};
 constexpr EnumNames<GradSync, 2> kGradSyncs{
     {{{GradSync::every_micro_batch, "every_micro_batch"}, {GradSync::last_micro_batch, "last_micro_batch"}}}};
-constexpr EnumNames<PipelineSchedule, 3> kPipelineSchedules{
-    {{{PipelineSchedule::gpipe, "gpipe"},
-      {PipelineSchedule::one_f_one_b, "1f1b"},
-      {PipelineSchedule::interleaved_1f1b, "interleaved_1f1b"}}}};
+constexpr EnumNames<PipelineSchedule, 5> kPipelineSchedules{{{{PipelineSchedule::gpipe, "gpipe"},
+                                                              {PipelineSchedule::one_f_one_b, "1f1b"},
+                                                              {PipelineSchedule::interleaved_1f1b, "interleaved_1f1b"},
+                                                              {PipelineSchedule::zbv, "zbv"},
+                                                              {PipelineSchedule::dualpipev, "dualpipev"}}}};
 constexpr EnumNames<Recompute, 4> kRecompute{{{{Recompute::none, "none"},
                                                {Recompute::selective, "selective"},
                                                {Recompute::full, "full"},
@@ -158,8 +159,8 @@ const std::vector<KeyDef>& key_table() {
               "model chunks per pipeline rank (Megatron's --num-virtual-stages-per-pipeline-rank); more than 1 "
               "interleaves them"),
       enum_key("pipeline_schedule", &FsdpConfig::pipeline_schedule, kPipelineSchedules,
-               "pipeline schedule: gpipe (all forwards, then all backwards), 1f1b, or interleaved_1f1b over the "
-               "virtual stages"),
+               "pipeline schedule: gpipe (all forwards, then all backwards), 1f1b, interleaved_1f1b over the "
+               "virtual stages, or (FSDP2, two stages per rank in a V) zbv (zero bubble) or dualpipev"),
       int_key(
           "first_stage_layers", &FsdpConfig::first_stage_layers, 0, limits::kMaxLayers,
           "decoder layers of the first pipeline rank, all its chunks (--decoder-first-pipeline-num-layers); 0: even"),

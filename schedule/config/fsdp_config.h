@@ -46,7 +46,21 @@ enum class GradSync : uint8_t { every_micro_batch, last_micro_batch };
 ///   one_f_one_b       warm-up forwards, one-forward-one-backward, cool-down backwards (Schedule1F1B; Megatron, VP 1)
 ///   interleaved_1f1b  1F1B over virtual stages, pp micro-batches per chunk round (Megatron with VP > 1;
 ///                     torch ScheduleInterleaved1F1B)
-enum class PipelineSchedule : uint8_t { gpipe, one_f_one_b, interleaved_1f1b };
+///   zbv               zero bubble, V-shaped: two stages per rank (r and 2pp-1-r), backward split into its input- and
+///                     weight-gradient halves to fill the bubble (torch ScheduleZBVZeroBubble; not in Megatron-LM)
+///   dualpipev         DeepSeek's DualPipe folded into a V: two stages per rank, a forward of one paired with a
+///                     backward of the other in the steady state (torch ScheduleDualPipeV; not in Megatron-LM)
+enum class PipelineSchedule : uint8_t { gpipe, one_f_one_b, interleaved_1f1b, zbv, dualpipev };
+
+/// True for the schedules that run more than one model chunk per rank.
+constexpr bool runs_several_chunks(PipelineSchedule s) {
+  return s == PipelineSchedule::interleaved_1f1b || s == PipelineSchedule::zbv || s == PipelineSchedule::dualpipev;
+}
+/// True for the V-shaped schedules: rank r holds virtual stages r and 2pp-1-r, so the first and last stage share
+/// rank 0 and the middle two rank pp-1.
+constexpr bool is_v_shaped(PipelineSchedule s) {
+  return s == PipelineSchedule::zbv || s == PipelineSchedule::dualpipev;
+}
 
 /// How FSDP2 wraps the model (fully_shard calls): torchtitan's recipe (embedding alone, [final norm, output] kept
 /// unsharded after forward, each block, then the root with no parameters left) or the plain two-level wrapping (each

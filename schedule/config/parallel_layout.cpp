@@ -76,7 +76,7 @@ void apply_forced_options(FsdpConfig& config) {
     config.gradient_sync = GradSync::last_micro_batch;
   // Interleaving without a chunk count: two model chunks per rank, torchtitan's default for its multi-stage
   // schedules when pipeline_parallel_layers_per_stage is not given.
-  if (config.pipeline_schedule == PipelineSchedule::interleaved_1f1b && config.virtual_pipeline_stages == 1 &&
+  if (runs_several_chunks(config.pipeline_schedule) && config.virtual_pipeline_stages == 1 &&
       config.origin.count("virtual_pipeline_stages") == 0) {
     config.virtual_pipeline_stages = 2;
   }
@@ -96,10 +96,30 @@ void check_pipeline(const FsdpConfig& c, int64_t world) {
            "choose pp among: " + divisors_of(world, 64));
   }
   const bool interleaved = c.pipeline_schedule == PipelineSchedule::interleaved_1f1b;
-  if (c.virtual_pipeline_stages > 1 && !interleaved) {
+  if (c.virtual_pipeline_stages > 1 && !runs_several_chunks(c.pipeline_schedule)) {
     reject(c, "virtual_pipeline_stages",
            std::to_string(c.virtual_pipeline_stages) + " model chunks per rank run only under interleaved 1F1B",
            "set pipeline_schedule: interleaved_1f1b, or virtual_pipeline_stages: 1");
+  }
+  if (is_v_shaped(c.pipeline_schedule)) {
+    const std::string name(to_string(c.pipeline_schedule));
+    // torch.distributed.pipelining's ScheduleZBVZeroBubble and ScheduleDualPipeV (schedules.py) refuse anything but
+    // two stages per rank; Megatron-LM has neither schedule.
+    if (c.implementation != Implementation::fsdp2) {
+      reject(c, "pipeline_schedule",
+             name + " is torch.distributed.pipelining's (torchtitan); Megatron-LM has no such schedule",
+             "set implementation: fsdp2, or pipeline_schedule: interleaved_1f1b");
+    }
+    if (c.pp < 2) {
+      reject(c, "pipeline_schedule", name + " folds the model over pp ranks in a V, pp is " + std::to_string(c.pp),
+             "set pp to 2 or more");
+    }
+    if (c.virtual_pipeline_stages != 2) {
+      reject(c, "virtual_pipeline_stages",
+             name + " runs exactly two stages per rank, virtual_pipeline_stages is " +
+                 std::to_string(c.virtual_pipeline_stages),
+             "set virtual_pipeline_stages: 2 (or leave it out)");
+    }
   }
   if (interleaved && (c.pp < 2 || c.virtual_pipeline_stages < 2)) {
     reject(c, "pipeline_schedule", "interleaved_1f1b needs pp ≥ 2 and virtual_pipeline_stages ≥ 2",

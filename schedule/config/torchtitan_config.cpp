@@ -465,8 +465,8 @@ const std::vector<TorchSchedule>& torch_schedules() {
       {"Interleaved1F1B", true, PipelineSchedule::interleaved_1f1b},
       {"LoopedBFS", true, std::nullopt},
       {"InterleavedZeroBubble", true, std::nullopt},
-      {"ZBVZeroBubble", true, std::nullopt},
-      {"DualPipeV", true, std::nullopt},
+      {"ZBVZeroBubble", true, PipelineSchedule::zbv},
+      {"DualPipeV", true, PipelineSchedule::dualpipev},
       {"PipelineScheduleSingle", false, std::nullopt},
       {"PipelineScheduleMulti", true, std::nullopt},
   };
@@ -486,13 +486,13 @@ const TorchSchedule& read_schedule(const Toml& t, const std::string& path) {
     if (lower(s.name) != lower(name)) continue;
     if (!s.modelled) {
       t.fail(path, "the " + s.name + " pipeline schedule is not modelled",
-             "use one fsdpsim models: 1F1B, GPipe or Interleaved1F1B");
+             "use one fsdpsim models: 1F1B, GPipe, Interleaved1F1B, ZBVZeroBubble or DualPipeV");
     }
     return s;
   }
-  t.fail(
-      path, "unknown pipeline schedule '" + name + "'" + did_you_mean(name, names),
-      "torch.distributed.pipelining's schedules: " + join(names) + "; fsdpsim models 1F1B, GPipe and Interleaved1F1B");
+  t.fail(path, "unknown pipeline schedule '" + name + "'" + did_you_mean(name, names),
+         "torch.distributed.pipelining's schedules: " + join(names) +
+             "; fsdpsim models 1F1B, GPipe, Interleaved1F1B, ZBVZeroBubble and DualPipeV");
 }
 
 std::string counts_text(const std::vector<int64_t>& counts) {
@@ -518,8 +518,9 @@ void apply_pipeline(const Toml& t, FsdpConfig& c, const ModelSpec& model, const 
   set_key(c, t, "pp", std::to_string(d.pp), d.pp_path);
   const std::string csv_path = key("pipeline_parallel_schedule_csv");
   if (!t.string(csv_path).value_or("").empty()) {
-    t.fail(csv_path, "a pipeline schedule read from a CSV file is not modelled",
-           "leave pipeline_parallel_schedule_csv empty and name 1F1B, GPipe or Interleaved1F1B");
+    t.fail(
+        csv_path, "a pipeline schedule read from a CSV file is not modelled",
+        "leave pipeline_parallel_schedule_csv empty and name a schedule (1F1B, Interleaved1F1B, ZBVZeroBubble, ...)");
   }
   if (t.has("parallelism.module_fqns_per_model_part")) {
     t.fail("parallelism.module_fqns_per_model_part", "an explicit split into model parts is not modelled",
@@ -562,6 +563,10 @@ void apply_pipeline(const Toml& t, FsdpConfig& c, const ModelSpec& model, const 
     if (schedule.multi_stage && stages_per_rank < 2) {
       t.fail(per_stage_path, derived + " but " + schedule.name + " needs at least two stages per rank",
              "lower pipeline_parallel_layers_per_stage");
+    }
+    if (schedule.modelled && is_v_shaped(*schedule.modelled) && stages_per_rank != 2) {
+      t.fail(per_stage_path, derived + " but " + schedule.name + " runs exactly two stages per rank",
+             "set pipeline_parallel_layers_per_stage = " + std::to_string((effective + 2 * d.pp - 1) / (2 * d.pp)));
     }
   }
   const int64_t stages = d.pp * stages_per_rank;

@@ -163,9 +163,10 @@ struct ScheduleInfo {
   /// MoE: the schedule is the busiest expert-parallel rank's, whose experts receive this many times the mean
   /// token-expert pairs (1: balanced routing, every rank alike).
   double moe_routing_skew = 1.0;
-  int32_t pipeline_stages = 1;    ///< pp: the schedule holds one rank of each stage
-  int32_t virtual_stages = 1;     ///< model chunks per pipeline rank
-  std::string pipeline_schedule;  ///< gpipe | 1f1b | interleaved_1f1b; empty without pipeline parallelism
+  int32_t pipeline_stages = 1;  ///< pp: the schedule holds one rank of each stage
+  int32_t virtual_stages = 1;   ///< model chunks per pipeline rank
+  std::string
+      pipeline_schedule;  ///< gpipe | 1f1b | interleaved_1f1b | zbv | dualpipev; empty without pipeline parallelism
   bool operator==(const ScheduleInfo&) const = default;
 };
 

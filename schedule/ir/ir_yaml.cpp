@@ -131,7 +131,8 @@ ScheduleInfo read_info(YamlMap map) {
   info.pipeline_stages = static_cast<int32_t>(map.int_or("pipeline_stages", 1, 1, limits::kMaxPipelineStages));
   info.virtual_stages = static_cast<int32_t>(map.int_or("virtual_stages", 1, 1, limits::kMaxPipelineStages));
   if (map.has("pipeline_schedule"))
-    info.pipeline_schedule = map.get("pipeline_schedule").as_choice({"gpipe", "1f1b", "interleaved_1f1b"});
+    info.pipeline_schedule =
+        map.get("pipeline_schedule").as_choice({"gpipe", "1f1b", "interleaved_1f1b", "zbv", "dualpipev"});
   info.model_params = map.int_or("model_params", 0, 0, limits::kMaxParameters);
   info.model_active_params = map.int_or("model_active_params", 0, 0, info.model_params);
   map.finish();

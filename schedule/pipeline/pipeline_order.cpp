@@ -8,6 +8,8 @@
 #include "schedule/pipeline/pipeline_order.h"
 
 #include <algorithm>
+#include <array>
+#include <deque>
 #include <optional>
 #include <string>
 
@@ -66,6 +68,27 @@ void check_schedule_arguments(PipelineSchedule schedule, int32_t pp, int32_t vir
     throw ConfigError(kScheduleArguments, "global_batch_size",
                       "the step has " + num(micro_batches) + " micro-batches, the pipeline needs at least one",
                       "raise global_batch_size to at least micro_batch_size x data-parallel size");
+  }
+  if (is_v_shaped(schedule)) {
+    // ScheduleZBVZeroBubble and ScheduleDualPipeV (torch/distributed/pipelining/schedules.py) take exactly two stages
+    // per rank; DualPipeV also at least as many micro-batches as stages.
+    if (pp < 2) {
+      throw ConfigError(kScheduleArguments, "pp", name + " folds the model over the pipeline ranks in a V, pp is 1",
+                        "set pp to 2 or more");
+    }
+    if (virtual_stages != 2) {
+      throw ConfigError(kScheduleArguments, "virtual_pipeline_stages",
+                        name + " runs exactly two stages per rank, virtual_pipeline_stages is " + num(virtual_stages),
+                        "set virtual_pipeline_stages to 2");
+    }
+    if (schedule == PipelineSchedule::dualpipev && micro_batches < 2 * pp) {
+      throw ConfigError(
+          kScheduleArguments, "global_batch_size",
+          "dualpipev needs at least as many micro-batches as stages (" + num(2 * pp) + "), the step has " +
+              num(micro_batches),
+          "raise global_batch_size to give at least " + num(2 * pp) + " micro-batches, or use pipeline_schedule zbv");
+    }
+    return;
   }
   if (schedule != PipelineSchedule::interleaved_1f1b) {
     // Megatron runs forward_backward_pipelining_without_interleaving exactly when the virtual size is unset (1).
@@ -174,6 +197,122 @@ PipelineOrder interleaved_order(int32_t pp, int32_t virtual_stages, int32_t micr
     return backward(e.micro_batch, virtual_stages - 1 - e.chunk);
   };
   return warmup_steady_cooldown(micro_batches * virtual_stages, warmup, forward_at, backward_at);
+}
+
+// ScheduleZBVZeroBubble._calculate_single_rank_operations (torch/distributed/pipelining/schedules.py, pytorch
+// 00722e648b): chunk 0 is stage `rank`, chunk 1 stage 2pp-1-rank. Warm-up: 2(pp-rank)-1 chunk-0 forwards, `rank`
+// pairs of (chunk-1, chunk-0) forwards, then pp-rank rounds of a chunk-1 forward with its I and W; steady rounds of
+// F, I, W on chunk 0 then on chunk 1; cool-down: `rank` pairs of I on both chunks, pp-rank chunk-0 (I, W), then the
+// deferred W of chunk 1 and chunk 0. It plans max(2pp-1, M) micro-batches and drops the actions beyond M.
+PipelineOrder zbv_order(int32_t pp, int32_t micro_batches, int32_t rank) {
+  using K = Kind;
+  const int32_t planned = std::max(2 * pp - 1, micro_batches);
+  PipelineOrder all;
+  int32_t f0 = 0, f1 = 0, b0 = 0, b1 = 0;
+  const auto add = [&](K kind, int32_t chunk, int32_t mb) { all.push_back({kind, mb, chunk}); };
+  for (int32_t i = 0; i < 2 * (pp - rank) - 1; ++i) add(K::forward, 0, f0++);
+  for (int32_t i = 0; i < rank; ++i) {
+    add(K::forward, 1, f1++);
+    add(K::forward, 0, f0++);
+  }
+  for (int32_t i = 0; i < pp - rank; ++i) {
+    add(K::forward, 1, f1++);
+    add(K::backward_input, 1, b1);
+    add(K::backward_weight, 1, b1++);
+  }
+  while (f1 < f0 || f0 < planned) {
+    if (f0 < planned) add(K::forward, 0, f0++);
+    add(K::backward_input, 0, b0);
+    add(K::backward_weight, 0, b0++);
+    add(K::forward, 1, f1++);
+    add(K::backward_input, 1, b1);
+    add(K::backward_weight, 1, b1++);
+  }
+  int32_t w0 = b0, w1 = b1;
+  for (int32_t i = 0; i < rank; ++i) {
+    add(K::backward_input, 0, b0++);
+    add(K::backward_input, 1, b1++);
+  }
+  for (int32_t i = 0; i < pp - rank; ++i) {
+    add(K::backward_input, 0, b0++);
+    add(K::backward_weight, 0, w0++);
+  }
+  while (w1 < b1) add(K::backward_weight, 1, w1++);
+  while (w0 < b0) add(K::backward_weight, 0, w0++);
+  FSDPSIM_CHECK(w0 == b0 && b0 == f0 && w1 == b1 && b1 == f1, "zbv: every forward has its I and W");
+  PipelineOrder order;
+  for (const PipelineAction& a : all) {
+    if (a.micro_batch < micro_batches) order.push_back(a);
+  }
+  return order;
+}
+
+// ScheduleDualPipeV._calculate_single_rank_operations (same file and commit), after DeepSeek's DualPipe: eight steps
+// of forwards, full backwards (B), input-gradient backwards (I) whose weight gradients (W) queue up and run where the
+// schedule has a gap, and overlapped pairs — a forward of one chunk with a full backward of the other — which run
+// here as the forward, then the backward (one compute stream: their overlap hides communication, not compute).
+PipelineOrder dualpipev_order(int32_t pp, int32_t micro_batches, int32_t rank) {
+  using K = Kind;
+  PipelineOrder order;
+  std::array<int32_t, 2> forwards{}, backwards{};   // per chunk: the next micro-batch to run forward / backward
+  std::deque<std::pair<int32_t, int32_t>> weights;  // (chunk, micro-batch) of deferred weight gradients
+  const auto add = [&](K kind, int32_t chunk) {
+    const auto c = static_cast<size_t>(chunk);
+    if (kind == K::forward) {
+      order.push_back({kind, forwards[c]++, chunk});
+      return;
+    }
+    if (kind == K::backward_input) weights.emplace_back(chunk, backwards[c]);
+    order.push_back({kind, backwards[c]++, chunk});
+  };
+  const auto weight_if_pending = [&] {
+    if (weights.empty()) return;
+    order.push_back({K::backward_weight, weights.front().second, weights.front().first});
+    weights.pop_front();
+  };
+  const auto overlapped = [&](int32_t forward_chunk, int32_t backward_chunk) {
+    add(K::forward, forward_chunk);
+    add(K::backward, backward_chunk);
+  };
+  for (int32_t i = 0; i < (pp - rank - 1) * 2; ++i) add(K::forward, 0);  // step 1: F0
+  for (int32_t i = 0; i < rank + 1; ++i) {                               // step 2: F0 F1
+    add(K::forward, 0);
+    add(K::forward, 1);
+  }
+  for (int32_t i = 0; i < pp - rank - 1; ++i) {  // step 3: I1 W F1
+    add(K::backward_input, 1);
+    weight_if_pending();
+    add(K::forward, 1);
+  }
+  for (int32_t i = 0; i < micro_batches - 2 * pp + rank + 1; ++i) {  // step 4: F0B1, F1B0
+    if (i == 0 && rank == pp - 1) {
+      add(K::forward, 0);  // not overlapped, to shrink the bubble
+      add(K::backward, 1);
+    } else {
+      overlapped(0, 1);
+    }
+    overlapped(1, 0);
+  }
+  for (int32_t i = 0; i < pp - rank - 1; ++i) {  // step 5: B1, F1B0
+    add(K::backward, 1);
+    overlapped(1, 0);
+  }
+  bool zero_bubble = false;
+  for (int32_t i = 0; i < rank + 1; ++i) {  // step 6: B1 B0, the second half as I
+    if (i == (rank + 1) / 2 && rank % 2 == 1) zero_bubble = true;
+    add(zero_bubble ? K::backward_input : K::backward, 1);
+    if (i == (rank + 1) / 2 && rank % 2 == 0) zero_bubble = true;
+    add(zero_bubble ? K::backward_input : K::backward, 0);
+  }
+  for (int32_t i = 0; i < pp - rank - 1; ++i) {  // step 7: W B0
+    weight_if_pending();
+    add(zero_bubble ? K::backward_input : K::backward, 0);
+  }
+  for (int32_t i = 0; i < rank + 1; ++i) weight_if_pending();  // step 8: W
+  FSDPSIM_CHECK(weights.empty() && forwards[0] == micro_batches && forwards[1] == micro_batches &&
+                    backwards[0] == micro_batches && backwards[1] == micro_batches,
+                "dualpipev: every forward has its backward");
+  return order;
 }
 
 // Re-raises an argument error at the source of the key it names.
@@ -288,19 +427,34 @@ int32_t even_chunk_layers(int32_t layers, const FsdpConfig& config) {
 
 }  // namespace
 
+int32_t virtual_stage_of(PipelineSchedule schedule, int32_t pp, int32_t chunk, int32_t rank) {
+  if (is_v_shaped(schedule)) return chunk == 0 ? rank : 2 * pp - 1 - rank;
+  return chunk * pp + rank;
+}
+
+int32_t rank_of_virtual_stage(PipelineSchedule schedule, int32_t pp, int32_t virtual_stage) {
+  if (is_v_shaped(schedule)) return virtual_stage < pp ? virtual_stage : 2 * pp - 1 - virtual_stage;
+  return virtual_stage % pp;
+}
+
 std::vector<PipelineOrder> pipeline_orders(PipelineSchedule schedule, int32_t pp, int32_t virtual_stages,
                                            int32_t micro_batches) {
   check_schedule_arguments(schedule, pp, virtual_stages, micro_batches);
   std::vector<PipelineOrder> orders;
   orders.reserve(static_cast<size_t>(pp));
   for (int32_t rank = 0; rank < pp; ++rank) {
-    const int32_t warmup = warmup_forwards(schedule, pp, virtual_stages, micro_batches, rank);
+    const int32_t warmup =
+        is_v_shaped(schedule) ? 0 : warmup_forwards(schedule, pp, virtual_stages, micro_batches, rank);
     if (pp == 1) {
       orders.push_back(accumulation_order(micro_batches));
     } else if (schedule == PipelineSchedule::gpipe) {
       orders.push_back(gpipe_order(micro_batches));
     } else if (schedule == PipelineSchedule::one_f_one_b) {
       orders.push_back(one_f_one_b_order(micro_batches, warmup));
+    } else if (schedule == PipelineSchedule::zbv) {
+      orders.push_back(zbv_order(pp, micro_batches, rank));
+    } else if (schedule == PipelineSchedule::dualpipev) {
+      orders.push_back(dualpipev_order(pp, micro_batches, rank));
     } else {
       orders.push_back(interleaved_order(pp, virtual_stages, micro_batches, warmup));
     }
@@ -322,6 +476,15 @@ int32_t warmup_forwards(PipelineSchedule schedule, int32_t pp, int32_t virtual_s
   FSDPSIM_CHECK(rank >= 0 && rank < pp, "pipeline rank " + num(rank) + " outside 0.." + num(pp - 1));
   if (pp == 1) return 0;  // forward_backward_no_pipelining: no warm-up
   if (schedule == PipelineSchedule::gpipe) return micro_batches;
+  if (is_v_shaped(schedule)) {
+    // The forwards before the rank's first backward of any kind, read off its order.
+    const PipelineOrder order = schedule == PipelineSchedule::zbv ? zbv_order(pp, micro_batches, rank)
+                                                                  : dualpipev_order(pp, micro_batches, rank);
+    int32_t forwards = 0;
+    while (forwards < static_cast<int32_t>(order.size()) && order[static_cast<size_t>(forwards)].kind == Kind::forward)
+      ++forwards;
+    return forwards;
+  }
   // get_pp_rank_microbatches. Without interleaving the later ranks start 1F1B sooner; with it every rank first runs
   // (v-1) groups of pp chunk-forwards, plus two per rank it has ahead of the last. Either is capped at all of them
   // (are_all_microbatches_in_warmup). Megatron's extra warm-up forward for overlap_moe_expert_parallel_comm is not
@@ -378,7 +541,8 @@ LayerSplit split_layers(int32_t layers, const FsdpConfig& config) {
   } else if (config.first_stage_layers > 0 || config.last_stage_layers > 0) {
     const std::vector<int32_t> per_rank = uneven_rank_layers(layers, config);
     for (size_t stage = 0; stage < stages; ++stage) {
-      split.layers_per_virtual_stage[stage] = per_rank[stage % static_cast<size_t>(pp)] / v;
+      const int32_t rank = rank_of_virtual_stage(config.pipeline_schedule, pp, static_cast<int32_t>(stage));
+      split.layers_per_virtual_stage[stage] = per_rank[static_cast<size_t>(rank)] / v;
     }
   } else {
     split.layers_per_virtual_stage.assign(stages, even_chunk_layers(layers, config));

@@ -10,12 +10,14 @@
 
 namespace fsdpsim {
 
-/// One forward or one backward of one micro-batch through one model chunk of a pipeline rank.
+/// One forward or one backward of one micro-batch through one model chunk of a pipeline rank. The zero-bubble
+/// schedules split a backward in two: the input gradients (what the previous stage waits for) and, later, the weight
+/// gradients (torch.distributed.pipelining's I and W actions; B is the whole backward).
 struct PipelineAction {
-  enum class Kind : uint8_t { forward, backward };
+  enum class Kind : uint8_t { forward, backward, backward_input, backward_weight };
   Kind kind = Kind::forward;
   int32_t micro_batch = 0;
-  /// The model chunk on this rank, 0 … virtual_stages-1; its place in the model is virtual stage chunk·pp + rank.
+  /// The model chunk on this rank, 0 … virtual_stages-1; its place in the model is virtual_stage_of(chunk, rank).
   int32_t chunk = 0;
   bool operator==(const PipelineAction&) const = default;
 };
@@ -23,8 +25,16 @@ struct PipelineAction {
 /// The order of one pipeline rank's actions for one optimizer step.
 using PipelineOrder = std::vector<PipelineAction>;
 
+/// The virtual stage (place in the model, 0 … pp·virtual_stages-1) of a rank's chunk: chunk·pp + rank for the looped
+/// schedules; for the V-shaped ones (zbv, dualpipev) rank for chunk 0 and 2pp-1-rank for chunk 1
+/// (torch.distributed.pipelining's generate_stage_to_rank_mapping, style "v").
+int32_t virtual_stage_of(PipelineSchedule schedule, int32_t pp, int32_t chunk, int32_t rank);
+/// The pipeline rank holding a virtual stage (the inverse of virtual_stage_of).
+int32_t rank_of_virtual_stage(PipelineSchedule schedule, int32_t pp, int32_t virtual_stage);
+
 /// Every rank's order (index: pipeline rank 0 … pp-1). Throws ConfigError when the schedule cannot run these
-/// counts (interleaved 1F1B needs micro_batches divisible by pp and virtual_stages > 1; the others virtual_stages 1).
+/// counts (interleaved 1F1B needs micro_batches divisible by pp and virtual_stages > 1; zbv and dualpipev exactly
+/// two, dualpipev at least 2·pp micro-batches; the others virtual_stages 1).
 std::vector<PipelineOrder> pipeline_orders(PipelineSchedule schedule, int32_t pp, int32_t virtual_stages,
                                            int32_t micro_batches);
 /// The same for the configuration's pp, virtual_pipeline_stages and pipeline_schedule; errors point at the source of

@@ -38,6 +38,9 @@ std::vector<Case> cases() {
       {"fsdp2_1f1b_pp2", {"implementation=fsdp2", "pp=2"}},
       {"fsdp2_interleaved_pp2x2",
        {"implementation=fsdp2", "pp=2", "virtual_pipeline_stages=2", "pipeline_schedule=interleaved_1f1b"}},
+      // The V-shaped schedules: the split backward's halves and the sends that skip the middle stages' shared rank.
+      {"fsdp2_zbv_pp2", {"implementation=fsdp2", "pp=2", "pipeline_schedule=zbv", "global_batch_size=8"}},
+      {"fsdp2_dualpipev_pp2", {"implementation=fsdp2", "pp=2", "pipeline_schedule=dualpipev", "global_batch_size=16"}},
   };
 }
 
@@ -65,8 +68,17 @@ TEST_P(HostPipelineMatchesSimulator, EveryStagesPeakEqualsThePrediction) {
     EXPECT_EQ(got.stage_peaks[k].allocated.op, steady.stage_peaks[k].allocated.op) << "stage " << k;
     EXPECT_EQ(got.stage_peaks[k].allocated.breakdown, steady.stage_peaks[k].allocated.breakdown) << "stage " << k;
   }
-  EXPECT_EQ(measured.run.memory_stage, predicted.memory_stage);
-  EXPECT_EQ(got.peak_allocated.bytes, steady.peak_allocated.bytes);
+  // No caching allocator holds memory on the host, so the host names the stage with the highest allocated peak as the
+  // fullest (the simulator ranks by reserved): it is the predicted stage with the highest allocated peak, with its
+  // peak.
+  size_t fullest_allocated = 0;
+  for (size_t k = 1; k < steady.stage_peaks.size(); ++k) {
+    if (steady.stage_peaks[k].allocated.bytes > steady.stage_peaks[fullest_allocated].allocated.bytes) {
+      fullest_allocated = k;
+    }
+  }
+  EXPECT_EQ(measured.run.memory_stage, static_cast<int32_t>(fullest_allocated));
+  EXPECT_EQ(got.peak_allocated.bytes, steady.stage_peaks[fullest_allocated].allocated.bytes);
 
   HostOptions free_running;
   free_running.bytes_scale = kBytesScale;

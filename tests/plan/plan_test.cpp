@@ -126,6 +126,12 @@ TEST(Sweep, PipelinePlansAreEveryDividingPpWithBothSchedules) {
   EXPECT_EQ(plans[6], (std::vector<std::string>{"pp=8", "pipeline_schedule=interleaved_1f1b"}));
   // 12 GPUs leave 12 at tp 1: pp 2, 3, 4, 6, 12 (at most the 32 layers).
   EXPECT_EQ(pipeline_plans(model_preset("llama3-8b"), FsdpConfig{}, 12).size(), 11u);
+  // FSDP2 also compares torchtitan's zero-bubble V at each pp.
+  FsdpConfig fsdp2 = base;
+  fsdp2.implementation = Implementation::fsdp2;
+  const std::vector<std::vector<std::string>> fsdp2_plans = pipeline_plans(model_preset("llama3-70b"), fsdp2, 64);
+  ASSERT_EQ(fsdp2_plans.size(), 10u);
+  EXPECT_EQ(fsdp2_plans[3], (std::vector<std::string>{"pp=2", "pipeline_schedule=zbv"}));
   // The compared global batch: the given one, or the FSDP-only plan's one micro-batch per data-parallel rank.
   base.micro_batch_size = 2;
   EXPECT_EQ(compared_global_batch(base, 64), 16);

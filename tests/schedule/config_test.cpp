@@ -132,7 +132,8 @@ TEST(Config, PipelineKeysComeRightAfterEtp) {
             (std::vector<std::string>{"pp", "virtual_pipeline_stages", "pipeline_schedule", "first_stage_layers",
                                       "last_stage_layers", "account_for_embedding_in_pipeline_split",
                                       "account_for_loss_in_pipeline_split", "overlap_p2p_comm", "pipeline_layout"}));
-  EXPECT_EQ(config_keys()[static_cast<size_t>(etp - names.begin()) + 3].type, "gpipe|1f1b|interleaved_1f1b");
+  EXPECT_EQ(config_keys()[static_cast<size_t>(etp - names.begin()) + 3].type,
+            "gpipe|1f1b|interleaved_1f1b|zbv|dualpipev");
 }
 
 TEST(Config, PipelineKeyErrorsNameTheKey) {
@@ -140,9 +141,9 @@ TEST(Config, PipelineKeyErrorsNameTheKey) {
              "j.yaml:1:5: 'pp': value 0 is out of range (it must be between 1 and 1024)");
   EXPECT_HAS(error_of([] { parse_config_yaml("virtual_pipeline_stages: 65\n", "j.yaml"); }),
              "'virtual_pipeline_stages': value 65 is out of range (it must be between 1 and 64)");
-  EXPECT_HAS(error_of([] { parse_config_yaml("pipeline_schedule: zbv\n", "j.yaml"); }), "'pipeline_schedule'");
-  EXPECT_HAS(error_of([] { parse_config_yaml("pipeline_schedule: zbv\n", "j.yaml"); }),
-             "valid: gpipe, 1f1b, interleaved_1f1b");
+  EXPECT_HAS(error_of([] { parse_config_yaml("pipeline_schedule: zb1p\n", "j.yaml"); }), "'pipeline_schedule'");
+  EXPECT_HAS(error_of([] { parse_config_yaml("pipeline_schedule: zb1p\n", "j.yaml"); }),
+             "valid: gpipe, 1f1b, interleaved_1f1b, zbv, dualpipev");
   EXPECT_HAS(error_of([] { parse_config_yaml("first_stage_layers: -1\n", "j.yaml"); }), "'first_stage_layers'");
   EXPECT_HAS(error_of([] { parse_config_yaml("last_stage_layers: many\n", "j.yaml"); }),
              "'last_stage_layers': expected a whole number");

@@ -373,6 +373,16 @@ TEST(TorchtitanConfig, PipelineDefaults) {
   EXPECT_EQ(
       load_text(std::string(kLlama8b) + kPp2 + "pipeline_parallel_schedule = \"GPipe\"\n").config.pipeline_schedule,
       PipelineSchedule::gpipe);
+  // The V-shaped schedules: two stages per rank, 32 layers over 4 stages.
+  for (const auto& [name, schedule] : {std::pair<std::string, PipelineSchedule>{"ZBVZeroBubble", PipelineSchedule::zbv},
+                                       {"dualpipev", PipelineSchedule::dualpipev}}) {
+    const Loaded v = load_text(std::string(kLlama8b) + kPp2 + "pipeline_parallel_schedule = \"" + name +
+                               "\"\npipeline_parallel_first_stage_less_layers = 0\n"
+                               "pipeline_parallel_last_stage_less_layers = 0\n");
+    EXPECT_EQ(v.config.pipeline_schedule, schedule) << name;
+    EXPECT_EQ(v.config.virtual_pipeline_stages, 2) << name;
+    EXPECT_EQ(v.config.gradient_sync, GradSync::last_micro_batch) << name;
+  }
   // Without PP the pipeline keys do nothing (DeepSeek-V3's TOML names Interleaved1F1B with degree 1).
   const Loaded no_pp =
       load_text(std::string(kLlama8b) + "[parallelism]\npipeline_parallel_schedule = \"ZBVZeroBubble\"\n");
@@ -425,8 +435,12 @@ TEST(TorchtitanConfig, PipelineErrors) {
   EXPECT_HAS(error_for(pp2 + "pipeline_parallel_schedule = \"Interleaved1F1B\"\n"
                              "pipeline_parallel_layers_per_stage = 17\n"),
              "but Interleaved1F1B needs at least two stages per rank");
-  EXPECT_HAS(error_for(pp2 + "pipeline_parallel_schedule = \"DualPipeV\"\n"),
-             "'parallelism.pipeline_parallel_schedule': the DualPipeV pipeline schedule is not modelled");
+  EXPECT_HAS(error_for(pp2 + "pipeline_parallel_schedule = \"LoopedBFS\"\n"),
+             "'parallelism.pipeline_parallel_schedule': the LoopedBFS pipeline schedule is not modelled");
+  // ceil(34 / 6) = 6 = 3 stages per rank, but the V-shaped schedules run exactly two: 34 / 4 → 9 per stage.
+  EXPECT_HAS(error_for(pp2 + "pipeline_parallel_schedule = \"ZBVZeroBubble\"\n"
+                             "pipeline_parallel_layers_per_stage = 6\n"),
+             "but ZBVZeroBubble runs exactly two stages per rank (set pipeline_parallel_layers_per_stage = 9)");
   EXPECT_HAS(error_for(pp2 + "pipeline_parallel_schedule = \"1F1F\"\n"),
              "unknown pipeline schedule '1F1F' (did you mean '1F1B'?)");
   EXPECT_HAS(error_for(pp2 + "pipeline_parallel_schedule_csv = \"sched.csv\"\n"),
@@ -497,10 +511,11 @@ TEST(TorchtitanConfig, WorldErrors) {
 // ---- errors: file:line, the key, what is valid ---------------------------------------------------------------------
 
 TEST(TorchtitanConfig, Errors) {
-  EXPECT_HAS(error_for(std::string(kLlama8b) +
-                       "[parallelism]\npipeline_parallel_degree = 4\npipeline_parallel_schedule = \"ZBVZeroBubble\"\n"),
-             "job.toml:6:30: 'parallelism.pipeline_parallel_schedule': the ZBVZeroBubble pipeline schedule is not "
-             "modelled (use one fsdpsim models: 1F1B, GPipe or Interleaved1F1B)");
+  EXPECT_HAS(
+      error_for(std::string(kLlama8b) + "[parallelism]\npipeline_parallel_degree = 4\npipeline_parallel_schedule = "
+                                        "\"InterleavedZeroBubble\"\n"),
+      "job.toml:6:30: 'parallelism.pipeline_parallel_schedule': the InterleavedZeroBubble pipeline schedule "
+      "is not modelled (use one fsdpsim models: 1F1B, GPipe, Interleaved1F1B, ZBVZeroBubble or DualPipeV)");
   EXPECT_HAS(error_for(std::string(kLlama8b) + "[parallelism]\ntensor_paralel_degree = 2\n"),
              "job.toml:5:25: 'parallelism.tensor_paralel_degree': unknown key in [parallelism] (did you mean "
              "'tensor_parallel_degree'?)");
