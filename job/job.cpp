@@ -54,16 +54,8 @@ Topology topology_for_gpus(const Topology& topology, FsdpConfig& config) {
   if (config.gpus >= per_node) return topology;
   // Part of one node: its GPUs keep their NVLink, their share of the node's NICs and host links, and the whole
   // host memory (the other GPUs idle).
-  Topology part = topology;
-  part.gpus_per_node = config.gpus;
-  part.nvlink_domain_gpus = config.gpus;
-  part.nics_per_node = std::max(1, topology.nics_per_node * config.gpus / per_node);
-  // On a point-to-point mesh (xGMI) the links to the idle GPUs carry nothing: k GPUs keep k − 1 of their links.
-  if (topology.xgmi_mesh && per_node > 1) {
-    part.nvlink_bw_bytes_per_s = topology.nvlink_bw_bytes_per_s * std::max(1, config.gpus - 1) / (per_node - 1);
-  }
-  part.gpus_per_host_link = std::min(topology.gpus_per_host_link, config.gpus);
-  part.max_nics_between_domains = std::min(topology.max_nics_between_domains, part.nics_per_node);
+  Topology part = with_gpus_per_node(topology, config.gpus);
+  part.nvlink_domain_gpus = config.gpus;  // the job's only domain, even on a multi-node NVLink rack
   part.name = topology.name + " (" + std::to_string(config.gpus) + " of its " + std::to_string(per_node) + " GPUs)";
   return part;
 }

@@ -60,12 +60,8 @@ Topology map_hardware(YamlMap hw, const std::string& row) {
   t.gpu = gpu_profile(m->profile);
   if (m->nvlink_bw_bytes_per_s > 0) t.nvlink_bw_bytes_per_s = m->nvlink_bw_bytes_per_s;
   const int64_t per_node = hw.get("gpus_per_node").as_int(1, 1024);
-  // A host with fewer GPUs than the preset's node is modelled as such a node (and its NVLink domain).
-  if (per_node < t.gpus_per_node) {
-    t.gpus_per_node = static_cast<int32_t>(per_node);
-    t.nvlink_domain_gpus = static_cast<int32_t>(per_node);
-    t.nics_per_node = std::max<int32_t>(1, static_cast<int32_t>(per_node * t.nics_per_node / 8));
-  }
+  // A host with fewer GPUs than the preset's node is modelled as such a node, as `--set gpus=N` models part of one.
+  if (per_node < t.gpus_per_node) t = with_gpus_per_node(t, static_cast<int32_t>(per_node));
   (void)hw.get("gpus").as_int(1);
   // Racks of a multi-node NVLink system are often filled partly (64 of 72 GB200 slots): a row may say how many GPUs
   // share one NVLink domain.

@@ -142,6 +142,11 @@ struct GroupPlacement {
 /// (docs/architecture.md §6.1).
 GroupPlacement place_group(const Topology& topology, int32_t world_size, int32_t size, int32_t stride);
 
+/// The same platform with nodes of `gpus` GPUs (1 … gpus_per_node): a smaller host of that platform, or the part of
+/// one node a small job uses. A node keeps its NVLink (a domain spanning nodes stays as it is), its share of the NICs
+/// (at least one) and host links, and on an xGMI mesh k − 1 of its links.
+Topology with_gpus_per_node(const Topology& topology, int32_t gpus);
+
 std::string_view to_string(GpuArch arch);
 
 /// Names of the built-in topology presets and GPU profiles.
