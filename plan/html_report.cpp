@@ -127,7 +127,11 @@ std::string pipeline_note(const Report& r) {
   std::string out = "<p id=\"pipeline\" class=\"note\">Pipeline: " + r.pipeline_schedule + ", " +
                     std::to_string(r.pipeline_stages) + " stages × " + std::to_string(r.virtual_stages) +
                     " model chunk" + (r.virtual_stages == 1 ? "" : "s") + "; bubble " +
-                    html::seconds(r.pipeline_bubble_s) + " on stage 0. Peak reserved per stage:";
+                    html::seconds(r.pipeline_bubble_s) + " on stage 0";
+  for (size_t k = 0; k < r.pipeline_stage_bubble_s.size(); ++k) {
+    out += std::string(k == 0 ? " (per stage:" : ",") + " " + html::seconds(r.pipeline_stage_bubble_s[k]);
+  }
+  out += std::string(r.pipeline_stage_bubble_s.empty() ? "" : ")") + ". Peak reserved per stage:";
   for (size_t k = 0; k < r.stage_peak_reserved_bytes.size(); ++k) {
     out += std::string(k == 0 ? " " : ", ") + "stage " + std::to_string(k) + " " +
            format_bytes(r.stage_peak_reserved_bytes[k]);

@@ -78,6 +78,40 @@ void keep_longest(std::vector<ComputeWait>& longest, const ComputeWait& wait) {
   if (longest.size() > kKept) longest.pop_back();
 }
 
+// The dependency of `op` that finished last: what a gap before it waited for.
+OpId last_finished_dependency(const Op& op, const StepRun& step) {
+  OpId blocker;
+  for (const OpId d : op.deps) {
+    if (!blocker.valid() || step.ops[d].end_ns > step.ops[blocker].end_ns) blocker = d;
+  }
+  return blocker;
+}
+
+// Each stage's bubble: the gaps on its compute stream that waited for a send or receive, counted as add_exposure
+// counts stage 0's.
+std::vector<double> stage_bubbles_s(const Schedule& s, const StepRun& step) {
+  const auto stages = static_cast<size_t>(std::max(1, s.info.pipeline_stages));
+  std::vector<double> bubble(stages, 0.0);
+  std::vector<TimeNs> prev_end(stages, step.start_ns);
+  std::vector<int32_t> stage_of_stream(s.streams.size(), -1);
+  for (size_t k = 0; k < stages; ++k)
+    stage_of_stream[s.compute_stream(static_cast<int32_t>(k)).index()] = static_cast<int32_t>(k);
+  for (const Op& op : s.ops) {
+    const int32_t k = stage_of_stream[op.stream.index()];
+    if (k < 0) continue;
+    const OpTiming& t = step.ops[op.id];
+    TimeNs& end = prev_end[static_cast<size_t>(k)];
+    if (t.start_ns > end) {
+      const OpId blocker = last_finished_dependency(op, step);
+      if (blocker.valid() && is_p2p(s.ops[blocker].kind)) {
+        bubble[static_cast<size_t>(k)] += static_cast<double>(t.start_ns - end) / 1e9;
+      }
+    }
+    end = std::max(end, t.end_ns);
+  }
+  return bubble;
+}
+
 // Gaps on the compute stream, each attributed to the dependency that finished last, and collectives that run on
 // the compute stream itself (TP/CP/EP): both are communication the compute stream waits for.
 void add_exposure(const Schedule& s, const StepRun& step, Report& r) {
@@ -90,10 +124,7 @@ void add_exposure(const Schedule& s, const StepRun& step, Report& r) {
     const OpTiming& t = step.ops[op.id];
     const TimeNs gap = t.start_ns - prev_end;
     if (gap > 0) {
-      OpId blocker;
-      for (const OpId d : op.deps) {
-        if (!blocker.valid() || step.ops[d].end_ns > step.ops[blocker].end_ns) blocker = d;
-      }
+      const OpId blocker = last_finished_dependency(op, step);
       keep_longest(waits, ComputeWait{op.id, blocker, gap});
       if (blocker.valid() && is_p2p(s.ops[blocker].kind)) {
         // Waiting for another stage's activations or gradients: the pipeline bubble, not FSDP communication.
@@ -304,6 +335,7 @@ Report make_report(const Schedule& s, const Topology& t, const RunRecord& run, R
     r.stage_peak_reserved_bytes.push_back(p.reserved.bytes);
   }
   add_exposure(s, steady, r);
+  if (r.pipeline_stages > 1) r.pipeline_stage_bubble_s = stage_bubbles_s(s, steady);
   r.simulated_rank = simulated_rank_text(s, run);
   add_memory(s, t, run, memory_margin, r);
   r.memory.rank = r.simulated_rank;

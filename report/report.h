@@ -71,6 +71,9 @@ struct Report {
   int32_t virtual_stages = 1;
   std::string pipeline_schedule;
   double pipeline_bubble_s = 0;
+  /// Per stage: the time its compute stream waits for other stages (entry 0 is pipeline_bubble_s). Stage 0 is
+  /// the one that waits longest under 1F1B; a V schedule moves the waiting to the last rank.
+  std::vector<double> pipeline_stage_bubble_s;
   int32_t memory_stage = 0;
   std::vector<int64_t> stage_peak_allocated_bytes;
   std::vector<int64_t> stage_peak_reserved_bytes;

@@ -244,6 +244,7 @@ std::vector<Row> make_report_keys() {
       written_when_set("simulated_rank", &Report::simulated_rank),
       written_when_set("pipeline_schedule", &Report::pipeline_schedule),
       written_when_set("pipeline_bubble_s", &Report::pipeline_bubble_s),
+      written_when_set("pipeline_stage_bubble_s", &Report::pipeline_stage_bubble_s),
       written_when_set("straggler_cost_s", &Report::straggler_cost_s),
       number("first_step_time_s", &Report::first_step_time_s),
       {"exposed_comm_by_phase_s",

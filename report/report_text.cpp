@@ -112,6 +112,12 @@ std::string report_text(const Report& r) {
     out << "; bubble " << fixed(r.pipeline_bubble_s, 3) << " s on stage 0 ("
         << fixed(100 * r.pipeline_bubble_s / std::max(1e-12, r.step_time_s), 1)
         << "% of the step: waits for other stages' activations and gradients)\n";
+    out << "                bubble per stage";
+    for (size_t k = 0; k < r.pipeline_stage_bubble_s.size(); ++k) {
+      out << (k ? ", " : " ") << "s" << k << " "
+          << fixed(100 * r.pipeline_stage_bubble_s[k] / std::max(1e-12, r.step_time_s), 1) << "%";
+    }
+    out << "\n";
   }
   out << "exposed comm    " << fixed(r.exposed_comm_s, 3) << " s ("
       << fixed(r.step_time_s > 0 ? 100 * r.exposed_comm_s / r.step_time_s : 0, 1) << "% of the step) by phase:";

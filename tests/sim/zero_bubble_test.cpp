@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "report/report.h"
 #include "schedule/build/builder.h"
 #include "schedule/ir/validate.h"
 #include "sim/engine.h"
@@ -81,6 +82,22 @@ TEST(ZeroBubble, DualPipeVStepDerivedByHand) {
   // The same job under DualPipeV (its overlapped F/B pairs run one after the other on the compute stream): walking
   // the orders with B = 2T also ends at 25T.
   EXPECT_EQ(step_ns(run_layers_only(v_pipeline(4, 2, 4, "dualpipev"))), 25 * kT);
+}
+
+TEST(ZeroBubble, TheVMovesTheBubbleOffRankZero) {
+  // The same walk through the orders: under ZBV rank 0 never waits for the other rank (its inputs are always there
+  // when it gets to them) and rank 1 waits 1T for its first input. Under 1F1B (stages of two layers: F = 2T,
+  // B = 4T) stage 0 waits (pp − 1)(F + B) = 6T for gradients and stage 1 2T for its first input.
+  const Topology t = topology_preset("dgx-h100-ndr");
+  const auto bubbles = [&](const std::string& schedule) {
+    const Schedule s = v_pipeline(4, 2, 4, schedule);
+    const Report r = make_report(s, t, run_layers_only(s));
+    EXPECT_EQ(r.pipeline_stage_bubble_s.at(0), r.pipeline_bubble_s) << schedule;
+    return r.pipeline_stage_bubble_s;
+  };
+  const double T = static_cast<double>(kT) / 1e9;
+  EXPECT_EQ(bubbles("zbv"), (std::vector<double>{0.0, T}));
+  EXPECT_EQ(bubbles("1f1b"), (std::vector<double>{6 * T, 2 * T}));
 }
 
 TEST(ZeroBubble, BothEndsRunOnRankZeroAndTheMiddleStagesSendNothing) {
