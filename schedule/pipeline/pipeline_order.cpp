@@ -427,6 +427,9 @@ int32_t even_chunk_layers(int32_t layers, const FsdpConfig& config) {
 
 }  // namespace
 
+// torchtitan places the stages the same way (_get_pp_rank_to_stage_indices_mapping in
+// torchtitan/distributed/pipeline_parallel.py @ b5bcd76c66: "v" style for ScheduleZBVZeroBubble and ScheduleDualPipeV,
+// rank r holds stages r and num_stages-1-r; "loop" style r + s·pp otherwise).
 int32_t virtual_stage_of(PipelineSchedule schedule, int32_t pp, int32_t chunk, int32_t rank) {
   if (is_v_shaped(schedule)) return chunk == 0 ? rank : 2 * pp - 1 - rank;
   return chunk * pp + rank;
