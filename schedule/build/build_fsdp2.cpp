@@ -106,16 +106,22 @@ class Fsdp2Builder {
 
 // A split backward's weight gradients dW = dYᵀ·X need each linear's input X and output gradient dY from the
 // input-gradient half until they run: the wgrad GEMM [n, k] reduces over m, so dY is m×n and X is m×k elements
-// (model_units_gemms.cpp: Gemm{name.wgrad, n, k, m}), held in the 2-byte activation dtype.
+// (model_units_gemms.cpp: Gemm{name.wgrad, n, k, m}), held in the activation dtype.
 bool is_weight_gradient(const Gemm& g) {
   return g.name.ends_with(".wgrad");
 }
-int64_t weight_gradient_inputs_bytes(const std::vector<Gemm>& gemms) {
-  int64_t elems = 0;
+// The weight-gradient GEMMs of a backward (`weight` true), or the others.
+std::vector<Gemm> backward_half(const std::vector<Gemm>& gemms, bool weight) {
+  std::vector<Gemm> out;
   for (const Gemm& g : gemms) {
-    if (is_weight_gradient(g)) elems += (g.m + g.n) * g.k * g.batch;
+    if (is_weight_gradient(g) == weight) out.push_back(g);
   }
-  return 2 * elems;
+  return out;
+}
+int64_t weight_gradient_inputs_bytes(const std::vector<Gemm>& gemms, DType activation_dtype) {
+  int64_t elems = 0;
+  for (const Gemm& g : backward_half(gemms, true)) elems += (g.m + g.n) * g.k * g.batch;
+  return elems * dtype_bytes(activation_dtype);
 }
 
 void Fsdp2Builder::add_group(std::string name, std::vector<int32_t> units, bool reshard_after_forward) {
@@ -382,19 +388,16 @@ void Fsdp2Builder::backward_input(int32_t mb, Activations& acts) {
   for (int32_t u = range_.last; u >= range_.first; --u) {
     pre_backward(u, mb, acts);
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-    std::vector<Gemm> data_gemms;
-    for (const Gemm& g : cost.bwd_gemms) {
-      if (!is_weight_gradient(g)) data_gemms.push_back(g);
-    }
-    Op input = make_compute(op_name("bwd_input", cost.name, mb), Phase::bwd, ctx_.compute, std::move(data_gemms),
-                            cost.bwd_bytes_touched);
+    Op input = make_compute(op_name("bwd_input", cost.name, mb), Phase::bwd, ctx_.compute,
+                            backward_half(cost.bwd_gemms, false), cost.bwd_bytes_touched);
     input.unit = u;
     input.micro_batch = mb;
     for (const Part& part : groups_[static_cast<size_t>(group_of_unit(u))].parts) {
       input.reads.push_back(part.unsharded);
     }
     acts.on_backward(input, u);
-    if (const int64_t kept = weight_gradient_inputs_bytes(cost.bwd_gemms); kept > 0) {
+    if (const int64_t kept = weight_gradient_inputs_bytes(cost.bwd_gemms, ctx_.layout.shape.activation_dtype);
+        kept > 0) {
       const BufferId b =
           ctx_.w.buffer(op_name("act.wgrad_inputs", cost.name, mb), BufferCategory::activation, kept, false);
       input.allocs.push_back(b);
@@ -408,12 +411,8 @@ void Fsdp2Builder::backward_input(int32_t mb, Activations& acts) {
 void Fsdp2Builder::backward_weight(int32_t mb) {
   for (int32_t u = range_.last; u >= range_.first; --u) {
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-    std::vector<Gemm> weight_gemms;
-    for (const Gemm& g : cost.bwd_gemms) {
-      if (is_weight_gradient(g)) weight_gemms.push_back(g);
-    }
-    Op weight =
-        make_compute(op_name("bwd_weight", cost.name, mb), Phase::bwd, ctx_.compute, std::move(weight_gemms), 0);
+    Op weight = make_compute(op_name("bwd_weight", cost.name, mb), Phase::bwd, ctx_.compute,
+                             backward_half(cost.bwd_gemms, true), 0);
     weight.unit = u;
     weight.micro_batch = mb;
     if (const auto kept = kept_for_weights_.find({mb, u}); kept != kept_for_weights_.end()) {
