@@ -14,6 +14,7 @@
 #include "sim/engine.h"
 #include "sim/op_costs.h"
 #include "tests/schedule/tiny_llama.h"
+#include "tests/sim/decoder_layers_only.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {
@@ -37,18 +38,8 @@ Schedule pipeline(int32_t layers, int32_t pp, int32_t chunks, int32_t micro_batc
 
 // Only decoder-layer forward and backward computes take time.
 RunRecord run_layers_only(const Schedule& s) {
-  std::vector<OpCost> costs(s.ops.size());
-  for (const Op& op : s.ops) {
-    const bool layer = op.unit >= 1 && op.unit + 1 < static_cast<int32_t>(s.units.size());
-    if (op.kind != OpKind::compute || !layer || op.gemms.empty()) continue;
-    if (op.phase != Phase::fwd && op.phase != Phase::bwd) continue;
-    OpCost& cost = costs[op.id.index()];
-    cost.model = CostModel::compute;
-    cost.compute_ns = op.phase == Phase::fwd ? kForwardNs : kBackwardNs;
-    cost.standalone_ns = cost.compute_ns;
-  }
-  const Topology t = topology_preset("dgx-h100-ndr");
-  return run_schedule_with_costs(s, t, SimOptions{}, std::move(costs), link_capacities(t, s.info.pipeline_stages));
+  return testing::run_decoder_layers_only(
+      s, [](const Op& op) { return op.phase == Phase::fwd ? kForwardNs : kBackwardNs; });
 }
 
 double step_ns(const RunRecord& r) {

@@ -4,6 +4,7 @@
 // with every decoder-layer action taking the same time T.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -14,6 +15,7 @@
 #include "sim/engine.h"
 #include "sim/op_costs.h"
 #include "tests/schedule/tiny_llama.h"
+#include "tests/sim/decoder_layers_only.h"
 #include "tests/support/error_of.h"
 #include "topologies/hardware.h"
 
@@ -41,20 +43,11 @@ bool is_wgrad(const Gemm& g) {
 
 // Only the decoder layers' computes take time: a forward T, an input half T, a weight half T, a whole backward 2T.
 RunRecord run_layers_only(const Schedule& s) {
-  std::vector<OpCost> costs(s.ops.size());
-  for (const Op& op : s.ops) {
-    const bool layer = op.unit >= 1 && op.unit + 1 < static_cast<int32_t>(s.units.size());
-    if (op.kind != OpKind::compute || !layer || op.gemms.empty()) continue;
-    if (op.phase != Phase::fwd && op.phase != Phase::bwd) continue;
+  return testing::run_decoder_layers_only(s, [](const Op& op) {
     const auto wgrads = std::count_if(op.gemms.begin(), op.gemms.end(), is_wgrad);
     const bool whole_backward = wgrads > 0 && wgrads < static_cast<std::ptrdiff_t>(op.gemms.size());
-    OpCost& cost = costs[op.id.index()];
-    cost.model = CostModel::compute;
-    cost.compute_ns = whole_backward ? 2 * kT : kT;
-    cost.standalone_ns = cost.compute_ns;
-  }
-  const Topology t = topology_preset("dgx-h100-ndr");
-  return run_schedule_with_costs(s, t, SimOptions{}, std::move(costs), link_capacities(t, s.info.pipeline_stages));
+    return whole_backward ? 2 * kT : kT;
+  });
 }
 
 TimeNs step_ns(const RunRecord& r) {
