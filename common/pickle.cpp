@@ -10,6 +10,10 @@
 namespace fsdpsim {
 namespace {
 
+// Longest LONG1/LONG4 integer read (as a real beyond 8 bytes): Python writes any int this way, and no field of a
+// memory snapshot needs more than 2^64.
+constexpr uint64_t kMaxLongBytes = 32;
+
 // While reading, containers are shared nodes mutated in place: the memo holds references, as Python's does, so a
 // container memoized when it was still empty and fetched again later (BINGET) is the filled one.
 struct Node;
@@ -117,10 +121,10 @@ class Reader {
           push(scalar_node(PickleValue{static_cast<int64_t>(fixed(2))}));
           break;
         case 0x8a:
-          push(scalar_node(PickleValue{long_int(at, fixed(1))}));
+          push(scalar_node(long_int(at, fixed(1))));
           break;  // LONG1
         case 0x8b:
-          push(scalar_node(PickleValue{long_int(at, fixed(4))}));
+          push(scalar_node(long_int(at, fixed(4))));
           break;  // LONG4
         case 'G':
           push(scalar_node(PickleValue{binary_double()}));
@@ -243,18 +247,29 @@ class Reader {
     return s;
   }
 
-  int64_t long_int(size_t at, uint64_t length) {
-    if (length > 8) {
-      fail_at(at, "an integer of " + std::to_string(length) + " bytes does not fit 64 bits",
-              "fsdpsim reads integers up to 2^63 - 1");
+  // An integer; one beyond 64 bits (PyTorch writes 2^64 - 1 as a frame's unknown line) reads as the nearest real,
+  // so only fields that must be exact (sizes, addresses) refuse it, by their own type check.
+  PickleValue long_int(size_t at, uint64_t length) {
+    if (length > kMaxLongBytes) {
+      fail_at(at, "an integer of " + std::to_string(length) + " bytes",
+              "fsdpsim reads integers of up to " + std::to_string(kMaxLongBytes) + " bytes");
     }
     const std::string raw = text(length);
-    uint64_t v = 0;
-    for (size_t i = 0; i < raw.size(); ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(raw[i])) << (8 * i);
-    if (!raw.empty() && raw.size() < 8 && (static_cast<uint8_t>(raw.back()) & 0x80) != 0) {
-      v |= ~uint64_t{0} << (8 * raw.size());  // sign-extend
+    if (raw.size() <= 8) {
+      uint64_t v = 0;
+      for (size_t i = 0; i < raw.size(); ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(raw[i])) << (8 * i);
+      if (!raw.empty() && raw.size() < 8 && (static_cast<uint8_t>(raw.back()) & 0x80) != 0) {
+        v |= ~uint64_t{0} << (8 * raw.size());  // sign-extend
+      }
+      return PickleValue{static_cast<int64_t>(v)};
     }
-    return static_cast<int64_t>(v);
+    const bool negative = (static_cast<uint8_t>(raw.back()) & 0x80) != 0;
+    double magnitude = 0.0;  // of the two's complement value, most significant byte first
+    for (size_t i = raw.size(); i-- > 0;) {
+      const auto b = static_cast<uint8_t>(raw[i]);
+      magnitude = magnitude * 256.0 + static_cast<double>(negative ? static_cast<uint8_t>(~b) : b);
+    }
+    return PickleValue{negative ? -(magnitude + 1.0) : magnitude};
   }
 
   double binary_double() {

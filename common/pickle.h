@@ -21,7 +21,7 @@ using PickleList = std::vector<PickleValue>;
 /// needs complete types where the recursive value is still being declared.
 using PickleDict = std::vector<PickleEntry>;
 
-/// One value. Tuples read as lists; bytes read as strings. Integers beyond 64 bits are refused.
+/// One value. Tuples read as lists; bytes read as strings. Integers beyond 64 bits read as reals (nearest double).
 struct PickleValue {
   std::variant<std::monostate, bool, int64_t, double, std::string, PickleList, PickleDict> value;
 
