@@ -2,16 +2,20 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/error.h"
+#include "common/text.h"
 #include "common/units.h"
 #include "memory/caching_allocator.h"
+#include "report/snapshot_categories.h"
 
 namespace fsdpsim {
 namespace {
@@ -71,10 +75,6 @@ std::string text_field(const PickleValue& dict, const std::string& key) {
   return v != nullptr && v->string() != nullptr ? *v->string() : std::string();
 }
 
-bool contains(const std::string& text, const char* part) {
-  return text.find(part) != std::string::npos;
-}
-
 struct Live {
   int64_t size = 0;
   std::string category;
@@ -117,16 +117,42 @@ PickleValue predicted_memory_snapshot(const Schedule& schedule, const RunRecord&
 
   const auto us = [&](TimeNs t) { return (t - step.start_ns) / 1000; };
   std::vector<int64_t> address(schedule.buffers.size(), 0);
-  int64_t next_address = kBaseAddress;
+  // Addresses by first fit inside the segment, reused once freed, so that the end state's blocks tile the segment
+  // as _memory_viz.py's `stats` requires (Σ block sizes = total_size) and its plots place every block in it.
+  std::map<int64_t, int64_t> free_ranges{{kBaseAddress, std::numeric_limits<int64_t>::max() / 2}};
+  const auto take = [&](int64_t size) {
+    for (auto it = free_ranges.begin(); it != free_ranges.end(); ++it) {
+      if (it->second < size) continue;
+      const auto [start, length] = *it;
+      free_ranges.erase(it);
+      if (length > size) free_ranges.emplace(start + size, length - size);
+      return start;
+    }
+    return int64_t{-1};  // unreachable: the last range is unbounded
+  };
+  const auto give_back = [&](int64_t start, int64_t size) {
+    auto it = free_ranges.emplace(start, size).first;
+    if (const auto next = std::next(it); next != free_ranges.end() && start + size == next->first) {
+      it->second += next->second;
+      free_ranges.erase(next);
+    }
+    if (it != free_ranges.begin()) {
+      if (const auto prev = std::prev(it); prev->first + prev->second == it->first) {
+        prev->second += it->second;
+        free_ranges.erase(it);
+      }
+    }
+  };
+  int64_t high_water = kBaseAddress;
   PickleList trace;
   const int64_t reserved = step.peak_reserved.bytes;
   trace.push_back(trace_event("segment_alloc", kBaseAddress, reserved, 0,
                               pickle_list({frame("fsdpsim: the predicted reserved peak (segments are not modelled "
                                                  "per event)")})));
   const auto alloc = [&](BufferId b, TimeNs t, const std::string& by) {
-    address[b.index()] = next_address;
     const int64_t size = CachingAllocator::round_size(schedule.buffers[b].size_bytes);
-    next_address += size;
+    address[b.index()] = take(size);
+    high_water = std::max(high_water, address[b.index()] + size);
     live[b.index()] = 1;
     trace.push_back(trace_event("alloc", address[b.index()], size, us(t), frames_of(schedule, b, by)));
   };
@@ -140,29 +166,52 @@ PickleValue predicted_memory_snapshot(const Schedule& schedule, const RunRecord&
     if (!live[e.buffer.index()]) continue;
     live[e.buffer.index()] = 0;
     const int64_t size = CachingAllocator::round_size(schedule.buffers[e.buffer].size_bytes);
+    give_back(address[e.buffer.index()], size);
     trace.push_back(trace_event("free_requested", address[e.buffer.index()], size, us(e.time_ns),
                                 frames_of(schedule, e.buffer, op)));
     trace.push_back(trace_event("free_completed", address[e.buffer.index()], size, us(e.time_ns),
                                 frames_of(schedule, e.buffer, op)));
   }
 
-  // The state at the end: one segment holding the blocks still live.
-  PickleList blocks;
-  int64_t allocated = 0, requested = 0;
+  // The state at the end: one segment, tiled in address order by the blocks still live and inactive gaps.
+  std::vector<BufferId> at_end;
   for (const Buffer& b : schedule.buffers) {
-    if (!live[b.id.index()]) continue;
-    const int64_t size = CachingAllocator::round_size(b.size_bytes);
+    if (live[b.id.index()]) at_end.push_back(b.id);
+  }
+  std::sort(at_end.begin(), at_end.end(),
+            [&](BufferId a, BufferId b) { return address[a.index()] < address[b.index()]; });
+  const int64_t total = std::max(reserved, high_water - kBaseAddress);
+  PickleList blocks;
+  int64_t allocated = 0, requested = 0, cursor = kBaseAddress;
+  const auto inactive = [&](int64_t from, int64_t to) {
+    if (to <= from) return;
+    blocks.push_back(pickle_dict({{pickle_string("address"), pickle_int(from)},
+                                  {pickle_string("size"), pickle_int(to - from)},
+                                  {pickle_string("requested_size"), pickle_int(0)},
+                                  {pickle_string("state"), pickle_string("inactive")},
+                                  {pickle_string("frames"), pickle_list({})}}));
+  };
+  for (const BufferId b : at_end) {
+    const int64_t size = CachingAllocator::round_size(schedule.buffers[b].size_bytes);
+    inactive(cursor, address[b.index()]);
     allocated += size;
-    requested += b.size_bytes;
-    blocks.push_back(pickle_dict({{pickle_string("address"), pickle_int(address[b.id.index()])},
+    requested += schedule.buffers[b].size_bytes;
+    blocks.push_back(pickle_dict({{pickle_string("address"), pickle_int(address[b.index()])},
                                   {pickle_string("size"), pickle_int(size)},
-                                  {pickle_string("requested_size"), pickle_int(b.size_bytes)},
+                                  {pickle_string("requested_size"), pickle_int(schedule.buffers[b].size_bytes)},
                                   {pickle_string("state"), pickle_string("active_allocated")},
-                                  {pickle_string("frames"), frames_of(schedule, b.id, "live at the step's end")}}));
+                                  {pickle_string("frames"), frames_of(schedule, b, "live at the step's end")}}));
+    cursor = address[b.index()] + size;
+  }
+  inactive(cursor, kBaseAddress + total);
+  if (total > reserved) {  // first fit spilled past the predicted reserved peak: the one segment covers every block
+    trace.front() = trace_event("segment_alloc", kBaseAddress, total, 0,
+                                pickle_list({frame("fsdpsim: the predicted reserved peak, widened to hold every "
+                                                   "block (segments are not modelled per event)")}));
   }
   PickleValue segment = pickle_dict({{pickle_string("device"), pickle_int(0)},
                                      {pickle_string("address"), pickle_int(kBaseAddress)},
-                                     {pickle_string("total_size"), pickle_int(std::max(reserved, allocated))},
+                                     {pickle_string("total_size"), pickle_int(total)},
                                      {pickle_string("stream"), pickle_int(0)},
                                      {pickle_string("segment_type"), pickle_string("large")},
                                      {pickle_string("allocated_size"), pickle_int(allocated)},
@@ -173,45 +222,12 @@ PickleValue predicted_memory_snapshot(const Schedule& schedule, const RunRecord&
                       {pickle_string("device_traces"), pickle_list({pickle_list(std::move(trace))})}});
 }
 
-std::string classify_frames(const PickleValue& frames) {
-  const PickleList* list = frames.list();
-  if (list == nullptr) return "unclassified";
-  for (const PickleValue& f : *list) {
-    const std::string name = text_field(f, "name");
-    if (name.rfind(kCategoryFrame, 0) == 0) return name.substr(std::string(kCategoryFrame).size());
-  }
-  // The innermost frame that says what the memory is for. The names are those of PyTorch FSDP2
-  // (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py, _fsdp_param.py), Megatron-FSDP
-  // (megatron_fsdp/param_and_grad_buffer.py @ Megatron-LM d98e8a64dd: DataParallelBuffer.fetch_bucket serves
-  // weight and gradient buffers alike, so its callers decide — all_gather_params, _bucket_group_gradient_reduce),
-  // torch.optim and autograd.
-  for (const PickleValue& f : *list) {
-    const std::string name = text_field(f, "name");
-    const std::string file = text_field(f, "filename");
-    if (contains(file, "torch/optim") || contains(name, "_init_group") || contains(name, "optimizer")) {
-      return "optimizer_state";
-    }
-    if (contains(name, "all_gather") || contains(name, "unshard")) {
-      return "gathered_param";
-    }
-    if (contains(name, "foreach_reduce") || contains(name, "reduce_scatter") || contains(name, "gradient_reduce")) {
-      return "unsharded_grad";
-    }
-    if (contains(name, "_init_sharded_param") || contains(name, "fully_shard") || contains(name, "init_param")) {
-      return "param_shard";
-    }
-    if (contains(name, "backward") || contains(file, "torch/autograd")) return "weight_grad";
-    if (contains(name, "forward")) return "activation";
-  }
-  return "unclassified";
-}
-
 namespace {
 
-// The category of a block or trace event, from its stack frames ("unclassified" without any).
-std::string category_of(const PickleValue& record) {
+// The category of a block or trace event, from its stack frames.
+std::string category_of(const PickleValue& record, const SnapshotFrameContext& context) {
   const PickleValue* frames = record.find("frames");
-  return frames != nullptr ? classify_frames(*frames) : "unclassified";
+  return classify_frames(frames != nullptr ? *frames : PickleValue{}, context);
 }
 
 }  // namespace
@@ -223,6 +239,7 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
     not_a_snapshot(source, "segments", "no 'segments' list: this is not a CUDA memory snapshot");
   }
   SnapshotMemory m;
+  const SnapshotFrameContext context = snapshot_frame_context(snapshot);
   // The end state: reserved bytes and the blocks still allocated, by address.
   int64_t end_reserved = 0;
   std::unordered_map<int64_t, Live> end_active;
@@ -236,7 +253,7 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
     for (const PickleValue& b : *blocks->list()) {
       if (text_field(b, "state") != "active_allocated") continue;
       end_active[int_field(b, "address", source, "a block")] =
-          Live{int_field(b, "size", source, "a block"), category_of(b)};
+          Live{int_field(b, "size", source, "a block"), category_of(b, context)};
     }
   }
   const PickleList empty;
@@ -252,7 +269,7 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
 
   // Each event decoded once (its fields checked, its frames classified), then two passes over them.
   struct TraceEvent {
-    enum class Kind : uint8_t { alloc, free, segment, other } kind = Kind::other;
+    enum class Kind : uint8_t { alloc, free_request, free, segment, other } kind = Kind::other;
     int64_t addr = 0;
     int64_t size = 0;  // a segment event: the bytes it maps (+) or unmaps (−)
     std::optional<double> time_us;
@@ -272,10 +289,14 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
     if (action == "alloc") {
       ev.kind = TraceEvent::Kind::alloc;
       ev.addr = int_field(e, "addr", source, "an alloc event");
-      ev.size = int_field(e, "size", source, "an alloc event");
-      ev.category = category_of(e);
-    } else if (action == "free_completed") {
-      ev.kind = TraceEvent::Kind::free;
+      // The trace records the requested size; the allocator's counters (torch.cuda.max_memory_allocated) count
+      // the block the request is rounded to.
+      ev.size = CachingAllocator::round_size(int_field(e, "size", source, "an alloc event"));
+      ev.category = category_of(e, context);
+    } else if (action == "free_requested" || action == "free_completed") {
+      // The counters drop when the free is requested; free_completed follows once the block's streams are done
+      // and then changes nothing (a trace with only free_completed frees there).
+      ev.kind = action == "free_requested" ? TraceEvent::Kind::free_request : TraceEvent::Kind::free;
       ev.addr = int_field(e, "addr", source, "a free event");
     } else if (action == "segment_alloc" || action == "segment_map") {
       ev.kind = TraceEvent::Kind::segment;
@@ -290,15 +311,20 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
   // Pass 1: what was allocated before the trace (freed without an allocation in it, or held to its end without
   // one), and the segment bytes the trace added.
   std::unordered_map<int64_t, Live> live, before;
+  std::unordered_set<int64_t> requested;  // addresses freed by free_requested, not yet completed
   int64_t segment_delta = 0;
   for (const TraceEvent& e : events) {
     switch (e.kind) {
       case TraceEvent::Kind::alloc:
         live[e.addr] = Live{e.size, e.category};
         break;
+      case TraceEvent::Kind::free_request:
       case TraceEvent::Kind::free:
+        if (e.kind == TraceEvent::Kind::free && requested.erase(e.addr) != 0) break;  // completes a request
+        if (e.kind == TraceEvent::Kind::free_request) requested.insert(e.addr);
         if (live.erase(e.addr) == 0) {
-          before[e.addr] = Live{int_field(*e.raw, "size", source, "a free event"), category_of(*e.raw)};
+          before[e.addr] = Live{CachingAllocator::round_size(int_field(*e.raw, "size", source, "a free event")),
+                                category_of(*e.raw, context)};
         }
         break;
       case TraceEvent::Kind::segment:
@@ -313,6 +339,7 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
   }
 
   // Pass 2: replay from the state before the trace.
+  requested.clear();
   std::map<std::string, int64_t> categories;
   int64_t allocated = 0;
   live.clear();
@@ -341,7 +368,10 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
           m.peak_allocated_time_us = first_us < 0 ? 0 : time_us - first_us;
         }
         break;
+      case TraceEvent::Kind::free_request:
       case TraceEvent::Kind::free:
+        if (e.kind == TraceEvent::Kind::free && requested.erase(e.addr) != 0) break;  // completes a request
+        if (e.kind == TraceEvent::Kind::free_request) requested.insert(e.addr);
         if (const auto it = live.find(e.addr); it != live.end()) {
           allocated -= it->second.size;
           categories[it->second.category] -= it->second.size;
@@ -375,32 +405,38 @@ std::string snapshot_comparison_text(const Report& predicted, const SnapshotMemo
       std::snprintf(e, sizeof e, "%+.1f%%", 100.0 * static_cast<double>(p - m) / static_cast<double>(m));
       return std::string(e);
     }();
-    std::snprintf(line, sizeof line, "  %-22s %12s %12s %8s\n", what.c_str(), has_p ? format_bytes(p).c_str() : "-",
+    std::snprintf(line, sizeof line, "  %-28s %12s %12s %8s\n", what.c_str(), has_p ? format_bytes(p).c_str() : "-",
                   format_bytes(m).c_str(), error.c_str());
     out += line;
   };
-  std::snprintf(line, sizeof line, "  %-22s %12s %12s %8s\n", "", "predicted", "measured", "error");
+  std::snprintf(line, sizeof line, "  %-28s %12s %12s %8s\n", "", "predicted", "measured", "error");
   out += line;
   row("peak allocated", predicted.peak_allocated_bytes, measured.peak_allocated_bytes, true);
   row("peak reserved", predicted.peak_reserved_bytes, measured.peak_reserved_bytes, true);
   out += "  at the allocated peak (measured " + std::to_string(static_cast<int64_t>(measured.peak_allocated_time_us)) +
          " us into the trace), by category:\n";
-  std::map<std::string, std::pair<int64_t, int64_t>> categories;  // predicted, measured (-1: absent)
-  for (size_t c = 0; c < kBufferCategoryCount; ++c) {
-    const std::string name(to_string(static_cast<BufferCategory>(c)));
-    const auto p = predicted.memory_breakdown.find(name);
-    const auto m = measured.peak_categories.find(name);
-    if (p == predicted.memory_breakdown.end() && m == measured.peak_categories.end()) continue;
-    categories[name] = {p == predicted.memory_breakdown.end() ? -1 : p->second,
-                        m == measured.peak_categories.end() ? 0 : m->second};
+  // By group: what frames can tell apart (report/snapshot_categories.h); each row names the categories it sums.
+  for (const ComparisonGroup& group : comparison_groups()) {
+    int64_t p = 0;
+    int64_t m = 0;
+    bool has_p = false;
+    for (const std::string& c : group.categories) {
+      if (const auto it = predicted.memory_breakdown.find(c); it != predicted.memory_breakdown.end()) {
+        p += it->second;
+        has_p = true;
+      }
+      if (const auto it = measured.peak_categories.find(c); it != measured.peak_categories.end()) m += it->second;
+    }
+    if (p <= 0 && m == 0) continue;  // neither side holds any
+    row("  " + group.name, p, m, has_p && group.name != "unclassified");
   }
-  for (const auto& [name, bytes] : measured.peak_categories) {
-    if (!categories.count(name)) categories[name] = {-1, bytes};
+  out += "  (groups: ";
+  for (const ComparisonGroup& group : comparison_groups()) {
+    if (group.categories.size() < 2) continue;
+    out += group.name + " = " + join(group.categories, " + ") + "; ";
   }
-  for (const auto& [name, bytes] : categories) {
-    if (bytes.first <= 0 && bytes.second == 0) continue;  // neither side holds any
-    row("  " + name, std::max<int64_t>(0, bytes.first), bytes.second, bytes.first >= 0);
-  }
+  out.resize(out.size() - 2);
+  out += ")\n";
   return out;
 }
 

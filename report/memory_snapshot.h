@@ -16,6 +16,7 @@
 #include "common/pickle.h"
 #include "report/report.h"
 #include "run/run_record.h"
+#include "report/snapshot_categories.h"
 #include "schedule/ir/ir.h"
 
 namespace fsdpsim {
@@ -46,9 +47,5 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
 /// The prediction against a snapshot: peak allocated, peak reserved, and bytes by category at the allocated peak,
 /// each with its error ((predicted - measured) / measured).
 std::string snapshot_comparison_text(const Report& predicted, const SnapshotMemory& measured);
-
-/// The category of an allocation from its frames, innermost first as PyTorch records them: fsdpsim's own category
-/// frame, or the Megatron-FSDP / FSDP2 / torch.optim / autograd function that allocated it; "unclassified" if none.
-std::string classify_frames(const PickleValue& frames);
 
 }  // namespace fsdpsim

@@ -86,7 +86,8 @@ TEST(Cli, APredictedMemorySnapshotValidatesAgainstItsOwnPrediction) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "memory: the prediction against the snapshot")) << r.output;
   EXPECT_TRUE(contains(r.output, "peak reserved")) << r.output;
-  EXPECT_TRUE(contains(r.output, "optimizer_state")) << r.output;
+  EXPECT_TRUE(contains(r.output, "optimizer state")) << r.output;
+  EXPECT_TRUE(contains(r.output, "sharded weights and grads = param_shard + main_weight + grad_shard")) << r.output;
 }
 
 TEST(Cli, SimulateAScheduleFile) {

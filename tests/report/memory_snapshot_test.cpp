@@ -41,7 +41,18 @@ void expect_round_trip(const std::vector<std::string>& sets) {
   const Schedule s = build_schedule(model_preset("llama3-8b"), config, t.gpus_per_node);
   const RunRecord run = run_schedule(s, t, SimOptions{});
   const Report predicted = make_report(s, t, run);
-  const std::string bytes = write_pickle(predicted_memory_snapshot(s, run));
+  const PickleValue written = predicted_memory_snapshot(s, run);
+  // PyTorch's _memory_viz.py `stats` asserts that each segment's blocks tile it: contiguous, in address order,
+  // summing to total_size (checked with PyTorch 2.11 on an H100 machine, bench/results/2026-11-26-h100-frameworks.md).
+  for (const PickleValue& segment : *written.find("segments")->list()) {
+    int64_t cursor = *segment.find("address")->integer();
+    for (const PickleValue& block : *segment.find("blocks")->list()) {
+      EXPECT_EQ(*block.find("address")->integer(), cursor);
+      cursor += *block.find("size")->integer();
+    }
+    EXPECT_EQ(cursor - *segment.find("address")->integer(), *segment.find("total_size")->integer());
+  }
+  const std::string bytes = write_pickle(written);
   const SnapshotMemory m = read_memory_snapshot(read_pickle(bytes, "p.pickle"), "p.pickle");
   // Blocks are the allocator-rounded requests: the allocated peak is the prediction's less the bytes of blocks the
   // allocator hands out whole beyond the rounded request (the breakdown's allocator_rounding); reserved is the
@@ -65,49 +76,84 @@ TEST(MemorySnapshot, PredictedSnapshotReadsBackToThePrediction) {
 }
 
 TEST(MemorySnapshot, BlocksHeldBeforeTheTraceCountFromItsStart) {
-  // A PyTorch-shaped snapshot: a 100-byte block allocated before recording started and still held (only in the
-  // segments), another 50 freed during the trace without its allocation in it; the trace allocates 30 then 70.
-  PickleValue block = pickle_dict({{pickle_string("address"), pickle_int(1000)},
-                                   {pickle_string("size"), pickle_int(100)},
-                                   {pickle_string("requested_size"), pickle_int(100)},
+  // A PyTorch-shaped snapshot: a 1024-byte block allocated before recording started and still held (only in the
+  // segments), another of 512 freed during the trace (free_requested, then free_completed) without its allocation
+  // in it; the trace allocates 1536 bytes and then asks for 2000, which the allocator's counters count as the
+  // 2048-byte block it gets (the trace records requests).
+  PickleValue block = pickle_dict({{pickle_string("address"), pickle_int(100000)},
+                                   {pickle_string("size"), pickle_int(1024)},
+                                   {pickle_string("requested_size"), pickle_int(1024)},
                                    {pickle_string("state"), pickle_string("active_allocated")},
                                    {pickle_string("frames"), frames({{"torch/optim/adam.py", "_init_group"}})}});
   PickleValue segment = pickle_dict({{pickle_string("device"), pickle_int(0)},
                                      {pickle_string("address"), pickle_int(0)},
-                                     {pickle_string("total_size"), pickle_int(2048)},
+                                     {pickle_string("total_size"), pickle_int(8192)},
                                      {pickle_string("blocks"), pickle_list({block})}});
-  PickleList trace{event("free_completed", 2000, 50, 10, frames({{"model.py", "forward"}})),
-                   event("alloc", 3000, 30, 20, frames({{"model.py", "forward"}})),
-                   event("segment_alloc", 4096, 1024, 25), event("alloc", 4000, 70, 30)};
+  PickleList trace{event("free_requested", 200000, 512, 10, frames({{"model.py", "forward"}})),
+                   event("free_completed", 200000, 512, 15, frames({{"model.py", "forward"}})),
+                   event("alloc", 300000, 1536, 20, frames({{"model.py", "forward"}})),
+                   event("segment_alloc", 409600, 4096, 25), event("alloc", 400000, 2000, 30)};
   PickleValue snapshot = pickle_dict({{pickle_string("segments"), pickle_list({segment})},
                                       {pickle_string("device_traces"), pickle_list({pickle_list(std::move(trace))})}});
   const SnapshotMemory m = read_memory_snapshot(snapshot, "s.pickle");
-  EXPECT_EQ(m.allocated_before_trace_bytes, 150);
-  // 150 at the start, 100 after the free, 130, then 200 at t = 30 us (20 us after the first event).
-  EXPECT_EQ(m.peak_allocated_bytes, 200);
+  EXPECT_EQ(m.allocated_before_trace_bytes, 1536);
+  // 1536 at the start, 1024 after the free (its completion changes nothing), 2560, then 4608 at t = 30 us (20 us
+  // after the first event).
+  EXPECT_EQ(m.peak_allocated_bytes, 4608);
   EXPECT_DOUBLE_EQ(m.peak_allocated_time_us, 20);
-  EXPECT_EQ(m.peak_categories.at("optimizer_state"), 100);
-  EXPECT_EQ(m.peak_categories.at("activation"), 30);
-  EXPECT_EQ(m.peak_categories.at("unclassified"), 70);
-  // 2048 reserved at the end, 1024 of them added during the trace: 1024 at its start, 2048 at the peak.
-  EXPECT_EQ(m.peak_reserved_bytes, 2048);
+  EXPECT_EQ(m.peak_categories.at("optimizer_state"), 1024);
+  EXPECT_EQ(m.peak_categories.at("activation"), 1536);
+  EXPECT_EQ(m.peak_categories.at("workspace"), 2048);  // no frame at all: the autograd engine's thread
+  // 8192 reserved at the end, 4096 of them added during the trace: 4096 at its start, 8192 at the peak.
+  EXPECT_EQ(m.peak_reserved_bytes, 8192);
 }
 
+// The stacks below are those of real recordings (bench/results/2026-11-26-h100-frameworks, PyTorch 2.11), innermost
+// first, shortened to the frames that decide.
 TEST(MemorySnapshot, FramesClassifyByTheInnermostFunctionThatSaysWhatTheMemoryIsFor) {
   EXPECT_EQ(classify_frames(frames({{"fsdpsim", "fsdpsim.category=workspace"}})), "workspace");
-  EXPECT_EQ(classify_frames(frames({{"torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py", "foreach_all_gather"},
-                                    {"model.py", "forward"}})),
+  const std::string fsdp = "torch/distributed/fsdp/_fully_shard/";
+  // FSDP2's all-gather: the flat output is staging, the per-parameter storages are the gathered weights.
+  EXPECT_EQ(classify_frames(frames({{fsdp + "_fsdp_collectives.py", "allocate"},
+                                    {fsdp + "_fsdp_collectives.py", "foreach_all_gather"},
+                                    {fsdp + "_fsdp_param_group.py", "unshard"}})),
+            "comm_staging");
+  EXPECT_EQ(classify_frames(frames({{fsdp + "_fsdp_param.py", "alloc_storage"},
+                                    {fsdp + "_fsdp_param.py", "alloc_all_gather_outputs"},
+                                    {fsdp + "_fsdp_collectives.py", "foreach_all_gather_copy_out"}})),
             "gathered_param");
+  // foreach_reduce allocates its input (line 522 in PyTorch 2.11) before its output (line 537).
+  const SnapshotFrameContext context{522};
+  const auto reduce_at = [&](int64_t line) {
+    PickleValue f = frames({{fsdp + "_fsdp_collectives.py", "allocate"}, {fsdp + "_fsdp_collectives.py", "x"}});
+    PickleDict& reduce = std::get<PickleDict>(std::get<PickleList>(f.value)[1].value);
+    for (PickleEntry& e : reduce) {
+      if (*e.first.string() == "name") e.second = pickle_string("foreach_reduce");
+      if (*e.first.string() == "line") e.second = pickle_int(line);
+    }
+    return classify_frames(f, context);
+  };
+  EXPECT_EQ(reduce_at(522), "unsharded_grad");
+  EXPECT_EQ(reduce_at(537), "grad_shard");
   EXPECT_EQ(
-      classify_frames(frames({{"_fsdp_collectives.py", "foreach_reduce"}, {"torch/autograd/graph.py", "backward"}})),
-      "unsharded_grad");
-  EXPECT_EQ(classify_frames(frames({{"torch/autograd/__init__.py", "backward"}})), "weight_grad");
+      classify_frames(frames({{"torch/nn/modules/module.py", "_apply"}, {"torch/nn/modules/module.py", "to_empty"}})),
+      "main_weight");
   // Megatron-FSDP's fetch_bucket allocates weight and gradient buckets alike: its caller says which.
   const std::string buffer = "megatron_fsdp/param_and_grad_buffer.py";
-  EXPECT_EQ(classify_frames(frames({{buffer, "fetch_bucket"}, {buffer, "all_gather_params"}})), "gathered_param");
-  EXPECT_EQ(classify_frames(frames({{buffer, "fetch_bucket"}, {buffer, "_bucket_group_gradient_reduce"}})),
-            "unsharded_grad");
-  EXPECT_EQ(classify_frames(frames({{"torch/optim/adamw.py", "_init_group"}})), "optimizer_state");
+  EXPECT_EQ(classify_frames(frames({{buffer, "fetch_bucket"}, {buffer, "async_bucket_gather"}})), "gathered_param");
+  EXPECT_EQ(classify_frames(frames({{buffer, "fetch_bucket"}, {buffer, "main_grad_getter"}})), "unsharded_grad");
+  EXPECT_EQ(classify_frames(frames({{buffer, "_init_each_parameter_group_buffers"}})), "param_shard");
+  // torch.optim: the moments once, in _init_group; the rest of step() is temporaries.
+  EXPECT_EQ(classify_frames(frames({{"torch/optim/adam.py", "_init_group"}})), "optimizer_state");
+  EXPECT_EQ(classify_frames(frames({{"torch/optim/adam.py", "_multi_tensor_adam"}})), "workspace");
+  EXPECT_EQ(classify_frames(frames({{"torch/nn/modules/linear.py", "forward"}})), "activation");
+  // Autograd: no Python frame; with C++ frames, the weight's half of a matmul backward is its gradient.
+  EXPECT_EQ(classify_frames(pickle_list({})), "workspace");
+  EXPECT_EQ(classify_frames(frames({{"??", "torch::autograd::VariableType::(anonymous namespace)::mm(...)"},
+                                    {"??", "torch::autograd::generated::details::mm_mat2_backward(...)"}})),
+            "weight_grad");
+  EXPECT_EQ(classify_frames(frames({{"??", "torch::autograd::generated::details::mm_mat1_backward(...)"}})),
+            "workspace");
   EXPECT_EQ(classify_frames(frames({{"train.py", "main"}})), "unclassified");
 }
 
