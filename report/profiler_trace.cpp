@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -113,22 +114,37 @@ double bus_factor(const std::string& kind, int32_t n) {
 
 // Each compute kernel in its innermost GPU range (the range that contains the kernel's start and began last),
 // sweeping ranges and kernels in start order with a stack of the open ranges.
-void attribute_to_ranges(std::vector<Interval> kernels, std::vector<std::pair<std::string, Interval>> ranges,
-                         TraceStep& step) {
-  std::sort(kernels.begin(), kernels.end());
+// The thread of a trace event ("tid" is a number in Kineto's traces, a string in some exporters).
+int64_t tid_of(const Json& e) {
+  if (!e.contains("tid")) return 0;
+  if (e["tid"].is_number_integer()) return e["tid"].get<int64_t>();
+  if (e["tid"].is_string()) return static_cast<int64_t>(std::hash<std::string>{}(e["tid"].get<std::string>()));
+  return 0;
+}
+
+// A kernel placed for attribution: `at_us` is the moment that decides its range (its launch on the CPU, or its start
+// on the GPU), `span` its GPU interval.
+struct PlacedKernel {
+  double at_us = 0;
+  Interval span;
+};
+
+// Each kernel into the innermost of `ranges` open at its `at_us`.
+void attribute_to_ranges(std::vector<PlacedKernel> kernels, std::vector<std::pair<std::string, Interval>> ranges,
+                         TraceStep& step, std::vector<Interval>& optimizer) {
+  std::sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) { return a.at_us < b.at_us; });
   std::stable_sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) {
     return a.second.first != b.second.first ? a.second.first < b.second.first : a.second.second > b.second.second;
   });
   std::vector<const std::pair<std::string, Interval>*> open;
-  std::vector<Interval> optimizer;
   size_t r = 0;
-  for (const Interval& span : kernels) {
-    while (r < ranges.size() && ranges[r].second.first <= span.first) open.push_back(&ranges[r++]);
-    while (!open.empty() && open.back()->second.second <= span.first) open.pop_back();
+  for (const PlacedKernel& k : kernels) {
+    while (r < ranges.size() && ranges[r].second.first <= k.at_us) open.push_back(&ranges[r++]);
+    while (!open.empty() && open.back()->second.second <= k.at_us) open.pop_back();
     // A range that closed under an inner one still open is skipped when it reaches the top.
     const std::pair<std::string, Interval>* innermost = nullptr;
     for (size_t i = open.size(); i-- > 0;) {
-      if (open[i]->second.second > span.first) {
+      if (open[i]->second.second > k.at_us) {
         innermost = open[i];
         break;
       }
@@ -139,10 +155,9 @@ void attribute_to_ranges(std::vector<Interval> kernels, std::vector<std::pair<st
     }
     TraceRange& range = step.ranges[innermost->first];
     ++range.kernels;
-    range.busy_s += (span.second - span.first) * 1e-6;
-    if (innermost->first.rfind("Optimizer.step#", 0) == 0) optimizer.push_back(span);
+    range.busy_s += (k.span.second - k.span.first) * 1e-6;
+    if (innermost->first.rfind("Optimizer.step#", 0) == 0) optimizer.push_back(k.span);
   }
-  step.optimizer_s = length(merged(optimizer)) * 1e-6;
 }
 
 }  // namespace
@@ -175,10 +190,21 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
     std::string kind;        // empty: compute
     int32_t group_size = 0;  // NCCL kernels with record_param_comms metadata
     int64_t bytes = 0;
+    int64_t correlation = -1;  // the launch's id (Kineto's args.correlation)
   };
   std::vector<Kernel> kernels;
-  std::vector<std::pair<std::string, Interval>> steps;   // GPU-side ProfilerStep ranges
-  std::vector<std::pair<std::string, Interval>> ranges;  // every other GPU-side range
+  struct Launch {
+    double at_us = 0;
+    int64_t tid = 0;
+  };
+  std::unordered_map<int64_t, Launch> launches;             // correlation → the launch call on the CPU
+  std::vector<std::pair<std::string, Interval>> cpu_steps;  // CPU-side ProfilerStep ranges
+  // CPU-side record_function ranges by thread: a kernel belongs to the innermost range open on the thread that
+  // launched it (GPU-side ranges overlap across streams and threads).
+  std::map<int64_t, std::vector<std::pair<std::string, Interval>>> cpu_ranges;
+  std::map<int64_t, std::vector<Interval>> autograd_ops;  // by thread: the autograd engine's backward ops
+  std::vector<std::pair<std::string, Interval>> steps;    // GPU-side ProfilerStep ranges
+  std::vector<std::pair<std::string, Interval>> ranges;   // every other GPU-side range
   for (const Json& e : *events) {
     if (!e.is_object() || !e.contains("cat") || !e["cat"].is_string()) continue;
     if (!e.contains("ts") || !e.contains("dur") || !e["ts"].is_number() || !e["dur"].is_number()) continue;
@@ -186,10 +212,24 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
     if (!(dur >= 0) || !(ts >= -1e18 && ts <= 1e18) || !(dur <= 1e12)) continue;  // not finite, or absurd
     const std::string cat = e["cat"].get<std::string>();
     const std::string name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
+    const Json* args = e.contains("args") && e["args"].is_object() ? &e["args"] : nullptr;
+    const int64_t correlation =
+        args != nullptr && args->contains("correlation") && (*args)["correlation"].is_number_integer()
+            ? (*args)["correlation"].get<int64_t>()
+            : -1;
     if (cat == "kernel") {
       Kernel k{{ts, ts + dur}, nccl_kernel_kind(name)};
-      if (!k.kind.empty() && e.contains("args") && e["args"].is_object()) call_size(e["args"], k.group_size, k.bytes);
+      if (!k.kind.empty() && args != nullptr) call_size(*args, k.group_size, k.bytes);
+      k.correlation = correlation;
       kernels.push_back(std::move(k));
+    } else if ((cat == "cuda_runtime" || cat == "cuda_driver") && correlation >= 0) {
+      launches.emplace(correlation, Launch{ts, tid_of(e)});
+    } else if (cat == "user_annotation" && name.rfind("ProfilerStep#", 0) == 0) {
+      cpu_steps.emplace_back(name, Interval{ts, ts + dur});
+    } else if (cat == "user_annotation") {
+      cpu_ranges[tid_of(e)].emplace_back(name, Interval{ts, ts + dur});
+    } else if (cat == "cpu_op" && name.rfind("autograd::engine::evaluate_function", 0) == 0) {
+      autograd_ops[tid_of(e)].push_back(Interval{ts, ts + dur});
     } else if (cat == "gpu_user_annotation" && name.rfind("ProfilerStep#", 0) == 0) {
       steps.emplace_back(name, Interval{ts, ts + dur});
     } else if (cat == "gpu_user_annotation") {
@@ -205,14 +245,38 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
     window.second = std::max(window.second, k.span.second);
   }
   step.step_name = "whole trace";
-  if (!steps.empty()) {
-    // The last step that started: the steady state when a few were recorded.
+  // The last step that started: the steady state when a few were recorded. Its GPU window spans the kernels
+  // launched while its CPU range was open, whichever thread launched them (the autograd engine launches backward
+  // from its own thread, outside the main thread's range, so the GPU-side ProfilerStep range misses backward).
+  bool found = false;
+  if (!cpu_steps.empty() && !launches.empty()) {
+    const auto last = std::max_element(cpu_steps.begin(), cpu_steps.end(),
+                                       [](const auto& a, const auto& b) { return a.second.first < b.second.first; });
+    Interval span{0, 0};
+    for (const Kernel& k : kernels) {
+      const auto launch = launches.find(k.correlation);
+      if (launch == launches.end() || launch->second.at_us < last->second.first ||
+          launch->second.at_us > last->second.second) {
+        continue;
+      }
+      span = found ? Interval{std::min(span.first, k.span.first), std::max(span.second, k.span.second)} : k.span;
+      found = true;
+    }
+    if (found) {
+      step.step_name = last->first;
+      window = span;
+    }
+  }
+  if (!found && !steps.empty()) {
     const auto last = std::max_element(steps.begin(), steps.end(),
                                        [](const auto& a, const auto& b) { return a.second.first < b.second.first; });
     step.step_name = last->first;
     window = last->second;
   }
   std::vector<Interval> compute, comm;
+  std::map<int64_t, std::vector<PlacedKernel>> compute_by_thread;  // by launching thread, where the launch is known
+  std::vector<PlacedKernel> compute_by_gpu_time;
+  std::vector<std::pair<Interval, bool>> phase_launch;  // compute kernels with a known launch: launched in backward?
   std::map<std::string, std::vector<Interval>> by_kind;
   std::map<std::pair<std::string, int32_t>, TraceCollectiveSize> sizes;
   for (const Kernel& k : kernels) {
@@ -221,6 +285,19 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
     ++step.kernels;
     if (k.kind.empty()) {
       compute.push_back(clipped);
+      const auto launch = launches.find(k.correlation);
+      if (launch != launches.end()) {
+        const std::vector<Interval>& backward = autograd_ops[launch->second.tid];
+        const bool in_backward = std::any_of(backward.begin(), backward.end(), [&](const Interval& op) {
+          return op.first <= launch->second.at_us && launch->second.at_us <= op.second;
+        });
+        phase_launch.push_back({clipped, in_backward});
+      }
+      if (launch != launches.end() && cpu_ranges.count(launch->second.tid) != 0) {
+        compute_by_thread[launch->second.tid].push_back(PlacedKernel{launch->second.at_us, clipped});
+      } else {
+        compute_by_gpu_time.push_back(PlacedKernel{clipped.first, clipped});
+      }
     } else {
       comm.push_back(clipped);
       by_kind[k.kind].push_back(clipped);
@@ -240,7 +317,25 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
     c.bus_bw_bytes_per_s = c.kernel_s > 0 ? c.bus_bw_bytes_per_s / c.kernel_s : 0;
     step.collective_sizes.push_back(c);
   }
-  attribute_to_ranges(compute, ranges, step);  // each compute kernel, clipped to the step
+  // Each compute kernel, clipped to the step: by the CPU ranges of its launching thread, else by the GPU ranges.
+  std::vector<Interval> optimizer;
+  for (auto& [tid, placed] : compute_by_thread)
+    attribute_to_ranges(std::move(placed), cpu_ranges[tid], step, optimizer);
+  attribute_to_ranges(std::move(compute_by_gpu_time), ranges, step, optimizer);
+  step.optimizer_s = length(merged(optimizer)) * 1e-6;
+  if (!phase_launch.empty()) {
+    // The optimizer's kernels by their GPU intervals (attribution above), the rest by where they were launched.
+    const std::vector<Interval> optimizer_union = merged(optimizer);
+    double fwd = 0, bwd = 0;
+    for (const auto& [span, in_backward] : phase_launch) {
+      const bool in_optimizer = std::any_of(optimizer_union.begin(), optimizer_union.end(), [&](const Interval& o) {
+        return o.first <= span.first && span.second <= o.second;
+      });
+      if (in_optimizer) continue;
+      (in_backward ? bwd : fwd) += (span.second - span.first) * 1e-6;
+    }
+    step.phase_kernel_s = {{"fwd", fwd}, {"bwd", bwd}, {"optim", step.optimizer_s}};
+  }
   const std::vector<Interval> compute_union = merged(compute), comm_union = merged(comm);
   step.step_time_s = (window.second - window.first) * 1e-6;
   step.compute_busy_s = length(compute_union) * 1e-6;
@@ -264,6 +359,20 @@ std::string trace_comparison_text(const Report& predicted, const TraceStep& meas
   };
   row("step time", predicted.step_time_s, measured.step_time_s);
   row("exposed communication", predicted.exposed_comm_s, measured.exposed_comm_s);
+  if (!measured.phase_kernel_s.empty()) {
+    // The prediction's non-collective op time by phase (compute, copies, optimizer; recompute counts as backward).
+    std::map<std::string, double> predicted_s;
+    for (const OpRecord& op : predicted.ops) {
+      if (is_collective(op.kind) || is_p2p(op.kind)) continue;
+      const std::string phase = op.phase == Phase::recompute ? "bwd" : std::string(to_string(op.phase));
+      predicted_s[phase] += static_cast<double>(op.duration_ns) * 1e-9;
+    }
+    for (const auto& [phase, what] : {std::pair{"fwd", "kernels, forward"}, std::pair{"bwd", "kernels, backward"},
+                                      std::pair{"optim", "kernels, optimizer"}}) {
+      const auto m = measured.phase_kernel_s.find(phase);
+      row(what, predicted_s[phase], m == measured.phase_kernel_s.end() ? 0 : m->second);
+    }
+  }
   std::snprintf(line, sizeof line, "  measured: compute kernels busy %.3f s, NCCL kernels busy %.3f s\n",
                 measured.compute_busy_s, measured.comm_busy_s);
   out += line;
@@ -287,7 +396,9 @@ std::string trace_comparison_text(const Report& predicted, const TraceStep& meas
     std::vector<std::pair<std::string, TraceRange>> busiest(measured.ranges.begin(), measured.ranges.end());
     std::stable_sort(busiest.begin(), busiest.end(),
                      [](const auto& a, const auto& b) { return a.second.busy_s > b.second.busy_s; });
-    out += "  measured compute by GPU range (record_function; each kernel in its innermost range), busiest first:\n";
+    out +=
+        "  measured compute by range (record_function; each kernel in the innermost range open on the thread that "
+        "launched it), busiest first:\n";
     for (size_t i = 0; i < busiest.size() && i < 15; ++i) {
       std::snprintf(line, sizeof line, "    %-40s %6lld kernels %10.3f ms\n", busiest[i].first.substr(0, 40).c_str(),
                     static_cast<long long>(busiest[i].second.kernels), busiest[i].second.busy_s * 1e3);
