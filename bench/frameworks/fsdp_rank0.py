@@ -36,6 +36,9 @@ def parse_args():
     p.add_argument("--steps", type=int, default=4, help="training steps; the last two are profiled")
     p.add_argument("--recompute", choices=["none", "full"], default="none",
                    help="full: checkpoint every decoder block (torch.utils.checkpoint)")
+    p.add_argument("--stacks", choices=["all", "python"], default="all",
+                   help="stack frames kept with each allocation: all (PyTorch's default, Python and C++) or python "
+                        "(a smaller snapshot, written faster; the Python frames are what fsdpsim classifies by)")
     p.add_argument("--out", default="out", help="folder for rank0.pickle, rank0.trace.json and job.json")
     return p.parse_args()
 
@@ -119,6 +122,14 @@ def build_model(cfg, torch, nn, F):
     return Llama, Block
 
 
+def init_weights(model, torch):
+    """Random weights, drawn on each rank's local shard: the values do not matter, only that no kernel sees zeros."""
+    with torch.no_grad():
+        for p in model.parameters():
+            local = p.to_local() if hasattr(p, "to_local") else p
+            local.normal_(0.0, 0.02)
+
+
 def main():
     args = parse_args()
     try:
@@ -140,6 +151,8 @@ def main():
     dist.init_process_group("fake", rank=0, world_size=args.world_size, store=FakeStore())
     mesh = init_device_mesh("cuda", (args.world_size,), mesh_dim_names=("dp_shard",))
 
+    # Recording starts before the model exists, so the parameter shards' blocks carry the frames that made them.
+    torch.cuda.memory._record_memory_history(max_entries=2_000_000, stacks=args.stacks)
     Llama, Block = build_model(cfg, torch, nn, F)
     torch.manual_seed(0)
     with torch.device("meta"):
@@ -154,22 +167,22 @@ def main():
             fully_shard(layer, mesh=mesh, mp_policy=mp, reshard_after_forward=True)
         fully_shard(model, mesh=mesh, mp_policy=mp, reshard_after_forward=True)
         model.to_empty(device="cuda")
-        with torch.no_grad():
-            for p in model.parameters():
-                p.normal_(0.0, 0.02)
+        init_weights(model, torch)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
     else:
         try:
             import megatron_fsdp
         except ImportError:
             sys.exit("fsdp_rank0.py: --framework megatron-fsdp needs the megatron-fsdp package (pip install megatron-fsdp)")
+        # Megatron-FSDP keeps the module in the compute dtype and makes the fp32 main weights itself.
         model.to_empty(device="cuda")
-        with torch.no_grad():
-            for p in model.parameters():
-                p.normal_(0.0, 0.02)
+        model.to(dtype=torch.bfloat16)
+        init_weights(model, torch)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        # Megatron-FSDP asks for a TP dimension, of size 1 here.
+        mesh = init_device_mesh("cuda", (args.world_size, 1), mesh_dim_names=("dp_shard", "tp"))
         model, optimizer = megatron_fsdp.fully_shard(
-            model, optimizer, device_mesh=mesh, dp_shard_dim="dp_shard", fsdp_unit_modules=[Block],
+            model, optimizer, device_mesh=mesh, dp_shard_dim="dp_shard", tp_dim="tp", fsdp_unit_modules=[Block],
             zero_dp_strategy=3,
             mixed_precision_policy=megatron_fsdp.MixedPrecisionPolicy(main_params_dtype=torch.float32,
                                                                       main_grads_dtype=torch.float32,
@@ -186,12 +199,14 @@ def main():
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
-    torch.cuda.memory._record_memory_history(max_entries=2_000_000)
     profiled = min(2, args.steps)
-    schedule = torch.profiler.schedule(wait=0, warmup=args.steps - profiled, active=profiled)
+    # One cycle (repeat=1), written when its last active step ends: a repeating schedule would start a new cycle at
+    # the last prof.step() and clear the recorded steps before an export after the loop.
+    schedule = torch.profiler.schedule(wait=0, warmup=args.steps - profiled, active=profiled, repeat=1)
+    trace_path = os.path.join(args.out, "rank0.trace.json")
     step_s = []
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA],
-                                schedule=schedule) as prof:
+                                schedule=schedule, on_trace_ready=lambda p: p.export_chrome_trace(trace_path)) as prof:
         for _ in range(args.steps):
             torch.cuda.synchronize()
             t0 = time.perf_counter()
@@ -201,7 +216,6 @@ def main():
             prof.step()
     torch.cuda.memory._dump_snapshot(os.path.join(args.out, "rank0.pickle"))
     torch.cuda.memory._record_memory_history(enabled=None)
-    prof.export_chrome_trace(os.path.join(args.out, "rank0.trace.json"))
 
     layers = cfg["num_hidden_layers"]
     job = {
@@ -213,6 +227,7 @@ def main():
         "micro_batch_size": args.micro_batch_size,
         "seq_length": args.seq_length,
         "recompute": args.recompute,
+        "stacks": args.stacks,
         "layers": layers,
         "step_s": step_s,
         "max_memory_allocated_bytes": torch.cuda.max_memory_allocated(),

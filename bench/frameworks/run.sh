@@ -4,8 +4,10 @@
 #
 #   bench/frameworks/run.sh [--fsdpsim PATH] [--topology dgx-h100-ndr] [--framework fsdp2] [--world-size 8]
 #                           [--micro-batch-size 1] [--seq-length 4096] [--recompute none|full]
-#                           [--config bench/frameworks/llama3-8b-8-layers.json] [--out OUT]
+#                           [--config bench/frameworks/llama3-8b-8-layers.json] [--out OUT] [--recorded]
 #
+# --recorded skips the recording and scores the rank0.* files already in OUT (a recording made on a GPU machine
+# without fsdpsim, such as bench/frameworks/record_all.sh's; pass the arguments it was recorded with).
 # OUT gets rank0.pickle, rank0.trace.json and job.json (the recording), predicted.{json,pickle,trace.json} and
 # validate.txt / validate.json. The fake process group sends nothing, so compare compute busy time and memory; the
 # recorded step has no communication time.
@@ -13,7 +15,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 fsdpsim="${FSDPSIM:-$here/../../build/fsdpsim}"
 topology=dgx-h100-ndr framework=fsdp2 world=8 mbs=1 seq=4096 recompute=none
-config="$here/llama3-8b-8-layers.json" out=out
+config="$here/llama3-8b-8-layers.json" out=out recorded=false
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --fsdpsim) fsdpsim="$2"; shift 2 ;;
@@ -25,13 +27,14 @@ while [[ $# -gt 0 ]]; do
     --recompute) recompute="$2"; shift 2 ;;
     --config) config="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
+    --recorded) recorded=true; shift ;;
     *) echo "run.sh: unknown argument '$1' (see the comment at the top of the script)" >&2; exit 2 ;;
   esac
 done
 [[ -x "$fsdpsim" ]] || { echo "run.sh: no fsdpsim at '$fsdpsim' (build it, or pass --fsdpsim PATH)" >&2; exit 2; }
 mkdir -p "$out"
 
-python3 "$here/fsdp_rank0.py" --config "$config" --framework "$framework" --world-size "$world" \
+$recorded || python3 "$here/fsdp_rank0.py" --config "$config" --framework "$framework" --world-size "$world" \
   --micro-batch-size "$mbs" --seq-length "$seq" --recompute "$recompute" --out "$out"
 
 case "$framework" in
