@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -117,33 +116,7 @@ PickleValue predicted_memory_snapshot(const Schedule& schedule, const RunRecord&
 
   const auto us = [&](TimeNs t) { return (t - step.start_ns) / 1000; };
   std::vector<int64_t> address(schedule.buffers.size(), 0);
-  // Addresses by first fit inside the segment, reused once freed, so that the end state's blocks tile the segment
-  // as _memory_viz.py's `stats` requires (Σ block sizes = total_size) and its plots place every block in it.
-  std::map<int64_t, int64_t> free_ranges{{kBaseAddress, std::numeric_limits<int64_t>::max() / 2}};
-  const auto take = [&](int64_t size) {
-    for (auto it = free_ranges.begin(); it != free_ranges.end(); ++it) {
-      if (it->second < size) continue;
-      const auto [start, length] = *it;
-      free_ranges.erase(it);
-      if (length > size) free_ranges.emplace(start + size, length - size);
-      return start;
-    }
-    return int64_t{-1};  // unreachable: the last range is unbounded
-  };
-  const auto give_back = [&](int64_t start, int64_t size) {
-    auto it = free_ranges.emplace(start, size).first;
-    if (const auto next = std::next(it); next != free_ranges.end() && start + size == next->first) {
-      it->second += next->second;
-      free_ranges.erase(next);
-    }
-    if (it != free_ranges.begin()) {
-      if (const auto prev = std::prev(it); prev->first + prev->second == it->first) {
-        prev->second += it->second;
-        free_ranges.erase(it);
-      }
-    }
-  };
-  int64_t high_water = kBaseAddress;
+  int64_t next_address = kBaseAddress;
   PickleList trace;
   const int64_t reserved = step.peak_reserved.bytes;
   trace.push_back(trace_event("segment_alloc", kBaseAddress, reserved, 0,
@@ -151,8 +124,8 @@ PickleValue predicted_memory_snapshot(const Schedule& schedule, const RunRecord&
                                                  "per event)")})));
   const auto alloc = [&](BufferId b, TimeNs t, const std::string& by) {
     const int64_t size = CachingAllocator::round_size(schedule.buffers[b].size_bytes);
-    address[b.index()] = take(size);
-    high_water = std::max(high_water, address[b.index()] + size);
+    address[b.index()] = next_address;  // every block its own address: segments are not modelled per event
+    next_address += size;
     live[b.index()] = 1;
     trace.push_back(trace_event("alloc", address[b.index()], size, us(t), frames_of(schedule, b, by)));
   };
@@ -166,34 +139,25 @@ PickleValue predicted_memory_snapshot(const Schedule& schedule, const RunRecord&
     if (!live[e.buffer.index()]) continue;
     live[e.buffer.index()] = 0;
     const int64_t size = CachingAllocator::round_size(schedule.buffers[e.buffer].size_bytes);
-    give_back(address[e.buffer.index()], size);
     trace.push_back(trace_event("free_requested", address[e.buffer.index()], size, us(e.time_ns),
                                 frames_of(schedule, e.buffer, op)));
     trace.push_back(trace_event("free_completed", address[e.buffer.index()], size, us(e.time_ns),
                                 frames_of(schedule, e.buffer, op)));
   }
 
-  // The state at the end: one segment, tiled in address order by the blocks still live and inactive gaps.
+  // The state at the end: one segment of the predicted reserved peak holding the blocks still live, in address
+  // order, and one inactive block for the rest, so that its blocks sum to its size as _memory_viz.py's `stats`
+  // requires (it lays blocks end to end; their addresses are the trace's, not places in the segment).
   std::vector<BufferId> at_end;
   for (const Buffer& b : schedule.buffers) {
     if (live[b.id.index()]) at_end.push_back(b.id);
   }
   std::sort(at_end.begin(), at_end.end(),
             [&](BufferId a, BufferId b) { return address[a.index()] < address[b.index()]; });
-  const int64_t total = std::max(reserved, high_water - kBaseAddress);
   PickleList blocks;
-  int64_t allocated = 0, requested = 0, cursor = kBaseAddress;
-  const auto inactive = [&](int64_t from, int64_t to) {
-    if (to <= from) return;
-    blocks.push_back(pickle_dict({{pickle_string("address"), pickle_int(from)},
-                                  {pickle_string("size"), pickle_int(to - from)},
-                                  {pickle_string("requested_size"), pickle_int(0)},
-                                  {pickle_string("state"), pickle_string("inactive")},
-                                  {pickle_string("frames"), pickle_list({})}}));
-  };
+  int64_t allocated = 0, requested = 0;
   for (const BufferId b : at_end) {
     const int64_t size = CachingAllocator::round_size(schedule.buffers[b].size_bytes);
-    inactive(cursor, address[b.index()]);
     allocated += size;
     requested += schedule.buffers[b].size_bytes;
     blocks.push_back(pickle_dict({{pickle_string("address"), pickle_int(address[b.index()])},
@@ -201,13 +165,14 @@ PickleValue predicted_memory_snapshot(const Schedule& schedule, const RunRecord&
                                   {pickle_string("requested_size"), pickle_int(schedule.buffers[b].size_bytes)},
                                   {pickle_string("state"), pickle_string("active_allocated")},
                                   {pickle_string("frames"), frames_of(schedule, b, "live at the step's end")}}));
-    cursor = address[b.index()] + size;
   }
-  inactive(cursor, kBaseAddress + total);
-  if (total > reserved) {  // first fit spilled past the predicted reserved peak: the one segment covers every block
-    trace.front() = trace_event("segment_alloc", kBaseAddress, total, 0,
-                                pickle_list({frame("fsdpsim: the predicted reserved peak, widened to hold every "
-                                                   "block (segments are not modelled per event)")}));
+  const int64_t total = std::max(reserved, allocated);
+  if (total > allocated) {
+    blocks.push_back(pickle_dict({{pickle_string("address"), pickle_int(next_address)},
+                                  {pickle_string("size"), pickle_int(total - allocated)},
+                                  {pickle_string("requested_size"), pickle_int(0)},
+                                  {pickle_string("state"), pickle_string("inactive")},
+                                  {pickle_string("frames"), pickle_list({})}}));
   }
   PickleValue segment = pickle_dict({{pickle_string("device"), pickle_int(0)},
                                      {pickle_string("address"), pickle_int(kBaseAddress)},

@@ -42,15 +42,13 @@ void expect_round_trip(const std::vector<std::string>& sets) {
   const RunRecord run = run_schedule(s, t, SimOptions{});
   const Report predicted = make_report(s, t, run);
   const PickleValue written = predicted_memory_snapshot(s, run);
-  // PyTorch's _memory_viz.py `stats` asserts that each segment's blocks tile it: contiguous, in address order,
-  // summing to total_size (checked with PyTorch 2.11 on an H100 machine, bench/results/2026-11-26-h100-frameworks.md).
+  // PyTorch's _memory_viz.py `stats` lays each segment's blocks end to end and asserts that they sum to its
+  // total_size (it refused fsdpsim's snapshot when they did not: PyTorch 2.11 on an H100 machine,
+  // bench/results/2026-11-26-h100-frameworks.md).
   for (const PickleValue& segment : *written.find("segments")->list()) {
-    int64_t cursor = *segment.find("address")->integer();
-    for (const PickleValue& block : *segment.find("blocks")->list()) {
-      EXPECT_EQ(*block.find("address")->integer(), cursor);
-      cursor += *block.find("size")->integer();
-    }
-    EXPECT_EQ(cursor - *segment.find("address")->integer(), *segment.find("total_size")->integer());
+    int64_t sum = 0;
+    for (const PickleValue& block : *segment.find("blocks")->list()) sum += *block.find("size")->integer();
+    EXPECT_EQ(sum, *segment.find("total_size")->integer());
   }
   const std::string bytes = write_pickle(written);
   const SnapshotMemory m = read_memory_snapshot(read_pickle(bytes, "p.pickle"), "p.pickle");
