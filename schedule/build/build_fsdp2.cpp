@@ -28,6 +28,8 @@ struct Part {
   BufferId flat;             // the flat all-gather output
   BufferId unsharded;        // the per-parameter unsharded copy (copy-out)
   OpId ag_op;
+  BufferId grad_shard;  // the sharded gradients (.grad of the sharded parameters)
+  bool grad_shard_live = false;
 };
 
 struct ParamGroup {
@@ -94,7 +96,7 @@ class Fsdp2Builder {
   std::vector<ParamGroup> groups_;
   std::vector<int32_t> unit_group_;  // model unit → its FSDP param group
   StreamId copy_in_stream_, ag_stream_, rs_stream_, ar_stream_;
-  BufferId shard_params_, shard_grads_, optimizer_state_;
+  BufferId shard_params_, optimizer_state_;
   int64_t shard_elems_ = 0;
   OpId last_copy_out_;          // copy-in waits on the previous copy-out (all_gather_state)
   BufferId pending_flat_free_;  // forward: the previous group's flat output, freed at the next copy-out
@@ -180,9 +182,18 @@ void Fsdp2Builder::setup() {
       add_group(ctx_.units[static_cast<size_t>(layer)].name, {layer}, reshard);
   }
   // Memory (docs/architecture.md §4.7): sharded parameters in their original dtype (FP32 master copy), sharded FP32
-  // gradients, Adam.
+  // gradients, Adam. The gradient shards are not held through the step: optimizer.zero_grad() (set_to_none, its
+  // default) frees them after the optimizer step, and each group's foreach_reduce makes its shards again at its
+  // first reduce-scatter of the step, so they grow over backward (seen in real FSDP2 memory snapshots,
+  // bench/results/2026-11-26-h100-frameworks.md).
   shard_params_ = ctx_.w.buffer("param_shard", BufferCategory::main_weight, shard_elem_bytes() * shard_elems_, true);
-  shard_grads_ = ctx_.w.buffer("grad_shard", BufferCategory::grad_shard, shard_elem_bytes() * shard_elems_, true);
+  for (ParamGroup& pg : groups_) {
+    for (Part& part : pg.parts) {
+      part.grad_shard =
+          ctx_.w.buffer("grad_shard." + pg.name + (part.expert ? ".experts" : ""), BufferCategory::grad_shard,
+                        shard_elem_bytes() * (part.padded_elems / part.shard), false);
+    }
+  }
   const int64_t adam = dtype_bytes(ctx_.config.exp_avg_dtype) + dtype_bytes(ctx_.config.exp_avg_sq_dtype);
   optimizer_state_ = ctx_.w.buffer("optimizer_state", BufferCategory::optimizer_state, adam * shard_elems_, true);
 }
@@ -479,7 +490,7 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
   const OpId copy_id = ctx_.w.add(std::move(copy));
   pg.grads.clear();
   OpId last, rs_event;
-  for (const Part& part : pg.parts) {
+  for (Part& part : pg.parts) {
     const std::string name = pg.name + (part.expert ? ".experts" : "");
     const int64_t out_bytes = part.padded_elems / part.shard * reduce_bytes();
     const BufferId output = ctx_.w.buffer(op_name("rs_out", name, mb), BufferCategory::comm_staging, out_bytes, false);
@@ -525,9 +536,14 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
     acc.unit = pg.units.front();
     acc.micro_batch = mb;
     acc.deps = {last};
-    acc.reads = {output, shard_grads_};
-    acc.writes = {shard_grads_};
+    acc.reads = {output, part.grad_shard};
+    acc.writes = {part.grad_shard};
     acc.frees = {output};
+    if (!part.grad_shard_live) {  // the group's first reduction of the step makes .grad rather than adding to it
+      acc.allocs.push_back(part.grad_shard);
+      acc.reads = {output};
+      part.grad_shard_live = true;
+    }
     last = ctx_.w.add(std::move(acc));
   }
   rs_in_flight_op_ = rs_event;
@@ -548,8 +564,15 @@ void Fsdp2Builder::optimizer_step() {
   const int64_t moments = dtype_bytes(ctx_.config.exp_avg_dtype) + dtype_bytes(ctx_.config.exp_avg_sq_dtype);
   Op adam = make_memory_op(OpKind::optimizer, "optimizer", Phase::optim, ctx_.compute,
                            shard_elems_ * (3 * shard_elem_bytes() + 2 * moments));
-  adam.reads = {shard_params_, shard_grads_, optimizer_state_};
+  adam.reads = {shard_params_, optimizer_state_};
   adam.writes = {shard_params_, optimizer_state_};
+  for (const ParamGroup& pg : groups_) {
+    for (const Part& part : pg.parts) {
+      if (!part.grad_shard_live) continue;
+      adam.reads.push_back(part.grad_shard);
+      adam.frees.push_back(part.grad_shard);  // zero_grad(set_to_none=True) right after the step
+    }
+  }
   ctx_.w.add(std::move(adam));
 }
 

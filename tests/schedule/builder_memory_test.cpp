@@ -83,12 +83,23 @@ TEST(PersistentMemory, DoubleBufferAddsTwoSlotsPerBufferKind) {
   EXPECT_EQ(persistent({"fsdp_double_buffer=true"}) - persistent({}), 2 * kLayerPadded * (2 + 2));
 }
 
-TEST(PersistentMemory, Fsdp2Is16BytesPerShardElementWithFp32Shards) {
-  // FSDP2 (docs/architecture.md §4.7): FP32 sharded parameters, FP32 sharded grads and Adam: 4 + 4 + 8 = 16 B per
-  // element; no BF16 shard and no unsharded non-units. FSDP2 pads per parameter, approximated per group like Megatron:
-  // the root group holds embedding + output = 524,544 (same quantum 2,048 → 526,336), each layer 1,056,768 → the same
-  // shard size.
-  EXPECT_EQ(persistent({"implementation=fsdp2"}), 16 * kShard);
+TEST(PersistentMemory, Fsdp2Is12BytesPerShardElementWithFp32ShardsAndItsGradientsComeAndGo) {
+  // FSDP2 (docs/architecture.md §4.7): FP32 sharded parameters and Adam held all step: 4 + 8 = 12 B per element; no
+  // BF16 shard and no unsharded non-units. FSDP2 pads per parameter, approximated per group like Megatron: the root
+  // group holds embedding + output = 524,544 (same quantum 2,048 → 526,336), each layer 1,056,768 → the same shard
+  // size. The FP32 gradient shards (4 B per element) are not persistent: each group's first reduction of the step
+  // allocates them and the optimizer frees them (zero_grad(set_to_none=True)).
+  EXPECT_EQ(persistent({"implementation=fsdp2"}), 12 * kShard);
+  FsdpConfig c;
+  apply_override(c, "implementation=fsdp2");
+  const Schedule s = build_schedule(tiny_model(), c, 8);
+  int64_t grads = 0;
+  for (const Buffer& b : s.buffers) {
+    if (b.category != BufferCategory::grad_shard) continue;
+    EXPECT_FALSE(b.persistent) << b.name;
+    grads += b.size_bytes;
+  }
+  EXPECT_EQ(grads, 4 * kShard);
 }
 
 }  // namespace
