@@ -165,7 +165,9 @@ def main():
         mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
         for layer in model.layers:
             fully_shard(layer, mesh=mesh, mp_policy=mp, reshard_after_forward=True)
-        fully_shard(model, mesh=mesh, mp_policy=mp, reshard_after_forward=True)
+        # The root with the default (None): PyTorch 2.8+ keeps it gathered from forward to backward, as fsdpsim's
+        # fsdp2_wrap=blocks_and_root models; an explicit True would reshard it (the 2026-11-26 recordings did).
+        fully_shard(model, mesh=mesh, mp_policy=mp)
         model.to_empty(device="cuda")
         init_weights(model, torch)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)

@@ -54,7 +54,8 @@ TEST_P(RecordedRun, SnapshotPeaksAreTorchsOwnCounters) {
 }
 
 INSTANTIATE_TEST_SUITE_P(H100, RecordedRun,
-                         testing::Values("tiny-fsdp2-w4-s512", "tiny-mfsdp-w4-s512", "fsdp2-w8-s4096"),
+                         testing::Values("tiny-fsdp2-w4-s512", "tiny-mfsdp-w4-s512", "fsdp2-w8-s4096",
+                                         "fsdp2-root-w8-s4096"),
                          [](const auto& test) {
                            std::string name = test.param;
                            std::erase(name, '-');
