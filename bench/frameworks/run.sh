@@ -42,12 +42,12 @@ case "$framework" in
   megatron-fsdp) implementation=(--set implementation=megatron_fsdp) ;;
 esac
 # The job fsdp_rank0.py ran, key by key: ZeRO-3, bf16 compute, fp32 main weights, gradients and reduction, eager
-# elementwise kernels and the eager fp32 loss, one micro-batch per step.
+# elementwise kernels and the eager fp32 loss, one micro-batch per step, torch.optim's AdamW (foreach on CUDA).
 "$fsdpsim" simulate --model "$config" --topology "$topology" --set gpus="$world" "${implementation[@]}" \
   --set data_parallel_sharding_strategy=optim_grads_params --set micro_batch_size="$mbs" \
   --set global_batch_size=$((world * mbs)) --set seq_length="$seq" --set recompute_granularity="$recompute" \
   --set loss_implementation=eager_fp32 --set fused_elementwise=false --set main_grads_dtype=fp32 \
-  --set grad_comm_dtype=fp32 --json "$out/predicted.json" --memory-snapshot "$out/predicted.pickle" \
+  --set grad_comm_dtype=fp32 --set optimizer_implementation=foreach --json "$out/predicted.json" --memory-snapshot "$out/predicted.pickle" \
   --profiler-trace "$out/predicted.trace.json" | tee "$out/predicted.txt"
 "$fsdpsim" validate --predicted "$out/predicted.json" --measured-memory "$out/rank0.pickle" \
   --measured-trace "$out/rank0.trace.json" --json "$out/validate.json" | tee "$out/validate.txt"

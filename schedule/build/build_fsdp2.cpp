@@ -561,11 +561,20 @@ void Fsdp2Builder::optimizer_step() {
       make_sync("grad_sync", Phase::optim, ctx_.compute, ctx_.w.tails({rs_stream_, ar_stream_, ctx_.offload}), {});
   ctx_.w.add(std::move(sync));
   // Adam over the sharded parameters in their original dtype; the next unshard's copy-in casts them.
-  const int64_t moments = dtype_bytes(ctx_.config.exp_avg_dtype) + dtype_bytes(ctx_.config.exp_avg_sq_dtype);
-  Op adam = make_memory_op(OpKind::optimizer, "optimizer", Phase::optim, ctx_.compute,
-                           shard_elems_ * (3 * shard_elem_bytes() + 2 * moments));
+  const FsdpConfig& c = ctx_.config;
+  Op adam = make_memory_op(
+      OpKind::optimizer, "optimizer", Phase::optim, ctx_.compute,
+      shard_elems_ * adam_bytes_per_element(c.optimizer_implementation, shard_elem_bytes(), shard_elem_bytes(),
+                                            dtype_bytes(c.exp_avg_dtype), dtype_bytes(c.exp_avg_sq_dtype)));
   adam.reads = {shard_params_, optimizer_state_};
   adam.writes = {shard_params_, optimizer_state_};
+  if (c.optimizer_implementation == OptimizerImpl::foreach) {
+    // _multi_tensor_adam's exp_avg_sq_sqrt: one temporary per parameter, all alive through the step.
+    const BufferId tmp = ctx_.w.buffer("optimizer.foreach_tmp", BufferCategory::workspace,
+                                       shard_elems_ * dtype_bytes(c.exp_avg_sq_dtype), false);
+    adam.allocs.push_back(tmp);
+    adam.frees.push_back(tmp);
+  }
   for (const ParamGroup& pg : groups_) {
     for (const Part& part : pg.parts) {
       if (!part.grad_shard_live) continue;

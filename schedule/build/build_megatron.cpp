@@ -288,8 +288,8 @@ void MegatronBuilder::issue_all_gather(int32_t group, Phase phase, int32_t mb) {
     if (uses_pool(group)) {
       buffer = param_pool_[static_cast<size_t>(unit % 2)];
     } else {
-      buffer = ctx_.w.buffer(op_name("params.", to_string(phase), g.name, mb),
-                             BufferCategory::gathered_param, g.gathered_bytes, false);
+      buffer = ctx_.w.buffer(op_name("params.", to_string(phase), g.name, mb), BufferCategory::gathered_param,
+                             g.gathered_bytes, false);
       transient = true;
     }
   }

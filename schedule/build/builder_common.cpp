@@ -38,8 +38,8 @@ int64_t BuildContext::expected_ops() const {
   // every op before (a step of 128 micro-batches has 186,000).
   int64_t per_micro_batch = 0;
   for (const UnitCost& unit : units) {
-    per_micro_batch += 8 + 2 * static_cast<int64_t>(unit.fwd_collectives.size()) +
-                       static_cast<int64_t>(unit.bwd_collectives.size());
+    per_micro_batch +=
+        8 + 2 * static_cast<int64_t>(unit.fwd_collectives.size()) + static_cast<int64_t>(unit.bwd_collectives.size());
   }
   return per_micro_batch * std::max<int64_t>(1, layout.micro_batches) + 64;
 }
@@ -87,6 +87,11 @@ GroupId BuildContext::add_group(GroupRole role) {
       return w.group(name, l.pp, l.stage_ranks());
   }
   FSDPSIM_CHECK(false, "unknown group role " + name);
+}
+
+int64_t adam_bytes_per_element(OptimizerImpl impl, int64_t weight, int64_t grad, int64_t exp_avg, int64_t exp_avg_sq) {
+  if (impl == OptimizerImpl::fused) return 2 * weight + grad + 2 * exp_avg + 2 * exp_avg_sq;
+  return 4 * weight + 2 * grad + 3 * exp_avg + 5 * exp_avg_sq + 6 * exp_avg_sq;
 }
 
 std::string op_name(std::string_view what, std::string_view unit_name, int32_t micro_batch) {

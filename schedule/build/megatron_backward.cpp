@@ -315,11 +315,20 @@ void MegatronBuilder::finalize() {
     cast.writes = {optimizer_grads};
     ctx_.w.add(std::move(cast));
   }
-  // Adam: read and write the weights and both moments, read the gradient.
+  // Adam: read and write the weights and both moments, read the gradient (adam_bytes_per_element).
   const int64_t weight_elem = main_elem > 0 ? main_elem : dtype_bytes(c.param_dtype);
-  const int64_t moments = dtype_bytes(c.exp_avg_dtype) + dtype_bytes(c.exp_avg_sq_dtype);
-  Op adam = make_memory_op(OpKind::optimizer, "optimizer", Phase::optim, ctx_.compute,
-                           elems * (2 * weight_elem + 2 * moments + (optimizer_grads.valid() ? main_elem : grad_elem)));
+  Op adam =
+      make_memory_op(OpKind::optimizer, "optimizer", Phase::optim, ctx_.compute,
+                     elems * adam_bytes_per_element(c.optimizer_implementation, weight_elem,
+                                                    optimizer_grads.valid() ? main_elem : grad_elem,
+                                                    dtype_bytes(c.exp_avg_dtype), dtype_bytes(c.exp_avg_sq_dtype)));
+  if (c.optimizer_implementation == OptimizerImpl::foreach) {
+    // A torch.optim optimizer given to Megatron-FSDP's fully_shard: _multi_tensor_adam's exp_avg_sq_sqrt.
+    const BufferId tmp = ctx_.w.buffer("optimizer.foreach_tmp", BufferCategory::workspace,
+                                       elems * dtype_bytes(c.exp_avg_sq_dtype), false);
+    adam.allocs.push_back(tmp);
+    adam.frees.push_back(tmp);
+  }
   adam.reads = {optimizer_state_};
   if (main_weights_.valid()) adam.reads.push_back(main_weights_);
   if (optimizer_grads.valid())
@@ -328,7 +337,7 @@ void MegatronBuilder::finalize() {
     adam.reads.insert(adam.reads.end(), grads.begin(), grads.end());
   adam.writes = {optimizer_state_};
   if (main_weights_.valid()) adam.writes.push_back(main_weights_);
-  if (optimizer_grads.valid()) adam.frees = {optimizer_grads};
+  if (optimizer_grads.valid()) adam.frees.push_back(optimizer_grads);
   ctx_.w.add(std::move(adam));
   if (!main_weights_.valid()) return;
   // copy_main_weights_to_model_weights(): cast (or FP8-quantize) the main shard into the compute shard.

@@ -41,6 +41,8 @@ constexpr EnumNames<Fsdp2Wrap, 2> kFsdp2Wraps{
     {{{Fsdp2Wrap::torchtitan, "torchtitan"}, {Fsdp2Wrap::blocks_and_root, "blocks_and_root"}}}};
 constexpr EnumNames<GradSync, 2> kGradSyncs{
     {{{GradSync::every_micro_batch, "every_micro_batch"}, {GradSync::last_micro_batch, "last_micro_batch"}}}};
+constexpr EnumNames<OptimizerImpl, 2> kOptimizerImpls{
+    {{{OptimizerImpl::fused, "fused"}, {OptimizerImpl::foreach, "foreach"}}}};
 constexpr EnumNames<PipelineSchedule, 5> kPipelineSchedules{{{{PipelineSchedule::gpipe, "gpipe"},
                                                               {PipelineSchedule::one_f_one_b, "1f1b"},
                                                               {PipelineSchedule::interleaved_1f1b, "interleaved_1f1b"},
@@ -259,6 +261,9 @@ const std::vector<KeyDef>& key_table() {
       enum_key("gradient_sync", &FsdpConfig::gradient_sync, kGradSyncs,
                "FSDP2 gradient accumulation: reduce every micro-batch (torchtitan's default) or the last only, keeping "
                "unsharded grads in the reduce dtype (set_requires_gradient_sync(False), FSDP1 no_sync, Accelerate)"),
+      enum_key("optimizer_implementation", &FsdpConfig::optimizer_implementation, kOptimizerImpls,
+               "Adam(W): fused (one pass: torch fused=True, torchtitan's default, Apex/TE under Megatron) or foreach "
+               "(torch.optim's default on CUDA: eight passes and a temporary the size of the second moment)"),
       enum_key("fsdp2_wrap", &FsdpConfig::fsdp2_wrap, kFsdp2Wraps,
                "FSDP2: torchtitan's wrapping (embedding alone, [norm, output] together) or blocks_and_root"),
       int_key("forward_prefetch", &FsdpConfig::forward_prefetch, 0, 64, "FSDP2: units all-gathered ahead in forward"),

@@ -40,6 +40,11 @@ enum class Fp8Recipe : uint8_t { auto_recipe, delayed, tensorwise, blockwise, mx
 /// gradients (FSDP2 set_requires_gradient_sync(False), FSDP1 no_sync(), Hugging Face Accelerate's default).
 enum class GradSync : uint8_t { every_micro_batch, last_micro_batch };
 
+/// How Adam(W) runs over the shards: one fused pass (torch's fused=True, torchtitan's default; Apex or Transformer
+/// Engine FusedAdam under Megatron) or torch.optim's list kernels (foreach, its default on CUDA; also stands for
+/// for-loop), which read and write whole tensors eight times and hold a temporary of the second moment's size.
+enum class OptimizerImpl : uint8_t { fused, foreach };
+
 /// The order a pipeline stage runs its micro-batches' forwards and backwards in (Megatron-core's
 /// forward_backward_pipelining_{without,with}_interleaving; torch.distributed.pipelining's schedules).
 ///   gpipe             every forward, then every backward (torch ScheduleGPipe)
@@ -141,8 +146,9 @@ struct FsdpConfig {
   bool reshard_after_forward = true;                     ///< FSDP2 only
   Fsdp2Wrap fsdp2_wrap = Fsdp2Wrap::torchtitan;          ///< FSDP2 only
   GradSync gradient_sync = GradSync::every_micro_batch;  ///< FSDP2: torchtitan's default; see GradSync
-  int32_t forward_prefetch = 1;                          ///< FSDP2: units gathered ahead in forward
-  int32_t backward_prefetch = 1;                         ///< FSDP2: units gathered ahead in backward
+  OptimizerImpl optimizer_implementation = OptimizerImpl::fused;  ///< see OptimizerImpl
+  int32_t forward_prefetch = 1;                                   ///< FSDP2: units gathered ahead in forward
+  int32_t backward_prefetch = 1;                                  ///< FSDP2: units gathered ahead in backward
   /// MoE: the token-expert pairs the busiest expert-parallel rank receives, relative to the mean (1: balanced
   /// routing, as --moe-router-force-load-balancing runs). The simulated rank is that busiest one.
   double moe_routing_skew = 1.0;

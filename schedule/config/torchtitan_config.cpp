@@ -825,6 +825,20 @@ void apply_compile(const Toml& t, FsdpConfig& c) {
   set_key(c, t, "loss_implementation", compiled("loss") ? "compiled" : "eager_fp32", enable_path);
 }
 
+// ---- [optimizer] ---------------------------------------------------------------------------------------------------
+
+// optimizer.implementation: torchtitan's default "fused" (config/job_config.py); "foreach" and "for-loop" run
+// torch.optim's list kernels, which fsdpsim models as foreach (for-loop launches more, smaller kernels).
+void apply_optimizer(const Toml& t, FsdpConfig& c) {
+  const std::optional<std::string> impl = t.string("optimizer.implementation");
+  if (!impl) return;
+  if (*impl != "fused" && *impl != "foreach" && *impl != "for-loop") {
+    t.fail("optimizer.implementation", "unknown implementation '" + *impl + "'",
+           "use \"fused\", \"foreach\" or \"for-loop\"");
+  }
+  set_key(c, t, "optimizer_implementation", *impl == "fused" ? "fused" : "foreach", "optimizer.implementation");
+}
+
 // ---- float8 and MX (model.converters) ------------------------------------------------------------------------------
 
 // Converter names over torchtitan's history (protocols/model_converter.py registrations). A [float8] or
@@ -899,6 +913,7 @@ TorchtitanWorld apply_torchtitan_toml(const std::string& text, const std::string
   apply_precision(t, config);
   apply_activation_checkpoint(t, config, *model);
   apply_compile(t, config);
+  apply_optimizer(t, config);
   apply_quantization(t, config);
   return world;
 }

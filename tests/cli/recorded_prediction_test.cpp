@@ -36,7 +36,7 @@ TEST(RecordedPrediction, Fsdp2RankZeroOfEightMatchesItsSnapshot) {
       "--set fsdp2_wrap=blocks_and_root --set data_parallel_sharding_strategy=optim_grads_params "
       "--set micro_batch_size=1 --set global_batch_size=8 --set seq_length=4096 --set recompute_granularity=none "
       "--set loss_implementation=eager_fp32 --set fused_elementwise=false --set main_grads_dtype=fp32 "
-      "--set grad_comm_dtype=fp32 --no-advice --json " +
+      "--set grad_comm_dtype=fp32 --set optimizer_implementation=foreach --no-advice --json " +
       json);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const Report predicted = report_from_json(read_text_file(json), json);

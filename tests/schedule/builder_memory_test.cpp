@@ -1,6 +1,8 @@
 // Persistent memory per strategy against hand-derived formulas (docs/architecture.md §4.6.5, §4.7).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "schedule/build/builder.h"
 #include "schedule/ir/summary.h"
 #include "schedule/model/model.h"
@@ -100,6 +102,27 @@ TEST(PersistentMemory, Fsdp2Is12BytesPerShardElementWithFp32ShardsAndItsGradient
     grads += b.size_bytes;
   }
   EXPECT_EQ(grads, 4 * kShard);
+}
+
+// Adam over fp32 shards: fused moves 28 B per element in one pass; torch.optim's foreach 80 B (eight list kernels,
+// builder_common.h) and holds an fp32 temporary of every element during the step.
+TEST(OptimizerImplementation, ForeachMovesEightyBytesPerFp32ElementAndHoldsATemporary) {
+  for (const char* implementation : {"implementation=fsdp2", "implementation=megatron_fsdp"}) {
+    for (const auto& [impl, bytes_per_element] : {std::pair{"fused", 28}, std::pair{"foreach", 80}}) {
+      FsdpConfig c;
+      apply_override(c, implementation);
+      apply_override(c, "main_grads_dtype=fp32");
+      apply_override(c, std::string("optimizer_implementation=") + impl);
+      const Schedule s = build_schedule(tiny_model(), c, 8);
+      const auto adam =
+          std::find_if(s.ops.begin(), s.ops.end(), [](const Op& op) { return op.kind == OpKind::optimizer; });
+      ASSERT_NE(adam, s.ops.end());
+      EXPECT_EQ(adam->bytes_touched, bytes_per_element * kShard) << implementation << " " << impl;
+      int64_t temporaries = 0;
+      for (const BufferId b : adam->allocs) temporaries += s.buffers[b].size_bytes;
+      EXPECT_EQ(temporaries, std::string(impl) == "foreach" ? 4 * kShard : 0) << implementation << " " << impl;
+    }
+  }
 }
 
 }  // namespace

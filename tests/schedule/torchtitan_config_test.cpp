@@ -510,6 +510,19 @@ TEST(TorchtitanConfig, WorldErrors) {
 
 // ---- errors: file:line, the key, what is valid ---------------------------------------------------------------------
 
+// [optimizer] implementation: torchtitan's default "fused"; "foreach" and "for-loop" are torch.optim's list kernels.
+TEST(TorchtitanConfig, OptimizerImplementation) {
+  EXPECT_EQ(load_text(kLlama8b).config.optimizer_implementation, OptimizerImpl::fused);
+  EXPECT_EQ(
+      load_text(std::string(kLlama8b) + "[optimizer]\nimplementation = \"foreach\"\n").config.optimizer_implementation,
+      OptimizerImpl::foreach);
+  EXPECT_EQ(
+      load_text(std::string(kLlama8b) + "[optimizer]\nimplementation = \"for-loop\"\n").config.optimizer_implementation,
+      OptimizerImpl::foreach);
+  EXPECT_HAS(error_for(std::string(kLlama8b) + "[optimizer]\nimplementation = \"apex\"\n"),
+             "'optimizer.implementation': unknown implementation 'apex' (use \"fused\", \"foreach\" or \"for-loop\")");
+}
+
 TEST(TorchtitanConfig, Errors) {
   EXPECT_HAS(
       error_for(std::string(kLlama8b) + "[parallelism]\npipeline_parallel_degree = 4\npipeline_parallel_schedule = "
