@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -199,6 +200,7 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
   };
   std::unordered_map<int64_t, Launch> launches;             // correlation → the launch call on the CPU
   std::vector<std::pair<std::string, Interval>> cpu_steps;  // CPU-side ProfilerStep ranges
+  std::map<std::string, int64_t> cpu_step_tid;              // and the thread that opened each
   // CPU-side record_function ranges by thread: a kernel belongs to the innermost range open on the thread that
   // launched it (GPU-side ranges overlap across streams and threads).
   std::map<int64_t, std::vector<std::pair<std::string, Interval>>> cpu_ranges;
@@ -226,6 +228,7 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
       launches.emplace(correlation, Launch{ts, tid_of(e)});
     } else if (cat == "user_annotation" && name.rfind("ProfilerStep#", 0) == 0) {
       cpu_steps.emplace_back(name, Interval{ts, ts + dur});
+      cpu_step_tid[name] = tid_of(e);
     } else if (cat == "user_annotation") {
       cpu_ranges[tid_of(e)].emplace_back(name, Interval{ts, ts + dur});
     } else if (cat == "cpu_op" && name.rfind("autograd::engine::evaluate_function", 0) == 0) {
@@ -249,6 +252,7 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
   // launched while its CPU range was open, whichever thread launched them (the autograd engine launches backward
   // from its own thread, outside the main thread's range, so the GPU-side ProfilerStep range misses backward).
   bool found = false;
+  std::optional<int64_t> main_thread;  // the thread that runs the training loop (opens the ProfilerStep ranges)
   if (!cpu_steps.empty() && !launches.empty()) {
     const auto last = std::max_element(cpu_steps.begin(), cpu_steps.end(),
                                        [](const auto& a, const auto& b) { return a.second.first < b.second.first; });
@@ -265,6 +269,7 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
     if (found) {
       step.step_name = last->first;
       window = span;
+      main_thread = cpu_step_tid.at(last->first);
     }
   }
   if (!found && !steps.empty()) {
@@ -287,10 +292,13 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
       compute.push_back(clipped);
       const auto launch = launches.find(k.correlation);
       if (launch != launches.end()) {
+        // Backward: launched by another thread than the training loop's (the autograd engine's device threads run
+        // backward, FSDP's hooks and its final callback), or inside an autograd-engine op on any thread.
         const std::vector<Interval>& backward = autograd_ops[launch->second.tid];
-        const bool in_backward = std::any_of(backward.begin(), backward.end(), [&](const Interval& op) {
-          return op.first <= launch->second.at_us && launch->second.at_us <= op.second;
-        });
+        const bool in_backward = (main_thread && launch->second.tid != *main_thread) ||
+                                 std::any_of(backward.begin(), backward.end(), [&](const Interval& op) {
+                                   return op.first <= launch->second.at_us && launch->second.at_us <= op.second;
+                                 });
         phase_launch.push_back({clipped, in_backward});
       }
       if (launch != launches.end() && cpu_ranges.count(launch->second.tid) != 0) {
@@ -327,12 +335,13 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
     // The optimizer's kernels by their GPU intervals (attribution above), the rest by where they were launched.
     const std::vector<Interval> optimizer_union = merged(optimizer);
     double fwd = 0, bwd = 0;
-    for (const auto& [span, in_backward] : phase_launch) {
+    for (const auto& launched : phase_launch) {  // no structured binding: clang 14 cannot capture one
+      const Interval& span = launched.first;
       const bool in_optimizer = std::any_of(optimizer_union.begin(), optimizer_union.end(), [&](const Interval& o) {
         return o.first <= span.first && span.second <= o.second;
       });
       if (in_optimizer) continue;
-      (in_backward ? bwd : fwd) += (span.second - span.first) * 1e-6;
+      (launched.second ? bwd : fwd) += (span.second - span.first) * 1e-6;
     }
     step.phase_kernel_s = {{"fwd", fwd}, {"bwd", bwd}, {"optim", step.optimizer_s}};
   }

@@ -54,9 +54,10 @@ struct TraceStep {
   std::map<std::string, TraceRange> ranges;           ///< compute kernels by their innermost GPU range
   int64_t unranged_kernels = 0;                       ///< compute kernels in no range
   double optimizer_s = 0;  ///< the union of kernels inside "Optimizer.step#..." ranges (PyTorch's optimizer hook)
-  /// Σ compute-kernel time by phase: "bwd" for kernels launched inside an autograd-engine op
-  /// ("autograd::engine::evaluate_function: ..."), "optim" inside "Optimizer.step#...", "fwd" for the rest (the
-  /// forward, the loss, FSDP's copies). Only when the trace links kernels to their launches (Kineto's correlation).
+  /// Σ compute-kernel time by phase: "optim" for kernels inside "Optimizer.step#...", "bwd" for those launched by a
+  /// thread other than the training loop's (the autograd engine's, which also runs FSDP's backward hooks) or inside
+  /// an autograd-engine op, "fwd" for the rest (the forward, the loss, FSDP's forward copies). Only when the trace
+  /// links kernels to their launches (Kineto's correlation).
   std::map<std::string, double> phase_kernel_s;
 };
 
