@@ -15,6 +15,7 @@
 #include "report/profiler_trace.h"
 #include "report/report.h"
 #include "sim/engine.h"
+#include "topologies/gemm_table.h"
 
 namespace fsdpsim::cli {
 namespace {
@@ -23,6 +24,7 @@ struct SimulateOptions {
   JobOptions job;
   std::string schedule_file;
   std::string profile;
+  std::string gemm_table;
   std::string json;
   std::string trace;
   std::string html;
@@ -43,6 +45,10 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--schedule", options->schedule_file, "simulate this schedule IR file instead of building one");
   cmd->add_option("--profile", options->profile,
                   "GPU hardware profile (preset or YAML, e.g. from 'fsdpsim calibrate')");
+  cmd->add_option(
+      "--gemm-table", options->gemm_table,
+      "measured GEMM times by shape (CSV of bench/kernel_tables/measure_kernel_tables.py): GEMMs take their "
+      "time from it instead of the profile's efficiency model");
   cmd->add_option("--json", options->json, "write the report as JSON to this file");
   cmd->add_option("--trace", options->trace, "write a Chrome-trace JSON (open in Perfetto) to this file");
   cmd->add_option("--steps", options->steps, "steps to simulate; the last is the steady state")
@@ -73,6 +79,9 @@ void register_simulate(CLI::App& app) {
           config = job.config;
         });
     if (!options->profile.empty()) topology.gpu = load_gpu_profile(options->profile);
+    if (!options->gemm_table.empty()) {
+      topology.gpu.gemm_table = std::make_shared<const GemmTable>(load_gemm_table(options->gemm_table));
+    }
     SimOptions sim;
     sim.steps = options->steps;
     sim.expandable_segments = options->expandable_segments;

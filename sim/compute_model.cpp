@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "topologies/gemm_table.h"
 
 namespace fsdpsim {
 namespace {
@@ -55,6 +56,12 @@ TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype) {
   if (flops <= 0) return 0;
   // Fused attention runs in BF16 even in FP8 training (Transformer Engine's default DPA).
   const DType effective = gemm.attention ? DType::bf16 : dtype;
+  if (gpu.gemm_table != nullptr && !gemm.attention) {
+    const std::optional<double> one =
+        gpu.gemm_table->time_s(gemm_role_of(gemm.name), effective == DType::fp8, gemm.m, gemm.n, gemm.k);
+    if (one)
+      return ns_from_seconds(*one * static_cast<double>(std::max<int64_t>(1, gemm.batch))) + gpu.kernel_overhead_ns;
+  }
   const double rate =
       peak_flops_per_s(gpu, effective) * gemm_efficiency(gemm, gpu, effective) * gpu.sustained_clock_fraction;
   const double seconds = flops / rate;

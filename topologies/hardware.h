@@ -6,6 +6,7 @@
 /// topologies/presets/).
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,14 +19,16 @@ namespace fsdpsim {
 enum class GpuArch : uint8_t { ampere, hopper, blackwell, cdna3, cdna4 };
 /// The architectures' names in profile YAML files and reports.
 inline constexpr EnumNames<GpuArch, 5> kGpuArchNames{{{{GpuArch::ampere, "ampere"},
-                                                        {GpuArch::hopper, "hopper"},
-                                                        {GpuArch::blackwell, "blackwell"},
-                                                        {GpuArch::cdna3, "cdna3"},
-                                                        {GpuArch::cdna4, "cdna4"}}}};
+                                                       {GpuArch::hopper, "hopper"},
+                                                       {GpuArch::blackwell, "blackwell"},
+                                                       {GpuArch::cdna3, "cdna3"},
+                                                       {GpuArch::cdna4, "cdna4"}}}};
 /// AMD Instinct (CDNA): RCCL instead of NCCL, Infinity Fabric instead of NVLink, no NVLS.
 constexpr bool is_amd(GpuArch arch) {
   return arch == GpuArch::cdna3 || arch == GpuArch::cdna4;
 }
+
+struct GemmTable;  // topologies/gemm_table.h
 
 /// One GPU model.
 struct GpuProfile {
@@ -50,6 +53,9 @@ struct GpuProfile {
   /// by `fsdpsim fidelity --fit` on the calibration rows of tests/fidelity; 1 = the idle-GPU measurements hold.
   double sustained_clock_fraction = 1.0;
   TimeNs kernel_overhead_ns = 0;  ///< launch and tail per kernel
+  /// Measured GEMM times by shape (`simulate --gemm-table`): where set, a GEMM's time comes from it, with no
+  /// efficiency factors and no sustained-clock fraction (the table is what the GPU did); attention does not.
+  std::shared_ptr<const GemmTable> gemm_table;
 
   // Memory overheads outside the PyTorch caching allocator (sim/memory_overhead_model.cpp; docs/architecture.md §7.4).
   int64_t cuda_context_bytes = 0;               ///< CUDA context + kernels loaded

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "topologies/gemm_table.h"
 
 namespace fsdpsim {
 namespace {
@@ -61,6 +62,30 @@ TEST(ComputeModel, MemoryBoundWorkUsesHbmBandwidth) {
 TEST(ComputeModel, Fp8OnAnA100IsAnError) {
   EXPECT_THROW((void)peak_flops_per_s(gpu_profile("a100-sxm-80gb"), DType::fp8), ConfigError);
   EXPECT_DOUBLE_EQ(peak_flops_per_s(h100(), DType::fp8), h100().dense_fp8_flops_per_s);
+}
+
+}  // namespace
+}  // namespace fsdpsim
+
+namespace fsdpsim {
+namespace {
+
+// With a measured GEMM table a GEMM takes the table's time plus one kernel's overhead, whatever the profile's
+// efficiency and sustained clock say; attention keeps its own model.
+TEST(ComputeModel, AMeasuredGemmTableReplacesTheEfficiencyModelForGemms) {
+  GpuProfile g = gpu_profile("h100-sxm");
+  g.sustained_clock_fraction = 0.5;
+  g.gemm_table = std::make_shared<const GemmTable>(parse_gemm_table_csv(
+      "role,dtype,m,n,k,time_us\nforward,bf16,4096,4096,4096,200\nwgrad,bf16,4096,4096,4096,250\n", "t.csv"));
+  EXPECT_EQ(gemm_time_ns(Gemm{"qkv", 4096, 4096, 4096, 1, false}, g, DType::bf16), 200'000 + g.kernel_overhead_ns);
+  EXPECT_EQ(gemm_time_ns(Gemm{"qkv.wgrad", 4096, 4096, 4096, 2, false}, g, DType::bf16),
+            500'000 + g.kernel_overhead_ns);  // a batch of two
+  GpuProfile without = g;
+  without.gemm_table = nullptr;
+  EXPECT_EQ(gemm_time_ns(Gemm{"qkv.dgrad", 4096, 4096, 4096, 1, false}, g, DType::bf16),  // no dgrad grid
+            gemm_time_ns(Gemm{"qkv.dgrad", 4096, 4096, 4096, 1, false}, without, DType::bf16));
+  EXPECT_EQ(gemm_time_ns(Gemm{"attn", 4096, 4096, 4096, 1, true}, g, DType::bf16),
+            gemm_time_ns(Gemm{"attn", 4096, 4096, 4096, 1, true}, without, DType::bf16));
 }
 
 }  // namespace

@@ -1,0 +1,93 @@
+// Measured GEMM tables: a grid read from the measure script's CSV, interpolated in log shape on the achieved rate
+// (derived by hand below), clamped at the edges, and refused with the file, line and field when malformed; the H100
+// table shipped in bench/results gives back its own measurements.
+#include "topologies/gemm_table.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "common/error.h"
+#include "tests/support/error_of.h"
+
+namespace fsdpsim {
+namespace {
+
+// Forward bf16 over m, n, k ∈ {1024, 4096}: 100 TFLOP/s at m = 1024, 400 TFLOP/s at m = 4096, whatever n and k.
+std::string grid_csv() {
+  std::string csv = "role,layout,dtype,m,n,k,time_us,tflops\n";
+  for (const int64_t m : {1024, 4096}) {
+    for (const int64_t n : {1024, 4096}) {
+      for (const int64_t k : {1024, 4096}) {
+        const double rate = m == 1024 ? 100e12 : 400e12;
+        const double us = 2.0 * static_cast<double>(m * n * k) / rate * 1e6;
+        char line[160];
+        std::snprintf(line, sizeof line, "forward,nt,bf16,%lld,%lld,%lld,%.9f,0\n", static_cast<long long>(m),
+                      static_cast<long long>(n), static_cast<long long>(k), us);
+        csv += line;
+      }
+    }
+  }
+  return csv;
+}
+
+TEST(GemmTable, InterpolatesTheRateInLogShapeAndClampsAtTheEdges) {
+  const GemmTable t = parse_gemm_table_csv(grid_csv(), "g.csv");
+  // m = 2048 is half way between 1024 and 4096 in log m: the rate is the geometric mean, √(100 · 400) = 200 TFLOP/s,
+  // so 2 · 2048 · 4096 · 4096 / 200e12 = 343.6 µs.
+  EXPECT_NEAR(*t.time_s(GemmRole::forward, false, 2048, 4096, 4096), 2.0 * 2048 * 4096 * 4096 / 200e12, 1e-12);
+  // On a grid point the measurement itself; beyond the largest m its rate (400 TFLOP/s), below the smallest its own.
+  EXPECT_NEAR(*t.time_s(GemmRole::forward, false, 4096, 1024, 1024), 2.0 * 4096 * 1024 * 1024 / 400e12, 1e-15);
+  EXPECT_NEAR(*t.time_s(GemmRole::forward, false, 16384, 4096, 4096), 2.0 * 16384 * 4096 * 4096 / 400e12, 1e-12);
+  EXPECT_NEAR(*t.time_s(GemmRole::forward, false, 256, 4096, 4096), 2.0 * 256 * 4096 * 4096 / 100e12, 1e-12);
+  // No grid for the role or dtype: nothing (the compute model falls back to its efficiency model).
+  EXPECT_FALSE(t.time_s(GemmRole::wgrad, false, 1024, 1024, 1024).has_value());
+  EXPECT_FALSE(t.time_s(GemmRole::forward, true, 1024, 1024, 1024).has_value());
+}
+
+TEST(GemmTable, Fp8InputGradientsUseTheForwardGrid) {
+  std::string csv = grid_csv();
+  for (size_t at = csv.find("bf16"); at != std::string::npos; at = csv.find("bf16", at)) csv.replace(at, 4, "fp8");
+  const GemmTable t = parse_gemm_table_csv(csv, "g.csv");
+  EXPECT_EQ(t.time_s(GemmRole::dgrad, true, 2048, 4096, 4096), t.time_s(GemmRole::forward, true, 2048, 4096, 4096));
+}
+
+TEST(GemmTable, RolesComeFromTheGemmNames) {
+  EXPECT_EQ(gemm_role_of("mlp_down.dgrad"), GemmRole::dgrad);
+  EXPECT_EQ(gemm_role_of("qkv.wgrad"), GemmRole::wgrad);
+  EXPECT_EQ(gemm_role_of("qkv"), GemmRole::forward);
+}
+
+TEST(GemmTable, MalformedTablesNameTheFileTheLineAndTheField) {
+  EXPECT_HAS(error_of([] { (void)parse_gemm_table_csv("role,dtype,m,n,k\n", "t.csv"); }),
+             "t.csv:1: 'time_us': the header has no 'time_us' column");
+  EXPECT_HAS(error_of([] {
+               (void)parse_gemm_table_csv("role,dtype,m,n,k,time_us\nforward,bf16,1024,1024,1024,-3\n", "t.csv");
+             }),
+             "t.csv:2: 'time_us': '-3' is not a positive number");
+  EXPECT_HAS(error_of([] {
+               (void)parse_gemm_table_csv("role,dtype,m,n,k,time_us\nbackward,bf16,1024,1024,1024,3\n", "t.csv");
+             }),
+             "t.csv:2: 'role': unknown role 'backward' (use forward, dgrad or wgrad)");
+  EXPECT_HAS(error_of([] {
+               (void)parse_gemm_table_csv(
+                   "role,dtype,m,n,k,time_us\nforward,bf16,1024,1024,1024,3\nforward,bf16,2048,2048,1024,3\n", "t.csv");
+             }),
+             "the forward bf16 rows do not fill a grid (2 shapes over 2 × 2 × 1 axis values)");
+  EXPECT_HAS(error_of([] { (void)parse_gemm_table_csv("", "t.csv"); }), "t.csv:1: 'header': the file is empty");
+}
+
+// The H100 table measured on 2026-11-26 gives back its own rows: forward bf16 4096 × 4096 × 4096 took 177.504 µs,
+// the weight gradient of a 14336-wide layer over 4096 tokens 765.216 µs.
+TEST(GemmTable, TheShippedH100TableGivesBackItsMeasurements) {
+  const GemmTable t =
+      load_gemm_table(std::string(FSDPSIM_SOURCE_DIR) + "/bench/results/2026-11-26-h100-kernels/gemm.csv");
+  EXPECT_NEAR(*t.time_s(GemmRole::forward, false, 4096, 4096, 4096), 177.504e-6, 1e-12);
+  EXPECT_NEAR(*t.time_s(GemmRole::wgrad, false, 14336, 4096, 4096), 765.216e-6, 1e-12);
+  ASSERT_TRUE(t.time_s(GemmRole::forward, true, 4096, 4096, 4096).has_value());
+  EXPECT_LT(*t.time_s(GemmRole::forward, true, 4096, 4096, 4096), 177.504e-6);  // FP8 runs faster
+}
+
+}  // namespace
+}  // namespace fsdpsim

@@ -1,0 +1,182 @@
+#include "topologies/gemm_table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include "common/error.h"
+#include "common/yaml_reader.h"
+
+namespace fsdpsim {
+namespace {
+
+constexpr int64_t kMaxTableBytes = int64_t{64} << 20;
+
+[[noreturn]] void fail(const std::string& source, int line, const std::string& field, const std::string& problem,
+                       const std::string& fix) {
+  throw ConfigError(SourceLocation{source, line, 0}, field, problem, fix);
+}
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> cells;
+  std::stringstream in(line);
+  std::string cell;
+  while (std::getline(in, cell, ',')) cells.push_back(cell);
+  if (!line.empty() && line.back() == ',') cells.emplace_back();
+  return cells;
+}
+
+double parse_number(const std::string& text, const std::string& source, int line, const std::string& field) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || !std::isfinite(v) || v <= 0) {
+    fail(source, line, field, "'" + text + "' is not a positive number", "write the value the measurement gave");
+  }
+  return v;
+}
+
+// The index of `v` on a sorted axis and the fraction toward the next point, in log space, clamped to the ends.
+std::pair<size_t, double> locate(const std::vector<int64_t>& axis, int64_t v) {
+  if (axis.size() == 1 || v <= axis.front()) return {0, 0.0};
+  if (v >= axis.back()) return {axis.size() - 2, 1.0};
+  const size_t hi = static_cast<size_t>(std::upper_bound(axis.begin(), axis.end(), v) - axis.begin());
+  const size_t lo = hi - 1;
+  const double t = std::log(static_cast<double>(v) / static_cast<double>(axis[lo])) /
+                   std::log(static_cast<double>(axis[hi]) / static_cast<double>(axis[lo]));
+  return {lo, t};
+}
+
+}  // namespace
+
+GemmRole gemm_role_of(const std::string& gemm_name) {
+  const auto ends_with = [&](const char* s) {
+    const std::string suffix(s);
+    return gemm_name.size() >= suffix.size() &&
+           gemm_name.compare(gemm_name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with(".dgrad")) return GemmRole::dgrad;
+  if (ends_with(".wgrad")) return GemmRole::wgrad;
+  return GemmRole::forward;
+}
+
+std::optional<double> GemmTable::time_s(GemmRole role, bool fp8, int64_t m, int64_t n, int64_t k) const {
+  const GemmGrid* grid = &grids[static_cast<size_t>(role)][fp8 ? 1 : 0];
+  if (grid->flops_per_s.empty() && fp8 && role == GemmRole::dgrad) grid = &grids[0][1];
+  if (grid->flops_per_s.empty() || m <= 0 || n <= 0 || k <= 0) return std::nullopt;
+  const auto [im, tm] = locate(grid->m, m);
+  const auto [in, tn] = locate(grid->n, n);
+  const auto [ik, tk] = locate(grid->k, k);
+  const auto rate_at = [&](size_t a, size_t b, size_t c) {
+    const size_t ia = std::min(a, grid->m.size() - 1), ib = std::min(b, grid->n.size() - 1),
+                 ic = std::min(c, grid->k.size() - 1);
+    return std::log(grid->flops_per_s[(ic * grid->n.size() + ib) * grid->m.size() + ia]);
+  };
+  double log_rate = 0;
+  for (int corner = 0; corner < 8; ++corner) {
+    const bool up_m = (corner & 1) != 0, up_n = (corner & 2) != 0, up_k = (corner & 4) != 0;
+    const double w = (up_m ? tm : 1 - tm) * (up_n ? tn : 1 - tn) * (up_k ? tk : 1 - tk);
+    if (w == 0) continue;
+    log_rate += w * rate_at(im + (up_m ? 1 : 0), in + (up_n ? 1 : 0), ik + (up_k ? 1 : 0));
+  }
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  return flops / std::exp(log_rate);
+}
+
+GemmTable parse_gemm_table_csv(const std::string& text, const std::string& source) {
+  std::stringstream in(text);
+  std::string line;
+  int line_no = 0;
+  if (!std::getline(in, line)) fail(source, 1, "header", "the file is empty", "write the measure script's CSV");
+  ++line_no;
+  const std::vector<std::string> header = split_csv(line);
+  std::map<std::string, size_t> column;
+  for (size_t i = 0; i < header.size(); ++i) column[header[i]] = i;
+  for (const char* needed : {"role", "dtype", "m", "n", "k", "time_us"}) {
+    if (!column.count(needed)) {
+      fail(source, 1, needed, "the header has no '" + std::string(needed) + "' column",
+           "write the CSV bench/kernel_tables/measure_kernel_tables.py writes (role,layout,dtype,m,n,k,time_us,...)");
+    }
+  }
+  // (role, dtype) → (m, n, k) → rate
+  std::map<std::pair<size_t, size_t>, std::map<std::tuple<int64_t, int64_t, int64_t>, double>> points;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty() || line == "\r") continue;
+    if (line.back() == '\r') line.pop_back();
+    const std::vector<std::string> cells = split_csv(line);
+    if (cells.size() != header.size()) {
+      fail(source, line_no, "row",
+           "has " + std::to_string(cells.size()) + " cells, the header " + std::to_string(header.size()),
+           "write one value per column");
+    }
+    const std::string& role_text = cells[column["role"]];
+    const size_t role = role_text == "forward" ? 0 : role_text == "dgrad" ? 1 : role_text == "wgrad" ? 2 : 3;
+    if (role == 3) fail(source, line_no, "role", "unknown role '" + role_text + "'", "use forward, dgrad or wgrad");
+    const std::string& dtype_text = cells[column["dtype"]];
+    if (dtype_text != "bf16" && dtype_text != "fp8") {
+      fail(source, line_no, "dtype", "unknown dtype '" + dtype_text + "'", "use bf16 or fp8");
+    }
+    const auto size_of = [&](const char* field) {
+      const double v = parse_number(cells[column[field]], source, line_no, field);
+      if (v != std::floor(v) || v > 1e9) {
+        fail(source, line_no, field, "'" + cells[column[field]] + "' is not a whole GEMM dimension up to 10^9",
+             "write the dimension the GEMM ran with");
+      }
+      return static_cast<int64_t>(v);
+    };
+    const int64_t m = size_of("m"), n = size_of("n"), k = size_of("k");
+    const double us = parse_number(cells[column["time_us"]], source, line_no, "time_us");
+    const double rate = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) / (us * 1e-6);
+    points[{role, dtype_text == "fp8" ? 1 : 0}][{m, n, k}] = rate;
+  }
+  if (points.empty()) fail(source, line_no, "rows", "the table has no rows", "measure some GEMMs first");
+  GemmTable table;
+  table.source = source;
+  for (const auto& [key, by_shape] : points) {
+    GemmGrid grid;
+    for (const auto& [shape, rate] : by_shape) {
+      grid.m.push_back(std::get<0>(shape));
+      grid.n.push_back(std::get<1>(shape));
+      grid.k.push_back(std::get<2>(shape));
+    }
+    for (auto* axis : {&grid.m, &grid.n, &grid.k}) {
+      std::sort(axis->begin(), axis->end());
+      axis->erase(std::unique(axis->begin(), axis->end()), axis->end());
+    }
+    grid.flops_per_s.assign(grid.m.size() * grid.n.size() * grid.k.size(), 0);
+    if (grid.flops_per_s.size() != by_shape.size()) {
+      fail(source, line_no, "rows",
+           "the " +
+               std::string(key.first == 0   ? "forward"
+                           : key.first == 1 ? "dgrad"
+                                            : "wgrad") +
+               " " + (key.second == 1 ? "fp8" : "bf16") + " rows do not fill a grid (" +
+               std::to_string(by_shape.size()) + " shapes over " + std::to_string(grid.m.size()) + " × " +
+               std::to_string(grid.n.size()) + " × " + std::to_string(grid.k.size()) + " axis values)",
+           "measure every combination of the m, n and k values, as the measure script does");
+    }
+    for (const auto& [shape, rate] : by_shape) {
+      const auto at = [](const std::vector<int64_t>& axis, int64_t v) {
+        return static_cast<size_t>(std::lower_bound(axis.begin(), axis.end(), v) - axis.begin());
+      };
+      const size_t im = at(grid.m, std::get<0>(shape)), in_ = at(grid.n, std::get<1>(shape)),
+                   ik = at(grid.k, std::get<2>(shape));
+      grid.flops_per_s[(ik * grid.n.size() + in_) * grid.m.size() + im] = rate;
+    }
+    table.grids[key.first][key.second] = std::move(grid);
+  }
+  return table;
+}
+
+GemmTable load_gemm_table(const std::string& path) {
+  return parse_gemm_table_csv(read_file_bytes(path, kMaxTableBytes), path);
+}
+
+}  // namespace fsdpsim

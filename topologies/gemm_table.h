@@ -1,0 +1,46 @@
+#pragma once
+/// Measured GEMM times by shape: the CSV `bench/kernel_tables/measure_kernel_tables.py` writes (role, layout, dtype,
+/// m, n, k, time_us, tflops; one full grid of m × n × k per role and dtype), read into per-(role, dtype) grids and
+/// interpolated, so that the compute model takes a GEMM's time from what the GPU did on that shape instead of a
+/// best-shape efficiency shaped by tile and k-loop factors.
+///
+/// Interpolation is in log m, log n, log k of the achieved FLOP rate (which varies slowly and saturates, where time
+/// spans five orders of magnitude); outside the grid the rate of the nearest edge is used (a shape larger than the
+/// largest measured runs at its rate; a smaller one at the smallest shape's rate, which launch overhead bounds).
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fsdpsim {
+
+/// A linear layer's three GEMMs (the executor's and the schedule's Gemm names end in ".dgrad" / ".wgrad").
+enum class GemmRole : uint8_t { forward, dgrad, wgrad };
+
+/// One role's and dtype's grid: sorted axis values and the achieved rate at every point (m fastest).
+struct GemmGrid {
+  std::vector<int64_t> m, n, k;
+  std::vector<double> flops_per_s;  ///< index (ik · n.size() + in) · m.size() + im
+};
+
+struct GemmTable {
+  std::string source;  ///< the file it was read from
+  /// [role][dtype]: dtype 0 = bf16, 1 = fp8; an empty grid where the table has no rows.
+  std::array<std::array<GemmGrid, 2>, 3> grids;
+
+  /// The measured-rate time of one m × n × k GEMM, or nothing when the table has no grid for its role and dtype
+  /// (FP8 input gradients use the forward grid: Hopper's FP8 GEMMs all run in one layout).
+  [[nodiscard]] std::optional<double> time_s(GemmRole role, bool fp8, int64_t m, int64_t n, int64_t k) const;
+};
+
+/// Reads the CSV; ConfigError naming `source`, the line and the field for anything else (a missing column, a
+/// non-positive size or time, a grid with a hole).
+GemmTable parse_gemm_table_csv(const std::string& text, const std::string& source);
+/// Reads the file at `path` (at most 64 MiB).
+GemmTable load_gemm_table(const std::string& path);
+/// The role of a schedule Gemm from its name ("mlp_down.dgrad" → dgrad).
+GemmRole gemm_role_of(const std::string& gemm_name);
+
+}  // namespace fsdpsim
