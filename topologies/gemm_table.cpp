@@ -134,6 +134,12 @@ GemmTable parse_gemm_table_csv(const std::string& text, const std::string& sourc
     const int64_t m = size_of("m"), n = size_of("n"), k = size_of("k");
     const double us = parse_number(cells[column["time_us"]], source, line_no, "time_us");
     const double rate = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) / (us * 1e-6);
+    // No GPU runs a GEMM for days, nor at an exaFLOP/s: such a row is a unit mistake, not a measurement.
+    if (us > 1e12 || !(rate <= 1e18)) {
+      fail(source, line_no, "time_us",
+           cells[column["time_us"]] + " us gives " + std::to_string(rate) + " FLOP/s for this shape, which no GPU runs",
+           "write the time in microseconds");
+    }
     points[{role, dtype_text == "fp8" ? 1 : 0}][{m, n, k}] = rate;
   }
   if (points.empty()) fail(source, line_no, "rows", "the table has no rows", "measure some GEMMs first");
@@ -150,8 +156,11 @@ GemmTable parse_gemm_table_csv(const std::string& text, const std::string& sourc
       std::sort(axis->begin(), axis->end());
       axis->erase(std::unique(axis->begin(), axis->end()), axis->end());
     }
-    grid.flops_per_s.assign(grid.m.size() * grid.n.size() * grid.k.size(), 0);
-    if (grid.flops_per_s.size() != by_shape.size()) {
+    // A full grid has exactly one row per combination; checked before the grid is allocated (a file of a few
+    // rows with distinct sizes on every axis would otherwise ask for their product).
+    const double points_in_grid =
+        static_cast<double>(grid.m.size()) * static_cast<double>(grid.n.size()) * static_cast<double>(grid.k.size());
+    if (points_in_grid != static_cast<double>(by_shape.size())) {
       fail(source, line_no, "rows",
            "the " +
                std::string(key.first == 0   ? "forward"
@@ -162,6 +171,7 @@ GemmTable parse_gemm_table_csv(const std::string& text, const std::string& sourc
                std::to_string(grid.n.size()) + " × " + std::to_string(grid.k.size()) + " axis values)",
            "measure every combination of the m, n and k values, as the measure script does");
     }
+    grid.flops_per_s.assign(by_shape.size(), 0);
     for (const auto& [shape, rate] : by_shape) {
       const auto at = [](const std::vector<int64_t>& axis, int64_t v) {
         return static_cast<size_t>(std::lower_bound(axis.begin(), axis.end(), v) - axis.begin());
