@@ -113,14 +113,19 @@ double bus_factor(const std::string& kind, int32_t n) {
   return 1;
 }
 
-// Each compute kernel in its innermost GPU range (the range that contains the kernel's start and began last),
-// sweeping ranges and kernels in start order with a stack of the open ranges.
 // The thread of a trace event ("tid" is a number in Kineto's traces, a string in some exporters).
 int64_t tid_of(const Json& e) {
   if (!e.contains("tid")) return 0;
   if (e["tid"].is_number_integer()) return e["tid"].get<int64_t>();
   if (e["tid"].is_string()) return static_cast<int64_t>(std::hash<std::string>{}(e["tid"].get<std::string>()));
   return 0;
+}
+
+// True when `t` falls in one of `intervals` (sorted and disjoint, as merged() gives them).
+bool inside(const std::vector<Interval>& intervals, double t) {
+  const auto after =
+      std::upper_bound(intervals.begin(), intervals.end(), t, [](double v, const Interval& i) { return v < i.first; });
+  return after != intervals.begin() && t <= std::prev(after)->second;
 }
 
 // A kernel placed for attribution: `at_us` is the moment that decides its range (its launch on the CPU, or its start
@@ -130,7 +135,8 @@ struct PlacedKernel {
   Interval span;
 };
 
-// Each kernel into the innermost of `ranges` open at its `at_us`.
+// Each kernel into the innermost of `ranges` open at its `at_us` (the range that contains that moment and began
+// last), sweeping ranges and kernels in time order with a stack of the open ranges.
 void attribute_to_ranges(std::vector<PlacedKernel> kernels, std::vector<std::pair<std::string, Interval>> ranges,
                          TraceStep& step, std::vector<Interval>& optimizer) {
   std::sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) { return a.at_us < b.at_us; });
@@ -198,9 +204,13 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
     double at_us = 0;
     int64_t tid = 0;
   };
-  std::unordered_map<int64_t, Launch> launches;             // correlation → the launch call on the CPU
-  std::vector<std::pair<std::string, Interval>> cpu_steps;  // CPU-side ProfilerStep ranges
-  std::map<std::string, int64_t> cpu_step_tid;              // and the thread that opened each
+  std::unordered_map<int64_t, Launch> launches;  // correlation → the launch call on the CPU
+  struct CpuStep {
+    std::string name;
+    Interval span;
+    int64_t tid = 0;  // the training loop's thread
+  };
+  std::vector<CpuStep> cpu_steps;  // CPU-side ProfilerStep ranges
   // CPU-side record_function ranges by thread: a kernel belongs to the innermost range open on the thread that
   // launched it (GPU-side ranges overlap across streams and threads).
   std::map<int64_t, std::vector<std::pair<std::string, Interval>>> cpu_ranges;
@@ -227,8 +237,7 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
     } else if ((cat == "cuda_runtime" || cat == "cuda_driver") && correlation >= 0) {
       launches.emplace(correlation, Launch{ts, tid_of(e)});
     } else if (cat == "user_annotation" && name.rfind("ProfilerStep#", 0) == 0) {
-      cpu_steps.emplace_back(name, Interval{ts, ts + dur});
-      cpu_step_tid[name] = tid_of(e);
+      cpu_steps.push_back(CpuStep{name, Interval{ts, ts + dur}, tid_of(e)});
     } else if (cat == "user_annotation") {
       cpu_ranges[tid_of(e)].emplace_back(name, Interval{ts, ts + dur});
     } else if (cat == "cpu_op" && name.rfind("autograd::engine::evaluate_function", 0) == 0) {
@@ -255,21 +264,21 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
   std::optional<int64_t> main_thread;  // the thread that runs the training loop (opens the ProfilerStep ranges)
   if (!cpu_steps.empty() && !launches.empty()) {
     const auto last = std::max_element(cpu_steps.begin(), cpu_steps.end(),
-                                       [](const auto& a, const auto& b) { return a.second.first < b.second.first; });
+                                       [](const auto& a, const auto& b) { return a.span.first < b.span.first; });
     Interval span{0, 0};
     for (const Kernel& k : kernels) {
       const auto launch = launches.find(k.correlation);
-      if (launch == launches.end() || launch->second.at_us < last->second.first ||
-          launch->second.at_us > last->second.second) {
+      if (launch == launches.end() || launch->second.at_us < last->span.first ||
+          launch->second.at_us > last->span.second) {
         continue;
       }
       span = found ? Interval{std::min(span.first, k.span.first), std::max(span.second, k.span.second)} : k.span;
       found = true;
     }
     if (found) {
-      step.step_name = last->first;
+      step.step_name = last->name;
       window = span;
-      main_thread = cpu_step_tid.at(last->first);
+      main_thread = last->tid;
     }
   }
   if (!found && !steps.empty()) {
@@ -278,6 +287,7 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
     step.step_name = last->first;
     window = last->second;
   }
+  for (auto& [tid, ops] : autograd_ops) ops = merged(std::move(ops));  // sorted and disjoint, for inside()
   std::vector<Interval> compute, comm;
   std::map<int64_t, std::vector<PlacedKernel>> compute_by_thread;  // by launching thread, where the launch is known
   std::vector<PlacedKernel> compute_by_gpu_time;
@@ -294,11 +304,9 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
       if (launch != launches.end()) {
         // Backward: launched by another thread than the training loop's (the autograd engine's device threads run
         // backward, FSDP's hooks and its final callback), or inside an autograd-engine op on any thread.
-        const std::vector<Interval>& backward = autograd_ops[launch->second.tid];
+        const auto backward = autograd_ops.find(launch->second.tid);
         const bool in_backward = (main_thread && launch->second.tid != *main_thread) ||
-                                 std::any_of(backward.begin(), backward.end(), [&](const Interval& op) {
-                                   return op.first <= launch->second.at_us && launch->second.at_us <= op.second;
-                                 });
+                                 (backward != autograd_ops.end() && inside(backward->second, launch->second.at_us));
         phase_launch.push_back({clipped, in_backward});
       }
       if (launch != launches.end() && cpu_ranges.count(launch->second.tid) != 0) {
@@ -335,13 +343,10 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
     // The optimizer's kernels by their GPU intervals (attribution above), the rest by where they were launched.
     const std::vector<Interval> optimizer_union = merged(optimizer);
     double fwd = 0, bwd = 0;
-    for (const auto& launched : phase_launch) {  // no structured binding: clang 14 cannot capture one
-      const Interval& span = launched.first;
-      const bool in_optimizer = std::any_of(optimizer_union.begin(), optimizer_union.end(), [&](const Interval& o) {
-        return o.first <= span.first && span.second <= o.second;
-      });
-      if (in_optimizer) continue;
-      (launched.second ? bwd : fwd) += (span.second - span.first) * 1e-6;
+    for (const auto& [span, in_backward] : phase_launch) {
+      // Attributed to an Optimizer.step# range above.
+      if (inside(optimizer_union, span.first) && inside(optimizer_union, span.second)) continue;
+      (in_backward ? bwd : fwd) += (span.second - span.first) * 1e-6;
     }
     step.phase_kernel_s = {{"fwd", fwd}, {"bwd", bwd}, {"optim", step.optimizer_s}};
   }

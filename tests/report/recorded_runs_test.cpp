@@ -86,7 +86,6 @@ TEST(RecordedRuns, TraceStepIsTheWholeStepAndItsPhasesAreAttributed) {
   // Backward does about twice forward's matmul work; the optimizer's kernels are found.
   EXPECT_GT(step.phase_kernel_s.at("bwd"), 1.4 * step.phase_kernel_s.at("fwd"));
   EXPECT_GT(step.phase_kernel_s.at("optim"), 0);
-  EXPECT_NEAR(step.phase_kernel_s.at("optim"), step.optimizer_s, 1e-12);
   EXPECT_EQ(step.comm_busy_s, 0);  // the fake process group launches no NCCL kernel
 }
 
