@@ -382,16 +382,10 @@ std::string snapshot_comparison_text(const Report& predicted, const SnapshotMemo
          " us into the trace), by category:\n";
   // By group: what frames can tell apart (report/snapshot_categories.h); each row names the categories it sums.
   for (const ComparisonGroup& group : comparison_groups()) {
-    int64_t p = 0;
-    int64_t m = 0;
-    bool has_p = false;
-    for (const std::string& c : group.categories) {
-      if (const auto it = predicted.memory_breakdown.find(c); it != predicted.memory_breakdown.end()) {
-        p += it->second;
-        has_p = true;
-      }
-      if (const auto it = measured.peak_categories.find(c); it != measured.peak_categories.end()) m += it->second;
-    }
+    const int64_t p = group_bytes(group, predicted.memory_breakdown);
+    const int64_t m = group_bytes(group, measured.peak_categories);
+    const bool has_p = std::any_of(group.categories.begin(), group.categories.end(),
+                                   [&](const std::string& c) { return predicted.memory_breakdown.count(c) != 0; });
     if (p <= 0 && m == 0) continue;  // neither side holds any
     row("  " + group.name, p, m, has_p && group.name != "unclassified");
   }

@@ -135,4 +135,12 @@ const std::vector<ComparisonGroup>& comparison_groups() {
   return groups;
 }
 
+int64_t group_bytes(const ComparisonGroup& group, const std::map<std::string, int64_t>& by_category) {
+  int64_t sum = 0;
+  for (const std::string& c : group.categories) {
+    if (const auto it = by_category.find(c); it != by_category.end()) sum += it->second;
+  }
+  return sum;
+}
+
 }  // namespace fsdpsim

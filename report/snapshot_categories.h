@@ -9,6 +9,7 @@
 /// torch.optim and autograd.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,5 +45,8 @@ struct ComparisonGroup {
 
 /// The groups, in the order reports list them; every BufferCategory and "unclassified" is in exactly one.
 const std::vector<ComparisonGroup>& comparison_groups();
+
+/// The bytes of `group`'s categories in `by_category` (a prediction's memory breakdown or a snapshot's categories).
+int64_t group_bytes(const ComparisonGroup& group, const std::map<std::string, int64_t>& by_category);
 
 }  // namespace fsdpsim
