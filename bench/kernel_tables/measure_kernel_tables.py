@@ -40,9 +40,8 @@ def parse_args():
     return p.parse_args()
 
 
-def time_us(torch, fn, target_group_us=500.0, groups=5):
-    """Median over `groups` event-timed groups of the mean time of one call, in microseconds (for kernels long
-    enough that launching them from Python does not set the pace)."""
+def probe_us(torch, fn):
+    """A warm-up call, then one timed call: the events to reuse and that call's time in microseconds (at least 1)."""
     fn(0)
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -50,7 +49,13 @@ def time_us(torch, fn, target_group_us=500.0, groups=5):
     fn(1)
     end.record()
     end.synchronize()
-    once_us = max(start.elapsed_time(end) * 1000.0, 1.0)
+    return start, end, max(start.elapsed_time(end) * 1000.0, 1.0)
+
+
+def time_us(torch, fn, target_group_us=500.0, groups=5):
+    """Median over `groups` event-timed groups of the mean time of one call, in microseconds (for kernels long
+    enough that launching them from Python does not set the pace)."""
+    start, end, once_us = probe_us(torch, fn)
     reps = max(1, min(200, math.ceil(target_group_us / once_us)))
     means = []
     call = 0
@@ -69,14 +74,7 @@ def time_us(torch, fn, target_group_us=500.0, groups=5):
 def time_graph_us(torch, fn, target_group_us=300.0, groups=5):
     """As time_us, but the repeats are captured in a CUDA graph and replayed, so a GEMM of a few microseconds is
     timed on the GPU rather than by Python's launch rate."""
-    fn(0)
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    fn(1)
-    end.record()
-    end.synchronize()
-    once_us = max(start.elapsed_time(end) * 1000.0, 1.0)
+    start, end, once_us = probe_us(torch, fn)
     reps = max(1, min(64, math.ceil(target_group_us / once_us)))
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
