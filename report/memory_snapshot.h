@@ -15,8 +15,8 @@
 
 #include "common/pickle.h"
 #include "report/report.h"
-#include "run/run_record.h"
 #include "report/snapshot_categories.h"
+#include "run/run_record.h"
 #include "schedule/ir/ir.h"
 
 namespace fsdpsim {
