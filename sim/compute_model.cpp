@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "common/error.h"
+#include "topologies/attention_table.h"
 #include "topologies/gemm_table.h"
 
 namespace fsdpsim {
@@ -19,6 +21,37 @@ constexpr double kReferenceK = 8192.0;
 // A floor on the product of the three efficiencies, so that a degenerate GEMM (a 1-wide tile of a tiny k) still
 // takes a finite time instead of an unbounded one; the shapes of transformer layers are far above it.
 constexpr double kMinGemmEfficiency = 0.01;
+
+// One product of the attention core (schedule/model/model_units_gemms.cpp, attention_core) read back as the call it
+// belongs to: the queries q and keys kv of the product's rows and columns, the head dim, and the direction. The
+// builder writes q·kv as the causal pair count of one sequence, q = s/(2cp) rows of s + 1 keys (or s rows of
+// (s + 1)/2 keys for an odd s), so the sequence is kv − 1 when kv > q, else q.
+struct AttentionCall {
+  bool backward = false;
+  bool first_product = false;  ///< the call's one kernel launch is booked on this product
+  int64_t seq = 0;
+  int64_t head_dim = 0;
+};
+
+std::optional<AttentionCall> attention_call_of(const Gemm& g) {
+  int64_t q = 0, kv = 0, d = 0;
+  AttentionCall call;
+  if (g.name == "attn_scores" || g.name == "attn_scores.recompute" || g.name == "attn_dp") {
+    q = g.m, kv = g.n, d = g.k;  // S = Q·Kᵀ, dP = dO·Vᵀ
+  } else if (g.name == "attn_values" || g.name == "attn_dq") {
+    q = g.m, kv = g.k, d = g.n;  // O = P·V, dQ = dS·K
+  } else if (g.name == "attn_dv" || g.name == "attn_dk") {
+    q = g.k, kv = g.m, d = g.n;  // dV = Pᵀ·dO, dK = dSᵀ·Q
+  } else {
+    return std::nullopt;
+  }
+  call.backward = g.name != "attn_scores" && g.name != "attn_values";
+  call.first_product = g.name == "attn_scores" || g.name == "attn_scores.recompute";
+  call.seq = kv > q ? kv - 1 : q;
+  call.head_dim = d;
+  if (call.seq <= 0 || d <= 0) return std::nullopt;
+  return call;
+}
 
 }  // namespace
 
@@ -56,6 +89,12 @@ TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype) {
   if (flops <= 0) return 0;
   // Fused attention runs in BF16 even in FP8 training (Transformer Engine's default DPA).
   const DType effective = gemm.attention ? DType::bf16 : dtype;
+  if (gpu.attention_table != nullptr && gemm.attention) {
+    if (const std::optional<AttentionCall> call = attention_call_of(gemm)) {
+      const double rate = gpu.attention_table->flops_per_s(call->backward, call->seq, gemm.batch, call->head_dim);
+      return ns_from_seconds(flops / rate) + (call->first_product ? gpu.kernel_overhead_ns : 0);
+    }
+  }
   if (gpu.gemm_table != nullptr && !gemm.attention) {
     const std::optional<double> one =
         gpu.gemm_table->time_s(gemm_role_of(gemm.name), effective == DType::fp8, gemm.m, gemm.n, gemm.k);

@@ -92,12 +92,18 @@ OpCost p2p_cost(const Schedule& s, const Op& op, const Topology& topology, const
 // nanoseconds).
 class ComputeTimes {
  public:
-  ComputeTimes(const GpuProfile& gpu, DType dtype) : gpu_(gpu), dtype_(dtype) {}
+  ComputeTimes(const GpuProfile& gpu, DType dtype)
+      : gpu_(gpu), dtype_(dtype), by_name_(gpu.gemm_table != nullptr || gpu.attention_table != nullptr) {}
 
   TimeNs of(const Op& op) {
     key_.clear();
     key_.push_back(op.bytes_touched);
     for (const Gemm& g : op.gemms) key_.insert(key_.end(), {g.m, g.n, g.k, g.batch, int64_t{g.attention}});
+    // A measured table times a product by its role too (forward, input or weight gradient; the attention call's
+    // direction), which its name says: equal shapes of different roles are different keys then.
+    if (by_name_) {
+      for (const Gemm& g : op.gemms) key_.push_back(static_cast<int64_t>(std::hash<std::string>{}(g.name)));
+    }
     const auto [it, added] = memo_.try_emplace(key_, 0);
     if (added) it->second = compute_time_ns(op, gpu_, dtype_);
     return it->second;
@@ -113,6 +119,7 @@ class ComputeTimes {
   };
   const GpuProfile& gpu_;
   DType dtype_;
+  bool by_name_;
   std::vector<int64_t> key_;
   std::unordered_map<std::vector<int64_t>, TimeNs, KeyHash> memo_;
 };

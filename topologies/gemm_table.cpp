@@ -8,49 +8,16 @@
 
 #include "common/error.h"
 #include "common/yaml_reader.h"
+#include "topologies/measured_table.h"
 
 namespace fsdpsim {
 namespace {
 
-constexpr int64_t kMaxTableBytes = int64_t{64} << 20;
+using measured_table::locate_log;
 
 [[noreturn]] void fail(const std::string& source, int line, const std::string& field, const std::string& problem,
                        const std::string& fix) {
   throw ConfigError(SourceLocation{source, line, 0}, field, problem, fix);
-}
-
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> cells;
-  std::stringstream in(line);
-  std::string cell;
-  while (std::getline(in, cell, ',')) cells.push_back(cell);
-  if (!line.empty() && line.back() == ',') cells.emplace_back();
-  return cells;
-}
-
-double parse_number(const std::string& text, const std::string& source, int line, const std::string& field) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty() || !std::isfinite(v) || v <= 0) {
-    fail(source, line, field, "'" + text + "' is not a positive number", "write the value the measurement gave");
-  }
-  return v;
-}
-
-// The index of `v` on a sorted axis and the fraction toward the next point, in log space, clamped to the ends.
-std::pair<size_t, double> locate(const std::vector<int64_t>& axis, int64_t v) {
-  if (axis.size() == 1 || v <= axis.front()) return {0, 0.0};
-  if (v >= axis.back()) return {axis.size() - 2, 1.0};
-  const size_t hi = static_cast<size_t>(std::upper_bound(axis.begin(), axis.end(), v) - axis.begin());
-  const size_t lo = hi - 1;
-  const double t = std::log(static_cast<double>(v) / static_cast<double>(axis[lo])) /
-                   std::log(static_cast<double>(axis[hi]) / static_cast<double>(axis[lo]));
-  return {lo, t};
 }
 
 }  // namespace
@@ -70,9 +37,9 @@ std::optional<double> GemmTable::time_s(GemmRole role, bool fp8, int64_t m, int6
   const GemmGrid* grid = &grids[static_cast<size_t>(role)][fp8 ? 1 : 0];
   if (grid->flops_per_s.empty() && fp8 && role == GemmRole::dgrad) grid = &grids[0][1];
   if (grid->flops_per_s.empty() || m <= 0 || n <= 0 || k <= 0) return std::nullopt;
-  const auto [im, tm] = locate(grid->m, m);
-  const auto [in, tn] = locate(grid->n, n);
-  const auto [ik, tk] = locate(grid->k, k);
+  const auto [im, tm] = locate_log(grid->m, m);
+  const auto [in, tn] = locate_log(grid->n, n);
+  const auto [ik, tk] = locate_log(grid->k, k);
   const auto rate_at = [&](size_t a, size_t b, size_t c) {
     const size_t ia = std::min(a, grid->m.size() - 1), ib = std::min(b, grid->n.size() - 1),
                  ic = std::min(c, grid->k.size() - 1);
@@ -95,25 +62,20 @@ GemmTable parse_gemm_table_csv(const std::string& text, const std::string& sourc
   int line_no = 0;
   if (!std::getline(in, line)) fail(source, 1, "header", "the file is empty", "write the measure script's CSV");
   ++line_no;
-  const std::vector<std::string> header = split_csv(line);
-  std::map<std::string, size_t> column;
-  for (size_t i = 0; i < header.size(); ++i) column[header[i]] = i;
-  for (const char* needed : {"role", "dtype", "m", "n", "k", "time_us"}) {
-    if (!column.count(needed)) {
-      fail(source, 1, needed, "the header has no '" + std::string(needed) + "' column",
-           "write the CSV bench/kernel_tables/measure_kernel_tables.py writes (role,layout,dtype,m,n,k,time_us,...)");
-    }
-  }
+  const size_t header_cells = measured_table::split_csv(line).size();
+  std::map<std::string, size_t> column = measured_table::header_columns(
+      line, {"role", "dtype", "m", "n", "k", "time_us"}, source,
+      "write the CSV bench/kernel_tables/measure_kernel_tables.py writes (role,layout,dtype,m,n,k,time_us,...)");
   // (role, dtype) → (m, n, k) → rate
   std::map<std::pair<size_t, size_t>, std::map<std::tuple<int64_t, int64_t, int64_t>, double>> points;
   while (std::getline(in, line)) {
     ++line_no;
     if (line.empty() || line == "\r") continue;
     if (line.back() == '\r') line.pop_back();
-    const std::vector<std::string> cells = split_csv(line);
-    if (cells.size() != header.size()) {
+    const std::vector<std::string> cells = measured_table::split_csv(line);
+    if (cells.size() != header_cells) {
       fail(source, line_no, "row",
-           "has " + std::to_string(cells.size()) + " cells, the header " + std::to_string(header.size()),
+           "has " + std::to_string(cells.size()) + " cells, the header " + std::to_string(header_cells),
            "write one value per column");
     }
     const std::string& role_text = cells[column["role"]];
@@ -124,15 +86,10 @@ GemmTable parse_gemm_table_csv(const std::string& text, const std::string& sourc
       fail(source, line_no, "dtype", "unknown dtype '" + dtype_text + "'", "use bf16 or fp8");
     }
     const auto size_of = [&](const char* field) {
-      const double v = parse_number(cells[column[field]], source, line_no, field);
-      if (v != std::floor(v) || v > 1e9) {
-        fail(source, line_no, field, "'" + cells[column[field]] + "' is not a whole GEMM dimension up to 10^9",
-             "write the dimension the GEMM ran with");
-      }
-      return static_cast<int64_t>(v);
+      return measured_table::parse_whole(cells[column[field]], source, line_no, field, 1'000'000'000, "GEMM dimension");
     };
     const int64_t m = size_of("m"), n = size_of("n"), k = size_of("k");
-    const double us = parse_number(cells[column["time_us"]], source, line_no, "time_us");
+    const double us = measured_table::parse_positive(cells[column["time_us"]], source, line_no, "time_us");
     const double rate = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) / (us * 1e-6);
     // No GPU runs a GEMM for days, nor at an exaFLOP/s: such a row is a unit mistake, not a measurement.
     if (us > 1e12 || !(rate <= 1e18)) {
@@ -186,7 +143,7 @@ GemmTable parse_gemm_table_csv(const std::string& text, const std::string& sourc
 }
 
 GemmTable load_gemm_table(const std::string& path) {
-  return parse_gemm_table_csv(read_file_bytes(path, kMaxTableBytes), path);
+  return parse_gemm_table_csv(read_file_bytes(path, measured_table::kMaxTableBytes), path);
 }
 
 }  // namespace fsdpsim

@@ -28,7 +28,8 @@ constexpr bool is_amd(GpuArch arch) {
   return arch == GpuArch::cdna3 || arch == GpuArch::cdna4;
 }
 
-struct GemmTable;  // topologies/gemm_table.h
+struct GemmTable;       // topologies/gemm_table.h
+struct AttentionTable;  // topologies/attention_table.h
 
 /// One GPU model.
 struct GpuProfile {
@@ -56,6 +57,9 @@ struct GpuProfile {
   /// Measured GEMM times by shape (`simulate --gemm-table`): where set, a GEMM's time comes from it, with no
   /// efficiency factors and no sustained-clock fraction (the table is what the GPU did); attention does not.
   std::shared_ptr<const GemmTable> gemm_table;
+  /// Measured fused-attention times by shape (`simulate --attention-table`): where set, the attention core's time
+  /// comes from it, with no attention efficiency and no sustained-clock fraction.
+  std::shared_ptr<const AttentionTable> attention_table;
 
   // Memory overheads outside the PyTorch caching allocator (sim/memory_overhead_model.cpp; docs/architecture.md §7.4).
   int64_t cuda_context_bytes = 0;               ///< CUDA context + kernels loaded

@@ -6,10 +6,13 @@
 #                           [--micro-batch-size 1] [--seq-length 4096] [--recompute none|full]
 #                           [--config bench/frameworks/llama3-8b-8-layers.json] [--out OUT] [--recorded]
 #                           [--gemm-table bench/results/2026-11-26-h100-kernels/gemm.csv]
+#                           [--attention-table bench/results/2026-11-26-h100-kernels/attention.csv
+#                            --attention-kernel cudnn]
 #
 # --recorded skips the recording and scores the rank0.* files already in OUT (a recording made on a GPU machine
 # without fsdpsim, such as bench/frameworks/record_all.sh's; pass the arguments it was recorded with). --gemm-table
-# predicts GEMMs from a measured table of the same GPU (simulate --gemm-table) instead of the profile's efficiencies.
+# predicts GEMMs from a measured table of the same GPU (simulate --gemm-table) instead of the profile's efficiencies;
+# --attention-table and --attention-kernel the attention core likewise (the recordings ran cuDNN's kernel).
 # OUT gets rank0.pickle, rank0.trace.json and job.json (the recording), predicted.{json,pickle,trace.json} and
 # validate.txt / validate.json. The fake process group sends nothing, so compare compute busy time and memory; the
 # recorded step has no communication time.
@@ -17,7 +20,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 fsdpsim="${FSDPSIM:-$here/../../build/fsdpsim}"
 topology=dgx-h100-ndr framework=fsdp2 world=8 mbs=1 seq=4096 recompute=none
-config="$here/llama3-8b-8-layers.json" out=out recorded=false gemm_table=()
+config="$here/llama3-8b-8-layers.json" out=out recorded=false tables=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --fsdpsim) fsdpsim="$2"; shift 2 ;;
@@ -30,7 +33,7 @@ while [[ $# -gt 0 ]]; do
     --config) config="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --recorded) recorded=true; shift ;;
-    --gemm-table) gemm_table=(--gemm-table "$2"); shift 2 ;;
+    --gemm-table | --attention-table | --attention-kernel) tables+=("$1" "$2"); shift 2 ;;
     *) echo "run.sh: unknown argument '$1' (see the comment at the top of the script)" >&2; exit 2 ;;
   esac
 done
@@ -50,7 +53,7 @@ esac
   --set data_parallel_sharding_strategy=optim_grads_params --set micro_batch_size="$mbs" \
   --set global_batch_size=$((world * mbs)) --set seq_length="$seq" --set recompute_granularity="$recompute" \
   --set loss_implementation=eager_fp32 --set fused_elementwise=false --set main_grads_dtype=fp32 \
-  --set grad_comm_dtype=fp32 --set optimizer_implementation=foreach "${gemm_table[@]}" --json "$out/predicted.json" --memory-snapshot "$out/predicted.pickle" \
+  --set grad_comm_dtype=fp32 --set optimizer_implementation=foreach "${tables[@]}" --json "$out/predicted.json" --memory-snapshot "$out/predicted.pickle" \
   --profiler-trace "$out/predicted.trace.json" | tee "$out/predicted.txt"
 "$fsdpsim" validate --predicted "$out/predicted.json" --measured-memory "$out/rank0.pickle" \
   --measured-trace "$out/rank0.trace.json" --json "$out/validate.json" | tee "$out/validate.txt"

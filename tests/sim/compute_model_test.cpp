@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "topologies/attention_table.h"
 #include "topologies/gemm_table.h"
 
 namespace fsdpsim {
@@ -86,6 +87,38 @@ TEST(ComputeModel, AMeasuredGemmTableReplacesTheEfficiencyModelForGemms) {
             gemm_time_ns(Gemm{"qkv.dgrad", 4096, 4096, 4096, 1, false}, without, DType::bf16));
   EXPECT_EQ(gemm_time_ns(Gemm{"attn", 4096, 4096, 4096, 1, true}, g, DType::bf16),
             gemm_time_ns(Gemm{"attn", 4096, 4096, 4096, 1, true}, without, DType::bf16));
+}
+
+// With a measured attention table the attention core's products take the table's rate for their call: Llama-3-8B's
+// attention at sequence 8192 (32 heads of 128, batch 1) is S = Q·Kᵀ over the 4096 × 8193 causal rows and columns the
+// builder writes; cuDNN's causal forward of that shape took 893.37 µs for 4 × 32 × 8192² × 128 × 0.5 FLOPs and its
+// backward 2848.04 µs for 2.5 times those (bench/results/2026-11-26-h100-kernels/attention.csv). The call's one
+// launch is booked on its first product; the profile's attention efficiency and sustained clock play no part.
+TEST(ComputeModel, AMeasuredAttentionTableTimesTheAttentionCoreByItsCall) {
+  GpuProfile g = gpu_profile("h100-sxm");
+  g.sustained_clock_fraction = 0.5;
+  g.attention_efficiency = 0.1;
+  g.attention_table = std::make_shared<const AttentionTable>(load_attention_table(
+      std::string(FSDPSIM_SOURCE_DIR) + "/bench/results/2026-11-26-h100-kernels/attention.csv", "cudnn"));
+  const double row_flops = 4.0 * 32 * 8192.0 * 8192.0 * 128 * 0.5;
+  const double forward_rate = row_flops / 893.37e-6, backward_rate = 2.5 * row_flops / 2848.04e-6;
+  const double product_flops = 2.0 * 4096 * 8193 * 128 * 32;
+  EXPECT_EQ(gemm_time_ns(Gemm{"attn_scores", 4096, 8193, 128, 32, true}, g, DType::bf16),
+            ns_from_seconds(product_flops / forward_rate) + g.kernel_overhead_ns);
+  EXPECT_EQ(gemm_time_ns(Gemm{"attn_values", 4096, 128, 8193, 32, true}, g, DType::fp8),  // attention stays bf16
+            ns_from_seconds(product_flops / forward_rate));
+  EXPECT_EQ(gemm_time_ns(Gemm{"attn_dk", 8193, 128, 4096, 32, true}, g, DType::bf16),
+            ns_from_seconds(product_flops / backward_rate));
+  EXPECT_EQ(gemm_time_ns(Gemm{"attn_scores.recompute", 4096, 8193, 128, 32, true}, g, DType::bf16),
+            ns_from_seconds(product_flops / backward_rate) + g.kernel_overhead_ns);
+  // About 447 µs for each forward product: the measured call split over its two.
+  EXPECT_NEAR(static_cast<double>(gemm_time_ns(Gemm{"attn_values", 4096, 128, 8193, 32, true}, g, DType::bf16)),
+              893.37e3 / 2, 200);
+  // A product the table does not know keeps the efficiency model.
+  GpuProfile without = g;
+  without.attention_table = nullptr;
+  EXPECT_EQ(gemm_time_ns(Gemm{"attn", 4096, 4096, 128, 32, true}, g, DType::bf16),
+            gemm_time_ns(Gemm{"attn", 4096, 4096, 128, 32, true}, without, DType::bf16));
 }
 
 }  // namespace

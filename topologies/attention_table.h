@@ -1,0 +1,58 @@
+#pragma once
+/// Measured fused-attention times: the `attention.csv` that `bench/kernel_tables/measure_kernel_tables.py` writes
+/// (kernel, batch, seq, heads, head_dim, causal, forward_us, backward_us; one row per shape and kernel, timed through
+/// PyTorch's scaled_dot_product_attention), read for one kernel and looked up by the shape of an attention call, so
+/// that the compute model takes attention's time from what the GPU's kernel did instead of one efficiency.
+///
+/// A row's achieved rates: forward FLOPs 4·batch·heads·seq²·head_dim (half of it under a causal mask, the count the
+/// script writes) over forward_us; backward FLOPs 2.5 × the forward's (FlashAttention-2's backward recomputes the
+/// scores and runs four more products, Dao 2023, Algorithm 2) over backward_us. Only causal rows are read: every
+/// model fsdpsim builds masks causally.
+///
+/// Lookup, in log space of the rate as the GEMM table does: between the two measured head dims that bracket the
+/// call's; for each, between the two measured sequence lengths that bracket it; for each, between the two measured
+/// batch × heads products that bracket it at that sequence length (rows with the same product, such as batch 1 ×
+/// 32 heads and batch 4 × 8 heads, are averaged). Values beyond the measured range take the nearest edge's rate.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fsdpsim {
+
+/// The rates measured at one (head dim, sequence length, batch × heads).
+struct AttentionPoint {
+  int64_t batch_heads = 0;
+  double forward_log_rate = 0;   ///< ln(FLOP/s)
+  double backward_log_rate = 0;  ///< ln(FLOP/s)
+};
+
+/// The points of one sequence length, ascending in batch × heads.
+struct AttentionSeqRow {
+  int64_t seq = 0;
+  std::vector<AttentionPoint> points;
+};
+
+/// The rows of one head dim, ascending in sequence length.
+struct AttentionHeadDim {
+  int64_t head_dim = 0;
+  std::vector<AttentionSeqRow> seqs;
+};
+
+struct AttentionTable {
+  std::string source;                       ///< the file it was read from
+  std::string kernel;                       ///< the kernel whose rows were read ("cudnn", "flash")
+  std::vector<AttentionHeadDim> head_dims;  ///< ascending
+
+  /// The achieved FLOP rate of a causal attention call of this shape, forward or backward.
+  [[nodiscard]] double flops_per_s(bool backward, int64_t seq, int64_t batch_heads, int64_t head_dim) const;
+};
+
+/// Reads the CSV's causal rows of `kernel` (empty: the table's only kernel; several kernels then need a name).
+/// ConfigError naming `source`, the line and the field for anything else: a missing column, a non-positive size or
+/// time, an unknown kernel, no causal rows.
+AttentionTable parse_attention_table_csv(const std::string& text, const std::string& source, const std::string& kernel);
+/// Reads the file at `path` (at most 64 MiB).
+AttentionTable load_attention_table(const std::string& path, const std::string& kernel);
+
+}  // namespace fsdpsim
