@@ -1,6 +1,7 @@
 #include "report/profiler_trace.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -222,6 +223,9 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
     if (!e.contains("ts") || !e.contains("dur") || !e["ts"].is_number() || !e["dur"].is_number()) continue;
     const double ts = e["ts"].get<double>(), dur = e["dur"].get<double>();
     if (!(dur >= 0) || !(ts >= -1e18 && ts <= 1e18) || !(dur <= 1e12)) continue;  // not finite, or absurd
+    // The profiler writes microseconds to the nanosecond (three decimals): the end is ts + dur to the nanosecond, as
+    // binary floating point would not keep it (a kernel starting the very nanosecond a range ends must not land in it).
+    const double end = std::abs(ts + dur) < 9e12 ? std::round((ts + dur) * 1e3) / 1e3 : ts + dur;
     const std::string cat = e["cat"].get<std::string>();
     const std::string name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
     const Json* args = e.contains("args") && e["args"].is_object() ? &e["args"] : nullptr;
@@ -230,22 +234,22 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
             ? (*args)["correlation"].get<int64_t>()
             : -1;
     if (cat == "kernel") {
-      Kernel k{{ts, ts + dur}, nccl_kernel_kind(name)};
+      Kernel k{{ts, end}, nccl_kernel_kind(name)};
       if (!k.kind.empty() && args != nullptr) call_size(*args, k.group_size, k.bytes);
       k.correlation = correlation;
       kernels.push_back(std::move(k));
     } else if ((cat == "cuda_runtime" || cat == "cuda_driver") && correlation >= 0) {
       launches.emplace(correlation, Launch{ts, tid_of(e)});
     } else if (cat == "user_annotation" && name.rfind("ProfilerStep#", 0) == 0) {
-      cpu_steps.push_back(CpuStep{name, Interval{ts, ts + dur}, tid_of(e)});
+      cpu_steps.push_back(CpuStep{name, Interval{ts, end}, tid_of(e)});
     } else if (cat == "user_annotation") {
-      cpu_ranges[tid_of(e)].emplace_back(name, Interval{ts, ts + dur});
+      cpu_ranges[tid_of(e)].emplace_back(name, Interval{ts, end});
     } else if (cat == "cpu_op" && name.rfind("autograd::engine::evaluate_function", 0) == 0) {
-      autograd_ops[tid_of(e)].push_back(Interval{ts, ts + dur});
+      autograd_ops[tid_of(e)].push_back(Interval{ts, end});
     } else if (cat == "gpu_user_annotation" && name.rfind("ProfilerStep#", 0) == 0) {
-      steps.emplace_back(name, Interval{ts, ts + dur});
+      steps.emplace_back(name, Interval{ts, end});
     } else if (cat == "gpu_user_annotation") {
-      ranges.emplace_back(name, Interval{ts, ts + dur});
+      ranges.emplace_back(name, Interval{ts, end});
     }
   }
   if (kernels.empty()) not_a_trace(source, "the trace has no GPU kernels (\"cat\": \"kernel\")");
