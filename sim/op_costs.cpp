@@ -158,18 +158,27 @@ std::vector<OpCost> compute_op_costs(const Schedule& s, const Topology& topology
   std::vector<GroupPlacement> placements;
   for (const Group& g : s.groups) placements.push_back(place_group(topology, s.info.world_size, g.size, g.stride));
   std::vector<OpCost> costs(s.ops.size());
-  // Identical collectives (same kind, size, dtype, reduction, group, registration) cost the same: compute once.
-  std::map<std::tuple<OpKind, int64_t, DType, ReduceOp, GroupId, bool>, OpCost> cache;
+  // Identical collectives (same kind, size, dtype, reduction, group, registration, engine) cost the same: compute once.
+  std::map<std::tuple<OpKind, int64_t, DType, ReduceOp, GroupId, bool, bool>, OpCost> cache;
+  // Async TP's overlapped chunks move over copy engines (symmetric-memory peer copies), not NCCL kernels on SMs: they
+  // take no SMs from compute (the bandwidth is NVLink's either way).
+  std::vector<char> copy_engine_stream(s.streams.size(), 0);
+  for (size_t st = 0; st < s.streams.size(); ++st) {
+    copy_engine_stream[st] = s.streams[st].name == to_string(StreamRole::tp_async) ? 1 : 0;
+  }
   ComputeTimes compute_times(topology.gpu, s.info.compute_dtype);
   const int32_t stages = std::max(1, s.info.pipeline_stages);
   for (const Op& op : s.ops) {
     OpCost& cost = costs[op.id.index()];
     if (is_collective(op.kind)) {
+      const bool copy_engine = copy_engine_stream[op.stream.index()] != 0;
       const auto key = std::make_tuple(op.kind, collective_size_bytes(op), op.dtype, op.reduce_op, op.group,
-                                       buffers_registered(s, op));
+                                       buffers_registered(s, op), copy_engine);
       auto it = cache.find(key);
       if (it == cache.end()) {
-        it = cache.emplace(key, collective_op_cost(s, op, topology, placements)).first;
+        OpCost fresh = collective_op_cost(s, op, topology, placements);
+        if (copy_engine) fresh.sms = 0;
+        it = cache.emplace(key, fresh).first;
         it->second.flow_class = static_cast<int32_t>(cache.size() - 1) * stages;
       }
       cost = it->second;

@@ -298,6 +298,7 @@ void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
       pg.unsharded = false;
     }
     acts.after_forward(u, ctx_.w.add(std::move(fwd)));
+    join_async_tp(ctx_, u, Phase::fwd, mb);
   }
   // The root's post-forward frees the last flat all-gather output.
   if (pending_flat_free_.valid()) {

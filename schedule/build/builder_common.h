@@ -31,8 +31,11 @@ struct BuildContext {
   const ParallelLayout& layout;
   std::vector<UnitCost> units;  ///< embedding, layer.0 … layer.L-1, output (indices match Schedule::units)
   ScheduleWriter w;
-  StreamId compute;  ///< the compute (default) stream
-  StreamId offload;  ///< the activation offload stream, when offloading
+  StreamId compute;   ///< the compute (default) stream
+  StreamId offload;   ///< the activation offload stream, when offloading
+  StreamId tp_async;  ///< async TP: the stream the overlapped TP chunks run on, once one does
+  /// Async TP: the overlapped chunks of the unit being built, which the op after its compute waits for.
+  std::vector<OpId> tp_async_pending;
 
   [[nodiscard]] int32_t layers() const { return static_cast<int32_t>(units.size()) - 2; }
   [[nodiscard]] bool is_layer(int32_t unit) const { return unit >= 1 && unit <= layers(); }
@@ -130,8 +133,15 @@ void run_actions(BuildContext& ctx, const StagePlan& plan, UnitRange& range, For
   run_actions(ctx, plan, range, forward, backward, unsupported, unsupported, actions);
 }
 
-/// Emits the unit's TP/CP/EP collectives of `phase` on the compute stream; returns their op ids.
+/// Emits the unit's TP/CP/EP collectives of `phase` on the compute stream; returns their op ids. Under async TP a
+/// forward TP all-gather runs on the tp_async stream beside the unit's compute, and a forward reduce-scatter is split
+/// in two: the last of its tp chunks on the compute stream (no GEMM is left to hide it) and the rest on the tp_async
+/// stream; join_async_tp then makes the compute stream wait for them.
 std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch);
+
+/// After a unit's compute op: a sync op on the compute stream that waits for the unit's overlapped TP chunks (none
+/// without async TP).
+void join_async_tp(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch);
 
 /// Model FLOPs and tokens of the step, and the other ScheduleInfo fields.
 ScheduleInfo make_schedule_info(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout,

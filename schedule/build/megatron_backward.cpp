@@ -76,6 +76,7 @@ void MegatronBuilder::recompute_chunk(int32_t first_unit, int32_t last_unit, Act
     for (const int32_t g : groups) op.reads.push_back(ag_[static_cast<size_t>(g)].buffer);
     acts.on_recompute(op, u);
     ctx_.w.add(std::move(op));
+    join_async_tp(ctx_, u, Phase::recompute, mb);
     if (zero3() && u < last_unit) {
       for (const int32_t g : groups) {
         AgState& state = ag_[static_cast<size_t>(g)];

@@ -141,6 +141,10 @@ struct FsdpConfig {
   int32_t cpu_offloading_num_layers = 0;  ///< 0: every decoder layer but the last
   bool flash_attention = true;
   bool fused_elementwise = true;  ///< false: PyTorch eager elementwise kernels (no torch.compile, no TE)
+  /// Async tensor parallelism (torchtitan's enable_async_tensor_parallel: torch.compile's micro-pipelined TP): the
+  /// forward's TP all-gathers and reduce-scatters run in tp chunks over copy engines beside the GEMMs they feed or
+  /// follow (schedule/build/builder_common.cpp, emit_unit_collectives).
+  bool async_tp = false;
   LossImpl loss_implementation = LossImpl::auto_select;  ///< schedule/model/loss.h; auto: see parallel_layout.cpp
   int32_t loss_chunks = 8;                               ///< chunked loss: torchtune's num_output_chunks
   bool reshard_after_forward = true;                     ///< FSDP2 only

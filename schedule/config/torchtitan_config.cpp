@@ -646,6 +646,18 @@ TorchtitanWorld apply_parallelism(const Toml& t, FsdpConfig& c, const ModelSpec&
   // not gather again: torchtitan/models/llama3/infra/parallelize.py @ 238fa995, apply_fsdp).
   const bool reshard_blocks = reshard == "always" || (reshard == "default" && d.pp == 1);
   set_key(c, t, "reshard_after_forward", reshard_blocks ? "true" : "false", reshard_path);
+  // Async TP is torch.compile's micro-pipelined TP (an inductor pass): torchtitan enables it only with the model
+  // compiled, and with TP (apply_tp of models/llama3/infra/parallelize.py).
+  const std::string async_path =
+      first_present(t, {"parallelism.enable_async_tensor_parallel", "experimental.enable_async_tensor_parallel"});
+  if (t.boolean(async_path).value_or(false)) {
+    const std::string compile_path = first_present(t, {"compile.enable", "training.compile"});
+    if (!t.boolean(compile_path).value_or(false)) {
+      t.fail(async_path, "async tensor parallelism is an inductor pass and needs the model compiled",
+             "set compile.enable = true (with \"model\" in compile.components), or drop async TP");
+    }
+    if (d.tp > 1) set_key(c, t, "async_tp", "true", async_path);
+  }
   if (d.pp > 1) apply_pipeline(t, c, model, d);
   return world_of(t, d);
 }

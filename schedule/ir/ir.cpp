@@ -40,7 +40,7 @@ constexpr EnumNames<BufferCategory, 10> kCategories{{{
     {BufferCategory::comm_staging, "comm_staging"},
 }}};
 
-constexpr EnumNames<StreamRole, 8> kStreamRoles{{{
+constexpr EnumNames<StreamRole, 9> kStreamRoles{{{
     {StreamRole::compute, "compute"},
     {StreamRole::ag, "ag"},
     {StreamRole::rs, "rs"},
@@ -49,6 +49,7 @@ constexpr EnumNames<StreamRole, 8> kStreamRoles{{{
     {StreamRole::outer_ag, "outer_ag"},
     {StreamRole::outer_ar, "outer_ar"},
     {StreamRole::offload, "offload"},
+    {StreamRole::tp_async, "tp_async"},
 }}};
 static_assert(kStreamRoles.name(StreamRole::compute) == kComputeStream);
 

@@ -178,7 +178,7 @@ struct ScheduleInfo {
 ///   ag_copy_in  FSDP2's all-gather copy-in stream
 ///   outer_rs, outer_ag, outer_ar   the HSDP/HFSDP outer collectives
 ///   offload     activation offload and reload
-enum class StreamRole : uint8_t { compute, ag, rs, ag_copy_in, outer_rs, outer_ag, outer_ar, offload };
+enum class StreamRole : uint8_t { compute, ag, rs, ag_copy_in, outer_rs, outer_ag, outer_ar, offload, tp_async };
 
 /// The name of the compute stream: the IR's one stream with a meaning of its own (CUDA's default stream in the
 /// frameworks). Reports count the gaps on it as exposed communication; validation checks gradient reductions against

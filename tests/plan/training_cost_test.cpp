@@ -2,6 +2,8 @@
 // prices, the GPU budget).
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <cmath>
 
 #include "plan/sweep.h"
@@ -121,21 +123,27 @@ TEST(HardwareSweep, PricesByTopologyThenProfileThenTheDefault) {
 }
 
 TEST(HardwareSweep, CostRanksCheaperHardwareFirstWhereThroughputRanksItLast) {
-  // H200 runs Llama-3-8B a little faster than H100 (the same peak, faster HBM); priced far above it, it costs more
-  // per token. Throughput and cost then order the two differently, which GPU-seconds alone never could.
+  // H100 and H200 run Llama-3-8B at throughputs a few percent apart (the same peak, faster HBM, their own fitted
+  // clocks); with the faster one priced at twice the other it costs more per token. Throughput and cost then order
+  // the two differently, which GPU-seconds alone never could.
   SweepSpec spec = llama8b_on("dgx-h100-ndr");
   spec.axes = {parse_grid_axis("topology=dgx-h100-ndr,hgx-h200-ndr")};
-  spec.prices = {{"dgx-h100-ndr", 2}, {"hgx-h200-ndr", 4}};
+  const auto unpriced = run_sweep(spec);
+  ASSERT_TRUE(unpriced[0].fits() && unpriced[1].fits());
+  ASSERT_NE(unpriced[0].tokens_per_s_per_gpu, unpriced[1].tokens_per_s_per_gpu);
+  const size_t faster = unpriced[1].tokens_per_s_per_gpu > unpriced[0].tokens_per_s_per_gpu ? 1 : 0;
+  const size_t slower = 1 - faster;
+  ASSERT_LT(unpriced[faster].tokens_per_s_per_gpu, 2 * unpriced[slower].tokens_per_s_per_gpu);
+  const std::array<std::string, 2> names{"dgx-h100-ndr", "hgx-h200-ndr"};
+  spec.prices = {{names[faster], 4}, {names[slower], 2}};
   const auto results = run_sweep(spec);
-  ASSERT_TRUE(results[0].fits() && results[1].fits());
-  ASSERT_GT(results[1].tokens_per_s_per_gpu, results[0].tokens_per_s_per_gpu);
   EXPECT_TRUE(results[0].priced);
-  EXPECT_EQ(rank_results(results, RankBy::throughput), (std::vector<size_t>{1, 0}));
-  EXPECT_EQ(rank_results(results, RankBy::cost), (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(rank_results(results, RankBy::throughput), (std::vector<size_t>{faster, slower}));
+  EXPECT_EQ(rank_results(results, RankBy::cost), (std::vector<size_t>{slower, faster}));
   // Cost per million tokens is the price of the GPU-seconds the tokens take, over the goodput.
-  const SweepResult& h100 = results[0];
-  EXPECT_NEAR(h100.cost.price_per_million_tokens, 2.0 * h100.gpu_seconds_per_million_tokens / 3600 / h100.cost.goodput,
-              1e-9);
+  const SweepResult& cheap = results[slower];
+  EXPECT_NEAR(cheap.cost.price_per_million_tokens,
+              2.0 * cheap.gpu_seconds_per_million_tokens / 3600 / cheap.cost.goodput, 1e-9);
 }
 
 TEST(HardwareSweep, PointsOverTheGpuBudgetRankAfterThoseWithinIt) {

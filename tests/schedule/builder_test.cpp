@@ -85,6 +85,9 @@ std::vector<BuildCase> build_cases() {
       {"no_overlap_zero1", "llama3-8b",
        with({"data_parallel_sharding_strategy=optim", "overlap_param_gather=false", "overlap_grad_reduce=false"})});
   cases.push_back({"deepseek_ep", "deepseek-v3", {"nodes=4", "ep=32", "global_batch_size=64"}});
+  cases.push_back({"fsdp2_async_tp", "llama3-8b", with({"implementation=fsdp2", "tp=8", "async_tp=true"})});
+  cases.push_back(
+      {"megatron_async_tp_recompute", "llama3-8b", with({"tp=4", "async_tp=true", "recompute_granularity=full"})});
   return cases;
 }
 
@@ -360,6 +363,63 @@ TEST(Builders, ActivationOffloadCopiesEachOffloadedLayer) {
                                  [](const Op& op) { return op.kind == OpKind::copy && op.recv_bytes > 0; });
   EXPECT_EQ(d2h, 31);
   EXPECT_EQ(h2d, 31);
+}
+
+// Async TP: each forward TP all-gather moves whole to the tp_async stream after the op that produced its input; each
+// forward reduce-scatter keeps the last of its tp chunks on the compute stream and sends the rest on tp_async; the op
+// after the unit's forward waits for them; the backward's TP collectives stay on the compute stream, and every
+// collective's bytes add up to the synchronous schedule's.
+TEST(Builders, AsyncTpOverlapsTheForwardTpCollectives) {
+  const std::vector<std::string> sets{"implementation=fsdp2", "tp=8", "nodes=2", "global_batch_size=16"};
+  std::vector<std::string> async_sets = sets;
+  async_sets.push_back("async_tp=true");
+  const Schedule sync = build_schedule(model_preset("llama3-8b"), config_of(sets), 8);
+  const Schedule async = build_schedule(model_preset("llama3-8b"), config_of(async_sets), 8);
+  ASSERT_TRUE(validate(async).empty()) << validate(async).front();
+  const auto find = [](const Schedule& s, const std::string& name) -> const Op& {
+    const auto it = std::find_if(s.ops.begin(), s.ops.end(), [&](const Op& op) { return op.name == name; });
+    EXPECT_NE(it, s.ops.end()) << name;
+    return *it;
+  };
+  const auto stream_of = [](const Schedule& s, const Op& op) { return s.streams[op.stream].name; };
+  // The attention block's all-gather: all of it beside the compute, after the op before it on the compute stream.
+  const Op& ag = find(sync, "tp_ag_attn.layer.3.mb0");
+  const Op& ag_async = find(async, "tp_ag_attn.async.layer.3.mb0");
+  EXPECT_EQ(stream_of(async, ag_async), "tp_async");
+  EXPECT_EQ(ag_async.send_bytes, ag.send_bytes);
+  EXPECT_EQ(ag_async.recv_bytes, ag.recv_bytes);
+  ASSERT_EQ(ag_async.deps.size(), 1U);
+  EXPECT_EQ(stream_of(async, async.ops[ag_async.deps[0]]), "compute");
+  EXPECT_FALSE(std::any_of(async.ops.begin(), async.ops.end(),
+                           [](const Op& op) { return op.name == "tp_ag_attn.layer.3.mb0"; }));
+  // Its reduce-scatter: 1/8 of the shard on the compute stream, 7/8 on tp_async.
+  const Op& rs = find(sync, "tp_rs_attn.layer.3.mb0");
+  const Op& rs_last = find(async, "tp_rs_attn.layer.3.mb0");
+  const Op& rs_rest = find(async, "tp_rs_attn.async.layer.3.mb0");
+  EXPECT_EQ(stream_of(async, rs_last), "compute");
+  EXPECT_EQ(rs_last.recv_bytes, rs.recv_bytes / 8);
+  EXPECT_EQ(rs_last.send_bytes, rs.recv_bytes / 8 * 8);
+  EXPECT_EQ(rs_rest.recv_bytes + rs_last.recv_bytes, rs.recv_bytes);
+  EXPECT_EQ(rs_rest.send_bytes + rs_last.send_bytes, rs.send_bytes);
+  EXPECT_EQ(stream_of(async, rs_rest), "tp_async");
+  // The forward, then the join waiting for the layer's overlapped collectives.
+  const Op& fwd = find(async, "fwd.layer.3.mb0");
+  const Op& join = find(async, "tp_async_join.layer.3.mb0");
+  EXPECT_EQ(join.id.value(), fwd.id.value() + 1);
+  EXPECT_EQ(join.stream, fwd.stream);
+  EXPECT_EQ(join.deps.size(), 4U);  // two all-gathers and two reduce-scatter remainders
+  EXPECT_NE(std::find(join.deps.begin(), join.deps.end(), ag_async.id), join.deps.end());
+  // Backward: as without async TP.
+  EXPECT_EQ(stream_of(async, find(async, "tp_rs_attn_grad.layer.3.mb0")), "compute");
+  EXPECT_EQ(find(async, "tp_rs_attn_grad.layer.3.mb0").send_bytes,
+            find(sync, "tp_rs_attn_grad.layer.3.mb0").send_bytes);
+  // Every collective's bytes are the synchronous schedule's.
+  const auto total = [](const Schedule& s) {
+    int64_t bytes = 0;
+    for (const Op& op : s.ops) bytes += is_collective(op.kind) ? op.send_bytes + op.recv_bytes : 0;
+    return bytes;
+  };
+  EXPECT_EQ(total(async), total(sync));
 }
 
 }  // namespace

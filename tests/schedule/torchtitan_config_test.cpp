@@ -523,6 +523,20 @@ TEST(TorchtitanConfig, OptimizerImplementation) {
              "'optimizer.implementation': unknown implementation 'apex' (use \"fused\", \"foreach\" or \"for-loop\")");
 }
 
+// [parallelism] enable_async_tensor_parallel: torch.compile's micro-pipelined TP, so only with the model compiled and
+// only where there is TP.
+TEST(TorchtitanConfig, AsyncTensorParallel) {
+  const std::string tp8 = std::string(kLlama8b) + "[parallelism]\ntensor_parallel_degree = 8\n";
+  EXPECT_FALSE(load_text(tp8 + "[compile]\nenable = true\n").config.async_tp);
+  EXPECT_TRUE(load_text(tp8 + "enable_async_tensor_parallel = true\n[compile]\nenable = true\n").config.async_tp);
+  EXPECT_FALSE(load_text(std::string(kLlama8b) +
+                         "[parallelism]\nenable_async_tensor_parallel = true\n[compile]\nenable = true\n")
+                   .config.async_tp);  // TP 1: nothing to overlap
+  EXPECT_HAS(error_for(tp8 + "enable_async_tensor_parallel = true\n"),
+             "'parallelism.enable_async_tensor_parallel': async tensor parallelism is an inductor pass and needs the "
+             "model compiled (set compile.enable = true");
+}
+
 TEST(TorchtitanConfig, Errors) {
   EXPECT_HAS(
       error_for(std::string(kLlama8b) + "[parallelism]\npipeline_parallel_degree = 4\npipeline_parallel_schedule = "
