@@ -19,5 +19,7 @@ endif()
 function(fsdpsim_use_program_allocator target)
   if(FSDPSIM_HAVE_MIMALLOC)
     target_link_libraries(${target} PRIVATE mimalloc)
+    # An arena reserved before main, so that freed schedules stay mapped for the next sweep point.
+    target_sources(${target} PRIVATE "${PROJECT_SOURCE_DIR}/common/program_allocator_arena.cpp")
   endif()
 endfunction()

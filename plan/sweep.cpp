@@ -135,7 +135,7 @@ int64_t sweep_size(const SweepSpec& spec) {
     throw ConfigError(SourceLocation{"<--grid>", 0, 0}, "",
                       "a grid of " + points + " points (" + axes + ") is beyond what fsdpsim models",
                       "sweep at most " + std::to_string(limits::kMaxGridPoints) +
-                          " points (each is one simulation; 10,000 take about 45 s on 2 cores): drop values or axes");
+                          " points (each is one simulation; 10,000 take about 35 s on 2 cores): drop values or axes");
   }
   return static_cast<int64_t>(n);
 }
