@@ -69,6 +69,25 @@ int64_t int_field(const PickleValue& dict, const std::string& key, const std::st
   return *v->integer();
 }
 
+// A byte count: at least 0 and below the caching allocator's request limit (no device holds 2^60 bytes).
+int64_t size_field(const PickleValue& dict, const std::string& key, const std::string& source, const char* where) {
+  const int64_t v = int_field(dict, key, source, where);
+  if (v < 0 || v >= int64_t{1} << 60) {
+    not_a_snapshot(source, key,
+                   std::string(where) + " has '" + key + "' = " + std::to_string(v) + ", which is no size in bytes");
+  }
+  return v;
+}
+
+// Sums of the file's byte counts: a sum past int64 is not a snapshot's either.
+int64_t add_bytes(int64_t total, int64_t delta, const std::string& source) {
+  int64_t out = 0;
+  if (__builtin_add_overflow(total, delta, &out)) {
+    not_a_snapshot(source, "size", "its sizes add up past 2^63 bytes, which no device holds");
+  }
+  return out;
+}
+
 std::string text_field(const PickleValue& dict, const std::string& key) {
   const PickleValue* v = dict.find(key);
   return v != nullptr && v->string() != nullptr ? *v->string() : std::string();
@@ -212,13 +231,13 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
     if (const PickleValue* d = seg.find("device"); d != nullptr && d->integer() != nullptr && *d->integer() != device) {
       continue;
     }
-    end_reserved += int_field(seg, "total_size", source, "a segment");
+    end_reserved = add_bytes(end_reserved, size_field(seg, "total_size", source, "a segment"), source);
     const PickleValue* blocks = seg.find("blocks");
     if (blocks == nullptr || blocks->list() == nullptr) continue;
     for (const PickleValue& b : *blocks->list()) {
       if (text_field(b, "state") != "active_allocated") continue;
       end_active[int_field(b, "address", source, "a block")] =
-          Live{int_field(b, "size", source, "a block"), category_of(b, context)};
+          Live{size_field(b, "size", source, "a block"), category_of(b, context)};
     }
   }
   const PickleList empty;
@@ -256,7 +275,7 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
       ev.addr = int_field(e, "addr", source, "an alloc event");
       // The trace records the requested size; the allocator's counters (torch.cuda.max_memory_allocated) count
       // the block the request is rounded to.
-      ev.size = CachingAllocator::round_size(int_field(e, "size", source, "an alloc event"));
+      ev.size = CachingAllocator::round_size(size_field(e, "size", source, "an alloc event"));
       ev.category = category_of(e, context);
     } else if (action == "free_requested" || action == "free_completed") {
       // The counters drop when the free is requested; free_completed follows once the block's streams are done
@@ -265,10 +284,10 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
       ev.addr = int_field(e, "addr", source, "a free event");
     } else if (action == "segment_alloc" || action == "segment_map") {
       ev.kind = TraceEvent::Kind::segment;
-      ev.size = int_field(e, "size", source, "a segment event");
+      ev.size = size_field(e, "size", source, "a segment event");
     } else if (action == "segment_free" || action == "segment_unmap") {
       ev.kind = TraceEvent::Kind::segment;
-      ev.size = -int_field(e, "size", source, "a segment event");
+      ev.size = -size_field(e, "size", source, "a segment event");
     }
     events.push_back(std::move(ev));
   }
@@ -288,12 +307,12 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
         if (e.kind == TraceEvent::Kind::free && requested.erase(e.addr) != 0) break;  // completes a request
         if (e.kind == TraceEvent::Kind::free_request) requested.insert(e.addr);
         if (live.erase(e.addr) == 0) {
-          before[e.addr] = Live{CachingAllocator::round_size(int_field(*e.raw, "size", source, "a free event")),
+          before[e.addr] = Live{CachingAllocator::round_size(size_field(*e.raw, "size", source, "a free event")),
                                 category_of(*e.raw, context)};
         }
         break;
       case TraceEvent::Kind::segment:
-        segment_delta += e.size;
+        segment_delta = add_bytes(segment_delta, e.size, source);
         break;
       case TraceEvent::Kind::other:
         break;
@@ -310,11 +329,15 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
   live.clear();
   for (const auto& [addr, block] : before) {
     live.emplace(addr, block);
-    allocated += block.size;
-    categories[block.category] += block.size;
-    m.allocated_before_trace_bytes += block.size;
+    allocated = add_bytes(allocated, block.size, source);
+    categories[block.category] = add_bytes(categories[block.category], block.size, source);
+    m.allocated_before_trace_bytes = add_bytes(m.allocated_before_trace_bytes, block.size, source);
   }
-  int64_t reserved = std::max<int64_t>(0, end_reserved - segment_delta);
+  int64_t before_trace = 0;  // end_reserved − segment_delta, checked (the delta is a sum the file decides)
+  if (__builtin_sub_overflow(end_reserved, segment_delta, &before_trace)) {
+    not_a_snapshot(source, "size", "its segment sizes add up past 2^63 bytes, which no device holds");
+  }
+  int64_t reserved = std::max<int64_t>(0, before_trace);
   m.peak_allocated_bytes = allocated;
   m.peak_categories = categories;
   m.peak_reserved_bytes = reserved;
@@ -325,8 +348,8 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
     switch (e.kind) {
       case TraceEvent::Kind::alloc:
         live[e.addr] = Live{e.size, e.category};
-        allocated += e.size;
-        categories[e.category] += e.size;
+        allocated = add_bytes(allocated, e.size, source);
+        categories[e.category] = add_bytes(categories[e.category], e.size, source);
         if (allocated > m.peak_allocated_bytes) {
           m.peak_allocated_bytes = allocated;
           m.peak_categories = categories;
@@ -338,13 +361,13 @@ SnapshotMemory read_memory_snapshot(const PickleValue& snapshot, const std::stri
         if (e.kind == TraceEvent::Kind::free && requested.erase(e.addr) != 0) break;  // completes a request
         if (e.kind == TraceEvent::Kind::free_request) requested.insert(e.addr);
         if (const auto it = live.find(e.addr); it != live.end()) {
-          allocated -= it->second.size;
-          categories[it->second.category] -= it->second.size;
+          allocated = add_bytes(allocated, -it->second.size, source);
+          categories[it->second.category] = add_bytes(categories[it->second.category], -it->second.size, source);
           live.erase(it);
         }
         break;
       case TraceEvent::Kind::segment:
-        reserved += e.size;
+        reserved = add_bytes(reserved, e.size, source);
         m.peak_reserved_bytes = std::max(m.peak_reserved_bytes, reserved);
         break;
       case TraceEvent::Kind::other:

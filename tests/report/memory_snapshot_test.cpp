@@ -162,5 +162,28 @@ TEST(MemorySnapshot, APickleThatIsNotASnapshotSaysSo) {
              "no 'segments' list: this is not a CUDA memory snapshot");
 }
 
+// Sizes are byte counts a device can hold: a negative one, or one past the caching allocator's 2^60 limit (what the
+// fuzzer found: an alloc event of 2^62 bytes), is named, as is a sum of sizes past int64.
+TEST(MemorySnapshot, SizesNoDeviceHoldsAreRefused) {
+  const auto with_trace = [](PickleList trace) {
+    PickleValue segment = pickle_dict({{pickle_string("device"), pickle_int(0)},
+                                       {pickle_string("total_size"), pickle_int(8192)},
+                                       {pickle_string("blocks"), pickle_list({})}});
+    return pickle_dict({{pickle_string("segments"), pickle_list({segment})},
+                        {pickle_string("device_traces"), pickle_list({pickle_list(std::move(trace))})}});
+  };
+  EXPECT_HAS(error_of([&] {
+               (void)read_memory_snapshot(with_trace({event("alloc", 100, int64_t{1} << 62, 10)}), "s.pickle");
+             }),
+             "s.pickle: 'size': an alloc event has 'size' = 4611686018427387904, which is no size in bytes");
+  EXPECT_HAS(
+      error_of([&] { (void)read_memory_snapshot(with_trace({event("segment_free", 100, -4096, 10)}), "s.pickle"); }),
+      "a segment event has 'size' = -4096, which is no size in bytes");
+  PickleList many;
+  for (int i = 0; i < 9; ++i) many.push_back(event("segment_alloc", 100 + i, (int64_t{1} << 60) - 1, 10 + i));
+  EXPECT_HAS(error_of([&] { (void)read_memory_snapshot(with_trace(std::move(many)), "s.pickle"); }),
+             "its sizes add up past 2^63 bytes");
+}
+
 }  // namespace
 }  // namespace fsdpsim
