@@ -20,10 +20,7 @@ constexpr double kBackwardFlopsPerForward = 2.5;
 
 constexpr int64_t kMaxDimension = 1'000'000'000;
 
-[[noreturn]] void fail(const std::string& source, int line, const std::string& field, const std::string& problem,
-                       const std::string& fix) {
-  throw ConfigError(SourceLocation{source, line, 0}, field, problem, fix);
-}
+using measured_table::fail;
 
 // Interpolates `value_at(i)` (a log rate) over a sorted axis at `v`, in log v.
 template <typename ValueAt>

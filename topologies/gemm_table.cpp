@@ -13,12 +13,8 @@
 namespace fsdpsim {
 namespace {
 
+using measured_table::fail;
 using measured_table::locate_log;
-
-[[noreturn]] void fail(const std::string& source, int line, const std::string& field, const std::string& problem,
-                       const std::string& fix) {
-  throw ConfigError(SourceLocation{source, line, 0}, field, problem, fix);
-}
 
 }  // namespace
 

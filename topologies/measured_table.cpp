@@ -8,6 +8,11 @@
 
 namespace fsdpsim::measured_table {
 
+void fail(const std::string& source, int line, const std::string& field, const std::string& problem,
+          const std::string& fix) {
+  throw ConfigError(SourceLocation{source, line, 0}, field, problem, fix);
+}
+
 std::vector<std::string> split_csv(const std::string& line) {
   std::vector<std::string> cells;
   std::stringstream in(line);

@@ -14,6 +14,10 @@ namespace fsdpsim::measured_table {
 /// Measured tables are CSV files of a few thousand rows; anything beyond this is not one.
 inline constexpr int64_t kMaxTableBytes = int64_t{64} << 20;
 
+/// ConfigError at `source`:`line` naming `field`.
+[[noreturn]] void fail(const std::string& source, int line, const std::string& field, const std::string& problem,
+                       const std::string& fix);
+
 /// The cells of one CSV line (no quoting: the measure script writes plain numbers and names).
 std::vector<std::string> split_csv(const std::string& line);
 
