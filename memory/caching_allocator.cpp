@@ -9,6 +9,8 @@
 
 namespace fsdpsim {
 
+using alloc_detail::encode_handle;
+using alloc_detail::kHandleIndexBits;
 using alloc_detail::kLargeBuffer;
 using alloc_detail::kMaxRequestBytes;
 using alloc_detail::kMinBlockSize;
@@ -19,13 +21,6 @@ using alloc_detail::kSmallBuffer;
 using alloc_detail::kSmallSize;
 
 namespace {
-
-// A handle is (generation << 32) | block index; generation ≥ 1, so no handle equals kZeroByteBlock.
-constexpr int kHandleIndexBits = 32;
-
-BlockHandle encode_handle(int32_t block, uint32_t generation) {
-  return static_cast<BlockHandle>((uint64_t{generation} << kHandleIndexBits) | static_cast<uint32_t>(block));
-}
 
 void validate(const AllocatorConfig& config) {
   const SourceLocation where{"<allocator config>", 0, 0};

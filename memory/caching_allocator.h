@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 namespace fsdpsim {
 
@@ -36,6 +37,39 @@ struct AllocatorStats {
   int64_t cuda_free_calls = 0;       ///< segments released (empty_cache on an allocation failure); expandable: unmaps
   int64_t segments = 0;              ///< segments currently held; expandable: segments with a mapped page
   int64_t inactive_split_bytes = 0;  ///< free bytes inside segments that also hold live blocks (fragmentation)
+};
+
+/// One block of an allocator's state as CachingAllocator::layout() lists it.
+struct BlockLayout {
+  int64_t address = 0;
+  int64_t size_bytes = 0;
+  int64_t segment_address = 0;
+  int32_t stream = 0;
+  bool small_pool = false;
+  bool allocated = false;
+  bool mapped = true;
+  bool operator==(const BlockLayout&) const = default;
+};
+
+/// One segment as CachingAllocator::layout() lists it.
+struct SegmentLayout {
+  int64_t address = 0;
+  int64_t size_bytes = 0;
+  int64_t page_bytes = 0;
+  int64_t mapped_bytes = 0;
+  bool operator==(const SegmentLayout&) const = default;
+};
+
+/// Everything that decides an allocator's later answers: its blocks and segments in address order, the streams in
+/// the order they were first used, and the next segment's address. Handles are left out: equal states may hand
+/// the same block out under different handles (arena slots are reused in any order), and nothing else depends on
+/// them. Two allocators with equal layouts answer every later sequence of requests with the same blocks.
+struct AllocatorLayout {
+  std::vector<BlockLayout> blocks;
+  std::vector<SegmentLayout> segments;
+  std::vector<int32_t> streams;
+  int64_t next_address = 0;
+  bool operator==(const AllocatorLayout&) const = default;
 };
 
 /// The allocator of one device.
@@ -67,8 +101,13 @@ class CachingAllocator {
   /// Clears the peak counters (torch.cuda.reset_peak_memory_stats()).
   void reset_peaks();
 
+  /// The state as a layout (see AllocatorLayout); `handles` gets the handle of each listed block that is allocated
+  /// (kZeroByteBlock for the others), in the same order.
+  void layout(AllocatorLayout& out, std::vector<BlockHandle>& handles) const;
   /// The counters (torch.cuda.memory_stats() "all" values).
   [[nodiscard]] const AllocatorStats& stats() const { return stats_; }
+  /// The arena slot of a live handle: live blocks have distinct slots (a tracker keys its buffers by them).
+  [[nodiscard]] static size_t slot_of(BlockHandle block) { return static_cast<uint32_t>(block); }
   /// The size a request is rounded to (512 B granularity).
   [[nodiscard]] static int64_t round_size(int64_t size_bytes);
   /// The segment size cudaMalloc is asked for when a request of `rounded_bytes` finds no cached block.

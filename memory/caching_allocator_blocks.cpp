@@ -26,6 +26,42 @@ bool address_less(const AddressKey& a, const AddressKey& b) {
 
 }  // namespace
 
+void CachingAllocator::layout(AllocatorLayout& out, std::vector<BlockHandle>& handles) const {
+  FSDPSIM_CHECK(impl_ != nullptr, "layout() on a moved-from CachingAllocator");
+  const Impl& im = *impl_;
+  out.blocks.clear();
+  out.segments.clear();
+  out.streams.clear();
+  handles.clear();
+  std::vector<std::pair<int64_t, int32_t>> order;  // (address, block)
+  for (size_t i = 0; i < im.blocks.size(); ++i) {
+    if (im.blocks[i].live) order.emplace_back(im.blocks[i].address, static_cast<int32_t>(i));
+  }
+  std::sort(order.begin(), order.end());
+  for (const auto& [address, index] : order) {
+    const alloc_detail::Block& b = im.blocks[static_cast<size_t>(index)];
+    out.blocks.push_back(BlockLayout{.address = b.address,
+                                     .size_bytes = b.size_bytes,
+                                     .segment_address = im.segments[static_cast<size_t>(b.segment)].base_address,
+                                     .stream = im.streams[static_cast<size_t>(b.stream_slot)].stream,
+                                     .small_pool = b.pool == alloc_detail::Pool::small,
+                                     .allocated = b.allocated,
+                                     .mapped = b.mapped});
+    handles.push_back(b.allocated ? alloc_detail::encode_handle(index, b.generation) : kZeroByteBlock);
+  }
+  for (const alloc_detail::Segment& segment : im.segments) {
+    if (!segment.live) continue;
+    out.segments.push_back(SegmentLayout{.address = segment.base_address,
+                                         .size_bytes = segment.size_bytes,
+                                         .page_bytes = segment.page_bytes,
+                                         .mapped_bytes = segment.mapped_bytes});
+  }
+  std::sort(out.segments.begin(), out.segments.end(),
+            [](const SegmentLayout& a, const SegmentLayout& b) { return a.address < b.address; });
+  for (const alloc_detail::StreamPools& pools : im.streams) out.streams.push_back(pools.stream);
+  out.next_address = im.next_address;
+}
+
 int32_t CachingAllocator::Impl::stream_index(int32_t stream) {
   // Streams keep their slot for the allocator's lifetime (slots in order of first use), so a block can name its
   // lists by slot; a job has a handful of streams, so a scan is cheaper than a map.

@@ -25,6 +25,12 @@ inline constexpr int64_t kRoundLarge = int64_t{2} << 20;      // kRoundLarge: la
 // NativeCachingAllocator::allocate refuses 1 EB or more ("Tried to allocate more than 1EB memory").
 inline constexpr int64_t kMaxRequestBytes = int64_t{1} << 60;
 
+/// A handle is (generation << 32) | block index; generation ≥ 1, so no handle equals kZeroByteBlock.
+inline constexpr int kHandleIndexBits = 32;
+inline BlockHandle encode_handle(int32_t block, uint32_t generation) {
+  return static_cast<BlockHandle>((uint64_t{generation} << kHandleIndexBits) | static_cast<uint32_t>(block));
+}
+
 /// "No block / no segment" in the index links.
 inline constexpr int32_t kNone = -1;
 

@@ -33,6 +33,9 @@ void MemoryTracker::allocate(BufferId buffer, OpId op, StreamId stream, TimeNs t
   const auto block = oom_ ? std::nullopt : allocator_.allocate(b.size_bytes, stream.value());
   if (block) {
     blocks_[buffer] = *block;
+    const size_t slot = CachingAllocator::slot_of(*block);
+    if (slot >= buffer_of_slot_.size()) buffer_of_slot_.resize(slot + 1);
+    buffer_of_slot_[slot] = buffer;
   } else {
     // Out of memory: remember the first failure, then keep counting the bytes so the rest of the step is still
     // measured (what the job would need).
@@ -64,6 +67,42 @@ void MemoryTracker::release(BufferId buffer, TimeNs time_ns) {
   unbacked = 0;
   live_[static_cast<size_t>(b.category)] -= CachingAllocator::round_size(b.size_bytes);
   sample(time_ns);
+}
+
+void MemoryTracker::state(MemoryState& out) const {
+  std::vector<BlockHandle> handles;
+  allocator_.layout(out.layout, handles);
+  out.block_buffers.assign(handles.size(), BufferId::none());
+  for (size_t i = 0; i < handles.size(); ++i) {
+    if (handles[i] != kZeroByteBlock) out.block_buffers[i] = buffer_of_slot_[CachingAllocator::slot_of(handles[i])];
+  }
+  out.live = live_;
+  out.stats = allocator_.stats();
+  out.timeline_samples = timeline_.size();
+  out.oom = oom_.has_value();
+}
+
+void MemoryTracker::rename_live(std::span<const BufferId> from, std::span<const BufferId> to) {
+  FSDPSIM_CHECK(from.size() == to.size(), "one new name per live buffer");
+  std::vector<BlockHandle> moved;
+  for (const BufferId b : from) {
+    FSDPSIM_CHECK(blocks_[b] > kZeroByteBlock, "renamed buffer is not live");
+    moved.push_back(blocks_[b]);
+    blocks_[b] = -1;
+  }
+  for (size_t i = 0; i < to.size(); ++i) {
+    FSDPSIM_CHECK(blocks_[to[i]] < 0, "renamed buffer is already live");
+    blocks_[to[i]] = moved[i];
+  }
+}
+
+void MemoryTracker::repeat_samples(size_t begin, size_t end, TimeNs shift_ns) {
+  FSDPSIM_CHECK(begin <= end && end <= timeline_.size(), "repeated samples out of range");
+  for (size_t i = begin; i < end; ++i) {
+    MemorySample sample = timeline_[i];
+    sample.time_ns += shift_ns;
+    timeline_.push_back(sample);
+  }
 }
 
 void MemoryTracker::reset_peaks(TimeNs time_ns, int32_t step) {

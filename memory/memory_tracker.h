@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,16 @@ struct OomEvent {
   CategoryBytes breakdown{};
 };
 
+/// What a tracker holds at one moment, as the engine's replay of repeating micro-batches compares it (sim/engine.cpp).
+struct MemoryState {
+  AllocatorLayout layout;
+  std::vector<BufferId> block_buffers;  ///< per layout block: the buffer it holds (none for a free block)
+  CategoryBytes live{};
+  AllocatorStats stats;
+  size_t timeline_samples = 0;
+  bool oom = false;
+};
+
 /// Tracks one rank's memory while the engine runs.
 class MemoryTracker {
  public:
@@ -67,6 +78,12 @@ class MemoryTracker {
   [[nodiscard]] const CategoryBytes& live_bytes() const { return live_; }
   /// Reserved bytes (after an OOM: at least the allocated bytes, which would reuse the cached free blocks first).
   [[nodiscard]] int64_t reserved_bytes() const;
+  /// The state now (see MemoryState), into `out`.
+  void state(MemoryState& out) const;
+  /// For a replayed stretch of the run: the live buffers `from[i]` are `to[i]` from now on, in the same blocks.
+  void rename_live(std::span<const BufferId> from, std::span<const BufferId> to);
+  /// For a replayed stretch of the run: appends copies of the timeline samples [begin, end), `shift_ns` later.
+  void repeat_samples(size_t begin, size_t end, TimeNs shift_ns);
   /// Restarts peak tracking at the start of a step (each step's peak is reported); the peaks start from the
   /// memory in use now.
   void reset_peaks(TimeNs time_ns, int32_t step);
@@ -76,6 +93,7 @@ class MemoryTracker {
   const Schedule& schedule_;
   CachingAllocator allocator_;
   IdVector<BufferId, BlockHandle> blocks_;  // per buffer; -1 when not live
+  std::vector<BufferId> buffer_of_slot_;    // per allocator block slot: the buffer it last held (state())
   IdVector<BufferId, int64_t> unbacked_;    // per buffer: bytes counted without a block (after an OOM)
   CategoryBytes live_{};
   int64_t unbacked_total_ = 0;

@@ -3,14 +3,18 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
 #include "common/error.h"
 #include "memory/memory_tracker.h"
 #include "sim/event_queue.h"
+#include "sim/flat_ops.h"
 #include "sim/flow_solver.h"
 #include "sim/memory_overhead_model.h"
+#include "sim/micro_batch_translation.h"
 
 namespace fsdpsim {
 namespace {
@@ -27,16 +31,6 @@ struct Activity {
   double rate = 0;
   TimeNs since = 0;
   uint32_t version = 0;
-};
-
-// What the event loop reads about an op, packed together (the Op structs are large and scattered).
-struct OpRuntime {
-  int32_t stream = 0;
-  int32_t deps = 0;
-  int32_t peer = -1;                                 // send/recv: the other end of the rendezvous
-  int32_t allocs_begin = 0, allocs_end = 0;          // into buffer_ids_
-  int32_t frees_begin = 0, frees_end = 0;            // into buffer_ids_
-  int32_t dependents_begin = 0, dependents_end = 0;  // into dependent_ids_
 };
 
 // What the caching allocator can reserve: the GPU's memory less what the CUDA context, cuBLAS and NCCL hold before
@@ -95,38 +89,20 @@ class Engine {
     stage_changed_.assign(static_cast<size_t>(stages), 1);
     for (const Stream& st : s.streams) stream_stage_.push_back(st.stage);
     for (const double cap : link_caps) links_.push_back(FlowLink{cap});
-    stream_ops_.resize(s.streams.size());
-    // Each op's dependents, flat: counted, then filled in op order (one allocation, not one list per op).
-    std::vector<int32_t> dependents_begin(s.ops.size() + 1, 0);
-    for (const Op& op : s.ops) {
-      stream_ops_[op.stream.index()].push_back(op.id.value());
-      for (const OpId d : op.deps) ++dependents_begin[d.index() + 1];
-    }
-    for (size_t i = 0; i < s.ops.size(); ++i) dependents_begin[i + 1] += dependents_begin[i];
-    dependent_ids_.assign(static_cast<size_t>(dependents_begin.back()), 0);
-    std::vector<int32_t> next = dependents_begin;
-    for (const Op& op : s.ops) {
-      for (const OpId d : op.deps) dependent_ids_[static_cast<size_t>(next[d.index()]++)] = op.id.value();
-    }
-    ops_.resize(s.ops.size());
-    for (const Op& op : s.ops) {
-      OpRuntime& r = ops_[op.id.index()];
-      r.stream = op.stream.value();
-      r.deps = static_cast<int32_t>(op.deps.size());
-      r.peer = op.peer.valid() ? op.peer.value() : -1;
-      r.allocs_begin = static_cast<int32_t>(buffer_ids_.size());
-      buffer_ids_.insert(buffer_ids_.end(), op.allocs.begin(), op.allocs.end());
-      r.allocs_end = r.frees_begin = static_cast<int32_t>(buffer_ids_.size());
-      buffer_ids_.insert(buffer_ids_.end(), op.frees.begin(), op.frees.end());
-      r.frees_end = static_cast<int32_t>(buffer_ids_.size());
-      r.dependents_begin = dependents_begin[op.id.index()];
-      r.dependents_end = dependents_begin[op.id.index() + 1];
-    }
+    flat_ = flatten_ops(s, costs_);
     acts_.resize(s.streams.size());
     queue_ = EventQueue(s.streams.size());
     flow_of_stream_.assign(s.streams.size(), -1);
     for (int32_t stage = 0; stage < stages; ++stage)
       compute_streams_.push_back(std::max(0, s.compute_stream(stage).value()));
+    // Replaying repeated micro-batches pays off from four on: two are simulated to see the state repeat.
+    if (o.replay_repeats && s.info.micro_batches >= 4) {
+      // The translation is worked out at the first boundary: a run that fails an allocation before it never needs it.
+      for (size_t op = 0; op < flat_.ops.size() && second_micro_batch_op_ < 0; ++op) {
+        if (flat_.ops[op].micro_batch == 1) second_micro_batch_op_ = static_cast<int32_t>(op);
+      }
+      replay_enabled_ = second_micro_batch_op_ >= 0;
+    }
   }
 
   RunRecord run() {
@@ -179,6 +155,7 @@ class Engine {
     result.oom = memory.oom();
     result.allocator = memory.allocator_stats();
     result.events = events_;
+    result.replayed_windows = replayed_windows_;
     return result;
   }
 
@@ -190,9 +167,9 @@ class Engine {
     run.ops.assign(s_.ops.size(), OpTiming{});
     timings_ = &run.ops;
     head_.assign(s_.streams.size(), 0);
-    pending_.resize(ops_.size());
-    for (size_t i = 0; i < ops_.size(); ++i) pending_[i] = ops_[i].deps;
-    posted_.assign(ops_.size(), 0);
+    pending_.resize(flat_.ops.size());
+    for (size_t i = 0; i < flat_.ops.size(); ++i) pending_[i] = flat_.ops[i].deps();
+    posted_.assign(flat_.ops.size(), 0);
     for (auto& a : acts_) a = Activity{};
     for (auto& stage : running_of_stage_) stage.clear();
     std::fill(stage_changed_.begin(), stage_changed_.end(), 1);
@@ -200,7 +177,11 @@ class Engine {
     flows_changed_ = true;
     fresh_.clear();
     to_check_.clear();
-    for (size_t st = 0; st < stream_ops_.size(); ++st) to_check_.push_back(st);
+    for (size_t st = 0; st < flat_.streams.size(); ++st) to_check_.push_back(st);
+    last_boundary_.reset();
+    recording_ = false;
+    boundary_pending_ = false;
+    arm_boundary(replay_enabled_ ? 1 : -1);  // from the second micro-batch's start
     TimeNs now = start;
     advance(now);
     while (!queue_.empty()) {
@@ -218,6 +199,8 @@ class Engine {
         finish(a.op, now);
       }
       advance(now);
+      // A micro-batch's first op started and every event of this instant is done: a boundary between windows.
+      if (boundary_pending_ && (queue_.empty() || queue_.next_time() > now)) now = at_boundary(now);
     }
     check_finished();
     run.end_ns = now;
@@ -231,10 +214,10 @@ class Engine {
     while (!to_check_.empty()) {
       const size_t st = to_check_.back();
       to_check_.pop_back();
-      if (acts_[st].active || head_[st] >= stream_ops_[st].size()) continue;
-      const int32_t op = stream_ops_[st][head_[st]];
+      if (acts_[st].active || head_[st] >= flat_.streams[st].size()) continue;
+      const int32_t op = flat_.streams[st][head_[st]];
       if (pending_[static_cast<size_t>(op)] > 0) continue;
-      const int32_t peer = ops_[static_cast<size_t>(op)].peer;
+      const int32_t peer = flat_.ops[static_cast<size_t>(op)].peer;
       if (peer >= 0) {
         // A send/recv pair starts once both ends are posted: the first waits for the other.
         if (!posted_[static_cast<size_t>(peer)]) {
@@ -251,12 +234,14 @@ class Engine {
 
   // The send carries the transfer; the recv waits on its stream until the send ends (finish()).
   void start_rendezvous(int32_t op, int32_t peer, TimeNs now) {
-    const bool op_sends = s_.ops[static_cast<size_t>(op)].kind == OpKind::send;
+    const bool op_sends = flat_.ops[static_cast<size_t>(op)].kind == OpKind::send;
     const int32_t send = op_sends ? op : peer, recv = op_sends ? peer : op;
-    const OpRuntime& r = ops_[static_cast<size_t>(recv)];
+    const FlatOp& r = flat_.ops[static_cast<size_t>(recv)];
     (*timings_)[static_cast<size_t>(recv)].start_ns = now;
+    if (recording_) started_.emplace_back(recv, now);
+    if (recv == boundary_op_) boundary_pending_ = true;
     for (int32_t i = r.allocs_begin; i < r.allocs_end; ++i) {
-      const BufferId b = buffer_ids_[static_cast<size_t>(i)];
+      const BufferId b = flat_.buffer_ids[static_cast<size_t>(i)];
       memory_of(b).allocate(b, OpId(recv), StreamId(r.stream), now, step_);
     }
     Activity& a = acts_[static_cast<size_t>(r.stream)];
@@ -266,17 +251,19 @@ class Engine {
   }
 
   void start(int32_t op_id, TimeNs now) {
-    const OpRuntime& op = ops_[static_cast<size_t>(op_id)];
+    const FlatOp& op = flat_.ops[static_cast<size_t>(op_id)];
     (*timings_)[static_cast<size_t>(op_id)].start_ns = now;
+    if (recording_) started_.emplace_back(op_id, now);
+    if (op_id == boundary_op_) boundary_pending_ = true;
     MemoryTracker& memory = memories_[static_cast<size_t>(stream_stage_[static_cast<size_t>(op.stream)])];
     const int64_t mallocs_before = memory.allocator_stats().cuda_malloc_calls;
     for (int32_t i = op.allocs_begin; i < op.allocs_end; ++i) {
-      memory.allocate(buffer_ids_[static_cast<size_t>(i)], OpId(op_id), StreamId(op.stream), now, step_);
+      memory.allocate(flat_.buffer_ids[static_cast<size_t>(i)], OpId(op_id), StreamId(op.stream), now, step_);
     }
     // A new allocator segment is a synchronous cudaMalloc on the host before the op can be enqueued: it delays the
     // op (this is what makes a first step slower than the steady state).
     const TimeNs malloc_ns = (memory.allocator_stats().cuda_malloc_calls - mallocs_before) * t_.gpu.cuda_malloc_ns;
-    const OpCost& cost = costs_[static_cast<size_t>(op_id)];
+    const FlatOp& cost = op;
     Activity& a = acts_[static_cast<size_t>(op.stream)];
     a.op = op_id;
     switch (cost.model) {
@@ -328,10 +315,11 @@ class Engine {
   }
 
   void finish(int32_t op_id, TimeNs now) {
-    const OpRuntime& op = ops_[static_cast<size_t>(op_id)];
+    const FlatOp& op = flat_.ops[static_cast<size_t>(op_id)];
     (*timings_)[static_cast<size_t>(op_id)].end_ns = now;
+    if (recording_) finished_.emplace_back(op_id, now);
     for (int32_t i = op.frees_begin; i < op.frees_end; ++i) {
-      const BufferId b = buffer_ids_[static_cast<size_t>(i)];
+      const BufferId b = flat_.buffer_ids[static_cast<size_t>(i)];
       memory_of(b).release(b, now);
     }
     Activity& a = acts_[static_cast<size_t>(op.stream)];
@@ -344,12 +332,12 @@ class Engine {
     ++head_[static_cast<size_t>(op.stream)];
     to_check_.push_back(static_cast<size_t>(op.stream));
     for (int32_t i = op.dependents_begin; i < op.dependents_end; ++i) {
-      const auto d = static_cast<size_t>(dependent_ids_[static_cast<size_t>(i)]);
-      if (--pending_[d] == 0) to_check_.push_back(static_cast<size_t>(ops_[d].stream));
+      const auto d = static_cast<size_t>(flat_.op_ids[static_cast<size_t>(i)]);
+      if (--pending_[d] == 0) to_check_.push_back(static_cast<size_t>(flat_.ops[d].stream));
     }
     // A send's bytes have arrived: its recv ends with it.
-    if (op.peer >= 0 && acts_[static_cast<size_t>(ops_[static_cast<size_t>(op.peer)].stream)].rendezvous &&
-        acts_[static_cast<size_t>(ops_[static_cast<size_t>(op.peer)].stream)].op == op.peer) {
+    if (op.peer >= 0 && acts_[static_cast<size_t>(flat_.ops[static_cast<size_t>(op.peer)].stream)].rendezvous &&
+        acts_[static_cast<size_t>(flat_.ops[static_cast<size_t>(op.peer)].stream)].op == op.peer) {
       finish(op.peer, now);
     }
   }
@@ -373,15 +361,15 @@ class Engine {
     for (const size_t st : changed) {
       const Activity& a = acts_[st];
       flow_of_stream_[st] = -1;
-      const OpCost& cost = costs_[static_cast<size_t>(a.op)];
-      if (cost.collective || cost.sms > 0) {
+      const FlatOp& cost = flat_.ops[static_cast<size_t>(a.op)];
+      if (cost.holds_sms) {
         const auto stage = static_cast<size_t>(stream_stage_[st]);
         comm_sms_[stage] += cost.sms;
         comm_running_[stage] = 1;
       }
       if (a.transfer && !a.in_latency) {
         flow_of_stream_[st] = static_cast<int32_t>(flows_.size());
-        flows_.push_back(Flow{cost.cap_bytes_per_s, cost.loads.view()});
+        flows_.push_back(Flow{cost.cap_bytes_per_s, costs_[static_cast<size_t>(a.op)].loads.view()});
         flow_streams_.push_back(st);
       }
     }
@@ -415,7 +403,7 @@ class Engine {
     uint64_t key = 0;
     bool keyed = flows_.size() >= 2 && flows_.size() <= kMaxKeyedFlows;
     for (size_t f = 0; keyed && f < flows_.size(); ++f) {
-      const int32_t c = costs_[static_cast<size_t>(acts_[flow_streams_[f]].op)].flow_class;
+      const int32_t c = flat_.ops[static_cast<size_t>(acts_[flow_streams_[f]].op)].flow_class;
       keyed = c >= 0 && c + 1 < kClassLimit;
       key = (key << 16) | static_cast<uint64_t>(c + 1);
     }
@@ -446,11 +434,11 @@ class Engine {
       for (const auto& stage : running_of_stage_) {
         for (const size_t st : stage) {
           const Activity& a = acts_[st];
-          const int32_t peer = ops_[static_cast<size_t>(a.op)].peer;
+          const int32_t peer = flat_.ops[static_cast<size_t>(a.op)].peer;
           if (!a.transfer || peer < 0) continue;
           const auto here = static_cast<size_t>(stream_stage_[st]);
           const auto there =
-              static_cast<size_t>(stream_stage_[static_cast<size_t>(ops_[static_cast<size_t>(peer)].stream)]);
+              static_cast<size_t>(stream_stage_[static_cast<size_t>(flat_.ops[static_cast<size_t>(peer)].stream)]);
           if (stage_changed_[here] != stage_changed_[there]) {
             stage_changed_[here] = stage_changed_[there] = 1;
             grew = true;
@@ -474,10 +462,10 @@ class Engine {
   void comm_changed_for(int32_t op, bool flows) {
     comm_changed_ = true;
     flows_changed_ = flows_changed_ || flows;
-    const OpRuntime& r = ops_[static_cast<size_t>(op)];
+    const FlatOp& r = flat_.ops[static_cast<size_t>(op)];
     stage_changed_[static_cast<size_t>(stream_stage_[static_cast<size_t>(r.stream)])] = 1;
     if (r.peer >= 0) {
-      const auto peer_stream = static_cast<size_t>(ops_[static_cast<size_t>(r.peer)].stream);
+      const auto peer_stream = static_cast<size_t>(flat_.ops[static_cast<size_t>(r.peer)].stream);
       stage_changed_[static_cast<size_t>(stream_stage_[peer_stream])] = 1;
     }
   }
@@ -512,10 +500,322 @@ class Engine {
     queue_.set(static_cast<int32_t>(st), now + static_cast<TimeNs>(std::ceil(left - 1e-6)), a.version);
   }
 
+  // ---- Replaying repeated micro-batches ----------------------------------------------------------------------------
+  // A step of many micro-batches runs the same ops over and over (sim/micro_batch_translation.h). The run is cut into
+  // windows at boundaries: the first instant with no event left after micro-batch m's first op started. When the
+  // engine's whole state at boundary m is its state at boundary m − 1 moved by one micro-batch (every op and buffer it
+  // names moved, every time P later): what runs, at which rate with how much left, which events are pending when and
+  // in which order, each stream's next op with its unfinished dependencies, the flows' rates, the SMs communication
+  // holds, and each GPU's allocator block for block, then the engine, being deterministic, runs the next window as it
+  // ran the last one, moved; and so every later window whose ops keep repeating. Those windows are written from the
+  // recorded one (op starts and ends, memory samples, event counts), the state jumps to the end of the last of them,
+  // and the engine simulates the rest. Reports are byte-identical to simulating every window (tests/sim/
+  // replay_test.cpp checks it on every kind of schedule the builders make).
+
+  struct StreamState {
+    Activity act;
+    int32_t head = -1;  // the op heading the stream; -1 once the stream is done
+    char posted = 0;
+    int32_t pending = 0;
+    EventQueue::SlotView slot;
+  };
+  struct Boundary {
+    int32_t micro_batch = -1;
+    TimeNs time_ns = 0;
+    uint64_t events = 0;
+    std::vector<StreamState> streams;
+    std::vector<double> rates;
+    std::vector<int32_t> flow_of_stream;
+    std::vector<double> compute_speed;
+    std::vector<int32_t> comm_sms;
+    std::vector<char> comm_running;
+    std::vector<char> stage_changed;
+    bool comm_changed = false;
+    bool flows_changed = false;
+    std::vector<MemoryState> memories;
+  };
+
+  // The next boundary comes when `micro_batch`'s first op starts (none when -1 or past the last micro-batch).
+  void arm_boundary(int32_t micro_batch) {
+    boundary_op_ = micro_batch == 1   ? second_micro_batch_op_
+                   : micro_batch >= 0 ? translation_.first_op(micro_batch)
+                                      : -1;
+    boundary_mb_ = boundary_op_ >= 0 ? micro_batch : -1;
+  }
+
+  [[nodiscard]] Boundary boundary_state(TimeNs now) const {
+    Boundary b;
+    b.micro_batch = boundary_mb_;
+    b.time_ns = now;
+    b.events = events_;
+    b.streams.resize(acts_.size());
+    for (size_t st = 0; st < acts_.size(); ++st) {
+      StreamState& x = b.streams[st];
+      x.act = acts_[st];
+      x.head = head_[st] < flat_.streams[st].size() ? flat_.streams[st][head_[st]] : -1;
+      if (x.head >= 0) {
+        x.posted = posted_[static_cast<size_t>(x.head)];
+        x.pending = pending_[static_cast<size_t>(x.head)];
+      }
+      x.slot = queue_.slot(st);
+    }
+    b.rates = rates_;
+    b.flow_of_stream = flow_of_stream_;
+    b.compute_speed = compute_speed_;
+    b.comm_sms = comm_sms_;
+    b.comm_running = comm_running_;
+    b.stage_changed = stage_changed_;
+    b.comm_changed = comm_changed_;
+    b.flows_changed = flows_changed_;
+    b.memories.resize(memories_.size());
+    for (size_t stage = 0; stage < memories_.size(); ++stage) memories_[stage].state(b.memories[stage]);
+    return b;
+  }
+
+  // At a boundary: compares with the last one and replays what repeats; returns the time the run goes on from.
+  TimeNs at_boundary(TimeNs now) {
+    boundary_pending_ = false;
+    // After an allocation failure the memory is counted outside the allocator: nothing is replayed from then on.
+    for (const MemoryTracker& m : memories_) replay_enabled_ = replay_enabled_ && !m.oom().has_value();
+    if (replay_enabled_ && !translation_built_) {
+      translation_ = MicroBatchTranslation(s_, flat_, costs_);
+      translation_built_ = true;
+      replay_enabled_ = translation_.op_offset() > 0;
+    }
+    if (!replay_enabled_) {
+      arm_boundary(-1);
+      return now;
+    }
+    Boundary here = boundary_state(now);
+    arm_boundary(boundary_mb_ + 1);
+    if (last_boundary_ && last_boundary_->micro_batch + 1 == here.micro_batch) {
+      const int32_t windows = repeatable_windows(*last_boundary_, here);
+      if (windows > 0) {
+        const TimeNs shift = replay(*last_boundary_, here, windows);
+        last_boundary_.reset();
+        recording_ = false;
+        started_.clear();
+        finished_.clear();
+        arm_boundary(here.micro_batch + windows + 1);
+        return now + shift;
+      }
+    }
+    last_boundary_ = std::move(here);
+    started_.clear();
+    finished_.clear();
+    recording_ = true;
+    return now;
+  }
+
+  // How many windows after `cur` run as the one from `prev` to `cur` did, moved: 0 when the state did not repeat.
+  [[nodiscard]] int32_t repeatable_windows(const Boundary& prev, const Boundary& cur) {
+    // What stays put: a stream headed by the same op at both ends (a step-level op, or a later micro-batch's op that
+    // waits on every one before it), and a buffer in the same block under the same name at both ends (one an early
+    // op allocated for the whole step).
+    for (size_t stage = 0; stage < prev.memories.size(); ++stage) {
+      if (prev.memories[stage].layout != cur.memories[stage].layout) return 0;
+    }
+    // The micro-batches whose ops the window touched: started, ended, ran or headed a stream at either end, or
+    // allocated a buffer live at either end. A step-level op must not start, end or run in it.
+    int32_t lo = std::numeric_limits<int32_t>::max(), hi = -1;
+    bool step_level = false;
+    const auto touch = [&](int32_t op) {
+      const int32_t m = translation_.micro_batch_of(op);
+      step_level = step_level || m < 0;
+      lo = std::min(lo, m);
+      hi = std::max(hi, m);
+    };
+    for (const auto& [op, t] : started_) touch(op);
+    for (const auto& [op, t] : finished_) touch(op);
+    waiting_ops_.clear();
+    for (size_t st = 0; st < cur.streams.size(); ++st) {
+      const StreamState &p = prev.streams[st], &c = cur.streams[st];
+      if (p.act.active) touch(p.act.op);
+      if (c.act.active) touch(c.act.op);
+      if (p.head >= 0 && p.head == c.head) {
+        waiting_ops_.push_back(p.head);
+        continue;
+      }
+      if (p.head >= 0) touch(p.head);
+      if (c.head >= 0) touch(c.head);
+    }
+    if (step_level) return 0;
+    for (size_t stage = 0; stage < prev.memories.size(); ++stage) {
+      const auto &pb = prev.memories[stage].block_buffers, &cb = cur.memories[stage].block_buffers;
+      for (size_t k = 0; k < pb.size(); ++k) {
+        if (pb[k] == cb[k]) continue;
+        for (const BufferId b : {pb[k], cb[k]}) {
+          const int32_t by = b.valid() ? translation_.allocating_op(b) : -1;
+          if (by >= 0) touch(by);
+        }
+      }
+    }
+    if (hi < 0 || step_level || !translation_.repeats_all(lo, hi - lo + 1)) return 0;
+    if (!state_repeats(prev, cur)) return 0;
+    // The ops the window's ends told of (their dependents) outside those micro-batches only count down: they must
+    // still wait after the last replayed window, as must the ops that stay put heading a stream. Had one become ready
+    // inside a replayed window, it would have started there.
+    for (const auto& [op, t] : finished_) {
+      const FlatOp& r = flat_.ops[static_cast<size_t>(op)];
+      for (int32_t i = r.dependents_begin; i < r.dependents_end; ++i) {
+        const int32_t d = flat_.op_ids[static_cast<size_t>(i)];
+        const int32_t m = translation_.micro_batch_of(d);
+        if (m < lo || m > hi) waiting_ops_.push_back(d);
+      }
+    }
+    std::sort(waiting_ops_.begin(), waiting_ops_.end());
+    waiting_ops_.erase(std::unique(waiting_ops_.begin(), waiting_ops_.end()), waiting_ops_.end());
+    int32_t windows = 1;
+    while (translation_.repeats_all(lo, hi - lo + windows + 1)) ++windows;
+    while (windows > 0 && !waiting_ops_still_wait(prev, cur, windows)) --windows;
+    return windows;
+  }
+
+  // Where the stream's head goes after `windows` replayed windows (a head that stayed put stays).
+  [[nodiscard]] size_t moved_head(const Boundary& prev, const Boundary& cur, size_t st, int32_t windows) const {
+    const int32_t h = cur.streams[st].head;
+    if (h < 0) return flat_.streams[st].size();
+    if (prev.streams[st].head == h) return head_[st];
+    return static_cast<size_t>(flat_.ops[static_cast<size_t>(translation_.op_after(h, windows))].position);
+  }
+
+  // The state at `cur` is the state at `prev` moved by one micro-batch and (cur − prev) nanoseconds.
+  [[nodiscard]] bool state_repeats(const Boundary& prev, const Boundary& cur) const {
+    const TimeNs tp = prev.time_ns, tc = cur.time_ns;
+    for (size_t st = 0; st < prev.streams.size(); ++st) {
+      const StreamState &p = prev.streams[st], &c = cur.streams[st];
+      const Activity &a = p.act, &b = c.act;
+      if (a.active != b.active) return false;
+      if (a.active && (a.transfer != b.transfer || a.in_latency != b.in_latency || a.rendezvous != b.rendezvous ||
+                       a.remaining != b.remaining || a.rate != b.rate || a.since - tp != b.since - tc ||
+                       translation_.op_after(a.op, 1) != b.op)) {
+        return false;
+      }
+      if ((p.head < 0) != (c.head < 0) || p.posted != c.posted) return false;
+      if (p.head >= 0 && p.head == c.head) {
+        if (p.pending == 0 || c.pending == 0) return false;  // it stays put only while it waits
+      } else if (p.head >= 0 && (translation_.op_after(p.head, 1) != c.head || p.pending != c.pending)) {
+        return false;
+      }
+      if (p.slot.live != c.slot.live) return false;
+      if (p.slot.live && (p.slot.time_ns - tp != c.slot.time_ns - tc ||
+                          (p.slot.version == a.version) != (c.slot.version == b.version))) {
+        return false;
+      }
+    }
+    // Events pending at the same time pop in the order they were set.
+    const auto order = [](const Boundary& b) {
+      std::vector<std::pair<uint64_t, size_t>> live;
+      for (size_t st = 0; st < b.streams.size(); ++st) {
+        if (b.streams[st].slot.live) live.emplace_back(b.streams[st].slot.sequence, st);
+      }
+      std::sort(live.begin(), live.end());
+      std::vector<size_t> streams;
+      for (const auto& [sequence, st] : live) streams.push_back(st);
+      return streams;
+    };
+    if (order(prev) != order(cur)) return false;
+    if (prev.rates != cur.rates || prev.flow_of_stream != cur.flow_of_stream ||
+        prev.compute_speed != cur.compute_speed || prev.comm_sms != cur.comm_sms ||
+        prev.comm_running != cur.comm_running || prev.stage_changed != cur.stage_changed ||
+        prev.comm_changed != cur.comm_changed || prev.flows_changed != cur.flows_changed) {
+      return false;
+    }
+    for (size_t stage = 0; stage < prev.memories.size(); ++stage) {
+      const MemoryState &p = prev.memories[stage], &c = cur.memories[stage];
+      if (p.oom || c.oom || p.layout != c.layout || p.live != c.live) return false;
+      const AllocatorStats &ps = p.stats, &cs = c.stats;
+      if (ps.allocated_bytes != cs.allocated_bytes || ps.reserved_bytes != cs.reserved_bytes ||
+          ps.cuda_malloc_calls != cs.cuda_malloc_calls || ps.cuda_free_calls != cs.cuda_free_calls ||
+          ps.segments != cs.segments || ps.inactive_split_bytes != cs.inactive_split_bytes) {
+        return false;
+      }
+      for (size_t k = 0; k < p.block_buffers.size(); ++k) {
+        const BufferId pb = p.block_buffers[k], cb = c.block_buffers[k];
+        if (pb.valid() != cb.valid()) return false;
+        if (pb.valid() && pb != cb && translation_.buffer_after(pb, 1) != cb) return false;
+      }
+    }
+    return true;
+  }
+
+  // Every op in waiting_ops_ still has an unfinished dependency once `windows` more windows have run.
+  [[nodiscard]] bool waiting_ops_still_wait(const Boundary& prev, const Boundary& cur, int32_t windows) {
+    moved_head_.resize(flat_.streams.size());
+    for (size_t st = 0; st < flat_.streams.size(); ++st) moved_head_[st] = moved_head(prev, cur, st, windows);
+    for (const int32_t op : waiting_ops_) {
+      bool waits = false;
+      const FlatOp& r = flat_.ops[static_cast<size_t>(op)];
+      for (int32_t i = r.deps_begin; i < r.deps_end; ++i) {
+        const FlatOp& d = flat_.ops[static_cast<size_t>(flat_.op_ids[static_cast<size_t>(i)])];
+        waits = waits || static_cast<size_t>(d.position) >= moved_head_[static_cast<size_t>(d.stream)];
+      }
+      if (!waits) return false;
+    }
+    return true;
+  }
+
+  // Writes `windows` windows after `cur` as moved copies of the one from `prev` to `cur`, and moves the state to the
+  // end of the last; returns how far it moved in time.
+  TimeNs replay(const Boundary& prev, const Boundary& cur, int32_t windows) {
+    const TimeNs period = cur.time_ns - prev.time_ns;
+    std::vector<OpTiming>& timings = *timings_;
+    for (int32_t i = 1; i <= windows; ++i) {
+      const TimeNs shift = i * period;
+      for (const auto& [op, t] : started_)
+        timings[static_cast<size_t>(translation_.op_after(op, i))].start_ns = t + shift;
+      for (const auto& [op, t] : finished_)
+        timings[static_cast<size_t>(translation_.op_after(op, i))].end_ns = t + shift;
+    }
+    const TimeNs shift = windows * period;
+    events_ += static_cast<uint64_t>(windows) * (cur.events - prev.events);
+    replayed_windows_ += static_cast<uint64_t>(windows);
+    for (size_t stage = 0; stage < memories_.size(); ++stage) {
+      MemoryTracker& memory = memories_[stage];
+      const size_t begin = prev.memories[stage].timeline_samples, end = cur.memories[stage].timeline_samples;
+      for (int32_t i = 1; i <= windows; ++i) memory.repeat_samples(begin, end, i * period);
+      std::vector<BufferId> from, to;
+      const auto &pb = prev.memories[stage].block_buffers, &cb = cur.memories[stage].block_buffers;
+      for (size_t k = 0; k < cb.size(); ++k) {
+        if (!cb[k].valid() || cb[k] == pb[k]) continue;
+        from.push_back(cb[k]);
+        to.push_back(translation_.buffer_after(cb[k], windows));
+      }
+      memory.rename_live(from, to);
+    }
+    for (size_t st = 0; st < flat_.streams.size(); ++st) {
+      const size_t head = moved_head(prev, cur, st, windows);
+      if (head != head_[st] && cur.streams[st].posted) posted_[static_cast<size_t>(flat_.streams[st][head])] = 1;
+      head_[st] = head;
+      Activity& a = acts_[st];
+      if (!a.active) continue;
+      const int32_t running = translation_.op_after(a.op, windows);
+      timings[static_cast<size_t>(running)].start_ns = timings[static_cast<size_t>(a.op)].start_ns + shift;
+      a.op = running;
+      a.since += shift;
+    }
+    queue_.shift(shift);
+    // Each op not yet finished waits for its dependencies not yet finished (an op is finished once its stream's
+    // head has passed it).
+    for (size_t st = 0; st < flat_.streams.size(); ++st) {
+      for (size_t p = head_[st]; p < flat_.streams[st].size(); ++p) {
+        const int32_t op = flat_.streams[st][p];
+        int32_t waiting = 0;
+        const FlatOp& r = flat_.ops[static_cast<size_t>(op)];
+        for (int32_t i = r.deps_begin; i < r.deps_end; ++i) {
+          const FlatOp& d = flat_.ops[static_cast<size_t>(flat_.op_ids[static_cast<size_t>(i)])];
+          waiting += static_cast<size_t>(d.position) >= head_[static_cast<size_t>(d.stream)];
+        }
+        pending_[static_cast<size_t>(op)] = waiting;
+      }
+    }
+    return shift;
+  }
+
   void check_finished() const {
-    for (size_t st = 0; st < stream_ops_.size(); ++st) {
-      if (head_[st] >= stream_ops_[st].size()) continue;
-      const int32_t op = stream_ops_[st][head_[st]];
+    for (size_t st = 0; st < flat_.streams.size(); ++st) {
+      if (head_[st] >= flat_.streams[st].size()) continue;
+      const int32_t op = flat_.streams[st][head_[st]];
       throw ScheduleError("the simulation cannot finish the step",
                           {"stream '" + s_.streams[st].name + "' is stuck at op " + std::to_string(op) + " '" +
                            s_.ops[static_cast<size_t>(op)].name +
@@ -532,10 +832,7 @@ class Engine {
   std::vector<FlowLink> links_;
   std::vector<MemoryTracker> memories_;  // per pipeline stage
   std::vector<int32_t> stream_stage_;    // per stream: its pipeline stage
-  std::vector<std::vector<int32_t>> stream_ops_;
-  std::vector<OpRuntime> ops_;
-  std::vector<BufferId> buffer_ids_;
-  std::vector<int32_t> dependent_ids_;
+  FlatOps flat_;
   std::vector<size_t> head_;
   std::vector<int32_t> pending_;
   std::vector<Activity> acts_;
@@ -543,7 +840,7 @@ class Engine {
   EventQueue queue_;
   MaxMinSolver solver_;
   std::vector<Flow> flows_;
-  std::vector<size_t> flow_streams_;  // the stream of each of flows_
+  std::vector<size_t> flow_streams_;                                    // the stream of each of flows_
   std::unordered_map<uint64_t, std::vector<double>> rates_of_classes_;  // solve_flows: rates by the flows' classes
   std::vector<double> rates_;
   std::vector<int32_t> flow_of_stream_;
@@ -561,6 +858,20 @@ class Engine {
   std::vector<int32_t> compute_streams_;  // per stage
   int32_t step_ = 0;
   uint64_t events_ = 0;
+  // Replaying repeated micro-batches.
+  MicroBatchTranslation translation_;
+  bool replay_enabled_ = false;
+  bool translation_built_ = false;
+  int32_t second_micro_batch_op_ = -1;  // the first op of micro-batch 1: the first boundary
+  uint64_t replayed_windows_ = 0;
+  int32_t boundary_op_ = -1;       // the op whose start makes the next boundary
+  int32_t boundary_mb_ = -1;       // its micro-batch
+  bool boundary_pending_ = false;  // it started; the boundary is the first instant with no event left
+  bool recording_ = false;         // record starts and ends since the last boundary
+  std::vector<std::pair<int32_t, TimeNs>> started_, finished_;
+  std::optional<Boundary> last_boundary_;
+  std::vector<int32_t> waiting_ops_;  // repeatable_windows: ops that must still wait after the replayed windows
+  std::vector<size_t> moved_head_;    // waiting_ops_still_wait: each stream's head after the replayed windows
 };
 
 }  // namespace

@@ -23,6 +23,9 @@ struct SimOptions {
   bool record_timeline = true;           ///< keep the memory timeline (reports, traces)
   int64_t allocator_capacity_bytes = 0;  ///< what the allocator may reserve; 0: the GPU's memory less the overheads
   Straggler straggler;                   ///< simulate a rank this much slower than the topology's (none by default)
+  /// Write micro-batch windows that repeat the last one exactly as its moved copies instead of simulating them
+  /// (engine.cpp, "Replaying repeated micro-batches"): the same record, faster. Off only to check that.
+  bool replay_repeats = true;
 };
 
 /// `topology` as the straggler sees it: compute peaks and memory bandwidth divided by its compute slowdown, kernel

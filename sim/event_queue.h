@@ -32,6 +32,33 @@ class EventQueue {
     s = Slot{time_ns, next_sequence_++, version, true};
   }
   [[nodiscard]] bool empty() const { return pending_ == 0; }
+  /// The earliest pending time (the time pop() would return); the queue must not be empty.
+  [[nodiscard]] TimeNs next_time() const {
+    TimeNs earliest = std::numeric_limits<TimeNs>::max();
+    for (const Slot& s : slots_) {
+      if (s.live && s.time_ns < earliest) earliest = s.time_ns;
+    }
+    return earliest;
+  }
+
+  /// One stream's slot, as a replay of a repeating stretch of the run compares it: whether an event is pending,
+  /// when, its version, and its place among the pending ones (`sequence`: only the order of these matters).
+  struct SlotView {
+    bool live = false;
+    TimeNs time_ns = 0;
+    uint32_t version = 0;
+    uint64_t sequence = 0;
+  };
+  [[nodiscard]] SlotView slot(size_t stream) const {
+    const Slot& s = slots_[stream];
+    return SlotView{s.live, s.time_ns, s.version, s.sequence};
+  }
+  /// Moves every pending event `shift_ns` later, keeping their order.
+  void shift(TimeNs shift_ns) {
+    for (Slot& s : slots_) {
+      if (s.live) s.time_ns += shift_ns;
+    }
+  }
   /// Removes and returns the earliest pending event (the earliest set first among equal times).
   Event pop() {
     size_t best = slots_.size();

@@ -1,0 +1,132 @@
+#include "sim/micro_batch_translation.h"
+
+#include <algorithm>
+
+namespace fsdpsim {
+namespace {
+
+bool same_buffer_shape(const Buffer& a, const Buffer& b) {
+  return a.size_bytes == b.size_bytes && a.category == b.category && a.stage == b.stage && a.persistent == b.persistent;
+}
+
+}  // namespace
+
+MicroBatchTranslation::MicroBatchTranslation(const Schedule& schedule, const FlatOps& flat,
+                                             std::span<const OpCost> costs)
+    : schedule_(&schedule), flat_(&flat), costs_(costs) {
+  const size_t n = flat.ops.size();
+  int32_t micro_batches = 0;
+  for (const FlatOp& op : flat.ops) micro_batches = std::max(micro_batches, op.micro_batch + 1);
+  first_op_.assign(static_cast<size_t>(micro_batches), -1);
+  std::vector<int32_t> count(static_cast<size_t>(micro_batches), 0);
+  for (size_t op = 0; op < n; ++op) {
+    const int32_t m = flat.ops[op].micro_batch;
+    if (m < 0) continue;
+    auto& first = first_op_[static_cast<size_t>(m)];
+    if (first < 0) first = static_cast<int32_t>(op);
+    ++count[static_cast<size_t>(m)];
+  }
+  repeats_.assign(static_cast<size_t>(micro_batches), 0);
+  // The offset most consecutive micro-batches keep (the first often differs: it also fetches what every later one
+  // reuses).
+  std::vector<int32_t> offsets;
+  for (size_t m = 0; m + 1 < first_op_.size(); ++m) {
+    if (first_op_[m] >= 0 && first_op_[m + 1] > first_op_[m]) offsets.push_back(first_op_[m + 1] - first_op_[m]);
+  }
+  int32_t best_count = 0;
+  for (const int32_t offset : offsets) {
+    const auto c = static_cast<int32_t>(std::count(offsets.begin(), offsets.end(), offset));
+    if (c > best_count) {
+      best_count = c;
+      op_offset_ = offset;
+    }
+  }
+  if (op_offset_ <= 0) return;
+  for (int32_t m = 0; m + 1 < micro_batches; ++m) {
+    const auto mi = static_cast<size_t>(m);
+    if (count[mi] != count[mi + 1] || first_op_[mi + 1] - first_op_[mi] != op_offset_) continue;
+    bool ok = true;
+    int32_t left = count[mi];
+    for (int32_t op = first_op_[mi]; ok && left > 0 && op < static_cast<int32_t>(n); ++op) {
+      if (flat.ops[static_cast<size_t>(op)].micro_batch != m) continue;
+      ok = alike(op, op + op_offset_);
+      --left;
+    }
+    repeats_[mi] = ok ? 1 : 0;
+  }
+}
+
+bool MicroBatchTranslation::repeats_all(int32_t first, int32_t count) const {
+  for (int32_t m = first; m < first + count; ++m) {
+    if (!repeats(m)) return false;
+  }
+  return true;
+}
+
+int32_t MicroBatchTranslation::first_op(int32_t micro_batch) const {
+  if (micro_batch < 0 || static_cast<size_t>(micro_batch) >= first_op_.size()) return -1;
+  return first_op_[static_cast<size_t>(micro_batch)];
+}
+
+BufferId MicroBatchTranslation::buffer_after(BufferId buffer, int32_t times) const {
+  const int32_t by = flat_->allocated_by[buffer.index()];
+  if (by < 0 || micro_batch_of(by) < 0) return buffer;
+  const int32_t moved = by + times * op_offset_;
+  if (moved >= static_cast<int32_t>(flat_->ops.size())) return BufferId::none();
+  const FlatOp& m = flat_->ops[static_cast<size_t>(moved)];
+  const int32_t at = m.allocs_begin + flat_->alloc_index[buffer.index()];
+  return at < m.allocs_end ? flat_->buffer_ids[static_cast<size_t>(at)] : BufferId::none();
+}
+
+bool MicroBatchTranslation::alike(int32_t op, int32_t moved) const {
+  const auto n = static_cast<int32_t>(flat_->ops.size());
+  if (moved >= n) return false;
+  const FlatOp& a = flat_->ops[static_cast<size_t>(op)];
+  const FlatOp& b = flat_->ops[static_cast<size_t>(moved)];
+  if (b.micro_batch != a.micro_batch + 1 || a.kind != b.kind || a.stream != b.stream || a.model != b.model ||
+      a.holds_sms != b.holds_sms || a.sms != b.sms || a.flow_class != b.flow_class || a.compute_ns != b.compute_ns ||
+      a.latency_ns != b.latency_ns || a.bytes != b.bytes || a.cap_bytes_per_s != b.cap_bytes_per_s) {
+    return false;
+  }
+  if (a.model == CostModel::transfer) {
+    const auto la = costs_[static_cast<size_t>(op)].loads.view(), lb = costs_[static_cast<size_t>(moved)].loads.view();
+    if (!std::equal(la.begin(), la.end(), lb.begin(), lb.end())) return false;
+  }
+  const auto moves_to = [&](int32_t from, int32_t to) { return from < 0 ? to < 0 : to == op_after(from, 1); };
+  if (!moves_to(a.peer, b.peer) || !moves_to(a.next_on_stream, b.next_on_stream)) return false;
+  const auto same_list = [&](int32_t a_begin, int32_t a_end, int32_t b_begin, int32_t b_end) {
+    if (a_end - a_begin != b_end - b_begin) return false;
+    for (int32_t i = 0; i < a_end - a_begin; ++i) {
+      if (!moves_to(flat_->op_ids[static_cast<size_t>(a_begin + i)], flat_->op_ids[static_cast<size_t>(b_begin + i)])) {
+        return false;
+      }
+    }
+    return true;
+  };
+  if (!same_list(a.deps_begin, a.deps_end, b.deps_begin, b.deps_end) ||
+      !same_list(a.dependents_begin, a.dependents_end, b.dependents_begin, b.dependents_end)) {
+    return false;
+  }
+  if (a.allocs_end - a.allocs_begin != b.allocs_end - b.allocs_begin ||
+      a.frees_end - a.frees_begin != b.frees_end - b.frees_begin) {
+    return false;
+  }
+  const auto& buffers = schedule_->buffers;
+  for (int32_t i = 0; i < a.allocs_end - a.allocs_begin; ++i) {
+    if (!same_buffer_shape(buffers[flat_->buffer_ids[static_cast<size_t>(a.allocs_begin + i)]],
+                           buffers[flat_->buffer_ids[static_cast<size_t>(b.allocs_begin + i)]])) {
+      return false;
+    }
+  }
+  for (int32_t i = 0; i < a.frees_end - a.frees_begin; ++i) {
+    const BufferId f = flat_->buffer_ids[static_cast<size_t>(a.frees_begin + i)];
+    const BufferId moved_f = buffer_after(f, 1);
+    if (moved_f != flat_->buffer_ids[static_cast<size_t>(b.frees_begin + i)] || !moved_f.valid() ||
+        !same_buffer_shape(buffers[f], buffers[moved_f])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace fsdpsim
