@@ -743,16 +743,20 @@ class Engine {
   [[nodiscard]] bool waiting_ops_still_wait(const Boundary& prev, const Boundary& cur, int32_t windows) {
     moved_head_.resize(flat_.streams.size());
     for (size_t st = 0; st < flat_.streams.size(); ++st) moved_head_[st] = moved_head(prev, cur, st, windows);
-    for (const int32_t op : waiting_ops_) {
-      bool waits = false;
-      const FlatOp& r = flat_.ops[static_cast<size_t>(op)];
-      for (int32_t i = r.deps_begin; i < r.deps_end; ++i) {
-        const FlatOp& d = flat_.ops[static_cast<size_t>(flat_.op_ids[static_cast<size_t>(i)])];
-        waits = waits || static_cast<size_t>(d.position) >= moved_head_[static_cast<size_t>(d.stream)];
-      }
-      if (!waits) return false;
+    return std::all_of(waiting_ops_.begin(), waiting_ops_.end(),
+                       [&](int32_t op) { return unfinished_deps(op, moved_head_) > 0; });
+  }
+
+  // How many of `op`'s dependencies are not finished when each stream's head is at `heads` (an op is finished once
+  // its stream's head has passed it).
+  [[nodiscard]] int32_t unfinished_deps(int32_t op, const std::vector<size_t>& heads) const {
+    int32_t unfinished = 0;
+    const FlatOp& r = flat_.ops[static_cast<size_t>(op)];
+    for (int32_t i = r.deps_begin; i < r.deps_end; ++i) {
+      const FlatOp& d = flat_.ops[static_cast<size_t>(flat_.op_ids[static_cast<size_t>(i)])];
+      unfinished += static_cast<size_t>(d.position) >= heads[static_cast<size_t>(d.stream)] ? 1 : 0;
     }
-    return true;
+    return unfinished;
   }
 
   // Writes `windows` windows after `cur` as moved copies of the one from `prev` to `cur`, and moves the state to the
@@ -795,18 +799,11 @@ class Engine {
       a.since += shift;
     }
     queue_.shift(shift);
-    // Each op not yet finished waits for its dependencies not yet finished (an op is finished once its stream's
-    // head has passed it).
+    // Each op not yet finished waits for its dependencies not yet finished.
     for (size_t st = 0; st < flat_.streams.size(); ++st) {
       for (size_t p = head_[st]; p < flat_.streams[st].size(); ++p) {
         const int32_t op = flat_.streams[st][p];
-        int32_t waiting = 0;
-        const FlatOp& r = flat_.ops[static_cast<size_t>(op)];
-        for (int32_t i = r.deps_begin; i < r.deps_end; ++i) {
-          const FlatOp& d = flat_.ops[static_cast<size_t>(flat_.op_ids[static_cast<size_t>(i)])];
-          waiting += static_cast<size_t>(d.position) >= head_[static_cast<size_t>(d.stream)];
-        }
-        pending_[static_cast<size_t>(op)] = waiting;
+        pending_[static_cast<size_t>(op)] = unfinished_deps(op, head_);
       }
     }
     return shift;
