@@ -529,9 +529,6 @@ class Engine {
     std::vector<double> compute_speed;
     std::vector<int32_t> comm_sms;
     std::vector<char> comm_running;
-    std::vector<char> stage_changed;
-    bool comm_changed = false;
-    bool flows_changed = false;
     std::vector<MemoryState> memories;
   };
 
@@ -564,9 +561,6 @@ class Engine {
     b.compute_speed = compute_speed_;
     b.comm_sms = comm_sms_;
     b.comm_running = comm_running_;
-    b.stage_changed = stage_changed_;
-    b.comm_changed = comm_changed_;
-    b.flows_changed = flows_changed_;
     b.memories.resize(memories_.size());
     for (size_t stage = 0; stage < memories_.size(); ++stage) memories_[stage].state(b.memories[stage]);
     return b;
@@ -586,6 +580,7 @@ class Engine {
       arm_boundary(-1);
       return now;
     }
+    FSDPSIM_CHECK(!comm_changed_ && !flows_changed_, "a boundary follows a re-rating: no change waits to be rated");
     Boundary here = boundary_state(now);
     arm_boundary(boundary_mb_ + 1);
     if (last_boundary_ && last_boundary_->micro_batch + 1 == here.micro_batch) {
@@ -715,10 +710,10 @@ class Engine {
       return streams;
     };
     if (order(prev) != order(cur)) return false;
+    // (A boundary follows a re-rating, so no change is waiting to be rated at either end.)
     if (prev.rates != cur.rates || prev.flow_of_stream != cur.flow_of_stream ||
         prev.compute_speed != cur.compute_speed || prev.comm_sms != cur.comm_sms ||
-        prev.comm_running != cur.comm_running || prev.stage_changed != cur.stage_changed ||
-        prev.comm_changed != cur.comm_changed || prev.flows_changed != cur.flows_changed) {
+        prev.comm_running != cur.comm_running) {
       return false;
     }
     for (size_t stage = 0; stage < prev.memories.size(); ++stage) {
