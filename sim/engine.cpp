@@ -44,20 +44,42 @@ int64_t allocator_capacity(const Topology& t, const MemoryOverheads& overheads) 
 
 // What the cost model chose for each collective, as the run record keeps it. Names are looked up once per algorithm
 // and protocol, not per op: a 16-micro-batch 405B step has 36k ops.
-IdVector<OpId, CollectiveChoice> collective_choices(const std::vector<OpCost>& costs) {
+IdVector<OpId, CollectiveChoice> collective_choices(const OpCostTable& costs) {
   std::array<std::string_view, 8> algo_names{};
   for (const NcclAlgo a : all_nccl_algos()) algo_names.at(static_cast<size_t>(a)) = to_string(a);
   std::array<std::string_view, 3> proto_names{};
   for (const NcclProto p : all_nccl_protos()) proto_names.at(static_cast<size_t>(p)) = to_string(p);
-  IdVector<OpId, CollectiveChoice> choices(costs.size());
-  for (size_t i = 0; i < costs.size(); ++i) {
-    if (!costs[i].collective) continue;
-    const CollectiveCost& c = costs[i].nccl;
-    choices[i] = CollectiveChoice{.algorithm = algo_names[static_cast<size_t>(c.algo)],
-                                  .protocol = proto_names[static_cast<size_t>(c.proto)],
-                                  .busbw_bytes_per_s = c.bus_bw_bytes_per_s};
+  std::vector<CollectiveChoice> of_entry;
+  for (const OpCost& cost : costs.distinct()) {
+    const CollectiveCost& c = cost.nccl;
+    of_entry.push_back(cost.collective ? CollectiveChoice{.algorithm = algo_names[static_cast<size_t>(c.algo)],
+                                                          .protocol = proto_names[static_cast<size_t>(c.proto)],
+                                                          .busbw_bytes_per_s = c.bus_bw_bytes_per_s}
+                                       : CollectiveChoice{});
   }
+  IdVector<OpId, CollectiveChoice> choices(costs.size());
+  for (size_t i = 0; i < costs.size(); ++i) choices[i] = of_entry[static_cast<size_t>(costs.entry_of(i))];
   return choices;
+}
+
+// A schedule's op costs and its flattened ops.
+struct CostedOps {
+  OpCostTable costs;
+  FlatOps flat;
+};
+
+// Costs and flattens the ops on one walk: the IR's ops and their lists are tens of megabytes in a large schedule,
+// read from memory on each walk.
+CostedOps cost_and_flatten(const Schedule& s, const Topology& t) {
+  OpCostBuilder costs(s, t);
+  FlatOpsBuilder flat(s);
+  for (const Op& op : s.ops) {
+    costs.add(op);
+    flat.add(op);
+  }
+  CostedOps out{.costs = std::move(costs).finish(), .flat = {}};
+  out.flat = std::move(flat).finish(out.costs);
+  return out;
 }
 
 // The slowest compute runs while communication kernels hold SMs. A guard, not a measurement: when the collectives
@@ -69,10 +91,11 @@ constexpr double kMinComputeSpeed = 0.05;
 
 class Engine {
  public:
-  Engine(const Schedule& s, const Topology& t, const SimOptions& o, std::vector<OpCost> costs,
+  Engine(const Schedule& s, const Topology& t, const SimOptions& o, CostedOps costed,
          const std::vector<double>& link_caps)
-      : s_(s), t_(t), o_(o), costs_(std::move(costs)), overheads_(memory_overheads(s, t, costs_)), links_() {
-    FSDPSIM_CHECK(costs_.size() == s.ops.size(), "one cost per op");
+      : s_(s), t_(t), o_(o), costs_(std::move(costed.costs)), flat_(std::move(costed.flat)) {
+    FSDPSIM_CHECK(costs_.size() == s.ops.size() && flat_.ops.size() == s.ops.size(), "one cost per op");
+    overheads_ = memory_overheads(s, t, flat_);
     // One memory per pipeline stage: each stage's rank is its own GPU.
     const AllocatorConfig allocator{.capacity_bytes = o.allocator_capacity_bytes > 0
                                                           ? o.allocator_capacity_bytes
@@ -89,7 +112,6 @@ class Engine {
     stage_changed_.assign(static_cast<size_t>(stages), 1);
     for (const Stream& st : s.streams) stream_stage_.push_back(st.stage);
     for (const double cap : link_caps) links_.push_back(FlowLink{cap});
-    flat_ = flatten_ops(s, costs_);
     acts_.resize(s.streams.size());
     queue_ = EventQueue(s.streams.size());
     flow_of_stream_.assign(s.streams.size(), -1);
@@ -819,7 +841,7 @@ class Engine {
   const Schedule& s_;
   const Topology& t_;
   SimOptions o_;
-  std::vector<OpCost> costs_;
+  OpCostTable costs_;
   MemoryOverheads overheads_;
   std::vector<FlowLink> links_;
   std::vector<MemoryTracker> memories_;  // per pipeline stage
@@ -882,14 +904,17 @@ Topology with_straggler(const Topology& topology, const Straggler& straggler) {
 RunRecord run_schedule(const Schedule& schedule, const Topology& topology, const SimOptions& options) {
   // Without a straggler every factor is 1 and the topology is the one given, exactly.
   const Topology rank = with_straggler(topology, options.straggler);
-  return Engine(schedule, rank, options, compute_op_costs(schedule, rank),
+  return Engine(schedule, rank, options, cost_and_flatten(schedule, rank),
                 link_capacities(rank, std::max(1, schedule.info.pipeline_stages)))
       .run();
 }
 
 RunRecord run_schedule_with_costs(const Schedule& schedule, const Topology& topology, const SimOptions& options,
                                   std::vector<OpCost> costs, std::vector<double> link_caps) {
-  return Engine(schedule, topology, options, std::move(costs), link_caps).run();
+  OpCostTable table(std::move(costs));
+  FlatOps flat = flatten_ops(schedule, table);
+  return Engine(schedule, topology, options, CostedOps{.costs = std::move(table), .flat = std::move(flat)}, link_caps)
+      .run();
 }
 
 }  // namespace fsdpsim

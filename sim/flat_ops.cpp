@@ -1,42 +1,38 @@
 #include "sim/flat_ops.h"
 
+#include "common/error.h"
+
 namespace fsdpsim {
 
-FlatOps flatten_ops(const Schedule& schedule, std::span<const OpCost> costs) {
-  FlatOps flat;
+FlatOpsBuilder::FlatOpsBuilder(const Schedule& schedule) {
   const size_t n = schedule.ops.size();
-  flat.ops.resize(n);
+  FlatOps& flat = flat_;
+  flat.ops.reserve(n);
   flat.streams.resize(schedule.streams.size());
   flat.allocated_by.assign(schedule.buffers.size(), -1);
   flat.alloc_index.assign(schedule.buffers.size(), 0);
-  // Dependencies first, in op order; each op's dependents after them, counted, then filled in op order.
-  std::vector<int32_t> dependents(n + 1, 0);
-  size_t deps = 0, buffers = 0;
-  for (const Op& op : schedule.ops) {
-    deps += op.deps.size();
-    buffers += op.allocs.size() + op.frees.size();
-    for (const OpId d : op.deps) ++dependents[d.index() + 1];
-  }
-  flat.buffer_ids.reserve(buffers);
-  flat.op_ids.resize(2 * deps);
-  for (size_t i = 0; i < n; ++i) dependents[i + 1] += dependents[i];
-  size_t at = 0;
-  for (const Op& op : schedule.ops) {
-    FlatOp& r = flat.ops[op.id.index()];
+  // Every op's dependencies in op order, then (in finish) its dependents from those: flat.op_ids holds both.
+  flat.op_ids.reserve(2 * n);
+  flat.buffer_ids.reserve(2 * n);
+}
+
+void FlatOpsBuilder::add(const Op& op) {
+  FlatOps& flat = flat_;
+  FSDPSIM_CHECK(op.id.index() == flat.ops.size(), "ops are flattened in id order");
+  {
+    FlatOp& r = flat.ops.emplace_back();
     r.stream = op.stream.value();
     r.micro_batch = op.micro_batch;
     r.peer = op.peer.valid() ? op.peer.value() : -1;
     r.kind = op.kind;
+    r.group = op.group.valid() ? op.group.value() : -1;
     auto& stream = flat.streams[op.stream.index()];
     if (!stream.empty()) flat.ops[static_cast<size_t>(stream.back())].next_on_stream = op.id.value();
     r.position = static_cast<int32_t>(stream.size());
     stream.push_back(op.id.value());
-    r.deps_begin = static_cast<int32_t>(at);
-    for (const OpId d : op.deps) {
-      flat.op_ids[at++] = d.value();
-      flat.op_ids[deps + static_cast<size_t>(dependents[d.index()]++)] = op.id.value();
-    }
-    r.deps_end = static_cast<int32_t>(at);
+    r.deps_begin = static_cast<int32_t>(flat.op_ids.size());
+    for (const OpId d : op.deps) flat.op_ids.push_back(d.value());
+    r.deps_end = static_cast<int32_t>(flat.op_ids.size());
     r.allocs_begin = static_cast<int32_t>(flat.buffer_ids.size());
     for (size_t j = 0; j < op.allocs.size(); ++j) {
       flat.buffer_ids.push_back(op.allocs[j]);
@@ -46,24 +42,51 @@ FlatOps flatten_ops(const Schedule& schedule, std::span<const OpCost> costs) {
     r.allocs_end = r.frees_begin = static_cast<int32_t>(flat.buffer_ids.size());
     flat.buffer_ids.insert(flat.buffer_ids.end(), op.frees.begin(), op.frees.end());
     r.frees_end = static_cast<int32_t>(flat.buffer_ids.size());
-    const OpCost& cost = costs[op.id.index()];
+  }
+}
+
+FlatOps FlatOpsBuilder::finish(const OpCostTable& costs) && {
+  FlatOps flat = std::move(flat_);
+  const size_t n = flat.ops.size();
+  FSDPSIM_CHECK(costs.size() == n, "one cost per flattened op");
+  // Dependents: counted per op, then filled in op order after the dependencies.
+  const size_t deps = flat.op_ids.size();
+  std::vector<int32_t> dependents(n + 1, 0);
+  for (size_t i = 0; i < deps; ++i) ++dependents[static_cast<size_t>(flat.op_ids[i]) + 1];
+  for (size_t i = 0; i < n; ++i) dependents[i + 1] += dependents[i];
+  for (size_t i = 0; i < n; ++i) {
+    flat.ops[i].dependents_begin = static_cast<int32_t>(deps) + dependents[i];
+    flat.ops[i].dependents_end = static_cast<int32_t>(deps) + dependents[i + 1];
+  }
+  flat.op_ids.resize(2 * deps);
+  for (size_t i = 0; i < n; ++i) {
+    const FlatOp& r = flat.ops[i];
+    for (int32_t d = r.deps_begin; d < r.deps_end; ++d) {
+      const auto dep = static_cast<size_t>(flat.op_ids[static_cast<size_t>(d)]);
+      flat.op_ids[deps + static_cast<size_t>(dependents[dep]++)] = static_cast<int32_t>(i);
+    }
+  }
+  // Costs, from the table's few entries.
+  for (size_t i = 0; i < n; ++i) {
+    FlatOp& r = flat.ops[i];
+    const OpCost& cost = costs[i];
     r.model = cost.model;
     r.holds_sms = cost.collective || cost.sms > 0;
     r.sms = cost.sms;
     r.flow_class = cost.flow_class;
+    r.cost = costs.entry_of(i);
     r.compute_ns = cost.compute_ns;
     r.latency_ns = cost.latency_ns;
     r.bytes = cost.bytes;
     r.cap_bytes_per_s = cost.cap_bytes_per_s;
   }
-  // dependents[i] now ends op i's dependents: shift back to begins.
-  for (size_t i = n; i > 0; --i) dependents[i] = dependents[i - 1];
-  dependents[0] = 0;
-  for (size_t i = 0; i < n; ++i) {
-    flat.ops[i].dependents_begin = static_cast<int32_t>(deps) + dependents[i];
-    flat.ops[i].dependents_end = static_cast<int32_t>(deps) + dependents[i + 1];
-  }
   return flat;
+}
+
+FlatOps flatten_ops(const Schedule& schedule, const OpCostTable& costs) {
+  FlatOpsBuilder builder(schedule);
+  for (const Op& op : schedule.ops) builder.add(op);
+  return std::move(builder).finish(costs);
 }
 
 }  // namespace fsdpsim

@@ -19,6 +19,7 @@ struct FlatOp {
   int32_t stream = 0;
   int32_t micro_batch = -1;
   int32_t peer = -1;                                 // send/recv: the other end of the rendezvous
+  int32_t group = -1;                                // a collective's process group
   int32_t next_on_stream = -1;                       // the op after it on its stream; -1 for the last
   int32_t position = 0;                              // its place on its stream
   int32_t deps_begin = 0, deps_end = 0;              // into FlatOps::op_ids
@@ -31,6 +32,7 @@ struct FlatOp {
   bool holds_sms = false;  // a collective, or a kernel that holds SMs: its start and end change compute speed
   int32_t sms = 0;
   int32_t flow_class = -1;
+  int32_t cost = 0;  // its entry in the OpCostTable: equal entries, equal costs
   TimeNs compute_ns = 0;
   TimeNs latency_ns = 0;
   double bytes = 0;
@@ -48,7 +50,21 @@ struct FlatOps {
   std::vector<int32_t> alloc_index;           // per buffer: its place among that op's allocations
 };
 
+/// Flattens a schedule's ops one at a time, so that the engine walks the IR's ops once to cost and flatten them
+/// (their lists lie scattered on the heap: each walk over a large schedule is mostly cache misses).
+class FlatOpsBuilder {
+ public:
+  explicit FlatOpsBuilder(const Schedule& schedule);
+  /// The next op: every op of the schedule in id order.
+  void add(const Op& op);
+  /// The flattened ops with their `costs` (indexed by op id), once every op is added.
+  [[nodiscard]] FlatOps finish(const OpCostTable& costs) &&;
+
+ private:
+  FlatOps flat_;
+};
+
 /// Flattens `schedule`'s ops with their `costs` (indexed by op id).
-FlatOps flatten_ops(const Schedule& schedule, std::span<const OpCost> costs);
+FlatOps flatten_ops(const Schedule& schedule, const OpCostTable& costs);
 
 }  // namespace fsdpsim

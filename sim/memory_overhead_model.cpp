@@ -1,11 +1,11 @@
 #include "sim/memory_overhead_model.h"
 
 #include <algorithm>
-#include <map>
+#include <vector>
 
 namespace fsdpsim {
 
-MemoryOverheads memory_overheads(const Schedule& s, const Topology& t, const std::vector<OpCost>& costs) {
+MemoryOverheads memory_overheads(const Schedule& s, const Topology& t, const FlatOps& flat) {
   MemoryOverheads o;
   o.cuda_context_bytes = t.gpu.cuda_context_bytes;
   // cuBLAS keeps a workspace per stream that runs GEMMs; in these schedules GEMMs run on the compute stream only.
@@ -13,15 +13,19 @@ MemoryOverheads memory_overheads(const Schedule& s, const Topology& t, const std
   // NCCL: each communicator keeps, per channel, receive buffers for the Simple and LL128 protocols of about
   // NCCL_BUFFSIZE each (4 MiB default, NCCL docs "NCCL_BUFFSIZE"); the channel count is the CTAs its kernels use.
   // The world communicator (init_process_group) is counted too. An estimate: NCCL does not document the total.
-  std::map<GroupId, int32_t> channels_per_group;
-  for (const Op& op : s.ops) {
-    if (!is_collective(op.kind) || s.groups[op.group].size <= 1) continue;
-    int32_t& ch = channels_per_group[op.group];
-    ch = std::max(ch, costs[op.id.index()].sms);
+  std::vector<int32_t> channels_per_group(s.groups.size(), -1);  // -1: no collective on the group
+  for (const FlatOp& op : flat.ops) {
+    if (!is_collective(op.kind) || op.group < 0 || s.groups[GroupId(op.group)].size <= 1) continue;
+    int32_t& ch = channels_per_group[static_cast<size_t>(op.group)];
+    ch = std::max({ch, 0, op.sms});
   }
-  o.communicators = static_cast<int32_t>(channels_per_group.size()) + 1;
   int64_t channels = t.gpu.ring_sms;  // the world communicator
-  for (const auto& [group, ch] : channels_per_group) channels += std::max(ch, 1);
+  o.communicators = 1;
+  for (const int32_t ch : channels_per_group) {
+    if (ch < 0) continue;
+    ++o.communicators;
+    channels += std::max(ch, 1);
+  }
   o.nccl_bytes = channels * 2 * t.gpu.nccl_buffer_bytes;
   // ncclMemAlloc hands out cuMem allocations at the 2 MiB granularity (NCCL docs, user buffer registration).
   constexpr int64_t kGranularity = int64_t{2} << 20;

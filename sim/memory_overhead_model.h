@@ -4,16 +4,15 @@
 /// from NCCL_BUFFSIZE and the channel counts of the algorithms the cost model chose; the 2 MiB rounding of
 /// NCCL-registered pools.
 
-#include <vector>
-
 #include "memory/memory_overheads.h"
 #include "schedule/ir/ir.h"
-#include "sim/op_costs.h"
+#include "sim/flat_ops.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {
 
-/// The overheads of running `schedule` with the algorithms in `costs`.
-MemoryOverheads memory_overheads(const Schedule& schedule, const Topology& topology, const std::vector<OpCost>& costs);
+/// The overheads of running `schedule` with the algorithms its flattened ops' costs chose (`flat`, from
+/// flatten_ops).
+MemoryOverheads memory_overheads(const Schedule& schedule, const Topology& topology, const FlatOps& flat);
 
 }  // namespace fsdpsim

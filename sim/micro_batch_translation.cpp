@@ -12,8 +12,8 @@ bool same_buffer_shape(const Buffer& a, const Buffer& b) {
 }  // namespace
 
 MicroBatchTranslation::MicroBatchTranslation(const Schedule& schedule, const FlatOps& flat,
-                                             std::span<const OpCost> costs)
-    : schedule_(&schedule), flat_(&flat), costs_(costs) {
+                                             const OpCostTable& costs)
+    : schedule_(&schedule), flat_(&flat), costs_(&costs) {
   const size_t n = flat.ops.size();
   int32_t micro_batches = 0;
   for (const FlatOp& op : flat.ops) micro_batches = std::max(micro_batches, op.micro_batch + 1);
@@ -83,14 +83,20 @@ bool MicroBatchTranslation::alike(int32_t op, int32_t moved) const {
   if (moved >= n) return false;
   const FlatOp& a = flat_->ops[static_cast<size_t>(op)];
   const FlatOp& b = flat_->ops[static_cast<size_t>(moved)];
-  if (b.micro_batch != a.micro_batch + 1 || a.kind != b.kind || a.stream != b.stream || a.model != b.model ||
-      a.holds_sms != b.holds_sms || a.sms != b.sms || a.flow_class != b.flow_class || a.compute_ns != b.compute_ns ||
-      a.latency_ns != b.latency_ns || a.bytes != b.bytes || a.cap_bytes_per_s != b.cap_bytes_per_s) {
-    return false;
-  }
-  if (a.model == CostModel::transfer) {
-    const auto la = costs_[static_cast<size_t>(op)].loads.view(), lb = costs_[static_cast<size_t>(moved)].loads.view();
-    if (!std::equal(la.begin(), la.end(), lb.begin(), lb.end())) return false;
+  if (b.micro_batch != a.micro_batch + 1 || a.kind != b.kind || a.stream != b.stream) return false;
+  // One cost entry is one cost; different entries (hand-made tables have one per op) are compared by what the event
+  // loop reads.
+  if (a.cost != b.cost) {
+    if (a.model != b.model || a.holds_sms != b.holds_sms || a.sms != b.sms || a.flow_class != b.flow_class ||
+        a.compute_ns != b.compute_ns || a.latency_ns != b.latency_ns || a.bytes != b.bytes ||
+        a.cap_bytes_per_s != b.cap_bytes_per_s) {
+      return false;
+    }
+    if (a.model == CostModel::transfer) {
+      const auto la = (*costs_)[static_cast<size_t>(op)].loads.view();
+      const auto lb = (*costs_)[static_cast<size_t>(moved)].loads.view();
+      if (!std::equal(la.begin(), la.end(), lb.begin(), lb.end())) return false;
+    }
   }
   const auto moves_to = [&](int32_t from, int32_t to) { return from < 0 ? to < 0 : to == op_after(from, 1); };
   if (!moves_to(a.peer, b.peer) || !moves_to(a.next_on_stream, b.next_on_stream)) return false;

@@ -25,7 +25,7 @@ class MicroBatchTranslation {
  public:
   MicroBatchTranslation() = default;
   /// `flat` and `costs` are the engine's (they must outlive this).
-  MicroBatchTranslation(const Schedule& schedule, const FlatOps& flat, std::span<const OpCost> costs);
+  MicroBatchTranslation(const Schedule& schedule, const FlatOps& flat, const OpCostTable& costs);
 
   /// The id offset between an op and the same op one micro-batch later; 0 when no micro-batch repeats.
   [[nodiscard]] int32_t op_offset() const { return op_offset_; }
@@ -55,7 +55,7 @@ class MicroBatchTranslation {
 
   const Schedule* schedule_ = nullptr;
   const FlatOps* flat_ = nullptr;
-  std::span<const OpCost> costs_;
+  const OpCostTable* costs_ = nullptr;
   int32_t op_offset_ = 0;
   std::vector<int32_t> first_op_;  // per micro-batch
   std::vector<char> repeats_;      // per micro-batch

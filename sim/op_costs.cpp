@@ -89,13 +89,13 @@ OpCost p2p_cost(const Schedule& s, const Op& op, const Topology& topology, const
 
 // A compute op's time depends only on its GEMM shapes and its memory-bound bytes, and a layer's ops repeat those in
 // every layer and micro-batch: each distinct list is timed once (the same function on the same inputs, so the same
-// nanoseconds).
-class ComputeTimes {
+// nanoseconds) and its cost entered once in the table.
+class ComputeEntries {
  public:
-  ComputeTimes(const GpuProfile& gpu, DType dtype)
+  ComputeEntries(const GpuProfile& gpu, DType dtype)
       : gpu_(gpu), dtype_(dtype), by_name_(gpu.gemm_table != nullptr || gpu.attention_table != nullptr) {}
 
-  TimeNs of(const Op& op) {
+  int32_t of(const Op& op, OpCostTable& table) {
     key_.clear();
     key_.push_back(op.bytes_touched);
     for (const Gemm& g : op.gemms) key_.insert(key_.end(), {g.m, g.n, g.k, g.batch, int64_t{g.attention}});
@@ -105,7 +105,13 @@ class ComputeTimes {
       for (const Gemm& g : op.gemms) key_.push_back(static_cast<int64_t>(std::hash<std::string>{}(g.name)));
     }
     const auto [it, added] = memo_.try_emplace(key_, 0);
-    if (added) it->second = compute_time_ns(op, gpu_, dtype_);
+    if (added) {
+      OpCost cost;
+      cost.compute_ns = compute_time_ns(op, gpu_, dtype_);
+      cost.standalone_ns = cost.compute_ns;
+      cost.model = cost.compute_ns > 0 ? CostModel::compute : CostModel::instant;
+      it->second = table.add(cost);
+    }
     return it->second;
   }
 
@@ -121,17 +127,18 @@ class ComputeTimes {
   DType dtype_;
   bool by_name_;
   std::vector<int64_t> key_;
-  std::unordered_map<std::vector<int64_t>, TimeNs, KeyHash> memo_;
+  std::unordered_map<std::vector<int64_t>, int32_t, KeyHash> memo_;
 };
 
 // The engine adds op times in int64 nanoseconds over up to 100 steps: refuse a step whose ops alone would take more
 // than limits::kMaxStepTimeNs (rates and efficiencies so low that times saturate land here too).
-void check_step_time(const Schedule& s, const Topology& topology, const std::vector<OpCost>& costs) {
+void check_step_time(const Schedule& s, const Topology& topology, const OpCostTable& costs) {
   long double total_ns = 0;
-  for (const Op& op : s.ops) {
-    const OpCost& cost = costs[op.id.index()];
+  for (size_t i = 0; i < costs.size(); ++i) {
+    const OpCost& cost = costs[i];
     total_ns += static_cast<long double>(cost.standalone_ns);
     if (total_ns <= static_cast<long double>(limits::kMaxStepTimeNs)) continue;
+    const Op& op = s.ops[i];
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.3g", static_cast<double>(cost.standalone_ns) / 1e9);
     throw ConfigError("op " + std::to_string(op.id.value()) + " '" + op.name + "' would take " + seconds + " s on " +
@@ -154,52 +161,110 @@ std::vector<double> link_capacities(const Topology& topology, int32_t stages) {
   return caps;
 }
 
-std::vector<OpCost> compute_op_costs(const Schedule& s, const Topology& topology) {
-  std::vector<GroupPlacement> placements;
-  for (const Group& g : s.groups) placements.push_back(place_group(topology, s.info.world_size, g.size, g.stride));
-  std::vector<OpCost> costs(s.ops.size());
-  // Identical collectives (same kind, size, dtype, reduction, group, registration, engine) cost the same: compute once.
-  std::map<std::tuple<OpKind, int64_t, DType, ReduceOp, GroupId, bool, bool>, OpCost> cache;
-  // Async TP's overlapped chunks move over copy engines (symmetric-memory peer copies), not NCCL kernels on SMs: they
-  // take no SMs from compute (the bandwidth is NVLink's either way).
-  std::vector<char> copy_engine_stream(s.streams.size(), 0);
-  for (size_t st = 0; st < s.streams.size(); ++st) {
-    copy_engine_stream[st] = s.streams[st].name == to_string(StreamRole::tp_async) ? 1 : 0;
+OpCostTable::OpCostTable(std::vector<OpCost> per_op) : distinct_(std::move(per_op)), of_op_(distinct_.size()) {
+  for (size_t i = 0; i < of_op_.size(); ++i) of_op_[i] = static_cast<int32_t>(i);
+}
+
+std::vector<OpCost> OpCostTable::per_op() const {
+  std::vector<OpCost> out;
+  out.reserve(of_op_.size());
+  for (size_t i = 0; i < of_op_.size(); ++i) out.push_back((*this)[i]);
+  return out;
+}
+
+int32_t OpCostTable::add(const OpCost& cost) {
+  distinct_.push_back(cost);
+  return static_cast<int32_t>(distinct_.size() - 1);
+}
+
+struct OpCostBuilder::State {
+  // Identical collectives (same kind, size, dtype, reduction, group, registration, engine) cost the same: computed
+  // once, then entered once per pipeline stage (each stage's rank has its own links).
+  using CollectiveKey = std::tuple<OpKind, int64_t, DType, ReduceOp, GroupId, bool, bool>;
+
+  State(const Schedule& schedule, const Topology& t)
+      : s(schedule), topology(t), compute_entries(t.gpu, schedule.info.compute_dtype),
+        stages(std::max(1, schedule.info.pipeline_stages)) {
+    for (const Group& g : s.groups) placements.push_back(place_group(topology, s.info.world_size, g.size, g.stride));
+    costs.resize(s.ops.size());
+    instant = costs.add(OpCost{});
+    // Async TP's overlapped chunks move over copy engines (symmetric-memory peer copies), not NCCL kernels on SMs:
+    // they take no SMs from compute (the bandwidth is NVLink's either way).
+    copy_engine_stream.assign(s.streams.size(), 0);
+    for (size_t st = 0; st < s.streams.size(); ++st) {
+      copy_engine_stream[st] = s.streams[st].name == to_string(StreamRole::tp_async) ? 1 : 0;
+    }
   }
-  ComputeTimes compute_times(topology.gpu, s.info.compute_dtype);
-  const int32_t stages = std::max(1, s.info.pipeline_stages);
-  for (const Op& op : s.ops) {
-    OpCost& cost = costs[op.id.index()];
+
+  int32_t entry_of(const Op& op) {
+    const int32_t stage = s.stage_of(op);
     if (is_collective(op.kind)) {
       const bool copy_engine = copy_engine_stream[op.stream.index()] != 0;
-      const auto key = std::make_tuple(op.kind, collective_size_bytes(op), op.dtype, op.reduce_op, op.group,
-                                       buffers_registered(s, op), copy_engine);
-      auto it = cache.find(key);
-      if (it == cache.end()) {
-        OpCost fresh = collective_op_cost(s, op, topology, placements);
-        if (copy_engine) fresh.sms = 0;
-        it = cache.emplace(key, fresh).first;
-        it->second.flow_class = static_cast<int32_t>(cache.size() - 1) * stages;
+      const CollectiveKey key{op.kind,  collective_size_bytes(op),  op.dtype,  op.reduce_op,
+                              op.group, buffers_registered(s, op), copy_engine};
+      const auto [it, added] = collective_entry.try_emplace(std::pair{key, stage}, 0);
+      if (added) {
+        OpCost cost = collective_op_cost(s, op, topology, placements);
+        if (copy_engine) cost.sms = 0;
+        // A number per distinct collective, then per stage's links (none for a stage the schedule's info does not
+        // count).
+        const auto cls = collective_class.try_emplace(key, static_cast<int32_t>(collective_class.size()) * stages);
+        cost.flow_class = stage >= 0 && stage < stages ? cls.first->second + stage : -1;
+        if (stage > 0) cost.loads = cost.loads.on_stage(stage);
+        it->second = costs.add(cost);
       }
-      cost = it->second;
-      // Its stage's links: a class per stage (none for a stage the schedule's info does not count).
-      const int32_t stage = s.stage_of(op);
-      cost.flow_class = stage >= 0 && stage < stages ? cost.flow_class + stage : -1;
-    } else if (is_p2p(op.kind)) {
-      cost = p2p_cost(s, op, topology, placements[op.group.index()]);
-      continue;  // its loads already name both stages' links
-    } else if (op.kind == OpKind::copy && (op.send_bytes > 0 || op.recv_bytes > 0)) {
-      cost = host_copy_cost(op, topology);
-    } else if (op.kind != OpKind::sync) {
-      cost.compute_ns = compute_times.of(op);
-      cost.standalone_ns = cost.compute_ns;
-      cost.model = cost.compute_ns > 0 ? CostModel::compute : CostModel::instant;
+      return it->second;
     }
-    // Each pipeline stage's rank has its own links.
-    if (const int32_t stage = s.stage_of(op); stage > 0) cost.loads = cost.loads.on_stage(stage);
+    if (op.kind == OpKind::send) {  // its loads name both stages' links; the receive is costed here
+      const auto [it, added] =
+          p2p_entry.try_emplace({op.send_bytes, op.group, stage, s.stage_of(s.ops[op.peer])}, 0);
+      if (added) it->second = costs.add(p2p_cost(s, op, topology, placements[op.group.index()]));
+      return it->second;
+    }
+    if (op.kind == OpKind::copy && (op.send_bytes > 0 || op.recv_bytes > 0)) {
+      const auto [it, added] = host_copy_entry.try_emplace({op.send_bytes + op.recv_bytes, stage}, 0);
+      if (added) {
+        OpCost cost = host_copy_cost(op, topology);
+        if (stage > 0) cost.loads = cost.loads.on_stage(stage);
+        it->second = costs.add(cost);
+      }
+      return it->second;
+    }
+    if (op.kind == OpKind::sync || op.kind == OpKind::recv) return instant;
+    return compute_entries.of(op, costs);
   }
-  check_step_time(s, topology, costs);
-  return costs;
+
+  const Schedule& s;
+  const Topology& topology;
+  ComputeEntries compute_entries;
+  int32_t stages;
+  std::vector<GroupPlacement> placements;
+  std::vector<char> copy_engine_stream;
+  OpCostTable costs;
+  int32_t instant = 0;  // sync ops, receives, empty ops
+  std::map<CollectiveKey, int32_t> collective_class;  // its flow class on stage 0
+  std::map<std::pair<CollectiveKey, int32_t>, int32_t> collective_entry;
+  std::map<std::tuple<int64_t, GroupId, int32_t, int32_t>, int32_t> p2p_entry;  // sends, by both stages
+  std::map<std::pair<int64_t, int32_t>, int32_t> host_copy_entry;              // by bytes, stage
+};
+
+OpCostBuilder::OpCostBuilder(const Schedule& schedule, const Topology& topology)
+    : state_(std::make_unique<State>(schedule, topology)) {}
+OpCostBuilder::OpCostBuilder(OpCostBuilder&&) noexcept = default;
+OpCostBuilder& OpCostBuilder::operator=(OpCostBuilder&&) noexcept = default;
+OpCostBuilder::~OpCostBuilder() = default;
+
+void OpCostBuilder::add(const Op& op) { state_->costs.set(op.id.index(), state_->entry_of(op)); }
+
+OpCostTable OpCostBuilder::finish() && {
+  check_step_time(state_->s, state_->topology, state_->costs);
+  return std::move(state_->costs);
+}
+
+OpCostTable compute_op_costs(const Schedule& s, const Topology& topology) {
+  OpCostBuilder builder(s, topology);
+  for (const Op& op : s.ops) builder.add(op);
+  return std::move(builder).finish();
 }
 
 }  // namespace fsdpsim

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
@@ -77,11 +78,61 @@ struct OpCost {
   int32_t flow_class = -1;
 };
 
+/// Every op's standalone cost, each distinct cost stored once. A step's ops repeat a few hundred costs (a layer's
+/// ops in every layer and micro-batch): a 16-micro-batch step of Llama-3-405B has 36,565 ops and under a hundred
+/// distinct costs, so the table is an index per op into a short list that stays in cache, not 7 MB of copies.
+class OpCostTable {
+ public:
+  OpCostTable() = default;
+  /// One entry per op, indexed by op id (hand-made costs: tests and what-if studies).
+  explicit OpCostTable(std::vector<OpCost> per_op);
+
+  /// The cost of op `op` (by op id).
+  [[nodiscard]] const OpCost& operator[](size_t op) const { return distinct_[static_cast<size_t>(of_op_[op])]; }
+  [[nodiscard]] size_t size() const { return of_op_.size(); }
+  /// Op `op`'s entry among distinct(): ops with equal entries have equal costs (the converse need not hold).
+  [[nodiscard]] int32_t entry_of(size_t op) const { return of_op_[op]; }
+  [[nodiscard]] std::span<const OpCost> distinct() const { return distinct_; }
+  /// Every op's cost, one copy each (for callers that change single ops).
+  [[nodiscard]] std::vector<OpCost> per_op() const;
+
+  /// Building: a new entry, and which entry an op has.
+  int32_t add(const OpCost& cost);
+  void resize(size_t ops) { of_op_.assign(ops, -1); }
+  void set(size_t op, int32_t entry) { of_op_[op] = entry; }
+
+ private:
+  std::vector<OpCost> distinct_;
+  std::vector<int32_t> of_op_;
+};
+
+/// Costs a schedule's ops one at a time, each distinct cost computed and entered once: a caller that walks the ops
+/// for its own reasons (the engine flattens them) costs each on the same walk.
+class OpCostBuilder {
+ public:
+  /// The schedule's world size must match the topology's nodes (checked by the caller); groups are placed with
+  /// place_group.
+  OpCostBuilder(const Schedule& schedule, const Topology& topology);
+  OpCostBuilder(OpCostBuilder&&) noexcept;
+  OpCostBuilder& operator=(OpCostBuilder&&) noexcept;
+  ~OpCostBuilder();
+
+  /// Costs `op` of the schedule (each op once).
+  void add(const Op& op);
+  /// The table once every op is costed. Throws ConfigError when the step's ops alone would take longer than fsdpsim
+  /// models.
+  [[nodiscard]] OpCostTable finish() &&;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 /// Capacities of the shared links of `stages` GPUs (one per pipeline stage), indexed by LinkId + stage · kLinkCount.
 std::vector<double> link_capacities(const Topology& topology, int32_t stages = 1);
 
 /// Costs of every op of `schedule` (indexed by op id). The schedule's world size must match the topology's nodes
 /// (checked by the caller); groups are placed with place_group.
-std::vector<OpCost> compute_op_costs(const Schedule& schedule, const Topology& topology);
+OpCostTable compute_op_costs(const Schedule& schedule, const Topology& topology);
 
 }  // namespace fsdpsim

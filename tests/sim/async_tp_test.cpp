@@ -59,7 +59,7 @@ TEST(AsyncTp, HidesTheForwardTpCollectivesBehindTheUnitsCompute) {
 
 TEST(AsyncTp, OverlappedChunksRunOnCopyEnginesNotSms) {
   const SimulatedRun async = simulate(true);
-  const std::vector<OpCost> costs = compute_op_costs(async.schedule, topology_preset("dgx-h100-ndr"));
+  const OpCostTable costs = compute_op_costs(async.schedule, topology_preset("dgx-h100-ndr"));
   int overlapped = 0;
   for (const Op& op : async.schedule.ops) {
     if (!is_collective(op.kind)) continue;

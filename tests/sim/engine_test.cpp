@@ -211,7 +211,7 @@ TEST(Engine, TheAllocatorCannotUseWhatTheOverheadsHold) {
   const Schedule s = sixteen_mib_gather_schedule();
   const std::vector<OpCost> costs = sixteen_mib_gather_costs();
   Topology t = test_topology();
-  const int64_t overheads = memory_overheads(s, t, costs).total();
+  const int64_t overheads = memory_overheads(s, t, flatten_ops(s, OpCostTable(costs))).total();
   ASSERT_GT(overheads, 0);
   SimOptions whole_gpu;
   whole_gpu.allocator_capacity_bytes = kGiB;

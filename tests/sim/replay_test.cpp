@@ -152,7 +152,7 @@ TEST(Replay, SimulatesAMicroBatchThatDiffersInOneOp) {
   for (const char* set : {"gpus=8", "global_batch_size=128"}) apply_override(config, set);
   const Schedule schedule = build_schedule(model_preset("llama3-8b"), config, topology.gpus_per_node);
   ASSERT_EQ(schedule.info.micro_batches, 16);
-  std::vector<OpCost> costs = compute_op_costs(schedule, topology);
+  std::vector<OpCost> costs = compute_op_costs(schedule, topology).per_op();
   // Micro-batch 8's longest forward compute runs 5% slower (a thermal dip, say).
   OpId slowed = OpId::none();
   for (const Op& op : schedule.ops) {
@@ -162,8 +162,10 @@ TEST(Replay, SimulatesAMicroBatchThatDiffersInOneOp) {
   ASSERT_TRUE(slowed.valid());
   costs[slowed.index()].compute_ns += costs[slowed.index()].compute_ns / 20;
 
-  const FlatOps flat = flatten_ops(schedule, costs);
-  const MicroBatchTranslation translation(schedule, flat, costs);
+  // One entry per op: the translation compares costs by value, not by entry.
+  const OpCostTable table(costs);
+  const FlatOps flat = flatten_ops(schedule, table);
+  const MicroBatchTranslation translation(schedule, flat, table);
   EXPECT_TRUE(translation.repeats(6));
   EXPECT_FALSE(translation.repeats(7));  // 7 → 8: the slowed op's counterpart differs
   EXPECT_FALSE(translation.repeats(8));  // 8 → 9 likewise
