@@ -11,6 +11,7 @@
 /// op), and buffers allocated and freed moved alike (the buffer the moved op allocates; the same buffer where a
 /// step-level op allocated it) with equal sizes, categories and stages.
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -33,6 +34,10 @@ class MicroBatchTranslation {
   [[nodiscard]] bool repeats(int32_t micro_batch) const {
     return micro_batch >= 0 && static_cast<size_t>(micro_batch) < repeats_.size() &&
            repeats_[static_cast<size_t>(micro_batch)] != 0;
+  }
+  /// Some micro-batch is repeated by the next.
+  [[nodiscard]] bool any_repeats() const {
+    return std::any_of(repeats_.begin(), repeats_.end(), [](char r) { return r != 0; });
   }
   /// Micro-batches m .. m + count − 1 are each repeated by the next.
   [[nodiscard]] bool repeats_all(int32_t first, int32_t count) const;
