@@ -287,7 +287,7 @@ class Engine {
     // A new allocator segment is a synchronous cudaMalloc on the host before the op can be enqueued: it delays the
     // op (this is what makes a first step slower than the steady state).
     const TimeNs malloc_ns = (memory.allocator_stats().cuda_malloc_calls - mallocs_before) * t_.gpu.cuda_malloc_ns;
-    const FlatOp& cost = op;
+    const FlatCost& cost = flat_.costs[static_cast<size_t>(op.cost)];
     Activity& a = acts_[static_cast<size_t>(op.stream)];
     a.op = op_id;
     switch (cost.model) {
@@ -385,7 +385,7 @@ class Engine {
     for (const size_t st : changed) {
       const Activity& a = acts_[st];
       flow_of_stream_[st] = -1;
-      const FlatOp& cost = flat_.ops[static_cast<size_t>(a.op)];
+      const FlatCost& cost = flat_.cost_of(a.op);
       if (cost.holds_sms) {
         const auto stage = static_cast<size_t>(stream_stage_[st]);
         comm_sms_[stage] += cost.sms;
@@ -427,7 +427,7 @@ class Engine {
     uint64_t key = 0;
     bool keyed = flows_.size() >= 2 && flows_.size() <= kMaxKeyedFlows;
     for (size_t f = 0; keyed && f < flows_.size(); ++f) {
-      const int32_t c = flat_.ops[static_cast<size_t>(acts_[flow_streams_[f]].op)].flow_class;
+      const int32_t c = flat_.cost_of(acts_[flow_streams_[f]].op).flow_class;
       keyed = c >= 0 && c + 1 < kClassLimit;
       key = (key << 16) | static_cast<uint64_t>(c + 1);
     }

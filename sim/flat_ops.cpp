@@ -66,19 +66,17 @@ FlatOps FlatOpsBuilder::finish(const OpCostTable& costs) && {
       flat.op_ids[deps + static_cast<size_t>(dependents[dep]++)] = static_cast<int32_t>(i);
     }
   }
-  // Costs, from the table's few entries.
-  for (size_t i = 0; i < n; ++i) {
-    FlatOp& r = flat.ops[i];
-    const OpCost& cost = costs[i];
-    r.model = cost.model;
-    r.holds_sms = cost.collective || cost.sms > 0;
-    r.sms = cost.sms;
-    r.flow_class = cost.flow_class;
-    r.cost = costs.entry_of(i);
-    r.compute_ns = cost.compute_ns;
-    r.latency_ns = cost.latency_ns;
-    r.bytes = cost.bytes;
-    r.cap_bytes_per_s = cost.cap_bytes_per_s;
+  // Costs: each op's entry, and the table's few entries as the event loop reads them.
+  for (size_t i = 0; i < n; ++i) flat.ops[i].cost = costs.entry_of(i);
+  for (const OpCost& cost : costs.distinct()) {
+    flat.costs.push_back(FlatCost{.model = cost.model,
+                                  .holds_sms = cost.collective || cost.sms > 0,
+                                  .sms = cost.sms,
+                                  .flow_class = cost.flow_class,
+                                  .compute_ns = cost.compute_ns,
+                                  .latency_ns = cost.latency_ns,
+                                  .bytes = cost.bytes,
+                                  .cap_bytes_per_s = cost.cap_bytes_per_s});
   }
   return flat;
 }

@@ -15,7 +15,22 @@
 
 namespace fsdpsim {
 
-struct FlatOp {
+/// A distinct cost as the event loop reads it (OpCost is 200 bytes, mostly what only reports read). A step's ops
+/// share a few dozen of these: they stay in cache while the op records stream past.
+struct FlatCost {
+  CostModel model = CostModel::instant;
+  bool holds_sms = false;  // a collective, or a kernel that holds SMs: its start and end change compute speed
+  int32_t sms = 0;
+  int32_t flow_class = -1;
+  TimeNs compute_ns = 0;
+  TimeNs latency_ns = 0;
+  double bytes = 0;
+  double cap_bytes_per_s = 0;
+  bool operator==(const FlatCost&) const = default;
+};
+
+/// One op: 64 bytes, one cache line.
+struct alignas(64) FlatOp {
   int32_t stream = 0;
   int32_t micro_batch = -1;
   int32_t peer = -1;                                 // send/recv: the other end of the rendezvous
@@ -26,29 +41,26 @@ struct FlatOp {
   int32_t dependents_begin = 0, dependents_end = 0;  // into FlatOps::op_ids
   int32_t allocs_begin = 0, allocs_end = 0;          // into FlatOps::buffer_ids
   int32_t frees_begin = 0, frees_end = 0;            // into FlatOps::buffer_ids
+  int32_t cost = 0;  // its entry in the OpCostTable and FlatOps::costs: equal entries, equal costs
   OpKind kind = OpKind::compute;
-  // Its cost as the event loop reads it (OpCost is 200 bytes, mostly what only reports read).
-  CostModel model = CostModel::instant;
-  bool holds_sms = false;  // a collective, or a kernel that holds SMs: its start and end change compute speed
-  int32_t sms = 0;
-  int32_t flow_class = -1;
-  int32_t cost = 0;  // its entry in the OpCostTable: equal entries, equal costs
-  TimeNs compute_ns = 0;
-  TimeNs latency_ns = 0;
-  double bytes = 0;
-  double cap_bytes_per_s = 0;
 
   [[nodiscard]] int32_t deps() const { return deps_end - deps_begin; }
 };
 
 struct FlatOps {
   std::vector<FlatOp> ops;                    // by op id
+  std::vector<FlatCost> costs;                // by OpCostTable entry
   std::vector<int32_t> op_ids;                // every op's dependencies, then every op's dependents
   std::vector<BufferId> buffer_ids;           // every op's allocations, then its frees, op after op
   std::vector<std::vector<int32_t>> streams;  // per stream: its ops in order
   std::vector<int32_t> allocated_by;          // per buffer: the op that allocates it, -1 for none
   std::vector<int32_t> alloc_index;           // per buffer: its place among that op's allocations
+
+  [[nodiscard]] const FlatCost& cost_of(int32_t op) const {
+    return costs[static_cast<size_t>(ops[static_cast<size_t>(op)].cost)];
+  }
 };
+static_assert(sizeof(FlatOp) == 64);
 
 /// Flattens a schedule's ops one at a time, so that the engine walks the IR's ops once to cost and flatten them
 /// (their lists lie scattered on the heap: each walk over a large schedule is mostly cache misses).

@@ -17,7 +17,7 @@ MemoryOverheads memory_overheads(const Schedule& s, const Topology& t, const Fla
   for (const FlatOp& op : flat.ops) {
     if (!is_collective(op.kind) || op.group < 0 || s.groups[GroupId(op.group)].size <= 1) continue;
     int32_t& ch = channels_per_group[static_cast<size_t>(op.group)];
-    ch = std::max({ch, 0, op.sms});
+    ch = std::max({ch, 0, flat.costs[static_cast<size_t>(op.cost)].sms});
   }
   int64_t channels = t.gpu.ring_sms;  // the world communicator
   o.communicators = 1;

@@ -87,12 +87,9 @@ bool MicroBatchTranslation::alike(int32_t op, int32_t moved) const {
   // One cost entry is one cost; different entries (hand-made tables have one per op) are compared by what the event
   // loop reads.
   if (a.cost != b.cost) {
-    if (a.model != b.model || a.holds_sms != b.holds_sms || a.sms != b.sms || a.flow_class != b.flow_class ||
-        a.compute_ns != b.compute_ns || a.latency_ns != b.latency_ns || a.bytes != b.bytes ||
-        a.cap_bytes_per_s != b.cap_bytes_per_s) {
-      return false;
-    }
-    if (a.model == CostModel::transfer) {
+    const FlatCost& ca = flat_->cost_of(op);
+    if (ca != flat_->cost_of(moved)) return false;
+    if (ca.model == CostModel::transfer) {
       const auto la = (*costs_)[static_cast<size_t>(op)].loads.view();
       const auto lb = (*costs_)[static_cast<size_t>(moved)].loads.view();
       if (!std::equal(la.begin(), la.end(), lb.begin(), lb.end())) return false;
