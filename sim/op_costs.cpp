@@ -180,7 +180,27 @@ int32_t OpCostTable::add(const OpCost& cost) {
 struct OpCostBuilder::State {
   // Identical collectives (same kind, size, dtype, reduction, group, registration, engine) cost the same: computed
   // once, then entered once per pipeline stage (each stage's rank has its own links).
-  using CollectiveKey = std::tuple<OpKind, int64_t, DType, ReduceOp, GroupId, bool, bool>;
+  struct CollectiveKey {
+    int64_t size_bytes = 0;
+    GroupId group;
+    int32_t stage = 0;  // 0 in collective_class's keys
+    OpKind kind = OpKind::compute;
+    DType dtype = DType::bf16;
+    ReduceOp reduce_op = ReduceOp::none;
+    bool registered = false;
+    bool copy_engine = false;
+    bool operator==(const CollectiveKey&) const = default;
+  };
+  struct CollectiveKeyHash {
+    size_t operator()(const CollectiveKey& k) const {
+      const uint64_t small = static_cast<uint64_t>(k.kind) | static_cast<uint64_t>(k.dtype) << 8 |
+                             static_cast<uint64_t>(k.reduce_op) << 16 | uint64_t{k.registered} << 24 |
+                             uint64_t{k.copy_engine} << 25 | static_cast<uint64_t>(static_cast<uint32_t>(k.stage)) << 32;
+      uint64_t h = static_cast<uint64_t>(k.size_bytes) * 0x9E3779B97F4A7C15ULL;
+      h ^= (small + static_cast<uint64_t>(static_cast<uint32_t>(k.group.value()))) * 0xC2B2AE3D27D4EB4FULL;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
 
   State(const Schedule& schedule, const Topology& t)
       : s(schedule), topology(t), compute_entries(t.gpu, schedule.info.compute_dtype),
@@ -200,14 +220,21 @@ struct OpCostBuilder::State {
     const int32_t stage = s.stage_of(op);
     if (is_collective(op.kind)) {
       const bool copy_engine = copy_engine_stream[op.stream.index()] != 0;
-      const CollectiveKey key{op.kind,  collective_size_bytes(op),  op.dtype,  op.reduce_op,
-                              op.group, buffers_registered(s, op), copy_engine};
-      const auto [it, added] = collective_entry.try_emplace(std::pair{key, stage}, 0);
+      CollectiveKey key{.size_bytes = collective_size_bytes(op),
+                        .group = op.group,
+                        .stage = stage,
+                        .kind = op.kind,
+                        .dtype = op.dtype,
+                        .reduce_op = op.reduce_op,
+                        .registered = buffers_registered(s, op),
+                        .copy_engine = copy_engine};
+      const auto [it, added] = collective_entry.try_emplace(key, 0);
       if (added) {
         OpCost cost = collective_op_cost(s, op, topology, placements);
         if (copy_engine) cost.sms = 0;
         // A number per distinct collective, then per stage's links (none for a stage the schedule's info does not
         // count).
+        key.stage = 0;
         const auto cls = collective_class.try_emplace(key, static_cast<int32_t>(collective_class.size()) * stages);
         cost.flow_class = stage >= 0 && stage < stages ? cls.first->second + stage : -1;
         if (stage > 0) cost.loads = cost.loads.on_stage(stage);
@@ -242,8 +269,8 @@ struct OpCostBuilder::State {
   std::vector<char> copy_engine_stream;
   OpCostTable costs;
   int32_t instant = 0;  // sync ops, receives, empty ops
-  std::map<CollectiveKey, int32_t> collective_class;  // its flow class on stage 0
-  std::map<std::pair<CollectiveKey, int32_t>, int32_t> collective_entry;
+  std::unordered_map<CollectiveKey, int32_t, CollectiveKeyHash> collective_class;  // its flow class on stage 0
+  std::unordered_map<CollectiveKey, int32_t, CollectiveKeyHash> collective_entry;  // by stage
   std::map<std::tuple<int64_t, GroupId, int32_t, int32_t>, int32_t> p2p_entry;  // sends, by both stages
   std::map<std::pair<int64_t, int32_t>, int32_t> host_copy_entry;              // by bytes, stage
 };
