@@ -1,9 +1,10 @@
 #pragma once
 /// A schedule's ops as the engine reads them, flattened into a few arrays: the IR's Op structs are large and their
 /// lists live scattered on the heap, and a 16-micro-batch step of Llama-3-405B walks 36,565 of them several times
-/// per simulated step. Each op's stream, neighbours and the cost fields the event loop reads sit in one record; its
-/// dependencies, dependents and buffers in shared arrays. Built once per run by the engine (sim/engine.cpp), and
-/// compared op by op by MicroBatchTranslation.
+/// per simulated step. Each op's stream, neighbours, list ranges and cost entry sit in one 64-byte record; its
+/// dependencies, dependents and buffers in shared arrays; the few distinct costs' event-loop fields in a short list.
+/// Built once per run by the engine (sim/engine.cpp, on the same walk that costs the ops), and compared op by op by
+/// MicroBatchTranslation.
 
 #include <cstdint>
 #include <span>

@@ -206,7 +206,7 @@ struct OpCostBuilder::State {
       : s(schedule), topology(t), compute_entries(t.gpu, schedule.info.compute_dtype),
         stages(std::max(1, schedule.info.pipeline_stages)) {
     for (const Group& g : s.groups) placements.push_back(place_group(topology, s.info.world_size, g.size, g.stride));
-    costs.resize(s.ops.size());
+    costs.reset(s.ops.size());
     instant = costs.add(OpCost{});
     // Async TP's overlapped chunks move over copy engines (symmetric-memory peer copies), not NCCL kernels on SMs:
     // they take no SMs from compute (the bandwidth is NVLink's either way).

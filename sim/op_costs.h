@@ -98,7 +98,7 @@ class OpCostTable {
 
   /// Building: a new entry, and which entry an op has.
   int32_t add(const OpCost& cost);
-  void resize(size_t ops) { of_op_.assign(ops, -1); }
+  void reset(size_t ops) { of_op_.assign(ops, -1); }  // `ops` ops, none costed yet
   void set(size_t op, int32_t entry) { of_op_[op] = entry; }
 
  private:
