@@ -195,7 +195,6 @@ class Engine {
     for (auto& a : acts_) a = Activity{};
     for (auto& stage : running_of_stage_) stage.clear();
     running_sends_.clear();
-    running_send_streams_.clear();
     std::fill(stage_changed_.begin(), stage_changed_.end(), 1);
     comm_changed_ = true;
     flows_changed_ = true;
@@ -455,9 +454,9 @@ class Engine {
     // A running send loads both its stages' links: a change on either end re-rates both.
     for (bool grew = true; grew;) {
       grew = false;
-      for (const auto& [here, there] : running_sends_) {
-        if (stage_changed_[here] != stage_changed_[there]) {
-          stage_changed_[here] = stage_changed_[there] = 1;
+      for (const RunningSend& send : running_sends_) {
+        if (stage_changed_[send.here] != stage_changed_[send.there]) {
+          stage_changed_[send.here] = stage_changed_[send.there] = 1;
           grew = true;
         }
       }
@@ -494,23 +493,19 @@ class Engine {
     if (at == running.end() || *at != stream) running.insert(at, stream);
     const Activity& a = acts_[stream];
     const int32_t peer = flat_.ops[static_cast<size_t>(a.op)].peer;
-    if (a.transfer && peer >= 0 &&
-        std::find(running_send_streams_.begin(), running_send_streams_.end(), stream) == running_send_streams_.end()) {
+    const auto same_stream = [&](const RunningSend& send) { return send.stream == stream; };
+    if (a.transfer && peer >= 0 && std::none_of(running_sends_.begin(), running_sends_.end(), same_stream)) {
       const auto there = stream_stage_[static_cast<size_t>(flat_.ops[static_cast<size_t>(peer)].stream)];
-      running_sends_.emplace_back(static_cast<size_t>(stream_stage_[stream]), static_cast<size_t>(there));
-      running_send_streams_.push_back(stream);
+      running_sends_.push_back(RunningSend{.stream = stream,
+                                           .here = static_cast<size_t>(stream_stage_[stream]),
+                                           .there = static_cast<size_t>(there)});
     }
   }
   void mark_idle(size_t stream) {
     auto& running = running_of_stage_[static_cast<size_t>(stream_stage_[stream])];
     const auto at = std::lower_bound(running.begin(), running.end(), stream);
     if (at != running.end() && *at == stream) running.erase(at);
-    for (size_t i = 0; i < running_send_streams_.size(); ++i) {
-      if (running_send_streams_[i] != stream) continue;
-      running_send_streams_.erase(running_send_streams_.begin() + static_cast<std::ptrdiff_t>(i));
-      running_sends_.erase(running_sends_.begin() + static_cast<std::ptrdiff_t>(i));
-      break;
-    }
+    std::erase_if(running_sends_, [&](const RunningSend& send) { return send.stream == stream; });
   }
 
   [[nodiscard]] double speed_of(size_t stream) const {
@@ -868,9 +863,12 @@ class Engine {
   std::vector<double> rates_;
   std::vector<int32_t> flow_of_stream_;
   std::vector<std::vector<size_t>> running_of_stage_;  // per stage: streams whose activity is active, ascending
-  // The running sends (a transfer with a peer): the stages of their two ends, and their streams.
-  std::vector<std::pair<size_t, size_t>> running_sends_;
-  std::vector<size_t> running_send_streams_;
+  // The running sends (a transfer with a peer): their stream and the stages of their two ends.
+  struct RunningSend {
+    size_t stream = 0;
+    size_t here = 0, there = 0;
+  };
+  std::vector<RunningSend> running_sends_;
   std::vector<size_t> changed_;                        // rerate_changed_stages: the running streams it re-rates
   std::vector<size_t> fresh_;                          // streams whose compute op started since the last re-rating
   std::vector<size_t> to_check_;                       // streams whose head may be able to start

@@ -78,8 +78,8 @@ struct OpCost {
   int32_t flow_class = -1;
 };
 
-/// Every op's standalone cost, each distinct cost stored once. A step's ops repeat a few hundred costs (a layer's
-/// ops in every layer and micro-batch): a 16-micro-batch step of Llama-3-405B has 36,565 ops and under a hundred
+/// Every op's standalone cost, each distinct cost stored once. A step's ops repeat few costs (a layer's ops in every
+/// layer and micro-batch): a 16-micro-batch step of Llama-3-405B has 36,565 ops and under a hundred
 /// distinct costs, so the table is an index per op into a short list that stays in cache, not 7 MB of copies.
 class OpCostTable {
  public:
