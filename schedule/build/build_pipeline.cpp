@@ -2,6 +2,7 @@
 // the FSDP builder run over it, the stages merged into one schedule, and the sends and receives between them.
 #include "schedule/build/build_pipeline.h"
 
+#include <array>
 #include <map>
 #include <tuple>
 
@@ -279,6 +280,105 @@ LayerSplit split_or_count_ends(int32_t layers, const FsdpConfig& config) {
   }
 }
 
+// Tied word embeddings under Megatron's pipeline (LanguageModule.setup_embeddings_and_output_layer, megatron/core/
+// models/common/language_module/language_module.py at d98e8a64dd): the last stage, which does not hold the
+// embedding, gets its own `output_layer.weight`, a copy of the word embedding — a parameter like any other, so
+// Megatron-FSDP shards it, gathers it for the logits and keeps its gradient and optimizer state. The output unit of
+// the untied model is exactly that unit.
+UnitCost output_with_embedding_copy(const ModelSpec& model, const RankShape& shape) {
+  ModelSpec untied = model;
+  untied.tied_embeddings = false;
+  return derive_units(untied, shape).back();
+}
+
+// The two copies stay equal because their gradients are summed before the optimizer step:
+// _allreduce_word_embedding_grads (megatron/core/distributed/finalize_model_grads.py at d98e8a64dd) all-reduces the
+// word embedding's main grad over the embedding group — the first and the last pipeline stage — after
+// finish_grad_sync; under Megatron-FSDP it reduces the rank's local shard (`main_grad._local_tensor`). NCCL runs an
+// all-reduce of two ranks as each sending its buffer to the other, so it is written as a send and a receive per end,
+// after that stage's grad_sync, and the op after grad_sync (the main-grad cast or the optimizer) waits for both and
+// adds the received shard (the receive's workspace is freed there).
+class EmbeddingGradExchange {
+ public:
+  EmbeddingGradExchange(Schedule& s, int64_t bytes, GroupId group) : s_(s), bytes_(bytes), group_(group) {}
+
+  void add(int32_t first_stage, int32_t last_stage, int32_t pp) {
+    const std::array<int32_t, 2> stages{first_stage, last_stage};
+    std::array<OpId, 2> sync{}, sends{}, recvs{};
+    for (size_t i = 0; i < 2; ++i) sync[i] = grad_sync_of(stages[i]);
+    for (size_t i = 0; i < 2; ++i) {
+      sends[i] = add_op(OpKind::send, stages[i], stages[1 - i], pp, sync[i]);
+      recvs[i] = add_op(OpKind::recv, stages[i], stages[1 - i], pp, sync[i]);
+    }
+    for (size_t i = 0; i < 2; ++i) {
+      s_.ops[sends[i]].peer = recvs[1 - i];
+      s_.ops[recvs[1 - i]].peer = sends[i];
+      Op& next = s_.ops[after(sync[i])];
+      next.deps.push_back(sends[i]);
+      next.deps.push_back(recvs[i]);
+      next.frees.push_back(s_.ops[recvs[i]].allocs.front());
+    }
+  }
+
+ private:
+  OpId grad_sync_of(int32_t stage) const {
+    for (const Op& op : s_.ops) {
+      if (op.kind == OpKind::sync && op.name == "grad_sync" && s_.stage_of(op) == stage) return op.id;
+    }
+    FSDPSIM_CHECK(false, "every Megatron-FSDP stage ends its backward with grad_sync");
+    return OpId::none();
+  }
+
+  // The op that follows `op` on its stream (the optimizer step always follows grad_sync).
+  OpId after(OpId op) const {
+    for (int32_t id = op.value() + 1; id < static_cast<int32_t>(s_.ops.size()); ++id) {
+      if (s_.ops[OpId(id)].stream == s_.ops[op].stream) return OpId(id);
+    }
+    FSDPSIM_CHECK(false, "grad_sync is followed by the optimizer step");
+    return OpId::none();
+  }
+
+  OpId add_op(OpKind kind, int32_t stage, int32_t other, int32_t pp, OpId after_op) {
+    const bool send = kind == OpKind::send;
+    const std::string role = send ? "embd_grad_send" : "embd_grad_recv";
+    const std::string name = stage_stream_name(role, stage, pp);
+    StreamId stream = s_.stream_index(name);
+    if (!stream.valid()) {
+      s_.streams.push_back(Stream{name, 0, stage});
+      stream = StreamId(static_cast<int32_t>(s_.streams.size()) - 1);
+    }
+    Op op;
+    op.id = s_.ops.next_id();
+    op.kind = kind;
+    op.name = std::string(send ? "send" : "recv") + "_embedding_grad.s" + std::to_string(send ? stage : other) + "to" +
+              std::to_string(send ? other : stage);
+    op.phase = Phase::optim;
+    op.stream = stream;
+    op.group = group_;
+    op.deps = {after_op};
+    (send ? op.send_bytes : op.recv_bytes) = bytes_;
+    if (!send) {
+      const BufferId b = s_.buffers.next_id();
+      s_.buffers.push_back(Buffer{.id = b,
+                                  .name = op.name,
+                                  .category = BufferCategory::workspace,
+                                  .size_bytes = bytes_,
+                                  .persistent = false,
+                                  .nccl_registered = false,
+                                  .stage = stage});
+      op.allocs.push_back(b);
+      op.writes.push_back(b);
+    }
+    const OpId id = op.id;
+    s_.ops.push_back(std::move(op));
+    return id;
+  }
+
+  Schedule& s_;
+  int64_t bytes_;
+  GroupId group_;
+};
+
 }  // namespace
 
 int64_t pipeline_message_bytes(const ModelSpec& model, const ParallelLayout& layout) {
@@ -317,9 +417,21 @@ Schedule build_pipeline_schedule(const ModelSpec& model, const FsdpConfig& confi
   merged.info.pipeline_schedule = std::string(to_string(config.pipeline_schedule));
   for (const UnitCost& u : all) merged.units.push_back(UnitInfo{u.name, u.params()});
   std::vector<StageActions> actions(static_cast<size_t>(pp));
+  // Tied embeddings: torchtitan refuses them with a pipeline; Megatron gives the last stage its own copy.
+  const int32_t output_rank = rank_of_virtual_stage(config.pipeline_schedule, pp, pp * chunks - 1);
+  const bool embedding_copy = model.tied_embeddings && output_rank != 0;
+  if (embedding_copy && config.implementation == Implementation::fsdp2) {
+    throw ConfigError(config.where("pp"), "pp",
+                      "is " + std::to_string(pp) + " with tied word embeddings (tied_embeddings: true), which "
+                      "torchtitan refuses ('Weight tying is not supported with Pipeline Parallel.')",
+                      "untie the embeddings (tied_embeddings: false), run pp=1, or use Megatron-FSDP, which keeps a "
+                      "copy of the embedding on the last stage");
+  }
+  std::vector<UnitCost> last_stage_units = all;
+  if (embedding_copy) last_stage_units.back() = output_with_embedding_copy(model, layout.shape);
   for (int32_t rank = 0; rank < pp; ++rank) {
-    const StagePlan plan =
-        stage_plan(all, split, config.pipeline_schedule, pp, chunks, rank, orders[static_cast<size_t>(rank)]);
+    const StagePlan plan = stage_plan(rank == output_rank ? last_stage_units : all, split, config.pipeline_schedule,
+                                      pp, chunks, rank, orders[static_cast<size_t>(rank)]);
     std::vector<ActionOps> stage_actions;
     const Schedule stage = config.implementation == Implementation::fsdp2
                                ? build_fsdp2_stage(model, config, layout, plan, &stage_actions)
@@ -337,6 +449,17 @@ Schedule build_pipeline_schedule(const ModelSpec& model, const FsdpConfig& confi
     p2p.add_stage(rank, orders[static_cast<size_t>(rank)], actions[static_cast<size_t>(rank)]);
   }
   p2p.pair();
+  if (embedding_copy) {
+    const GroupId embd = merged.groups.next_id();
+    merged.groups.push_back(Group{std::string(to_string(GroupRole::embd)), 2, (pp - 1) * layout.stage_ranks()});  // first and last stage
+    const int64_t word_embedding_elems = last_stage_units.back().dense_params - all.back().dense_params;
+    const int64_t local_elems =
+        config.data_parallel_sharding_strategy == ShardingStrategy::optim_grads ||
+                config.data_parallel_sharding_strategy == ShardingStrategy::optim_grads_params
+            ? (word_embedding_elems + layout.dense_shard - 1) / layout.dense_shard
+            : word_embedding_elems;
+    EmbeddingGradExchange(merged, local_elems * dtype_bytes(main_grad_dtype(config)), embd).add(0, output_rank, pp);
+  }
   return merged;
 }
 

@@ -85,6 +85,8 @@ GroupId BuildContext::add_group(GroupRole role) {
       return w.group(name, l.outer, l.ep * l.etp * l.expert_shard);
     case GroupRole::pp:
       return w.group(name, l.pp, l.stage_ranks());
+    case GroupRole::embd:
+      return w.group(name, 2, (l.pp - 1) * l.stage_ranks());
   }
   FSDPSIM_CHECK(false, "unknown group role " + name);
 }

@@ -48,7 +48,7 @@ struct BuildContext {
   GroupId add_group(GroupRole role);
   /// Per GroupRole: its group once created (every TP/CP/EP collective of every layer and micro-batch asks, and a
   /// lookup by name costs a string per ask).
-  std::array<GroupId, static_cast<size_t>(GroupRole::pp) + 1> role_groups_{};
+  std::array<GroupId, static_cast<size_t>(GroupRole::embd) + 1> role_groups_{};
 };
 
 /// Where a unit's forward saves its activations and how backward gets them back.

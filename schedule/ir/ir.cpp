@@ -53,7 +53,7 @@ constexpr EnumNames<StreamRole, 9> kStreamRoles{{{
 }}};
 static_assert(kStreamRoles.name(StreamRole::compute) == kComputeStream);
 
-constexpr EnumNames<GroupRole, 9> kGroupRoles{{{
+constexpr EnumNames<GroupRole, 10> kGroupRoles{{{
     {GroupRole::tp, "tp"},
     {GroupRole::cp, "cp"},
     {GroupRole::ep, "ep"},
@@ -63,6 +63,7 @@ constexpr EnumNames<GroupRole, 9> kGroupRoles{{{
     {GroupRole::edp, "edp"},
     {GroupRole::edp_outer, "edp_outer"},
     {GroupRole::pp, "pp"},
+    {GroupRole::embd, "embd"},
 }}};
 
 constexpr EnumNames<ReduceOp, 4> kReduceOps{{{

@@ -64,7 +64,9 @@ enum class ReduceOp : uint8_t { none, sum, avg, premul_sum };
 /// What a process group is for, in Megatron's rank order tp-cp-ep-dp (dense parameters) and etp-ep-edp (experts);
 /// HSDP splits the data-parallel ranks into an inner shard group and an outer replica group. A group the builders
 /// make is named by its role (`to_string`); a schedule read from a file may name its groups freely.
-enum class GroupRole : uint8_t { tp, cp, ep, etp, dp_shard, dp_outer, edp, edp_outer, pp };
+/// `embd` is Megatron's embedding group: the first and the last pipeline stage, which both hold the word embedding
+/// when it is tied to the output layer.
+enum class GroupRole : uint8_t { tp, cp, ep, etp, dp_shard, dp_outer, edp, edp_outer, pp, embd };
 
 /// A process group, by name (dp_shard, dp_outer, tp, cp, ep, edp, ...). Its members are ranks
 /// r0, r0+stride, ..., r0+(size-1)·stride of Megatron's tp-cp-ep-dp order; the topology maps them onto nodes and

@@ -22,10 +22,13 @@ struct Case {
   std::string name;
   std::vector<std::string> sets;
   int32_t stages = 2;
+  bool tied_embeddings = false;
 };
 
 Schedule build(const Case& c) {
-  return build_shaped_schedule(c.sets);
+  std::string yaml = llama_shaped_yaml();
+  if (c.tied_embeddings) yaml.replace(yaml.find("tied_embeddings: false"), 22, "tied_embeddings: true");
+  return build_shaped_schedule(c.sets, yaml);
 }
 
 std::vector<Case> cases() {
@@ -33,6 +36,8 @@ std::vector<Case> cases() {
       {"megatron_1f1b_pp2", {"pp=2"}},
       {"megatron_interleaved_pp2x2", {"pp=2", "virtual_pipeline_stages=2", "pipeline_schedule=interleaved_1f1b"}},
       {"megatron_gpipe_pp4", {"pp=4", "pipeline_schedule=gpipe"}, 4},
+      // Tied embeddings: the last stage's copy, and the embedding gradient exchanged between stages 0 and 3.
+      {"megatron_1f1b_pp4_tied", {"pp=4"}, 4, true},
       {"megatron_optim_pp2_layout",
        {"pp=2", "pipeline_layout=Et*6|t*10|t*10|t*6L", "data_parallel_sharding_strategy=optim"}},
       {"fsdp2_1f1b_pp2", {"implementation=fsdp2", "pp=2"}},

@@ -65,7 +65,9 @@ TEST(Roles, EveryGroupRoleHasMegatronsNameAndParsesBack) {
                                                                   {GroupRole::dp_shard, "dp_shard"},
                                                                   {GroupRole::dp_outer, "dp_outer"},
                                                                   {GroupRole::edp, "edp"},
-                                                                  {GroupRole::edp_outer, "edp_outer"}};
+                                                                  {GroupRole::edp_outer, "edp_outer"},
+                                                                  {GroupRole::pp, "pp"},
+                                                                  {GroupRole::embd, "embd"}};
   for (const auto& [role, name] : names) {
     EXPECT_EQ(to_string(role), name);
     EXPECT_EQ(parse_group_role(name), role);
