@@ -83,17 +83,29 @@ double gemm_efficiency(const Gemm& gemm, const GpuProfile& gpu, DType dtype) {
   return std::max(kMinGemmEfficiency, max_eff * wave_eff * k_eff);
 }
 
-TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype) {
+double attention_kernel_slowdown(AttentionKernel kernel, bool backward) {
+  switch (kernel) {
+    case AttentionKernel::flash:
+      return 1.0;
+    case AttentionKernel::triton_flash:
+      // FlashAttention-2 "is around 1.3-1.5x faster than FlashAttention in Triton in the forward pass and around 2x
+      // faster in the backward pass" (Dao 2023, arXiv 2307.08691, §4.1, A100): the middle of the forward range.
+      return backward ? 2.0 : 1.4;
+  }
+  return 1.0;
+}
+
+TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype, AttentionKernel kernel) {
   const double flops = 2.0 * static_cast<double>(gemm.m) * static_cast<double>(gemm.n) * static_cast<double>(gemm.k) *
                        static_cast<double>(gemm.batch);
   if (flops <= 0) return 0;
   // Fused attention runs in BF16 even in FP8 training (Transformer Engine's default DPA).
   const DType effective = gemm.attention ? DType::bf16 : dtype;
-  if (gpu.attention_table != nullptr && gemm.attention) {
-    if (const std::optional<AttentionCall> call = attention_call_of(gemm)) {
-      const double rate = gpu.attention_table->flops_per_s(call->backward, call->seq, gemm.batch, call->head_dim);
-      return ns_from_seconds(flops / rate) + (call->first_product ? gpu.kernel_overhead_ns : 0);
-    }
+  const std::optional<AttentionCall> call = gemm.attention ? attention_call_of(gemm) : std::nullopt;
+  const double slowdown = gemm.attention ? attention_kernel_slowdown(kernel, call && call->backward) : 1.0;
+  if (gpu.attention_table != nullptr && call) {
+    const double rate = gpu.attention_table->flops_per_s(call->backward, call->seq, gemm.batch, call->head_dim);
+    return ns_from_seconds(flops * slowdown / rate) + (call->first_product ? gpu.kernel_overhead_ns : 0);
   }
   if (gpu.gemm_table != nullptr && !gemm.attention) {
     const std::optional<double> one =
@@ -103,7 +115,7 @@ TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype) {
   }
   const double rate =
       peak_flops_per_s(gpu, effective) * gemm_efficiency(gemm, gpu, effective) * gpu.sustained_clock_fraction;
-  const double seconds = flops / rate;
+  const double seconds = flops * slowdown / rate;
   return ns_from_seconds(seconds) + gpu.kernel_overhead_ns;  // saturates for absurd rates: op_costs refuses those
 }
 
@@ -113,9 +125,9 @@ TimeNs memory_time_ns(int64_t bytes, const GpuProfile& gpu) {
   return ns_from_seconds(seconds) + gpu.kernel_overhead_ns;
 }
 
-TimeNs compute_time_ns(const Op& op, const GpuProfile& gpu, DType dtype) {
+TimeNs compute_time_ns(const Op& op, const GpuProfile& gpu, DType dtype, AttentionKernel kernel) {
   TimeNs total = 0;
-  for (const auto& g : op.gemms) total += gemm_time_ns(g, gpu, dtype);
+  for (const auto& g : op.gemms) total += gemm_time_ns(g, gpu, dtype, kernel);
   return total + memory_time_ns(op.bytes_touched, gpu);
 }
 

@@ -12,13 +12,17 @@ namespace fsdpsim {
 
 /// Fraction of peak a GEMM of this shape reaches: max efficiency × wave efficiency × k-loop efficiency.
 double gemm_efficiency(const Gemm& gemm, const GpuProfile& gpu, DType dtype);
-/// Time of one GEMM (or batch), including one kernel's launch overhead.
-TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype);
+/// Time of one GEMM (or batch), including one kernel's launch overhead. An attention product runs on `kernel`.
+TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype,
+                    AttentionKernel kernel = AttentionKernel::flash);
+/// How many times as long `kernel` takes as the profile's fused attention (FlashAttention-2 class) for one call.
+double attention_kernel_slowdown(AttentionKernel kernel, bool backward);
 /// Time of memory-bound work touching `bytes` of HBM, including one kernel's overhead (0 bytes → 0).
 TimeNs memory_time_ns(int64_t bytes, const GpuProfile& gpu);
 /// Time of a compute, copy or optimizer op alone: its GEMMs plus its memory-bound bytes. `dtype` is the GEMM input
 /// dtype (the schedule's compute dtype). Host copies (send/recv bytes) are not included: they are transfers.
-TimeNs compute_time_ns(const Op& op, const GpuProfile& gpu, DType dtype);
+TimeNs compute_time_ns(const Op& op, const GpuProfile& gpu, DType dtype,
+                       AttentionKernel kernel = AttentionKernel::flash);
 /// Peak dense FLOP/s of `dtype` on this GPU; throws ConfigError when the GPU has no such units (FP8 on A100).
 double peak_flops_per_s(const GpuProfile& gpu, DType dtype);
 

@@ -92,22 +92,26 @@ OpCost p2p_cost(const Schedule& s, const Op& op, const Topology& topology, const
 // nanoseconds) and its cost entered once in the table.
 class ComputeEntries {
  public:
-  ComputeEntries(const GpuProfile& gpu, DType dtype)
-      : gpu_(gpu), dtype_(dtype), by_name_(gpu.gemm_table != nullptr || gpu.attention_table != nullptr) {}
+  ComputeEntries(const GpuProfile& gpu, DType dtype, AttentionKernel kernel)
+      : gpu_(gpu),
+        dtype_(dtype),
+        kernel_(kernel),
+        by_name_(gpu.gemm_table != nullptr || gpu.attention_table != nullptr || kernel != AttentionKernel::flash) {}
 
   int32_t of(const Op& op, OpCostTable& table) {
     key_.clear();
     key_.push_back(op.bytes_touched);
     for (const Gemm& g : op.gemms) key_.insert(key_.end(), {g.m, g.n, g.k, g.batch, int64_t{g.attention}});
     // A measured table times a product by its role too (forward, input or weight gradient; the attention call's
-    // direction), which its name says: equal shapes of different roles are different keys then.
+    // direction), which its name says, and so does an attention kernel slower backward than forward: equal shapes of
+    // different roles are different keys then.
     if (by_name_) {
       for (const Gemm& g : op.gemms) key_.push_back(static_cast<int64_t>(std::hash<std::string>{}(g.name)));
     }
     const auto [it, added] = memo_.try_emplace(key_, 0);
     if (added) {
       OpCost cost;
-      cost.compute_ns = compute_time_ns(op, gpu_, dtype_);
+      cost.compute_ns = compute_time_ns(op, gpu_, dtype_, kernel_);
       cost.standalone_ns = cost.compute_ns;
       cost.model = cost.compute_ns > 0 ? CostModel::compute : CostModel::instant;
       it->second = table.add(cost);
@@ -125,6 +129,7 @@ class ComputeEntries {
   };
   const GpuProfile& gpu_;
   DType dtype_;
+  AttentionKernel kernel_;
   bool by_name_;
   std::vector<int64_t> key_;
   std::unordered_map<std::vector<int64_t>, int32_t, KeyHash> memo_;
@@ -203,7 +208,9 @@ struct OpCostBuilder::State {
   };
 
   State(const Schedule& schedule, const Topology& t)
-      : s(schedule), topology(t), compute_entries(t.gpu, schedule.info.compute_dtype),
+      : s(schedule),
+        topology(t),
+        compute_entries(t.gpu, schedule.info.compute_dtype, schedule.info.attention_kernel),
         stages(std::max(1, schedule.info.pipeline_stages)) {
     for (const Group& g : s.groups) placements.push_back(place_group(topology, s.info.world_size, g.size, g.stride));
     costs.reset(s.ops.size());

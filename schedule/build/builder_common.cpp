@@ -139,6 +139,7 @@ ScheduleInfo make_schedule_info(const ModelSpec& model, const FsdpConfig& config
   for (const auto& unit : units) flops += unit.model_flops;
   info.model_flops_per_gpu = flops * layout.micro_batches;
   info.compute_dtype = layout.shape.compute_dtype;
+  info.attention_kernel = config.attention_kernel;
   const ParameterCount count = count_parameters(model);
   info.model_params = count.total;
   info.model_active_params = count.active_per_token;

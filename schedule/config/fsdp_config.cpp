@@ -39,6 +39,8 @@ constexpr EnumNames<Fp8Recipe, 5> kFp8Recipes{{{{Fp8Recipe::auto_recipe, "auto"}
                                                 {Fp8Recipe::mxfp8, "mxfp8"}}}};
 constexpr EnumNames<Fsdp2Wrap, 2> kFsdp2Wraps{
     {{{Fsdp2Wrap::torchtitan, "torchtitan"}, {Fsdp2Wrap::blocks_and_root, "blocks_and_root"}}}};
+constexpr EnumNames<AttentionKernel, 2> kAttentionKernelNames{
+    {{{AttentionKernel::flash, "flash"}, {AttentionKernel::triton_flash, "triton_flash"}}}};
 constexpr EnumNames<GradSync, 2> kGradSyncs{
     {{{GradSync::every_micro_batch, "every_micro_batch"}, {GradSync::last_micro_batch, "last_micro_batch"}}}};
 constexpr EnumNames<OptimizerImpl, 2> kOptimizerImpls{
@@ -241,6 +243,9 @@ const std::vector<KeyDef>& key_table() {
       int_key("cpu_offloading_num_layers", &FsdpConfig::cpu_offloading_num_layers, 0, 1 << 20,
               "decoder layers whose activations are offloaded; 0: all but the last"),
       bool_key("flash_attention", &FsdpConfig::flash_attention, "fused attention: no s×s scores are stored"),
+      enum_key("attention_kernel", &FsdpConfig::attention_kernel, kAttentionKernelNames,
+               "the fused attention kernel: flash (FlashAttention-2/3, cuDNN, TE; the GPU profile's efficiency) or "
+               "triton_flash (flash-attn's Triton kernel, MPT's attn_impl: triton: 1.4x slower forward, 2x backward)"),
       bool_key(
           "fused_elementwise", &FsdpConfig::fused_elementwise,
           "fused norm/rotary/activation kernels (TE, Apex, torch.compile); false: PyTorch eager, one kernel per op"),

@@ -140,6 +140,7 @@ struct FsdpConfig {
   bool cpu_offloading_activations = false;
   int32_t cpu_offloading_num_layers = 0;  ///< 0: every decoder layer but the last
   bool flash_attention = true;
+  AttentionKernel attention_kernel = AttentionKernel::flash;  ///< which kernel runs it (schedule/ir/ir.h)
   bool fused_elementwise = true;  ///< false: PyTorch eager elementwise kernels (no torch.compile, no TE)
   /// Async tensor parallelism (torchtitan's enable_async_tensor_parallel: torch.compile's micro-pipelined TP): the
   /// forward's TP all-gathers and reduce-scatters run in tp chunks over copy engines beside the GEMMs they feed or

@@ -326,6 +326,11 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
                       config.loss_chunks,
                       config.moe_routing_skew};
   check_routing_skew(model, config);
+  if (config.attention_kernel != AttentionKernel::flash && !config.flash_attention) {
+    reject(config, "attention_kernel",
+           std::string(to_string(config.attention_kernel)) + " is a fused attention kernel, but flash_attention is false",
+           "set flash_attention=true, or leave attention_kernel at flash");
+  }
   if (l.tp > 1 && (l.shape.loss == LossImpl::liger_fused_linear || l.shape.loss == LossImpl::cut_cross_entropy)) {
     reject(config, "loss_implementation",
            std::string(to_string(l.shape.loss)) +

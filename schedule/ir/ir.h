@@ -150,6 +150,13 @@ struct UnitInfo {
 };
 
 /// What the schedule was built from, and the figures the reports need to turn time into per-GPU rates.
+/// The kernel that computes the attention products (Gemm::attention). `flash`: FlashAttention-2/3, cuDNN or
+/// Transformer Engine fused attention, what a GPU profile's attention_efficiency (or its measured attention table)
+/// stands for. `triton_flash`: the FlashAttention kernel written in Triton that flash-attn shipped as
+/// flash_attn_triton.py and MPT runs with attn_impl: triton (llm-foundry's benchmarks); FlashAttention-2 is
+/// 1.3-1.5x faster than it in the forward pass and about 2x in the backward (Dao 2023, arXiv 2307.08691, §4.1).
+enum class AttentionKernel : uint8_t { flash, triton_flash };
+
 struct ScheduleInfo {
   std::string model;
   std::string implementation;  ///< megatron_fsdp | fsdp2
@@ -169,6 +176,7 @@ struct ScheduleInfo {
   int32_t virtual_stages = 1;   ///< model chunks per pipeline rank
   std::string
       pipeline_schedule;  ///< gpipe | 1f1b | interleaved_1f1b | zbv | dualpipev; empty without pipeline parallelism
+  AttentionKernel attention_kernel = AttentionKernel::flash;
   bool operator==(const ScheduleInfo&) const = default;
 };
 
@@ -233,11 +241,13 @@ std::string_view to_string(BufferCategory v);
 std::string_view to_string(ReduceOp v);
 std::string_view to_string(GroupRole v);
 std::string_view to_string(StreamRole v);
+std::string_view to_string(AttentionKernel v);
 std::optional<OpKind> parse_op_kind(std::string_view text);
 std::optional<Phase> parse_phase(std::string_view text);
 std::optional<BufferCategory> parse_buffer_category(std::string_view text);
 std::optional<ReduceOp> parse_reduce_op(std::string_view text);
 std::optional<GroupRole> parse_group_role(std::string_view text);
+std::optional<AttentionKernel> parse_attention_kernel(std::string_view text);
 
 /// Every value of each enum, in declaration order (for reports and error messages).
 const std::vector<OpKind>& all_op_kinds();

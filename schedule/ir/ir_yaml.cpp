@@ -37,6 +37,9 @@ void emit_info(YAML::Emitter& out, const ScheduleInfo& info) {
     out << YAML::Key << "virtual_stages" << YAML::Value << info.virtual_stages;
     out << YAML::Key << "pipeline_schedule" << YAML::Value << info.pipeline_schedule;
   }
+  if (info.attention_kernel != AttentionKernel::flash) {
+    out << YAML::Key << "attention_kernel" << YAML::Value << std::string(to_string(info.attention_kernel));
+  }
   if (info.model_params > 0) {
     out << YAML::Key << "model_params" << YAML::Value << info.model_params;
     out << YAML::Key << "model_active_params" << YAML::Value << info.model_active_params;
@@ -133,6 +136,9 @@ ScheduleInfo read_info(YamlMap map) {
   if (map.has("pipeline_schedule"))
     info.pipeline_schedule =
         map.get("pipeline_schedule").as_choice({"gpipe", "1f1b", "interleaved_1f1b", "zbv", "dualpipev"});
+  if (map.has("attention_kernel")) {
+    info.attention_kernel = *parse_attention_kernel(map.get("attention_kernel").as_choice({"flash", "triton_flash"}));
+  }
   info.model_params = map.int_or("model_params", 0, 0, limits::kMaxParameters);
   info.model_active_params = map.int_or("model_active_params", 0, 0, info.model_params);
   map.finish();

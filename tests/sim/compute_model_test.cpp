@@ -65,6 +65,26 @@ TEST(ComputeModel, Fp8OnAnA100IsAnError) {
   EXPECT_DOUBLE_EQ(peak_flops_per_s(h100(), DType::fp8), h100().dense_fp8_flops_per_s);
 }
 
+// MPT's Triton flash-attention kernel (attention_kernel: triton_flash), by hand: FlashAttention-2 is 1.3-1.5x faster
+// in the forward pass and about 2x in the backward (arXiv 2307.08691 §4.1), so a forward product takes 1.4 times and a
+// backward one 2 times the profile's fused-attention time; GEMMs that are not attention do not change.
+TEST(ComputeModel, TheTritonFlashKernelTakesFourteenTenthsForwardAndTwiceBackward) {
+  GpuProfile g = gpu_profile("h100-sxm");
+  g.sustained_clock_fraction = 0.5;
+  g.attention_efficiency = 0.4;
+  const double product_flops = 2.0 * 4096 * 8193 * 128 * 32;
+  const double rate = g.dense_bf16_flops_per_s * 0.4 * 0.5;
+  const Gemm scores{"attn_scores", 4096, 8193, 128, 32, true};
+  const Gemm dk{"attn_dk", 8193, 128, 4096, 32, true};
+  EXPECT_EQ(gemm_time_ns(scores, g, DType::bf16), ns_from_seconds(product_flops / rate) + g.kernel_overhead_ns);
+  EXPECT_EQ(gemm_time_ns(scores, g, DType::bf16, AttentionKernel::triton_flash),
+            ns_from_seconds(1.4 * product_flops / rate) + g.kernel_overhead_ns);
+  EXPECT_EQ(gemm_time_ns(dk, g, DType::bf16, AttentionKernel::triton_flash),
+            ns_from_seconds(2.0 * product_flops / rate) + g.kernel_overhead_ns);
+  const Gemm qkv{"qkv", 4096, 4096, 4096, 1, false};
+  EXPECT_EQ(gemm_time_ns(qkv, g, DType::bf16, AttentionKernel::triton_flash), gemm_time_ns(qkv, g, DType::bf16));
+}
+
 }  // namespace
 }  // namespace fsdpsim
 
