@@ -420,7 +420,8 @@ Schedule build_pipeline_schedule(const ModelSpec& model, const FsdpConfig& confi
   // Tied embeddings: torchtitan refuses them with a pipeline; Megatron gives the last stage its own copy.
   const int32_t output_rank = rank_of_virtual_stage(config.pipeline_schedule, pp, pp * chunks - 1);
   const bool embedding_copy = model.tied_embeddings && output_rank != 0;
-  if (embedding_copy && config.implementation == Implementation::fsdp2) {
+  // torchtitan refuses any pipeline degree above 1, even a V whose rank 0 holds both ends.
+  if (model.tied_embeddings && config.implementation == Implementation::fsdp2) {
     throw ConfigError(config.where("pp"), "pp",
                       "is " + std::to_string(pp) + " with tied word embeddings (tied_embeddings: true), which "
                       "torchtitan refuses ('Weight tying is not supported with Pipeline Parallel.')",

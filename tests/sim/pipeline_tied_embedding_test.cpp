@@ -134,6 +134,13 @@ TEST(PipelineTiedEmbedding, Fsdp2RefusesTiedEmbeddingsWithAPipelineAsTorchtitanD
     EXPECT_NE(what.find("Weight tying is not supported with Pipeline Parallel"), std::string::npos) << what;
     EXPECT_NE(what.find("tied_embeddings: false"), std::string::npos) << what;
   }
+  // Also a V, whose rank 0 holds both the embedding and the output: torchtitan checks only the degree.
+  FsdpConfig v;
+  v.nodes = 1;
+  for (const char* set : {"implementation=fsdp2", "pp=2", "pipeline_schedule=zbv", "global_batch_size=8"}) {
+    apply_override(v, set);
+  }
+  EXPECT_THROW((void)build_schedule(tiny(true), v, 8), ConfigError);
   // pp = 1 stays allowed.
   FsdpConfig one;
   one.nodes = 1;
