@@ -4,6 +4,7 @@
 
 #include <array>
 #include <map>
+#include <string_view>
 #include <tuple>
 
 #include "common/error.h"
@@ -129,6 +130,39 @@ std::pair<OpId, OpId> compute_span(const Schedule& s, const ActionOps& a, Stream
   return {first, last};
 }
 
+// Stage `stage`'s stream `role` (stage<k>.<role>), made the first time it is asked for.
+StreamId stage_stream(Schedule& s, std::string_view role, int32_t stage, int32_t pp) {
+  const std::string name = stage_stream_name(role, stage, pp);
+  const StreamId id = s.stream_index(name);
+  if (id.valid()) return id;
+  s.streams.push_back(Stream{name, 0, stage});
+  return StreamId(static_cast<int32_t>(s.streams.size()) - 1);
+}
+
+// Appends `op` (a send or a receive of `bytes`, its kind, name, phase, stream, group and deps set) with its id; a
+// receive allocates and writes the tensor it receives, a `received` buffer on its stage.
+OpId append_p2p(Schedule& s, Op op, int64_t bytes, BufferCategory received) {
+  op.id = s.ops.next_id();
+  if (op.kind == OpKind::send) {
+    op.send_bytes = bytes;
+  } else {
+    op.recv_bytes = bytes;
+    const BufferId b = s.buffers.next_id();
+    s.buffers.push_back(Buffer{.id = b,
+                               .name = op.name,
+                               .category = received,
+                               .size_bytes = bytes,
+                               .persistent = false,
+                               .nccl_registered = false,
+                               .stage = s.streams[op.stream].stage});
+    op.allocs.push_back(b);
+    op.writes.push_back(b);
+  }
+  const OpId id = op.id;
+  s.ops.push_back(std::move(op));
+  return id;
+}
+
 // Adds the sends and receives. An action's first op waits for its own receive, and a send leaves once the action's
 // compute is done. Blocking exchanges (Megatron-core's batched isend/irecv without overlap, p2p_communication.py;
 // torch.distributed.pipelining's 1F1B) also hold that first op until the previous action's send is done; overlapped
@@ -205,42 +239,20 @@ class P2pWriter {
     const bool send = kind == OpKind::send;
     std::string role = std::string("pp_") + dir + (send ? "_send" : "_recv");
     if (is_v_shaped(schedule_)) role += ".r" + std::to_string(rank_of_virtual_stage(schedule_, pp_, send ? to : from));
-    const StreamId stream = stream_for(stage_stream_name(role, rank, pp_), rank);
     Op op;
-    op.id = s_.ops.next_id();
     op.kind = kind;
     op.name = (send ? "send_" : "recv_") + std::string(fwd ? "act" : "grad") + ".vs" + std::to_string(from) + "to" +
               std::to_string(to) + ".mb" + std::to_string(a.micro_batch);
     op.phase = fwd ? Phase::fwd : Phase::bwd;
     op.micro_batch = a.micro_batch;
-    op.stream = stream;
+    op.stream = stage_stream(s_, role, rank, pp_);
     op.group = group_;
-    (send ? op.send_bytes : op.recv_bytes) = bytes_;
     if (after.valid()) op.deps.push_back(after);
-    if (!send) {
-      const BufferId b = s_.buffers.next_id();
-      s_.buffers.push_back(Buffer{.id = b,
-                                  .name = op.name,
-                                  .category = fwd ? BufferCategory::activation : BufferCategory::workspace,
-                                  .size_bytes = bytes_,
-                                  .persistent = false,
-                                  .nccl_registered = false,
-                                  .stage = rank});
-      op.allocs.push_back(b);
-      op.writes.push_back(b);
-    }
-    const OpId id = op.id;
-    s_.ops.push_back(std::move(op));
+    const OpId id =
+        append_p2p(s_, std::move(op), bytes_, fwd ? BufferCategory::activation : BufferCategory::workspace);
     auto& ends = pairs_[{fwd, a.micro_batch, from, to}];
     (send ? ends.first : ends.second) = id;
     return id;
-  }
-
-  StreamId stream_for(const std::string& name, int32_t rank) {
-    const StreamId id = s_.stream_index(name);
-    if (id.valid()) return id;
-    s_.streams.push_back(Stream{name, 0, rank});
-    return StreamId(static_cast<int32_t>(s_.streams.size()) - 1);
   }
 
   Schedule& s_;
@@ -340,38 +352,15 @@ class EmbeddingGradExchange {
 
   OpId add_op(OpKind kind, int32_t stage, int32_t other, int32_t pp, OpId after_op) {
     const bool send = kind == OpKind::send;
-    const std::string role = send ? "embd_grad_send" : "embd_grad_recv";
-    const std::string name = stage_stream_name(role, stage, pp);
-    StreamId stream = s_.stream_index(name);
-    if (!stream.valid()) {
-      s_.streams.push_back(Stream{name, 0, stage});
-      stream = StreamId(static_cast<int32_t>(s_.streams.size()) - 1);
-    }
     Op op;
-    op.id = s_.ops.next_id();
     op.kind = kind;
     op.name = std::string(send ? "send" : "recv") + "_embedding_grad.s" + std::to_string(send ? stage : other) + "to" +
               std::to_string(send ? other : stage);
     op.phase = Phase::optim;
-    op.stream = stream;
+    op.stream = stage_stream(s_, send ? "embd_grad_send" : "embd_grad_recv", stage, pp);
     op.group = group_;
     op.deps = {after_op};
-    (send ? op.send_bytes : op.recv_bytes) = bytes_;
-    if (!send) {
-      const BufferId b = s_.buffers.next_id();
-      s_.buffers.push_back(Buffer{.id = b,
-                                  .name = op.name,
-                                  .category = BufferCategory::workspace,
-                                  .size_bytes = bytes_,
-                                  .persistent = false,
-                                  .nccl_registered = false,
-                                  .stage = stage});
-      op.allocs.push_back(b);
-      op.writes.push_back(b);
-    }
-    const OpId id = op.id;
-    s_.ops.push_back(std::move(op));
-    return id;
+    return append_p2p(s_, std::move(op), bytes_, BufferCategory::workspace);
   }
 
   Schedule& s_;
