@@ -28,8 +28,7 @@ bool MegatronBuilder::zero3() const {
 }
 
 bool MegatronBuilder::shards_grads() const {
-  const auto s = ctx_.config.data_parallel_sharding_strategy;
-  return s == ShardingStrategy::optim_grads || s == ShardingStrategy::optim_grads_params;
+  return fsdpsim::shards_grads(ctx_.config.data_parallel_sharding_strategy);
 }
 
 bool MegatronBuilder::hfsdp() const {

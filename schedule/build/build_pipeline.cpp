@@ -443,11 +443,9 @@ Schedule build_pipeline_schedule(const ModelSpec& model, const FsdpConfig& confi
     const GroupId embd = merged.groups.next_id();
     merged.groups.push_back(Group{std::string(to_string(GroupRole::embd)), 2, (pp - 1) * layout.stage_ranks()});  // first and last stage
     const int64_t word_embedding_elems = last_stage_units.back().dense_params - all.back().dense_params;
-    const int64_t local_elems =
-        config.data_parallel_sharding_strategy == ShardingStrategy::optim_grads ||
-                config.data_parallel_sharding_strategy == ShardingStrategy::optim_grads_params
-            ? (word_embedding_elems + layout.dense_shard - 1) / layout.dense_shard
-            : word_embedding_elems;
+    const int64_t local_elems = shards_grads(config.data_parallel_sharding_strategy)
+                                    ? (word_embedding_elems + layout.dense_shard - 1) / layout.dense_shard
+                                    : word_embedding_elems;
     EmbeddingGradExchange(merged, local_elems * dtype_bytes(main_grad_dtype(config)), embd).add(0, output_rank, pp);
   }
   return merged;

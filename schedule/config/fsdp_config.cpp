@@ -39,8 +39,6 @@ constexpr EnumNames<Fp8Recipe, 5> kFp8Recipes{{{{Fp8Recipe::auto_recipe, "auto"}
                                                 {Fp8Recipe::mxfp8, "mxfp8"}}}};
 constexpr EnumNames<Fsdp2Wrap, 2> kFsdp2Wraps{
     {{{Fsdp2Wrap::torchtitan, "torchtitan"}, {Fsdp2Wrap::blocks_and_root, "blocks_and_root"}}}};
-constexpr EnumNames<AttentionKernel, 2> kAttentionKernelNames{
-    {{{AttentionKernel::flash, "flash"}, {AttentionKernel::triton_flash, "triton_flash"}}}};
 constexpr EnumNames<GradSync, 2> kGradSyncs{
     {{{GradSync::every_micro_batch, "every_micro_batch"}, {GradSync::last_micro_batch, "last_micro_batch"}}}};
 constexpr EnumNames<OptimizerImpl, 2> kOptimizerImpls{
@@ -399,6 +397,10 @@ std::string_view to_string(PipelineSchedule v) {
 Fp8Recipe resolve_fp8_recipe(Fp8Recipe recipe, bool blackwell) {
   if (recipe != Fp8Recipe::auto_recipe) return recipe;
   return blackwell ? Fp8Recipe::mxfp8 : Fp8Recipe::tensorwise;
+}
+
+bool shards_grads(ShardingStrategy strategy) {
+  return strategy == ShardingStrategy::optim_grads || strategy == ShardingStrategy::optim_grads_params;
 }
 
 int64_t main_param_bytes(const FsdpConfig& config) {

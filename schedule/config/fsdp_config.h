@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "schedule/ir/dtype.h"
+#include "schedule/ir/ir.h"
 #include "schedule/model/model_units.h"
 
 namespace fsdpsim {
@@ -200,6 +201,10 @@ std::string_view to_string(PipelineSchedule v);
 
 /// The recipe `auto` stands for on a GPU of this architecture generation (true: Blackwell or later).
 Fp8Recipe resolve_fp8_recipe(Fp8Recipe recipe, bool blackwell);
+
+/// Whether the strategy keeps only a shard of the gradients on each rank (ZeRO-2 and ZeRO-3: optim_grads and
+/// optim_grads_params), so gradients are reduce-scattered rather than all-reduced.
+bool shards_grads(ShardingStrategy strategy);
 
 /// Bytes per element of the main weights (0 when there are none), main grads and gradient communication.
 int64_t main_param_bytes(const FsdpConfig& config);

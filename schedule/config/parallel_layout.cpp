@@ -164,7 +164,7 @@ void check_combinations(const ModelSpec& model, const FsdpConfig& c) {
     }
   }
   if (c.implementation == Implementation::megatron_fsdp && c.gradient_sync == GradSync::last_micro_batch &&
-      (strategy == ShardingStrategy::optim_grads || strategy == ShardingStrategy::optim_grads_params)) {
+      shards_grads(strategy)) {
     // megatron_fsdp.py: grad_reduce_every_bprop for optim_grads(_params); no_sync only defers no_shard and optim,
     // which the builder already reduces on the last micro-batch.
     reject(c, "gradient_sync", "Megatron-FSDP reduce-scatters every micro-batch under optim_grads(_params)",

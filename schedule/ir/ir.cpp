@@ -66,9 +66,6 @@ constexpr EnumNames<GroupRole, 10> kGroupRoles{{{
     {GroupRole::embd, "embd"},
 }}};
 
-constexpr EnumNames<AttentionKernel, 2> kAttentionKernels{
-    {{{AttentionKernel::flash, "flash"}, {AttentionKernel::triton_flash, "triton_flash"}}}};
-
 constexpr EnumNames<ReduceOp, 4> kReduceOps{{{
     {ReduceOp::none, "none"},
     {ReduceOp::sum, "sum"},
@@ -162,10 +159,7 @@ std::string_view to_string(StreamRole v) {
   return kStreamRoles.name(v);
 }
 std::string_view to_string(AttentionKernel v) {
-  return kAttentionKernels.name(v);
-}
-std::optional<AttentionKernel> parse_attention_kernel(std::string_view text) {
-  return kAttentionKernels.parse(text);
+  return kAttentionKernelNames.name(v);
 }
 std::optional<OpKind> parse_op_kind(std::string_view text) {
   return kOpKinds.parse(text);

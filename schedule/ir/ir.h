@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "schedule/ir/dtype.h"
 #include "schedule/ir/ids.h"
 
@@ -149,7 +150,6 @@ struct UnitInfo {
   bool operator==(const UnitInfo&) const = default;
 };
 
-/// What the schedule was built from, and the figures the reports need to turn time into per-GPU rates.
 /// The kernel that computes the attention products (Gemm::attention). `flash`: FlashAttention-2/3, cuDNN or
 /// Transformer Engine fused attention, what a GPU profile's attention_efficiency (or its measured attention table)
 /// stands for. `triton_flash`: the FlashAttention kernel written in Triton that flash-attn shipped as
@@ -157,6 +157,12 @@ struct UnitInfo {
 /// 1.3-1.5x faster than it in the forward pass and about 2x in the backward (Dao 2023, arXiv 2307.08691, §4.1).
 enum class AttentionKernel : uint8_t { flash, triton_flash };
 
+/// The one table naming AttentionKernel values: the schedule's YAML and the configuration's `attention_kernel` key
+/// both read and write through it.
+inline constexpr EnumNames<AttentionKernel, 2> kAttentionKernelNames{
+    {{{AttentionKernel::flash, "flash"}, {AttentionKernel::triton_flash, "triton_flash"}}}};
+
+/// What the schedule was built from, and the figures the reports need to turn time into per-GPU rates.
 struct ScheduleInfo {
   std::string model;
   std::string implementation;  ///< megatron_fsdp | fsdp2
@@ -247,7 +253,6 @@ std::optional<Phase> parse_phase(std::string_view text);
 std::optional<BufferCategory> parse_buffer_category(std::string_view text);
 std::optional<ReduceOp> parse_reduce_op(std::string_view text);
 std::optional<GroupRole> parse_group_role(std::string_view text);
-std::optional<AttentionKernel> parse_attention_kernel(std::string_view text);
 
 /// Every value of each enum, in declaration order (for reports and error messages).
 const std::vector<OpKind>& all_op_kinds();

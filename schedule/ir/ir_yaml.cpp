@@ -137,7 +137,9 @@ ScheduleInfo read_info(YamlMap map) {
     info.pipeline_schedule =
         map.get("pipeline_schedule").as_choice({"gpipe", "1f1b", "interleaved_1f1b", "zbv", "dualpipev"});
   if (map.has("attention_kernel")) {
-    info.attention_kernel = *parse_attention_kernel(map.get("attention_kernel").as_choice({"flash", "triton_flash"}));
+    // as_choice() refuses any name the table does not list, so parse() cannot fail here.
+    info.attention_kernel =
+        kAttentionKernelNames.parse(map.get("attention_kernel").as_choice(kAttentionKernelNames.names())).value();
   }
   info.model_params = map.int_or("model_params", 0, 0, limits::kMaxParameters);
   info.model_active_params = map.int_or("model_active_params", 0, 0, info.model_params);
