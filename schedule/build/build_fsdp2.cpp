@@ -583,6 +583,7 @@ void Fsdp2Builder::optimizer_step() {
       adam.frees.push_back(part.grad_shard);  // zero_grad(set_to_none=True) right after the step
     }
   }
+  ctx_.release_held_logits(adam);
   ctx_.w.add(std::move(adam));
 }
 

@@ -55,6 +55,12 @@ StagePlan whole_model_plan(std::vector<UnitCost> units, int32_t micro_batches) {
   return plan;
 }
 
+void BuildContext::release_held_logits(Op& op) {
+  if (!held_logits.valid()) return;
+  op.frees.push_back(held_logits);
+  held_logits = BufferId::none();
+}
+
 GroupId BuildContext::group(GroupRole role) {
   GroupId& known = role_groups_.at(static_cast<size_t>(role));
   if (!known.valid()) known = add_group(role);
@@ -296,6 +302,14 @@ void Activations::on_forward(Op& fwd, int32_t unit) {
     fwd.frees.push_back(ws);
   }
   add_transients(fwd, cost.fwd_transient_tensors, "tmp.fwd", cost.name);
+  if (cost.held_output_bytes > 0) {
+    // `pred = model(x)` rebinds only once the new logits exist, so the old ones die at the end of this forward.
+    if (ctx_.held_logits.valid()) fwd.frees.push_back(ctx_.held_logits);
+    ctx_.held_logits = ctx_.w.buffer(op_name("logits_held", cost.name, mb_), BufferCategory::activation,
+                                     cost.held_output_bytes, false);
+    fwd.allocs.push_back(ctx_.held_logits);
+    fwd.writes.push_back(ctx_.held_logits);
+  }
 }
 
 void Activations::after_forward(int32_t unit, OpId fwd_op) {

@@ -36,6 +36,10 @@ struct BuildContext {
   StreamId tp_async;  ///< async TP: the stream the overlapped TP chunks run on, once one does
   /// Async TP: the overlapped chunks of the unit being built, which the op after its compute waits for.
   std::vector<OpId> tp_async_pending;
+  /// loop_holds_logits: the latest micro-batch's logits, which the next output forward or the optimizer frees.
+  BufferId held_logits;
+  /// Frees the held logits (if any) at the end of `op`: the step's last op that the loop's reference outlives.
+  void release_held_logits(Op& op);
 
   [[nodiscard]] int32_t layers() const { return static_cast<int32_t>(units.size()) - 2; }
   [[nodiscard]] bool is_layer(int32_t unit) const { return unit >= 1 && unit <= layers(); }

@@ -338,6 +338,7 @@ void MegatronBuilder::finalize() {
     adam.reads.insert(adam.reads.end(), grads.begin(), grads.end());
   adam.writes = {optimizer_state_};
   if (main_weights_.valid()) adam.writes.push_back(main_weights_);
+  ctx_.release_held_logits(adam);
   if (optimizer_grads.valid()) adam.frees.push_back(optimizer_grads);
   ctx_.w.add(std::move(adam));
   if (!main_weights_.valid()) return;

@@ -255,6 +255,9 @@ const std::vector<KeyDef>& key_table() {
                "compiled when fused_elementwise (torch.compile) else eager_fp32"),
       int_key("loss_chunks", &FsdpConfig::loss_chunks, 1, 1 << 16,
               "loss_implementation=chunked: chunks of tokens (torchtune's num_output_chunks, 8 in its recipes)"),
+      bool_key("loop_holds_logits", &FsdpConfig::loop_holds_logits,
+               "the training loop still references the model's logits during backward and the optimizer step (no "
+               "`del pred` before backward: torchtitan before PR #391, 2024-06-12)"),
       ratio_key("moe_routing_skew", &FsdpConfig::moe_routing_skew, 1024,
                 "MoE: the busiest expert-parallel rank's token-expert pairs / the mean (1: balanced); its memory and "
                 "time are the job's"),

@@ -324,12 +324,19 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
                       config.fused_elementwise,
                       resolve_loss(config),
                       config.loss_chunks,
+                      config.loop_holds_logits,
                       config.moe_routing_skew};
   check_routing_skew(model, config);
   if (config.attention_kernel != AttentionKernel::flash && !config.flash_attention) {
     reject(config, "attention_kernel",
            std::string(to_string(config.attention_kernel)) + " is a fused attention kernel, but flash_attention is false",
            "set flash_attention=true, or leave attention_kernel at flash");
+  }
+  if (config.loop_holds_logits && l.shape.loss != LossImpl::eager_fp32 && l.shape.loss != LossImpl::chunked) {
+    reject(config, "loop_holds_logits",
+           std::string(to_string(l.shape.loss)) + " has no logits tensor for the training loop to hold",
+           "set loop_holds_logits=false, or loss_implementation=eager_fp32 or chunked (the losses that receive the "
+           "model's logits)");
   }
   if (l.tp > 1 && (l.shape.loss == LossImpl::liger_fused_linear || l.shape.loss == LossImpl::cut_cross_entropy)) {
     reject(config, "loss_implementation",

@@ -55,6 +55,7 @@ struct RankShape {
   /// How the cross-entropy is computed (schedule/model/loss.h); resolved, never auto_select.
   LossImpl loss = LossImpl::megatron_vocab_parallel;
   int32_t loss_chunks = 8;  ///< LossImpl::chunked only
+  bool loop_holds_logits = false;  ///< FsdpConfig::loop_holds_logits (eager_fp32 and chunked losses)
   /// MoE: this rank's experts receive this many times the mean token-expert pairs (the busiest expert-parallel rank
   /// of a skewed routing; 1: balanced).
   double moe_routing_skew = 1.0;
@@ -131,6 +132,9 @@ struct UnitCost {
   /// blocks by size, so large tensors are not lumped into the workspace).
   std::vector<int64_t> fwd_transient_tensors;
   std::vector<int64_t> bwd_transient_tensors;
+  /// Output unit only: the model's output that the training loop still references after the loss (loop_holds_logits),
+  /// alive from this forward until the next micro-batch's forward replaces it or the optimizer step ends.
+  int64_t held_output_bytes = 0;
 
   [[nodiscard]] int64_t fwd_flops() const;
   [[nodiscard]] int64_t bwd_flops() const;

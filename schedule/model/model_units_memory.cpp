@@ -396,6 +396,18 @@ void add_output_memory(const UnitDims& d, UnitCost& unit) {
   unit.bwd_workspace_bytes = (tp ? t * h * a : 0) + t * h * a + loss.bwd_workspace_bytes;
   unit.fwd_transient_tensors = loss.fwd_transient_tensors;
   unit.bwd_transient_tensors = loss.bwd_transient_tensors;
+  if (d.shape.loop_holds_logits) {
+    const int64_t logits = t * d.vocab_rank;
+    if (d.shape.loss == LossImpl::eager_fp32) {
+      // The model's output is its fp32 upcast (torchtitan's Transformer.forward ends in `self.output(h).float()`),
+      // the forward's transient fp32 copy: the loop's reference keeps that tensor rather than a new one.
+      unit.held_output_bytes = logits * 4;
+      unit.fwd_transient_tensors.clear();
+    } else {
+      // LossImpl::chunked: the model returns its 16-bit logit chunks (torchtune's output projection per chunk).
+      unit.held_output_bytes = logits * a;
+    }
+  }
 }
 
 }  // namespace fsdpsim
