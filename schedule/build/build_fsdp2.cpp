@@ -209,8 +209,14 @@ void Fsdp2Builder::unshard(int32_t g, Phase phase, int32_t mb, bool after_comput
     const std::string name = pg.name + (part.expert ? ".experts" : "");
     const int64_t bytes = part.padded_elems * weight_bytes();
     part.flat = ctx_.w.buffer(op_name("ag_out", phase_name, name, mb), BufferCategory::comm_staging, bytes, false);
+    // With a different all-gather dtype (MixedPrecisionPolicy's param_dtype, or float8's fsdp_pre_all_gather) the
+    // copy-in is two passes (_fsdp_collectives.py, _get_param_all_gather_inputs then all_gather_copy_in): the shard
+    // is cast into a temporary of the shard's size in the gathered dtype, then copied into its slot of the flat
+    // output; in the shard's own dtype it is copied once.
+    const int64_t shard_elems = part.padded_elems / part.shard;
+    const bool cast = shard_elem_bytes() != weight_bytes();
     Op copy_in = make_memory_op(OpKind::copy, op_name("ag_copy_in", phase_name, name, mb), phase, copy_in_stream_,
-                                part.padded_elems / part.shard * (shard_elem_bytes() + weight_bytes()));
+                                shard_elems * (shard_elem_bytes() + weight_bytes() + (cast ? 2 * weight_bytes() : 0)));
     copy_in.unit = pg.units.front();
     copy_in.micro_batch = mb;
     if (last_copy_out_.valid()) copy_in.deps = {last_copy_out_};
@@ -219,6 +225,12 @@ void Fsdp2Builder::unshard(int32_t g, Phase phase, int32_t mb, bool after_comput
     copy_in.reads = {shard_params_};
     copy_in.allocs = {part.flat};
     copy_in.writes = {part.flat};
+    if (cast) {
+      const BufferId cast_tmp = ctx_.w.buffer(op_name("ag_cast", phase_name, name, mb), BufferCategory::comm_staging,
+                                              shard_elems * weight_bytes(), false);
+      copy_in.allocs.push_back(cast_tmp);
+      copy_in.frees.push_back(cast_tmp);
+    }
     const OpId copy_in_id = ctx_.w.add(std::move(copy_in));
     Op ag = make_collective({.kind = OpKind::all_gather,
                              .name = op_name("ag", phase_name, name, mb),

@@ -275,6 +275,29 @@ TEST(Fsdp2Builder, CopyInAllGatherCopyOutAndRootKeptForBackward) {
   EXPECT_EQ(copy_outs, 33);
 }
 
+TEST(Fsdp2Builder, CopyInCastsIntoATemporaryThenCopiesIntoTheFlatOutput) {
+  // _fsdp_collectives.py: with MixedPrecisionPolicy(param_dtype=bf16) over fp32 shards, _get_param_all_gather_inputs
+  // casts every shard into one bf16 temporary (_foreach_copy_) and all_gather_copy_in copies that into the flat
+  // output: read 4 + write 2, then read 2 + write 2 bytes per shard element. A Llama-3-8B layer holds 218,112,000
+  // parameters (2 · 4096² + 2 · 4096 · 1024 + 3 · 4096 · 14336 + 2 · 4096); padded to whole 14,336-element rows over
+  // 8 ranks, each rank's shard is ceil(218,112,000 / (8 · 14,336)) · 14,336 = 27,267,072 elements.
+  const auto copy_in_of = [](const std::string& main_params) {
+    const Schedule s = build_schedule(
+        model_preset("llama3-8b"),
+        config_of({"implementation=fsdp2", "global_batch_size=8", "main_params_dtype=" + main_params}), 8);
+    return s.ops[first_op_named(s, "ag_copy_in.layer.0.mb0")];
+  };
+  const Op cast = copy_in_of("fp32");
+  EXPECT_EQ(cast.bytes_touched, 27'267'072LL * (4 + 2 + 2 + 2));
+  ASSERT_EQ(cast.allocs.size(), 2u);  // the flat output and the temporary, which the copy-in frees
+  ASSERT_EQ(cast.frees.size(), 1u);
+  EXPECT_EQ(cast.frees[0], cast.allocs[1]);
+  // bf16 shards are the all-gather inputs themselves: one copy, no temporary.
+  const Op copy = copy_in_of("auto");
+  EXPECT_EQ(copy.bytes_touched, 27'267'072LL * (2 + 2));
+  EXPECT_EQ(copy.allocs.size(), 1u);
+}
+
 TEST(Fsdp2Builder, TorchtitanWrapsEmbeddingAloneAndNormWithOutput) {
   // torchtitan/distributed/fsdp.py @ b5bcd76c: fully_shard(tok_embeddings), each block, fully_shard([norm, lm_head],
   // reshard_after_forward=False), then the parameter-less root; reduce_dtype float32.
