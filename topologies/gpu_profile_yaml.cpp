@@ -172,6 +172,11 @@ const std::vector<ProfileRow>& profile_rows() {
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
          emit_key(o, k, exact_number_text(p.overlap_slowdown));
        }},
+      {"side_stream_memory_speed", R::optional,
+       [](GpuProfile& p, const YamlValue& v) { p.side_stream_memory_speed = v.as_double(0.01, 1.0); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         if (p.side_stream_memory_speed != 1.0) emit_key(o, k, exact_number_text(p.side_stream_memory_speed));
+       }},
       {"cuda_malloc_ns", R::required, [](GpuProfile& p, const YamlValue& v) { p.cuda_malloc_ns = v.as_time_ns(); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
          emit_key(o, k, exact_time_text(p.cuda_malloc_ns));

@@ -78,6 +78,10 @@ struct GpuProfile {
   TimeNs nvls_chunk_handshake_ns = 0;
   double nvls_pipeline_fill_chunks = 0;
   double overlap_slowdown = 0;  ///< extra fractional compute slowdown while collectives run (docs/architecture.md §5.4)
+  /// The fraction of its own speed at which a memory-bound kernel on a side stream (FSDP2's copy-in, a gradient
+  /// accumulation on the reduce-scatter stream) runs while the compute stream runs a kernel: the two share the SMs and
+  /// HBM. 1: no contention modelled.
+  double side_stream_memory_speed = 1.0;
   TimeNs cuda_malloc_ns = 0;    ///< cost of one cudaMalloc of a new allocator segment (first step)
 
   // Calibration (`fsdpsim calibrate`): measured/predicted bus bandwidth of large collectives on this machine; the

@@ -544,8 +544,14 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
     }
     // Cast to the original dtype and accumulate into the sharded .grad: on the all-reduce stream under HSDP
     // (foreach_reduce), so the next reduce-scatter does not queue behind this group's all-reduce.
+    // foreach_reduce: _to_dtype_if_needed is a cast kernel only when the reduce dtype differs from the shard's; the
+    // group's first reduction of the step makes .grad a view of the output (no kernel), a later one adds to it
+    // (read both, write one).
+    const int64_t shard_elems = part.padded_elems / part.shard;
+    int64_t acc_bytes = reduce_bytes() != shard_elem_bytes() ? shard_elems * (reduce_bytes() + shard_elem_bytes()) : 0;
+    if (part.grad_shard_live) acc_bytes += shard_elems * 3 * shard_elem_bytes();
     Op acc = make_compute(op_name("grad_accum", name, mb), Phase::bwd, ar_stream_.valid() ? ar_stream_ : rs_stream_, {},
-                          part.padded_elems / part.shard * (reduce_bytes() + 2 * shard_elem_bytes()));
+                          acc_bytes);
     acc.unit = pg.units.front();
     acc.micro_batch = mb;
     acc.deps = {last};

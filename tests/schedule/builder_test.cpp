@@ -298,6 +298,21 @@ TEST(Fsdp2Builder, CopyInCastsIntoATemporaryThenCopiesIntoTheFlatOutput) {
   EXPECT_EQ(copy.allocs.size(), 1u);
 }
 
+TEST(Fsdp2Builder, TheFirstReductionMakesTheGradAViewAndACastOnlyWhenTheDtypesDiffer) {
+  // foreach_reduce: the reduce-scatter output becomes .grad as it is when it is in the shard's dtype (no kernel); a
+  // bf16 reduction over fp32 shards is cast first (read 2, write 4 bytes per element of the 27,267,072-element shard);
+  // the second micro-batch adds to .grad (read 4 + 4, write 4).
+  const auto accum = [](const std::string& reduce, int mb) {
+    const Schedule s = build_schedule(
+        model_preset("llama3-8b"),
+        config_of({"implementation=fsdp2", "global_batch_size=16", "grad_comm_dtype=" + reduce}), 8);
+    return s.ops[first_op_named(s, "grad_accum.layer.0.mb" + std::to_string(mb))].bytes_touched;
+  };
+  EXPECT_EQ(accum("fp32", 0), 0);
+  EXPECT_EQ(accum("bf16", 0), 27'267'072LL * (2 + 4));
+  EXPECT_EQ(accum("fp32", 1), 27'267'072LL * 3 * 4);
+}
+
 TEST(Fsdp2Builder, TorchtitanWrapsEmbeddingAloneAndNormWithOutput) {
   // torchtitan/distributed/fsdp.py @ b5bcd76c: fully_shard(tok_embeddings), each block, fully_shard([norm, lm_head],
   // reshard_after_forward=False), then the parameter-less root; reduce_dtype float32.

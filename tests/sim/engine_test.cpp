@@ -103,6 +103,34 @@ TEST(Engine, OverlappedComputeSlowsByTheCommunicationSms) {
   EXPECT_EQ(step_ns(r, 1), 10'400'000);
 }
 
+// A 2 ms memory-bound kernel on the copy-in stream beside a compute-stream kernel of `compute_ns`, no dependency.
+RunRecord side_kernel_beside(TimeNs compute_ns, double side_speed) {
+  Schedule s = overlap_schedule();
+  s.streams[1] = Stream{"ag_copy_in", 0};
+  s.ops[1].kind = OpKind::copy;
+  s.ops[1].name = "ag_copy_in";
+  s.ops[1].group = GroupId::none();
+  s.ops[1].send_bytes = s.ops[1].recv_bytes = 0;
+  Topology t = test_topology();
+  t.gpu.side_stream_memory_speed = side_speed;
+  SimOptions o;
+  o.steps = 2;
+  return run_schedule_with_costs(s, t, o, {compute_cost(compute_ns), compute_cost(2'000'000)}, links());
+}
+
+TEST(Engine, ASideStreamKernelSlowsWhileTheComputeStreamRunsOne) {
+  // At half speed beside a 10 ms compute kernel the 2 ms copy takes 4 ms; beside a 3 ms one it does 1.5 ms of its work
+  // in those 3 ms and the last 0.5 ms at full speed: 3.5 ms. The compute stream keeps its speed.
+  const RunRecord covered = side_kernel_beside(10'000'000, 0.5);
+  EXPECT_EQ(covered.steps[1].ops[1].end_ns - covered.steps[1].start_ns, 4'000'000);
+  EXPECT_EQ(step_ns(covered, 1), 10'000'000);
+  const RunRecord outlived = side_kernel_beside(3'000'000, 0.5);
+  EXPECT_EQ(outlived.steps[1].ops[1].end_ns - outlived.steps[1].start_ns, 3'500'000);
+  // Without contention (speed 1) the copy takes its own 2 ms.
+  const RunRecord free = side_kernel_beside(10'000'000, 1.0);
+  EXPECT_EQ(free.steps[1].ops[1].end_ns - free.steps[1].start_ns, 2'000'000);
+}
+
 TEST(Engine, TwoEqualCollectivesOnOneLinkEachRunAtHalfRate) {
   // Alone, 1e9 B at 1e11 B/s take 10 ms. Two at once on the same 1e11 B/s link share it max-min fairly: 5e10 B/s
   // each, both finish at 20 ms.
