@@ -12,6 +12,7 @@
 #include "sim/engine.h"
 #include "sim/nccl/collective_model.h"
 #include "topologies/hardware.h"
+#include "tests/support/job_of.h"
 
 namespace fsdpsim {
 namespace {
@@ -102,11 +103,7 @@ TEST(AmdInstinct, RcclLatencyIsItsOwnTable) {
 }
 
 Job job(const std::vector<std::string>& sets) {
-  JobOptions options;
-  options.model = "llama3-8b";
-  options.topology = "mi300x-roce";
-  options.sets = sets;
-  return resolve_job(options);
+  return testing::job_of("llama3-8b", "mi300x-roce", sets);
 }
 
 TEST(AmdInstinct, Llama8bRunsOnOneMi300xNode) {

@@ -9,6 +9,7 @@
 #include "report/report.h"
 #include "sim/engine.h"
 #include "tests/support/error_of.h"
+#include "tests/support/job_of.h"
 
 namespace fsdpsim {
 namespace {
@@ -23,11 +24,7 @@ std::vector<std::string> eager_llama(bool held) {
 }
 
 Job job(const std::vector<std::string>& sets) {
-  JobOptions options;
-  options.model = "llama3-8b";
-  options.topology = "dgx-h100-ndr";
-  options.sets = sets;
-  return resolve_job(options);
+  return testing::job_of("llama3-8b", "dgx-h100-ndr", sets);
 }
 
 Report simulate(const Job& j) {

@@ -5,16 +5,13 @@
 #include "report/report.h"
 #include "sim/engine.h"
 #include "tests/support/error_of.h"
+#include "tests/support/job_of.h"
 
 namespace fsdpsim {
 namespace {
 
 Job job(const std::string& topology, const std::vector<std::string>& sets) {
-  JobOptions options;
-  options.model = "llama3-8b";
-  options.topology = topology;
-  options.sets = sets;
-  return resolve_job(options);
+  return testing::job_of("llama3-8b", topology, sets);
 }
 
 TEST(PartOfANode, OneTwoAndFourGpusOfADgxH100RunOnItsNvlink) {

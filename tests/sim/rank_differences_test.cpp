@@ -11,16 +11,13 @@
 #include "schedule/ir/ir_yaml.h"
 #include "sim/engine.h"
 #include "tests/support/error_of.h"
+#include "tests/support/job_of.h"
 
 namespace fsdpsim {
 namespace {
 
 Job job(const std::string& model, const std::vector<std::string>& sets) {
-  JobOptions options;
-  options.model = model;
-  options.topology = "dgx-h100-ndr";
-  options.sets = sets;
-  return resolve_job(options);
+  return testing::job_of(model, "dgx-h100-ndr", sets);
 }
 
 const Buffer& buffer_named(const Schedule& s, const std::string& name) {

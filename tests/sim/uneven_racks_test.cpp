@@ -6,16 +6,13 @@
 #include "report/report.h"
 #include "sim/engine.h"
 #include "sim/nccl/collective_model.h"
+#include "tests/support/job_of.h"
 
 namespace fsdpsim {
 namespace {
 
 Job job(const std::string& model, const std::string& topology, const std::vector<std::string>& sets) {
-  JobOptions options;
-  options.model = model;
-  options.topology = topology;
-  options.sets = sets;
-  return resolve_job(options);
+  return testing::job_of(model, topology, sets);
 }
 
 // The bus bandwidth of a 1 GiB all-gather forced onto ring/simple (the rate of the transfer, without the latency that
