@@ -404,8 +404,10 @@ void add_output_memory(const UnitDims& d, UnitCost& unit) {
       unit.held_output_bytes = logits * 4;
       unit.fwd_transient_tensors.clear();
     } else {
-      // LossImpl::chunked: the model returns its 16-bit logit chunks (torchtune's output projection per chunk).
+      // LossImpl::chunked: the model returns its 16-bit logit chunks (torchtune's output projection per chunk), the
+      // forward's 16-bit workspace: held instead of freed with the op.
       unit.held_output_bytes = logits * a;
+      unit.fwd_workspace_bytes -= logits * a;
     }
   }
 }

@@ -91,6 +91,32 @@ TEST(LossMemory, OutputUnitCarriesTheLossTerms) {
   EXPECT_EQ(cce.model_flops, megatron.model_flops);
 }
 
+TEST(LossMemory, AHeldOutputIsTheTensorTheForwardMadeNotAnotherOne) {
+  // loop_holds_logits keeps the model's output alive past the forward: under eager_fp32 that is the fp32 copy
+  // (1,050,673,152 logits × 4 B), which then stops being a forward transient; under chunked the 16-bit chunks
+  // (× 2 B), which leave the forward's workspace. Nothing is counted twice.
+  RankShape s;
+  s.seq_length = kTokens;
+  for (const LossImpl impl : {LossImpl::eager_fp32, LossImpl::chunked}) {
+    s.loss = impl;
+    s.loop_holds_logits = false;
+    const UnitCost freed = derive_units(model_preset("llama3-8b"), s).back();
+    s.loop_holds_logits = true;
+    const UnitCost held = derive_units(model_preset("llama3-8b"), s).back();
+    EXPECT_EQ(freed.held_output_bytes, 0);
+    if (impl == LossImpl::eager_fp32) {
+      EXPECT_EQ(held.held_output_bytes, 4'202'692'608);
+      EXPECT_EQ(freed.fwd_transient_tensors, (std::vector<int64_t>{4'202'692'608}));
+      EXPECT_TRUE(held.fwd_transient_tensors.empty());
+      EXPECT_EQ(held.fwd_workspace_bytes, freed.fwd_workspace_bytes);
+    } else {
+      EXPECT_EQ(held.held_output_bytes, 2'101'346'304);
+      EXPECT_EQ(freed.fwd_workspace_bytes - held.fwd_workspace_bytes, 2'101'346'304);
+      EXPECT_EQ(held.fwd_transient_tensors, freed.fwd_transient_tensors);
+    }
+  }
+}
+
 TEST(LossImplementation, AutoFollowsTheFramework) {
   const ModelSpec model = model_preset("llama3-8b");
   FsdpConfig megatron;
