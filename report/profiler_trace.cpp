@@ -363,6 +363,16 @@ TraceStep read_profiler_trace(const std::string& text, const std::string& source
   return step;
 }
 
+std::map<std::string, double> predicted_phase_kernel_s(const Report& predicted) {
+  std::map<std::string, double> seconds;
+  for (const OpRecord& op : predicted.ops) {
+    if (is_collective(op.kind) || is_p2p(op.kind)) continue;
+    const std::string phase = op.phase == Phase::recompute ? "bwd" : std::string(to_string(op.phase));
+    seconds[phase] += static_cast<double>(op.duration_ns) * 1e-9;
+  }
+  return seconds;
+}
+
 std::string trace_comparison_text(const Report& predicted, const TraceStep& measured) {
   std::string out = "time: the prediction against the profiler trace (" + measured.step_name + ", " +
                     std::to_string(measured.kernels) + " GPU kernels)\n";
@@ -378,13 +388,7 @@ std::string trace_comparison_text(const Report& predicted, const TraceStep& meas
   row("step time", predicted.step_time_s, measured.step_time_s);
   row("exposed communication", predicted.exposed_comm_s, measured.exposed_comm_s);
   if (!measured.phase_kernel_s.empty()) {
-    // The prediction's non-collective op time by phase (compute, copies, optimizer; recompute counts as backward).
-    std::map<std::string, double> predicted_s;
-    for (const OpRecord& op : predicted.ops) {
-      if (is_collective(op.kind) || is_p2p(op.kind)) continue;
-      const std::string phase = op.phase == Phase::recompute ? "bwd" : std::string(to_string(op.phase));
-      predicted_s[phase] += static_cast<double>(op.duration_ns) * 1e-9;
-    }
+    std::map<std::string, double> predicted_s = predicted_phase_kernel_s(predicted);
     for (const auto& [phase, what] : {std::pair{"fwd", "kernels, forward"}, std::pair{"bwd", "kernels, backward"},
                                       std::pair{"optim", "kernels, optimizer"}}) {
       const auto m = measured.phase_kernel_s.find(phase);

@@ -64,6 +64,10 @@ struct TraceStep {
 /// Reads a trace; ConfigError (naming `source`) when it is not JSON or has no device kernels.
 TraceStep read_profiler_trace(const std::string& text, const std::string& source);
 
+/// The prediction's counterpart of TraceStep::phase_kernel_s: its non-collective op time by phase ("fwd", "bwd",
+/// "optim"; compute, copies and the optimizer, recompute counted as backward).
+std::map<std::string, double> predicted_phase_kernel_s(const Report& predicted);
+
 /// The prediction against a trace: step time and exposed communication with their errors, and the measured
 /// kernels per collective kind.
 std::string trace_comparison_text(const Report& predicted, const TraceStep& measured);

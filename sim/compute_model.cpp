@@ -119,16 +119,23 @@ TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype, Attent
   return ns_from_seconds(seconds) + gpu.kernel_overhead_ns;  // saturates for absurd rates: op_costs refuses those
 }
 
-TimeNs memory_time_ns(int64_t bytes, const GpuProfile& gpu) {
+TimeNs memory_time_ns(int64_t bytes, const GpuProfile& gpu, KernelClassBytes class_bytes) {
   if (bytes <= 0) return 0;
-  const double seconds = static_cast<double>(bytes) / (gpu.hbm_bw_bytes_per_s * gpu.memory_efficiency);
+  FSDPSIM_CHECK(class_bytes.unvectorized >= 0 && class_bytes.reduction >= 0 && class_bytes.total() <= bytes,
+                "memory_time_ns: the classified bytes are not a part of the op's bytes");
+  const auto at = [&](int64_t part, double efficiency) {
+    return static_cast<double>(part) / (gpu.hbm_bw_bytes_per_s * efficiency);
+  };
+  const double seconds = at(bytes - class_bytes.total(), gpu.memory_efficiency) +
+                         at(class_bytes.unvectorized, unvectorized_memory_efficiency(gpu)) +
+                         at(class_bytes.reduction, reduction_memory_efficiency(gpu));
   return ns_from_seconds(seconds) + gpu.kernel_overhead_ns;
 }
 
 TimeNs compute_time_ns(const Op& op, const GpuProfile& gpu, DType dtype, AttentionKernel kernel) {
   TimeNs total = 0;
   for (const auto& g : op.gemms) total += gemm_time_ns(g, gpu, dtype, kernel);
-  return total + memory_time_ns(op.bytes_touched, gpu);
+  return total + memory_time_ns(op.bytes_touched, gpu, op.class_bytes);
 }
 
 }  // namespace fsdpsim

@@ -17,8 +17,10 @@ TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype,
                     AttentionKernel kernel = AttentionKernel::flash);
 /// How many times as long `kernel` takes as the profile's fused attention (FlashAttention-2 class) for one call.
 double attention_kernel_slowdown(AttentionKernel kernel, bool backward);
-/// Time of memory-bound work touching `bytes` of HBM, including one kernel's overhead (0 bytes → 0).
-TimeNs memory_time_ns(int64_t bytes, const GpuProfile& gpu);
+/// Time of memory-bound work touching `bytes` of HBM, including one kernel's overhead (0 bytes → 0). `class_bytes`,
+/// a part of `bytes`, run at the profile's unvectorized and reduction fractions of HBM bandwidth, the rest at
+/// `memory_efficiency`.
+TimeNs memory_time_ns(int64_t bytes, const GpuProfile& gpu, KernelClassBytes class_bytes = {});
 /// Time of a compute, copy or optimizer op alone: its GEMMs plus its memory-bound bytes. `dtype` is the GEMM input
 /// dtype (the schedule's compute dtype). Host copies (send/recv bytes) are not included: they are transfers.
 TimeNs compute_time_ns(const Op& op, const GpuProfile& gpu, DType dtype,

@@ -100,7 +100,7 @@ class ComputeEntries {
 
   int32_t of(const Op& op, OpCostTable& table) {
     key_.clear();
-    key_.push_back(op.bytes_touched);
+    key_.insert(key_.end(), {op.bytes_touched, op.class_bytes.unvectorized, op.class_bytes.reduction});
     for (const Gemm& g : op.gemms) key_.insert(key_.end(), {g.m, g.n, g.k, g.batch, int64_t{g.attention}});
     // A measured table times a product by its role too (forward, input or weight gradient; the attention call's
     // direction), which its name says, and so does an attention kernel slower backward than forward: equal shapes of

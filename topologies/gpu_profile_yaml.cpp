@@ -112,6 +112,16 @@ const std::vector<ProfileRow>& profile_rows() {
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
          emit_key(o, k, exact_number_text(p.memory_efficiency));
        }},
+      {"unvectorized_memory_efficiency", R::optional,
+       [](GpuProfile& p, const YamlValue& v) { p.unvectorized_memory_efficiency = read_fraction(v); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         if (p.unvectorized_memory_efficiency > 0) emit_key(o, k, exact_number_text(p.unvectorized_memory_efficiency));
+       }},
+      {"reduction_memory_efficiency", R::optional,
+       [](GpuProfile& p, const YamlValue& v) { p.reduction_memory_efficiency = read_fraction(v); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         if (p.reduction_memory_efficiency > 0) emit_key(o, k, exact_number_text(p.reduction_memory_efficiency));
+       }},
       // Above 1 only a little: a step cannot run much faster than the best-shape GEMM measurement allows.
       {"sustained_clock_fraction", R::optional,
        [](GpuProfile& p, const YamlValue& v) { p.sustained_clock_fraction = v.as_double(0.05, 1.25); },

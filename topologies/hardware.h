@@ -49,6 +49,10 @@ struct GpuProfile {
   int64_t gemm_k_half = 256;          ///< k at which the k-loop efficiency is half its maximum
   double attention_efficiency = 0.5;  ///< fused attention (flash/cuDNN) achieved/peak
   double memory_efficiency = 0.8;     ///< achieved/peak HBM bandwidth for elementwise kernels
+  /// Achieved/peak HBM bandwidth of the kernel classes of KernelClassBytes (schedule/ir/ir.h): PyTorch's unvectorized
+  /// elementwise kernels and its row reductions. 0: `memory_efficiency` (no measurement for this GPU).
+  double unvectorized_memory_efficiency = 0;
+  double reduction_memory_efficiency = 0;
   /// Fraction of the clock at which the MAMF figures were measured that the SMs hold through a training step
   /// (power and thermal limits, other kernels' power draw). Scales every FLOP-bound rate, not HBM bandwidth. Fitted
   /// by `fsdpsim fidelity --fit` on the calibration rows of tests/fidelity; 1 = the idle-GPU measurements hold.
@@ -98,6 +102,14 @@ struct GpuProfile {
   /// Field-by-field equality (YAML round trips are exact).
   bool operator==(const GpuProfile&) const = default;
 };
+
+/// The bandwidth fractions of the two kernel classes, `memory_efficiency` where the profile has no measurement.
+inline double unvectorized_memory_efficiency(const GpuProfile& gpu) {
+  return gpu.unvectorized_memory_efficiency > 0 ? gpu.unvectorized_memory_efficiency : gpu.memory_efficiency;
+}
+inline double reduction_memory_efficiency(const GpuProfile& gpu) {
+  return gpu.reduction_memory_efficiency > 0 ? gpu.reduction_memory_efficiency : gpu.memory_efficiency;
+}
 
 /// A cluster built from identical nodes.
 struct Topology {

@@ -298,7 +298,8 @@ void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
     emit_unit_collectives(ctx_, u, Phase::fwd, mb);
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
     Op fwd =
-        make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, cost.fwd_gemms, cost.fwd_bytes_touched);
+        make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, cost.fwd_gemms, cost.fwd_bytes_touched,
+                     cost.fwd_class_bytes);
     fwd.unit = u;
     fwd.micro_batch = mb;
     ParamGroup& pg = groups_[static_cast<size_t>(g)];
@@ -329,7 +330,7 @@ void Fsdp2Builder::pre_backward(int32_t u, int32_t mb, Activations& acts) {
       copy_out(group_of_unit(r), Phase::recompute, mb, true);
       const UnitCost& rc = ctx_.units[static_cast<size_t>(r)];
       Op op = make_compute(op_name("recompute", rc.name, mb), Phase::recompute, ctx_.compute, rc.fwd_gemms,
-                           rc.fwd_bytes_touched);
+                           rc.fwd_bytes_touched, rc.fwd_class_bytes);
       op.unit = r;
       op.micro_batch = mb;
       for (const Part& part : groups_[static_cast<size_t>(group_of_unit(r))].parts) {
@@ -393,7 +394,8 @@ void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
     pre_backward(u, mb, acts);
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
     Op bwd =
-        make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, cost.bwd_gemms, cost.bwd_bytes_touched);
+        make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, cost.bwd_gemms, cost.bwd_bytes_touched,
+                     cost.bwd_class_bytes);
     bwd.unit = u;
     bwd.micro_batch = mb;
     for (const Part& part : groups_[static_cast<size_t>(group_of_unit(u))].parts) bwd.reads.push_back(part.unsharded);
@@ -413,7 +415,7 @@ void Fsdp2Builder::backward_input(int32_t mb, Activations& acts) {
     pre_backward(u, mb, acts);
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
     Op input = make_compute(op_name("bwd_input", cost.name, mb), Phase::bwd, ctx_.compute,
-                            backward_half(cost.bwd_gemms, false), cost.bwd_bytes_touched);
+                            backward_half(cost.bwd_gemms, false), cost.bwd_bytes_touched, cost.bwd_class_bytes);
     input.unit = u;
     input.micro_batch = mb;
     for (const Part& part : groups_[static_cast<size_t>(group_of_unit(u))].parts) {

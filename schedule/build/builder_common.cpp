@@ -389,6 +389,7 @@ void Activations::on_backward(Op& bwd, int32_t unit) {
     // re-created tensors live until the block's backward ends.
     bwd.gemms.insert(bwd.gemms.begin(), cost.op_sac_recompute_gemms.begin(), cost.op_sac_recompute_gemms.end());
     bwd.bytes_touched += cost.op_sac_recompute_bytes;
+    bwd.class_bytes += cost.op_sac_recompute_class_bytes;
     const int64_t recreated = cost.saved_activation_bytes[static_cast<size_t>(Recompute::none)] -
                               cost.saved_activation_bytes[static_cast<size_t>(Recompute::selective_op)];
     if (recreated > 0) {

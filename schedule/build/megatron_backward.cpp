@@ -69,7 +69,7 @@ void MegatronBuilder::recompute_chunk(int32_t first_unit, int32_t last_unit, Act
     gather(groups, Prefetch::none, Phase::recompute, mb);
     emit_unit_collectives(ctx_, u, Phase::recompute, mb);
     Op op = make_compute(op_name("recompute", cost.name, mb), Phase::recompute, ctx_.compute, cost.fwd_gemms,
-                         cost.fwd_bytes_touched);
+                         cost.fwd_bytes_touched, cost.fwd_class_bytes);
     op.unit = u;
     op.micro_batch = mb;
     op.deps = wait_for(groups);
@@ -114,7 +114,7 @@ void MegatronBuilder::backward_unit(int32_t u, Activations& acts, int32_t mb) {
                                           ? linear_weight_elems(cost, false) + linear_weight_elems(cost, true)
                                           : 0;
   Op bwd = make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, cost.bwd_gemms,
-                        cost.bwd_bytes_touched + grad_copy_bytes + 2 * fp8_transpose_bytes);
+                        cost.bwd_bytes_touched + grad_copy_bytes + 2 * fp8_transpose_bytes, cost.bwd_class_bytes);
   bwd.unit = u;
   bwd.micro_batch = mb;
   // Room for what the activations, the weight gradients and the gradient buckets add, allocated once.

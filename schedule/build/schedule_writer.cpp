@@ -124,7 +124,8 @@ Op make_collective(CollectiveSpec spec) {
   return op;
 }
 
-Op make_compute(std::string name, Phase phase, StreamId stream, std::vector<Gemm> gemms, int64_t bytes_touched) {
+Op make_compute(std::string name, Phase phase, StreamId stream, std::vector<Gemm> gemms, int64_t bytes_touched,
+                KernelClassBytes class_bytes) {
   Op op;
   op.name = std::move(name);
   op.kind = OpKind::compute;
@@ -132,6 +133,7 @@ Op make_compute(std::string name, Phase phase, StreamId stream, std::vector<Gemm
   op.stream = stream;
   op.gemms = std::move(gemms);
   op.bytes_touched = bytes_touched;
+  op.class_bytes = class_bytes;
   return op;
 }
 

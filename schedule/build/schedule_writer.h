@@ -71,7 +71,8 @@ struct CollectiveSpec {
 /// A collective op with the per-rank byte counts of ir.h's conventions for its kind over a group of `group_size`.
 Op make_collective(CollectiveSpec spec);
 /// A compute op.
-Op make_compute(std::string name, Phase phase, StreamId stream, std::vector<Gemm> gemms, int64_t bytes_touched);
+Op make_compute(std::string name, Phase phase, StreamId stream, std::vector<Gemm> gemms, int64_t bytes_touched,
+                KernelClassBytes class_bytes = {});
 /// A memory-bound op of another kind (copy, optimizer) that touches `bytes_touched` bytes.
 Op make_memory_op(OpKind kind, std::string name, Phase phase, StreamId stream, int64_t bytes_touched);
 /// A sync op: `stream` waits for `deps`, then `frees` are released.

@@ -113,6 +113,25 @@ struct Gemm {
   bool operator==(const Gemm&) const = default;
 };
 
+/// The part of an op's memory-bound bytes (`Op::bytes_touched`) that PyTorch's eager kernels cannot stream at the
+/// GPU's elementwise rate. TensorIterator reads contiguous same-dtype operands with vector loads
+/// (vectorized_elementwise_kernel); a broadcast or strided operand, or a dtype change other than its dedicated
+/// float→bf16 copy, sends the kernel down the unvectorized path (elementwise_kernel, unrolled_elementwise_kernel),
+/// and a row reduction (mean, softmax, log-softmax, a weight gradient's sum over tokens) runs reduce_kernel or a
+/// softmax kernel that reads its row more than once. Each class runs at the profile's own fraction of HBM bandwidth;
+/// what is in neither runs at `memory_efficiency`.
+struct KernelClassBytes {
+  int64_t unvectorized = 0;  ///< broadcast, strided or casting elementwise kernels
+  int64_t reduction = 0;     ///< row reductions
+  KernelClassBytes& operator+=(const KernelClassBytes& o) {
+    unvectorized += o.unvectorized;
+    reduction += o.reduction;
+    return *this;
+  }
+  [[nodiscard]] int64_t total() const { return unvectorized + reduction; }
+  bool operator==(const KernelClassBytes&) const = default;
+};
+
 /// One unit of work on one stream.
 struct Op {
   OpId id{0};
@@ -128,6 +147,7 @@ struct Op {
   int64_t send_bytes = 0;     ///< per rank: collective input, or bytes copied device→host
   int64_t recv_bytes = 0;     ///< per rank: collective output, or bytes copied host→device
   int64_t bytes_touched = 0;  ///< HBM bytes read + written by memory-bound work (norms, casts, optimizer, copies)
+  KernelClassBytes class_bytes;  ///< of bytes_touched, those of unvectorized and reduction kernels
   std::vector<Gemm> gemms;
   std::vector<BufferId> allocs;  ///< buffers allocated when the op starts
   std::vector<BufferId> frees;   ///< buffers released when the op ends

@@ -72,6 +72,9 @@ void emit_op(YAML::Emitter& out, const Schedule& s, const Op& op) {
   if (op.send_bytes != 0) out << YAML::Key << "send_bytes" << YAML::Value << op.send_bytes;
   if (op.recv_bytes != 0) out << YAML::Key << "recv_bytes" << YAML::Value << op.recv_bytes;
   if (op.bytes_touched != 0) out << YAML::Key << "bytes_touched" << YAML::Value << op.bytes_touched;
+  if (op.class_bytes.unvectorized != 0)
+    out << YAML::Key << "unvectorized_bytes" << YAML::Value << op.class_bytes.unvectorized;
+  if (op.class_bytes.reduction != 0) out << YAML::Key << "reduction_bytes" << YAML::Value << op.class_bytes.reduction;
   if (!op.gemms.empty()) {
     out << YAML::Key << "gemms" << YAML::Value << YAML::BeginSeq;
     for (const auto& g : op.gemms) emit_gemm(out, g);
@@ -179,6 +182,8 @@ Op read_op(YamlMap map, const std::vector<std::string>& streams, const std::vect
   op.send_bytes = map.int_or("send_bytes", 0, 0, limits::kMaxBytes);
   op.recv_bytes = map.int_or("recv_bytes", 0, 0, limits::kMaxBytes);
   op.bytes_touched = map.int_or("bytes_touched", 0, 0, limits::kMaxBytes);
+  op.class_bytes.unvectorized = map.int_or("unvectorized_bytes", 0, 0, limits::kMaxBytes);
+  op.class_bytes.reduction = map.int_or("reduction_bytes", 0, 0, limits::kMaxBytes);
   if (map.has("gemms")) {
     const YAML::Node list = map.raw("gemms");
     if (!list.IsSequence()) map.fail("'gemms' must be a list", "write gemms: [{name: x, m: 1, n: 1, k: 1}]");

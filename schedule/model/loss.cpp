@@ -30,6 +30,15 @@ int64_t next_power_of_two(int64_t x) {
   return p;
 }
 
+// F.cross_entropy on upcast logits (eager_fp32, chunked): forward's upcast (read a, write 4) is unvectorized and its
+// log_softmax (12) reduces rows; backward's log_softmax_backward (12) reduces rows.
+KernelClassBytes eager_cross_entropy_fwd_classes(int64_t logits, int64_t a) {
+  return {.unvectorized = logits * (a + kFp32Bytes), .reduction = logits * 12};
+}
+KernelClassBytes eager_cross_entropy_bwd_classes(int64_t logits) {
+  return {.unvectorized = 0, .reduction = logits * 12};
+}
+
 }  // namespace
 
 const EnumNames<LossImpl, kLossImplCount>& loss_impl_names() {
@@ -65,12 +74,16 @@ LossMemory loss_memory(LossImpl impl, const LossDims& d) {
       // output unit); backward turns it into the gradient in place, and the cast back to 16 bits for the
       // projection's backward is the only new logit-sized tensor. Forward holds the 16-bit logits while the copy is
       // made. Bytes: cast (read a, write 4), max (read 4), subtract, exp and divide in place (8 each), sum (read 4);
-      // backward subtracts the one-hot and scales in place (8), then casts (read 4, write a).
+      // backward subtracts the one-hot and scales in place (8), then casts (read 4, write a). Kernel classes: the
+      // upcast and the subtraction and division by a per-token [s, b, 1] tensor broadcast (unvectorized), max and
+      // sum reduce rows; backward's scaling by the per-token gradient broadcasts.
       m.saved_bytes = logits * kFp32Bytes;
       m.fwd_workspace_bytes = logits * a;
       m.bwd_workspace_bytes = logits * a;
       m.fwd_bytes_touched = logits * (a + 36);
       m.bwd_bytes_touched = logits * (12 + a);
+      m.fwd_class_bytes = {.unvectorized = logits * (a + 20), .reduction = logits * 8};
+      m.bwd_class_bytes = {.unvectorized = logits * 8, .reduction = 0};
       break;
     case LossImpl::eager_fp32:
       // F.cross_entropy(logits.float(), labels) = nll_loss(log_softmax(x)) (ATen's autograd formulas in
@@ -78,13 +91,17 @@ LossMemory loss_memory(LossImpl impl, const LossDims& d) {
       // loss), their fp32 copy and the fp32 log-softmax output, which is saved. Backward: nll_loss_backward writes a
       // dense fp32 gradient and log_softmax_backward a second one while the saved output is alive; the 16-bit cast
       // comes after the first two die. Bytes: cast (a + 4), log_softmax (read twice, write: 12); backward zero-fill
-      // and scatter (4), log_softmax_backward (read 8, write 4), cast (read 4, write a).
+      // and scatter (4), log_softmax_backward (read 8, write 4), cast (read 4, write a). Kernel classes: the upcast
+      // takes TensorIterator's casting (unvectorized) path, log_softmax and its backward reduce rows; the fill and the
+      // fp32→bf16 cast back are vectorized.
       m.saved_bytes = logits * kFp32Bytes;
       m.fwd_workspace_bytes = logits * a;
       m.fwd_transient_tensors = {logits * kFp32Bytes};
       m.bwd_transient_tensors = {logits * kFp32Bytes, logits * kFp32Bytes};
       m.fwd_bytes_touched = logits * (a + 16);
       m.bwd_bytes_touched = logits * (a + 20);
+      m.fwd_class_bytes = eager_cross_entropy_fwd_classes(logits, a);
+      m.bwd_class_bytes = eager_cross_entropy_bwd_classes(logits);
       break;
     case LossImpl::compiled:
       // torch.compile of the same call (torchtitan compiles the loss with the model's compile setting since PR #1033,
@@ -109,6 +126,8 @@ LossMemory loss_memory(LossImpl impl, const LossDims& d) {
       m.bwd_transient_tensors = {chunk * kFp32Bytes, chunk * kFp32Bytes};
       m.fwd_bytes_touched = logits * (a + 16);
       m.bwd_bytes_touched = logits * (a + 20);
+      m.fwd_class_bytes = eager_cross_entropy_fwd_classes(logits, a);
+      m.bwd_class_bytes = eager_cross_entropy_bwd_classes(logits);
       break;
     }
     case LossImpl::liger_fused_linear: {

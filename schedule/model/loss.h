@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/enum_names.h"
+#include "schedule/ir/ir.h"
 
 namespace fsdpsim {
 
@@ -63,6 +64,8 @@ struct LossMemory {
   std::vector<int64_t> bwd_transient_tensors;
   int64_t fwd_bytes_touched = 0;
   int64_t bwd_bytes_touched = 0;
+  KernelClassBytes fwd_class_bytes;  ///< of fwd_bytes_touched, the eager unvectorized and reduction kernels'
+  KernelClassBytes bwd_class_bytes;
   /// Backward re-runs the logits GEMM (Cut Cross-Entropy recomputes the logits blockwise).
   bool recompute_logits_gemm = false;
 

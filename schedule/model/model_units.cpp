@@ -277,6 +277,10 @@ void add_mtp_heads(int32_t modules, UnitCost& output) {
   for (int64_t& saved : output.saved_activation_bytes) saved *= 1 + modules;
   output.fwd_bytes_touched *= 1 + modules;
   output.bwd_bytes_touched *= 1 + modules;
+  for (KernelClassBytes* c : {&output.fwd_class_bytes, &output.bwd_class_bytes}) {
+    c->unvectorized *= 1 + modules;
+    c->reduction *= 1 + modules;
+  }
 }
 
 UnitCost output_unit(const UnitDims& d) {

@@ -111,6 +111,8 @@ struct UnitCost {
   std::vector<Gemm> bwd_gemms;    ///< data-gradient and weight-gradient GEMMs (+ flash-attention recompute)
   int64_t fwd_bytes_touched = 0;  ///< memory-bound work: norms, activations, residuals, rotary, softmax
   int64_t bwd_bytes_touched = 0;
+  KernelClassBytes fwd_class_bytes;  ///< of fwd_bytes_touched, the eager unvectorized and reduction kernels'
+  KernelClassBytes bwd_class_bytes;
   std::vector<UnitCollective> fwd_collectives;
   std::vector<UnitCollective> bwd_collectives;
   int64_t model_flops = 0;  ///< forward + backward model FLOPs (3 × forward, causal attention), no recompute
@@ -121,6 +123,7 @@ struct UnitCost {
   /// and the memory-bound bytes of the elementwise ops recomputed with them.
   std::vector<Gemm> op_sac_recompute_gemms;
   int64_t op_sac_recompute_bytes = 0;
+  KernelClassBytes op_sac_recompute_class_bytes;  ///< of op_sac_recompute_bytes
   /// Selective recompute, per RecomputeModule (zeros for what the unit does not have).
   std::array<ModuleRecompute, kRecomputeModuleCount> module_recompute{};
   /// Activations a full-recompute forward re-creates inside backward (the `none` set), freed by the backward.

@@ -140,7 +140,8 @@ int64_t fp8_cast_bytes(const UnitDims& d, const std::vector<Gemm>& gemms, bool b
 
 // Attention-side memory-bound work: rotary embedding on Q and K (read + write), Qwen3's per-head norms, MLA's latent
 // norms and Q/K assembly, and the softmax when attention is not fused.
-void attention_bytes(const UnitDims& d, int64_t& fwd, int64_t& bwd) {
+void attention_bytes(const UnitDims& d, int64_t& fwd, int64_t& bwd, KernelClassBytes& fwd_class,
+                     KernelClassBytes& bwd_class) {
   const ModelSpec& m = *d.model;
   const int64_t a = d.act_bytes;
   if (m.mla.enabled()) {
@@ -155,10 +156,15 @@ void attention_bytes(const UnitDims& d, int64_t& fwd, int64_t& bwd) {
     const int64_t qk = d.tokens * (d.heads + d.kv_heads) * m.head_dim * a;
     // Rotary on Q and K (Su et al. 2021): a fused kernel reads and writes once. Eager (torchtitan apply_rotary_emb)
     // upcasts to fp32 (read 2, write 4 bytes per element), multiplies as complex64 (read 4, write 4) and casts back
-    // (read 4, write 2): 20 bytes per element = 10 × the 2 bytes of qk; its backward runs the same three ops.
+    // (read 4, write 2): 20 bytes per element = 10 × the 2 bytes of qk; its backward runs the same three ops. The
+    // upcast and the product by the broadcast frequencies are unvectorized (7 of the 10).
     const int64_t rotary = d.shape.fused_elementwise ? 2 : 10;
     fwd += rotary * qk;
     bwd += rotary * qk;
+    if (!d.shape.fused_elementwise) {
+      fwd_class.unvectorized += 7 * qk;
+      bwd_class.unvectorized += 7 * qk;
+    }
     if (m.qk_norm) {
       fwd += 2 * qk;
       bwd += 3 * qk;
@@ -199,22 +205,44 @@ void mlp_bytes(const UnitDims& d, bool moe, int64_t& fwd, int64_t& bwd) {
   if (d.shared_ffn > 0) activation(d.tokens, d.shared_ffn);
 }
 
+// One norm over a T/t × h activation (`block` bytes): a fused kernel reads x and writes y (backward reads x and dy,
+// writes dx). An eager RMSNorm (ATen's composite rms_norm, as torch.nn.RMSNorm runs without torch.compile) is six
+// kernels over the row: upcast to fp32 (read 2, write 4 bytes per element), pow (4 + 4), mean (4), × rsqrt (4 + 4),
+// cast back (4 + 2), × weight (2 + 2) = 36 bytes = 18 block-bytes; autograd's backward through them runs about twice
+// that (40 block-bytes: the same kernels' grads plus the accumulation of the two paths into dx). LayerNorm is one
+// native kernel even in eager mode. Of the eager forward's 18, the upcast and the two broadcast products (by the
+// per-row rsqrt, by the weight) are unvectorized (9) and the mean is a reduction (2); of the backward's 40, the
+// products by w and by the rsqrt, dy's upcast and pow's backward are about 17, the sums for dw and for the
+// rsqrt's gradient about 3.
+struct NormBytes {
+  int64_t fwd = 0;
+  int64_t bwd = 0;
+  KernelClassBytes fwd_class;
+  KernelClassBytes bwd_class;
+};
+
+NormBytes norm_bytes(const UnitDims& d) {
+  const int64_t block = d.sp_tokens * d.model->hidden_size * d.act_bytes;
+  if (d.shape.fused_elementwise || d.model->norm == NormKind::layernorm) return {2 * block, 3 * block, {}, {}};
+  return {18 * block, 40 * block, {.unvectorized = 9 * block, .reduction = 2 * block},
+          {.unvectorized = 17 * block, .reduction = 3 * block}};
+}
+
 void set_layer_bytes(const UnitDims& d, bool moe, UnitCost& unit) {
   const int64_t block = d.sp_tokens * d.model->hidden_size * d.act_bytes;  // one T/t × h activation
-  // Two norms (read x, write y; backward reads x and dy, writes dx) and two residual adds (read two, write one;
-  // backward adds the branch gradient to the skip gradient). An eager RMSNorm (ATen's composite rms_norm, as
-  // torch.nn.RMSNorm runs without torch.compile) is six kernels over the row: upcast to fp32 (read 2, write 4 bytes
-  // per element), pow (4 + 4), mean (4), × rsqrt (4 + 4), cast back (4 + 2), × weight (2 + 2) = 36 bytes = 18
-  // block-bytes; autograd's backward through them runs about twice that (40 block-bytes: the same kernels' grads plus
-  // the accumulation of the two paths into dx). LayerNorm is one native kernel even in eager mode.
-  const bool fused = d.shape.fused_elementwise || d.model->norm == NormKind::layernorm;
-  const int64_t norm_fwd = fused ? 2 : 18, norm_bwd = fused ? 3 : 40;
-  int64_t fwd = 2 * norm_fwd * block + 2 * 3 * block;
-  int64_t bwd = 2 * norm_bwd * block + 2 * 3 * block;
-  attention_bytes(d, fwd, bwd);
+  // Two norms and two residual adds (read two, write one; backward adds the branch gradient to the skip gradient).
+  const NormBytes norm = norm_bytes(d);
+  int64_t fwd = 2 * norm.fwd + 2 * 3 * block;
+  int64_t bwd = 2 * norm.bwd + 2 * 3 * block;
+  KernelClassBytes fwd_class = norm.fwd_class, bwd_class = norm.bwd_class;
+  fwd_class += norm.fwd_class;  // the second norm
+  bwd_class += norm.bwd_class;
+  attention_bytes(d, fwd, bwd, fwd_class, bwd_class);
   mlp_bytes(d, moe, fwd, bwd);
   unit.fwd_bytes_touched = fwd + fp8_cast_bytes(d, unit.fwd_gemms, false);
   unit.bwd_bytes_touched = bwd + fp8_cast_bytes(d, unit.bwd_gemms, true);
+  unit.fwd_class_bytes = fwd_class;
+  unit.bwd_class_bytes = bwd_class;
 }
 
 // Workspace of the attention block, estimated as the largest set of unsaved intermediates alive at once.
@@ -388,8 +416,13 @@ void add_output_memory(const UnitDims& d, UnitCost& unit) {
   // loss adds what its implementation keeps (schedule/model/loss.cpp). Not recomputed: the same under every mode.
   const int64_t saved = d.sp_tokens * (2 * h * a + norm_stat_bytes(m)) + t * (kIndexBytes + 1) + loss.saved_bytes;
   unit.saved_activation_bytes = {saved, saved, saved, saved};
-  unit.fwd_bytes_touched = 2 * d.sp_tokens * h * a + loss.fwd_bytes_touched + fp8_cast_bytes(d, unit.fwd_gemms, false);
-  unit.bwd_bytes_touched = 3 * d.sp_tokens * h * a + loss.bwd_bytes_touched + fp8_cast_bytes(d, unit.bwd_gemms, true);
+  const NormBytes norm = norm_bytes(d);  // the final norm
+  unit.fwd_bytes_touched = norm.fwd + loss.fwd_bytes_touched + fp8_cast_bytes(d, unit.fwd_gemms, false);
+  unit.bwd_bytes_touched = norm.bwd + loss.bwd_bytes_touched + fp8_cast_bytes(d, unit.bwd_gemms, true);
+  unit.fwd_class_bytes = norm.fwd_class;
+  unit.fwd_class_bytes += loss.fwd_class_bytes;
+  unit.bwd_class_bytes = norm.bwd_class;
+  unit.bwd_class_bytes += loss.bwd_class_bytes;
   // Forward: the gathered input; backward: the re-gathered input and the input gradient before its reduce-scatter.
   const bool tp = d.shape.tp > 1;
   unit.fwd_workspace_bytes = (tp ? t * h * a : 0) + loss.fwd_workspace_bytes;

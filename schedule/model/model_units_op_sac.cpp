@@ -66,6 +66,7 @@ void add_layer_op_sac(const UnitDims& d, UnitCost& unit) {
   unit.saved_activation_bytes[static_cast<size_t>(Recompute::selective_op)] = std::min(saved, none);
   // The elementwise forward work (norms, rotary, activation) runs again before the block's backward.
   unit.op_sac_recompute_bytes = unit.fwd_bytes_touched;
+  unit.op_sac_recompute_class_bytes = unit.fwd_class_bytes;
 }
 
 }  // namespace fsdpsim

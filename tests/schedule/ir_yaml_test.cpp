@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "schedule/build/builder.h"
+#include "schedule/ir/validate.h"
 #include "schedule/model/model.h"
 #include "tests/schedule/tiny_schedule.h"
 
@@ -35,6 +36,30 @@ TEST(IrYaml, BuiltSchedulesRoundTripExactly) {
     const std::string text = schedule_to_yaml(s);
     EXPECT_EQ(schedule_from_yaml(text, "s.yaml"), s) << strategy;
   }
+}
+
+TEST(IrYaml, KernelClassBytesRoundTripAndMustBeAPartOfTheOpsBytes) {
+  // An eager FSDP2 schedule: its layers carry unvectorized and reduction bytes, which the YAML keeps.
+  FsdpConfig config;
+  apply_override(config, "implementation=fsdp2");
+  apply_override(config, "fused_elementwise=false");
+  apply_override(config, "loss_implementation=eager_fp32");
+  const Schedule s = build_schedule(model_preset("llama3-8b"), config, 8);
+  const std::string text = schedule_to_yaml(s);
+  EXPECT_NE(text.find("unvectorized_bytes:"), std::string::npos);
+  EXPECT_NE(text.find("reduction_bytes:"), std::string::npos);
+  EXPECT_EQ(schedule_from_yaml(text, "s.yaml"), s);
+  // More classified bytes than the op touches is refused by validation, naming the op and both figures.
+  Schedule bad = s;
+  for (Op& op : bad.ops) {
+    if (op.class_bytes.total() > 0) {
+      op.class_bytes.unvectorized = op.bytes_touched;
+      break;
+    }
+  }
+  const std::vector<std::string> problems = validate(bad);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("unvectorized_bytes + reduction_bytes"), std::string::npos) << problems[0];
 }
 
 TEST(IrYaml, UnknownStreamNameIsAnError) {

@@ -87,6 +87,28 @@ TEST(EagerElementwise, TouchesTheBytesOfOneKernelPerOp) {
   EXPECT_EQ(l.saved_activation_bytes[kNone], 1'141'964'800 + 268'435'456 + 234'881'024);
 }
 
+TEST(EagerElementwise, SortsTheBytesByHowTheKernelsWalkMemory) {
+  RankShape eager = shape_8k();
+  eager.fused_elementwise = false;
+  const UnitCost l = derive_units(model_preset("llama3-8b"), eager)[1];
+  // Unvectorized, forward: per RMSNorm the upcast (3 blocks), × rsqrt (4) and × weight (2) = 9 blocks, two norms =
+  // 18 · 67,108,864 = 1,207,959,552; rotary's upcast and complex product, 7 · qk = 7 · 8192·40·128·2 = 587,202,560.
+  // Reduction: each norm's mean (2 blocks), 4 · 67,108,864 = 268,435,456.
+  EXPECT_EQ(l.fwd_class_bytes.unvectorized, 1'207'959'552 + 587'202'560);
+  EXPECT_EQ(l.fwd_class_bytes.reduction, 268'435'456);
+  // Backward: 17 + 3 blocks per norm and the rotary's 7 · qk again.
+  EXPECT_EQ(l.bwd_class_bytes.unvectorized, 34 * 67'108'864LL + 587'202'560);
+  EXPECT_EQ(l.bwd_class_bytes.reduction, 6 * 67'108'864LL);
+  // Fused kernels (torch.compile, Transformer Engine) stream: nothing is classified.
+  const UnitCost fused = derive_units(model_preset("llama3-8b"), shape_8k())[1];
+  EXPECT_EQ(fused.fwd_class_bytes.total() + fused.bwd_class_bytes.total(), 0);
+  // The final norm is an eager RMSNorm too: the output unit's forward adds its 18 blocks, 9 + 2 of them classified.
+  const UnitCost out = derive_units(model_preset("llama3-8b"), eager).back();
+  const UnitCost out_fused = derive_units(model_preset("llama3-8b"), shape_8k()).back();
+  EXPECT_EQ(out.fwd_bytes_touched - out_fused.fwd_bytes_touched, 16 * 67'108'864LL);
+  EXPECT_EQ(out.fwd_class_bytes.unvectorized - out_fused.fwd_class_bytes.unvectorized, 9 * 67'108'864LL);
+}
+
 TEST(EagerCrossEntropy, KeepsLogitSizedFp32TensorsAsSeparateAllocations) {
   RankShape s = shape_8k();
   s.loss = LossImpl::megatron_vocab_parallel;
@@ -100,6 +122,15 @@ TEST(EagerCrossEntropy, KeepsLogitSizedFp32TensorsAsSeparateAllocations) {
   // The 16-bit logit gradient (2,101,346,304) leaves the backward workspace: it is cast after the fp32 tensors die.
   EXPECT_EQ(eager.bwd_workspace_bytes, megatron.bwd_workspace_bytes - 2'101'346'304);
   EXPECT_EQ(eager.saved_activation_bytes, megatron.saved_activation_bytes);  // the fp32 log-softmax either way
+  // Kernel classes of F.cross_entropy(logits.float()): the upcast (2 + 4 bytes per logit) is unvectorized, the
+  // log-softmax (12) and its backward (12) reduce rows: 6 and 12 · 1,050,673,152 (the final norm is fused here).
+  EXPECT_EQ(eager.fwd_class_bytes.unvectorized, 6'304'038'912);
+  EXPECT_EQ(eager.fwd_class_bytes.reduction, 12'608'077'824);
+  EXPECT_EQ(eager.bwd_class_bytes, (KernelClassBytes{.unvectorized = 0, .reduction = 12'608'077'824}));
+  // Megatron's vocab-parallel loss: the upcast (6) and the subtraction and division by per-token tensors (8 + 8)
+  // broadcast, 22 · 1,050,673,152; max and sum reduce (4 + 4); backward scales by the per-token gradient (8).
+  EXPECT_EQ(megatron.fwd_class_bytes, (KernelClassBytes{.unvectorized = 23'114'809'344, .reduction = 8'405'385'216}));
+  EXPECT_EQ(megatron.bwd_class_bytes, (KernelClassBytes{.unvectorized = 8'405'385'216, .reduction = 0}));
 }
 
 }  // namespace

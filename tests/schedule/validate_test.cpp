@@ -95,6 +95,18 @@ TEST(Validate, NegativeSizes) {
   EXPECT_TRUE(contains(problems[1], "sizes: op 1 'fwd.layer.0' has a negative byte count"));
 }
 
+TEST(Validate, KernelClassBytesArePartOfTheOpsBytes) {
+  Schedule s = tiny_schedule();
+  s.ops[1].bytes_touched = 100;
+  s.ops[1].class_bytes = {.unvectorized = 60, .reduction = 40};  // all 100 classified: fine
+  EXPECT_TRUE(validate(s).empty());
+  s.ops[1].class_bytes.reduction = 41;
+  const auto problems = validate(s);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_TRUE(contains(problems[0], "sizes: op 1 'fwd.layer.0' has unvectorized_bytes + reduction_bytes (60 + 41) "
+                                    "outside 0..100"));
+}
+
 TEST(Validate, CollectiveBytesMustMatchGroupSize) {
   // An all-gather over 4 ranks that sends 100 B must receive 4 × 100 = 400 B.
   Schedule s = tiny_schedule();

@@ -60,6 +60,27 @@ TEST(ComputeModel, MemoryBoundWorkUsesHbmBandwidth) {
   EXPECT_EQ(memory_time_ns(0, g), 0);
 }
 
+TEST(ComputeModel, EachKernelClassRunsAtItsOwnShareOfHbmBandwidth) {
+  // 1 GB of which 300 MB in unvectorized kernels and 200 MB in row reductions, on the H100 profile (3.35 TB/s;
+  // elementwise 0.85, unvectorized 0.535, reduction 0.66): 500e6 / 2.8475e12 + 300e6 / 1.79225e12 + 200e6 / 2.211e12
+  // = 175.59 + 167.39 + 90.46 = 433.44 us, plus one kernel overhead (5 us).
+  const GpuProfile g = h100();
+  ASSERT_DOUBLE_EQ(g.unvectorized_memory_efficiency, 0.535);
+  ASSERT_DOUBLE_EQ(g.reduction_memory_efficiency, 0.66);
+  const KernelClassBytes classes{.unvectorized = 300'000'000, .reduction = 200'000'000};
+  const double seconds = 500e6 / (3.35e12 * 0.85) + 300e6 / (3.35e12 * 0.535) + 200e6 / (3.35e12 * 0.66);
+  EXPECT_NEAR(static_cast<double>(memory_time_ns(1'000'000'000, g, classes)), seconds * 1e9 + 5000.0, 1.0);
+  EXPECT_NEAR(seconds * 1e6, 433.44, 0.01);
+  // A profile without the measurements (the A100's) runs every class at memory_efficiency.
+  const GpuProfile a100 = gpu_profile("a100-sxm-80gb");
+  EXPECT_EQ(memory_time_ns(1'000'000'000, a100, classes), memory_time_ns(1'000'000'000, a100));
+  // And an op's classes are what compute_time_ns charges.
+  Op op;
+  op.bytes_touched = 1'000'000'000;
+  op.class_bytes = classes;
+  EXPECT_EQ(compute_time_ns(op, g, DType::bf16), memory_time_ns(1'000'000'000, g, classes));
+}
+
 TEST(ComputeModel, Fp8OnAnA100IsAnError) {
   EXPECT_THROW((void)peak_flops_per_s(gpu_profile("a100-sxm-80gb"), DType::fp8), ConfigError);
   EXPECT_DOUBLE_EQ(peak_flops_per_s(h100(), DType::fp8), h100().dense_fp8_flops_per_s);
