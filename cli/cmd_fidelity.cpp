@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/measured_tables.h"
 #include "common/error.h"
 #include "plan/fidelity.h"
 
@@ -17,7 +18,31 @@ struct FidelityOptions {
   bool check = false;
   bool fit = false;
   bool bands = false;
+  MeasuredTableOptions tables;
+  std::string tables_for;  // the GPU profile whose rows take the tables
 };
+
+// The rows of `profile` alone, their GPU given the measured tables: what the published runs say when compute comes
+// from one card's kernels instead of the profile's efficiency model and fitted constants.
+std::vector<FidelityRow> rows_with_tables(const std::vector<FidelityRow>& rows, const FidelityOptions& o) {
+  if (o.tables_for.empty()) {
+    throw ConfigError(SourceLocation{"<--tables-for>", 0, 0}, "tables_for",
+                      "measured tables are one GPU's, but no --tables-for names which rows they time",
+                      "add --tables-for PROFILE (the GPU profile the tables were measured on, e.g. h100-sxm)");
+  }
+  std::vector<FidelityRow> out;
+  for (const FidelityRow& r : rows) {
+    if (r.topology.gpu.name != o.tables_for) continue;
+    out.push_back(r);
+    attach_measured_tables(o.tables, out.back().topology.gpu);
+  }
+  if (out.empty()) {
+    throw ConfigError(SourceLocation{"<--tables-for>", 0, 0}, "tables_for",
+                      "no row of the suite runs on GPU profile '" + o.tables_for + "'",
+                      "name a profile the rows use (h100-sxm, h100-96gb, a100-sxm-80gb, ...)");
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -40,8 +65,12 @@ void register_fidelity(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--outlier-limit", o->outlier_limit, "rows off by more than this need a written explanation")
       ->capture_default_str();
+  add_measured_table_options(*cmd, o->tables);
+  cmd->add_option("--tables-for", o->tables_for,
+                  "with --gemm-table / --attention-table: run only the rows of this GPU profile, timed by the tables");
   cmd->callback([o] {
-    const std::vector<FidelityRow> rows = o->data.empty() ? load_embedded_fidelity_rows() : load_fidelity_rows(o->data);
+    std::vector<FidelityRow> rows = o->data.empty() ? load_embedded_fidelity_rows() : load_fidelity_rows(o->data);
+    if (o->tables.any() || !o->tables.attention_kernel.empty()) rows = rows_with_tables(rows, *o);
     if (o->fit) {
       std::cout << fidelity_fit_text(fit_fidelity(rows));
       return;

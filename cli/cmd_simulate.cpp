@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/job_options.h"
+#include "cli/measured_tables.h"
 #include "cli/output.h"
 #include "common/error.h"
 #include "common/pickle.h"
@@ -15,8 +16,6 @@
 #include "report/profiler_trace.h"
 #include "report/report.h"
 #include "sim/engine.h"
-#include "topologies/attention_table.h"
-#include "topologies/gemm_table.h"
 
 namespace fsdpsim::cli {
 namespace {
@@ -25,9 +24,7 @@ struct SimulateOptions {
   JobOptions job;
   std::string schedule_file;
   std::string profile;
-  std::string gemm_table;
-  std::string attention_table;
-  std::string attention_kernel;
+  MeasuredTableOptions tables;
   std::string json;
   std::string trace;
   std::string html;
@@ -48,16 +45,7 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--schedule", options->schedule_file, "simulate this schedule IR file instead of building one");
   cmd->add_option("--profile", options->profile,
                   "GPU hardware profile (preset or YAML, e.g. from 'fsdpsim calibrate')");
-  cmd->add_option(
-      "--gemm-table", options->gemm_table,
-      "measured GEMM times by shape (CSV of bench/kernel_tables/measure_kernel_tables.py): GEMMs take their "
-      "time from it instead of the profile's efficiency model");
-  cmd->add_option("--attention-table", options->attention_table,
-                  "measured fused-attention times by shape (attention.csv of "
-                  "bench/kernel_tables/measure_kernel_tables.py): the attention core takes its time from it instead "
-                  "of the profile's attention efficiency");
-  cmd->add_option("--attention-kernel", options->attention_kernel,
-                  "which kernel's rows of --attention-table to read (cudnn, flash, ...; needed when it holds several)");
+  add_measured_table_options(*cmd, options->tables);
   cmd->add_option("--json", options->json, "write the report as JSON to this file");
   cmd->add_option("--trace", options->trace, "write a Chrome-trace JSON (open in Perfetto) to this file");
   cmd->add_option("--steps", options->steps, "steps to simulate; the last is the steady state")
@@ -88,17 +76,7 @@ void register_simulate(CLI::App& app) {
           config = job.config;
         });
     if (!options->profile.empty()) topology.gpu = load_gpu_profile(options->profile);
-    if (!options->gemm_table.empty()) {
-      topology.gpu.gemm_table = std::make_shared<const GemmTable>(load_gemm_table(options->gemm_table));
-    }
-    if (!options->attention_table.empty()) {
-      topology.gpu.attention_table = std::make_shared<const AttentionTable>(
-          load_attention_table(options->attention_table, options->attention_kernel));
-    } else if (!options->attention_kernel.empty()) {
-      throw ConfigError(SourceLocation{"<--attention-kernel>", 0, 0}, "attention_kernel",
-                        "chooses a kernel of an attention table, but no --attention-table was given",
-                        "add --attention-table FILE, or drop --attention-kernel");
-    }
+    attach_measured_tables(options->tables, topology.gpu);
     SimOptions sim;
     sim.steps = options->steps;
     sim.expandable_segments = options->expandable_segments;

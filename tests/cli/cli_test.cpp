@@ -172,4 +172,30 @@ TEST(Cli, FidelityCheckFailsWhenATargetIsMissed) {
   EXPECT_TRUE(contains(r.output, "no-such-file.yaml")) << r.output;
 }
 
+// Measured kernel tables in the suite: only the named profile's rows run, each timed by the tables (their GEMMs and
+// attention take no efficiency and no clock fraction), so a row's prediction differs from the fitted one.
+TEST(Cli, FidelityWithMeasuredTablesRunsTheirGpusRowsOnly) {
+  const std::string tables = std::string(FSDPSIM_SOURCE_DIR) + "/bench/results/2026-11-26-h100-kernels/";
+  const std::string gemm = "--gemm-table " + tables + "gemm.csv";
+  Result r = run("fidelity " + gemm);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "--tables-for")) << r.output;
+  r = run("fidelity " + gemm + " --tables-for no-such-gpu");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "no row of the suite runs on GPU profile 'no-such-gpu'")) << r.output;
+  r = run("fidelity " + gemm + " --attention-table " + tables +
+          "attention.csv --attention-kernel cudnn --tables-for h100-sxm");
+  EXPECT_TRUE(contains(r.output, "bridge-25.11-llama3-8b-8xh100-mfsdp-tp1-gbs128-mbs1")) << r.output;
+  EXPECT_FALSE(contains(r.output, "h100-96gb")) << r.output;  // torchtitan's rows run on the 96 GB variant
+  EXPECT_FALSE(contains(r.output, "a100")) << r.output;
+  const Result fitted = run("fidelity");
+  const auto line_of = [](const std::string& text, const std::string& row) {
+    const size_t at = text.find(row + " ");
+    return at == std::string::npos ? std::string() : text.substr(at, text.find('\n', at) - at);
+  };
+  const std::string row = "bridge-25.11-llama3-8b-8xh100-mfsdp-tp1-gbs128-mbs1";
+  EXPECT_FALSE(line_of(r.output, row).empty());
+  EXPECT_NE(line_of(r.output, row), line_of(fitted.output, row));
+}
+
 }  // namespace

@@ -1,0 +1,37 @@
+#include "cli/measured_tables.h"
+
+#include <memory>
+
+#include "common/error.h"
+#include "topologies/attention_table.h"
+#include "topologies/gemm_table.h"
+
+namespace fsdpsim::cli {
+
+void add_measured_table_options(CLI::App& cmd, MeasuredTableOptions& options) {
+  cmd.add_option("--gemm-table", options.gemm_table,
+                 "measured GEMM times by shape (CSV of bench/kernel_tables/measure_kernel_tables.py): GEMMs take their "
+                 "time from it instead of the profile's efficiency model");
+  cmd.add_option("--attention-table", options.attention_table,
+                 "measured fused-attention times by shape (attention.csv of "
+                 "bench/kernel_tables/measure_kernel_tables.py): the attention core takes its time from it instead "
+                 "of the profile's attention efficiency");
+  cmd.add_option("--attention-kernel", options.attention_kernel,
+                 "which kernel's rows of --attention-table to read (cudnn, flash, ...; needed when it holds several)");
+}
+
+void attach_measured_tables(const MeasuredTableOptions& options, GpuProfile& gpu) {
+  if (!options.gemm_table.empty()) {
+    gpu.gemm_table = std::make_shared<const GemmTable>(load_gemm_table(options.gemm_table));
+  }
+  if (!options.attention_table.empty()) {
+    gpu.attention_table =
+        std::make_shared<const AttentionTable>(load_attention_table(options.attention_table, options.attention_kernel));
+  } else if (!options.attention_kernel.empty()) {
+    throw ConfigError(SourceLocation{"<--attention-kernel>", 0, 0}, "attention_kernel",
+                      "chooses a kernel of an attention table, but no --attention-table was given",
+                      "add --attention-table FILE, or drop --attention-kernel");
+  }
+}
+
+}  // namespace fsdpsim::cli

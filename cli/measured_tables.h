@@ -1,0 +1,27 @@
+#pragma once
+/// The measured kernel tables a command can give a GPU profile (`--gemm-table`, `--attention-table`,
+/// `--attention-kernel`): simulate and fidelity take the same three options and attach them the same way.
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "topologies/hardware.h"
+
+namespace fsdpsim::cli {
+
+struct MeasuredTableOptions {
+  std::string gemm_table;
+  std::string attention_table;
+  std::string attention_kernel;
+  [[nodiscard]] bool any() const { return !gemm_table.empty() || !attention_table.empty(); }
+};
+
+/// Registers the three options on `cmd`.
+void add_measured_table_options(CLI::App& cmd, MeasuredTableOptions& options);
+
+/// Loads the tables named and attaches them to `gpu`; ConfigError for a file that does not read, and for
+/// --attention-kernel without --attention-table.
+void attach_measured_tables(const MeasuredTableOptions& options, GpuProfile& gpu);
+
+}  // namespace fsdpsim::cli
