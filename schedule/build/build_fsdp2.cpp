@@ -297,9 +297,8 @@ void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
     }
     emit_unit_collectives(ctx_, u, Phase::fwd, mb);
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-    Op fwd =
-        make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, cost.fwd_gemms, cost.fwd_bytes_touched,
-                     cost.fwd_class_bytes);
+    Op fwd = make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, cost.fwd_gemms,
+                          cost.fwd_bytes_touched, cost.fwd_class_bytes);
     fwd.unit = u;
     fwd.micro_batch = mb;
     ParamGroup& pg = groups_[static_cast<size_t>(g)];
@@ -393,9 +392,8 @@ void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
   for (int32_t u = range_.last; u >= range_.first; --u) {
     pre_backward(u, mb, acts);
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-    Op bwd =
-        make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, cost.bwd_gemms, cost.bwd_bytes_touched,
-                     cost.bwd_class_bytes);
+    Op bwd = make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, cost.bwd_gemms,
+                          cost.bwd_bytes_touched, cost.bwd_class_bytes);
     bwd.unit = u;
     bwd.micro_batch = mb;
     for (const Part& part : groups_[static_cast<size_t>(group_of_unit(u))].parts) bwd.reads.push_back(part.unsharded);

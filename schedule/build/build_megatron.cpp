@@ -397,9 +397,8 @@ void MegatronBuilder::forward(int32_t mb, Activations& acts) {
     // Pre-forward hook (every unit and every non-unit module with parameters): gather + forward prefetch.
     gather(groups, ctx_.config.overlap_param_gather ? Prefetch::forward : Prefetch::none, Phase::fwd, mb);
     emit_unit_collectives(ctx_, u, Phase::fwd, mb);
-    Op fwd =
-        make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, cost.fwd_gemms, cost.fwd_bytes_touched,
-                     cost.fwd_class_bytes);
+    Op fwd = make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, cost.fwd_gemms,
+                          cost.fwd_bytes_touched, cost.fwd_class_bytes);
     fwd.unit = u;
     fwd.micro_batch = mb;
     fwd.deps = wait_for(groups);

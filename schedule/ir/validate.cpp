@@ -101,7 +101,7 @@ class Checker {
       if (op.send_bytes < 0 || op.recv_bytes < 0 || op.bytes_touched < 0)
         report("sizes", who() + " has a negative byte count");
       else if (op.class_bytes.unvectorized < 0 || op.class_bytes.reduction < 0 ||
-          op.class_bytes.unvectorized > op.bytes_touched - op.class_bytes.reduction) {
+               op.class_bytes.unvectorized > op.bytes_touched - op.class_bytes.reduction) {
         report("sizes", who() + " has unvectorized_bytes + reduction_bytes (" +
                             std::to_string(op.class_bytes.unvectorized) + " + " +
                             std::to_string(op.class_bytes.reduction) + ") outside 0.." +

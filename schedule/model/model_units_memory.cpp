@@ -224,7 +224,9 @@ struct NormBytes {
 NormBytes norm_bytes(const UnitDims& d) {
   const int64_t block = d.sp_tokens * d.model->hidden_size * d.act_bytes;
   if (d.shape.fused_elementwise || d.model->norm == NormKind::layernorm) return {2 * block, 3 * block, {}, {}};
-  return {18 * block, 40 * block, {.unvectorized = 9 * block, .reduction = 2 * block},
+  return {18 * block,
+          40 * block,
+          {.unvectorized = 9 * block, .reduction = 2 * block},
           {.unvectorized = 17 * block, .reduction = 3 * block}};
 }
 

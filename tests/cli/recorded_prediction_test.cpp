@@ -7,8 +7,8 @@
 // 5%.
 #include <gtest/gtest.h>
 
-#include <stdexcept>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 
@@ -68,8 +68,8 @@ TEST(RecordedPrediction, Fsdp2RankZeroOfEightMatchesItsSnapshot) {
 // nothing.
 TEST(RecordedPrediction, Fsdp2KernelTimeByPhaseWithinFivePercentWithTheMeasuredTables) {
   const std::string tables = std::string(FSDPSIM_SOURCE_DIR) + "/bench/results/2026-11-26-h100-kernels/";
-  for (const auto& [run, world, seq] : {std::tuple{"fsdp2-root-w8-s4096", 8, 4096},
-                                        std::tuple{"fsdp2-root-w32-s8192", 32, 8192}}) {
+  for (const auto& [run, world, seq] :
+       {std::tuple{"fsdp2-root-w8-s4096", 8, 4096}, std::tuple{"fsdp2-root-w32-s8192", 32, 8192}}) {
     const std::string json = std::string(FSDPSIM_BINARY_DIR) + "/recorded_prediction." + run + ".json";
     const ProgramResult r =
         run_fsdpsim(recorded_job_args(world, seq) + "--gemm-table " + tables + "gemm.csv --attention-table " + tables +

@@ -103,8 +103,9 @@ TEST(Validate, KernelClassBytesArePartOfTheOpsBytes) {
   s.ops[1].class_bytes.reduction = 41;
   const auto problems = validate(s);
   ASSERT_EQ(problems.size(), 1u);
-  EXPECT_TRUE(contains(problems[0], "sizes: op 1 'fwd.layer.0' has unvectorized_bytes + reduction_bytes (60 + 41) "
-                                    "outside 0..100"));
+  EXPECT_TRUE(contains(problems[0],
+                       "sizes: op 1 'fwd.layer.0' has unvectorized_bytes + reduction_bytes (60 + 41) "
+                       "outside 0..100"));
 }
 
 TEST(Validate, CollectiveBytesMustMatchGroupSize) {
