@@ -68,10 +68,12 @@ Job resolve_job(const JobOptions& options) {
              std::move(in.read_not_modelled)};
 }
 
-Schedule build_job_schedule(const ModelSpec& model, FsdpConfig& config, const Topology& topology, ScheduleCheck check) {
+Schedule build_job_schedule(const ModelSpec& model, FsdpConfig& config, const Topology& topology, ScheduleCheck check,
+                            BudgetRange* budgets) {
   config.fp8_recipe = resolve_fp8_recipe(config.fp8_recipe, topology.gpu.arch == GpuArch::blackwell);
   const ParallelLayout layout = resolve_layout(model, config, topology.gpus_per_node);
-  Schedule s = build_schedule(model, config, layout);
+  BudgetRange ignored;
+  Schedule s = build_schedule(model, config, layout, budgets ? budgets : &ignored);
   if (check == ScheduleCheck::validate) validate_or_throw(s, "the built schedule");
   check_group_placements(s, topology, config);  // blame the key, before the simulator meets the group
   return s;

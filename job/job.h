@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "schedule/build/budget_range.h"
 #include "schedule/config/fsdp_config.h"
 #include "schedule/config/parallel_layout.h"
 #include "schedule/ir/ir.h"
@@ -62,9 +63,10 @@ enum class ScheduleCheck : uint8_t { validate, trust_builder };
 
 /// The one path from a configuration to a runnable schedule: resolve the layout (which applies the overrides
 /// Megatron-FSDP forces to `config`), build, validate, then check that every group can be placed on `topology`
-/// (blaming the configuration key that sized a group that cannot). Throws ConfigError or ScheduleError.
+/// (blaming the configuration key that sized a group that cannot). Throws ConfigError or ScheduleError. `budgets`,
+/// when given, receives the communication budgets that build the same schedule (schedule/build/budget_range.h).
 Schedule build_job_schedule(const ModelSpec& model, FsdpConfig& config, const Topology& topology,
-                            ScheduleCheck check = ScheduleCheck::validate);
+                            ScheduleCheck check = ScheduleCheck::validate, BudgetRange* budgets = nullptr);
 /// The same for a resolved job.
 Schedule build_job_schedule(const Job& job);
 

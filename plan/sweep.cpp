@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include "common/error.h"
@@ -165,8 +166,9 @@ int64_t compared_global_batch(const FsdpConfig& base, int64_t world) {
 }
 
 SweepResult evaluate_config(const ModelSpec& model, const Topology& base_topology, FsdpConfig config,
-                            const EvaluateOptions& evaluation) {
+                            const EvaluateOptions& evaluation, BudgetRange* budgets) {
   SweepResult r;
+  if (budgets) *budgets = BudgetRange{.min_elems = 1, .max_elems = 0};  // none until the schedule is built
   Schedule schedule;
   Topology topology;
   try {
@@ -175,8 +177,9 @@ SweepResult evaluate_config(const ModelSpec& model, const Topology& base_topolog
     // every `schedule`, `simulate` and `exec` run, by the builder tests over every strategy and implementation, and by
     // the fuzz target on random configurations; checking again here made the 10,000-point sweep benchmark 27% slower
     // (40.0 s to 50.8 s on 2 cores, bench_sweep) for no point that could differ.
-    schedule = build_job_schedule(model, config, topology, ScheduleCheck::trust_builder);
+    schedule = build_job_schedule(model, config, topology, ScheduleCheck::trust_builder, budgets);
   } catch (const ConfigError& e) {
+    if (budgets) *budgets = BudgetRange{.min_elems = 1, .max_elems = 0};
     r.invalid_reason = e.problem().empty() ? e.what() : e.key() + ": " + e.problem();
     return r;
   }
@@ -222,15 +225,18 @@ namespace {
 
 // One point of the grid. Whatever it throws (a schedule the builder got wrong, an internal check) is that point's
 // error: the other points still run, and the table shows which one failed and why.
-SweepResult evaluate_point(const SweepSpec& spec, const std::vector<std::string>& assignments, int64_t grid_index) {
+// `budgets` receives the communication budgets that give this same result (none for a custom evaluator or an error).
+SweepResult evaluate_point(const SweepSpec& spec, const std::vector<std::string>& assignments, int64_t grid_index,
+                           BudgetRange* budgets) {
   SweepResult r;
+  *budgets = BudgetRange{.min_elems = 1, .max_elems = 0};
   try {
     FsdpConfig config = spec.base;
     for (const auto& a : assignments) {
       if (!is_hardware_assignment(a)) apply_override(config, a, "--grid");
     }
     const Topology topology = point_topology(spec, grid_index);
-    r = spec.evaluate ? spec.evaluate(config) : evaluate_config(spec.model, topology, config, spec.evaluation);
+    r = spec.evaluate ? spec.evaluate(config) : evaluate_config(spec.model, topology, config, spec.evaluation, budgets);
     if (r.valid) {
       TrainingRun run = spec.run;
       run.price_per_gpu_hour = point_price_per_gpu_hour(spec, topology);
@@ -239,11 +245,54 @@ SweepResult evaluate_point(const SweepSpec& spec, const std::vector<std::string>
       r.over_budget = spec.max_gpus > 0 && r.gpus > spec.max_gpus;
     }
   } catch (const std::exception& e) {
+    *budgets = BudgetRange{.min_elems = 1, .max_elems = 0};
     r = SweepResult{};
     r.invalid_reason = std::string("error: ") + e.what();
   }
   r.assignments = assignments;
   return r;
+}
+
+constexpr std::string_view kBudgetKey = "suggested_communication_unit_size";
+
+bool is_budget_assignment(const std::string& assignment) {
+  return assignment.size() > kBudgetKey.size() && assignment.starts_with(kBudgetKey) &&
+         assignment[kBudgetKey.size()] == '=';
+}
+
+// The points to simulate, in groups that differ only in the communication budget: each group runs on one thread,
+// and a point whose budget lies in the range of one simulated before it (BudgetRange) takes that point's result.
+// The default budget (0) is resolved by the builder, so those points go first: an explicit budget equal to what it
+// resolved to then reuses it. A custom evaluator reports no range: every point is its own group.
+std::vector<std::vector<size_t>> budget_groups(const SweepSpec& spec,
+                                               const std::vector<std::vector<std::string>>& assignments,
+                                               const std::vector<size_t>& unique, std::vector<int64_t>* budget_of) {
+  budget_of->assign(assignments.size(), 0);
+  std::vector<std::vector<size_t>> groups;
+  std::map<std::vector<std::string>, size_t> group_of;
+  for (const size_t k : unique) {
+    std::vector<std::string> others;
+    FsdpConfig budget = spec.base;
+    for (const std::string& a : assignments[k]) {
+      if (is_budget_assignment(a)) {
+        apply_override(budget, a, "--grid");
+      } else {
+        others.push_back(a);
+      }
+    }
+    (*budget_of)[k] = budget.suggested_communication_unit_size;
+    if (spec.evaluate) {
+      groups.push_back({k});
+      continue;
+    }
+    const auto [it, added] = group_of.emplace(std::move(others), groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(k);
+  }
+  for (auto& g : groups) {
+    std::stable_partition(g.begin(), g.end(), [&](size_t k) { return (*budget_of)[k] == 0; });
+  }
+  return groups;
 }
 
 }  // namespace
@@ -292,25 +341,40 @@ std::vector<SweepResult> run_sweep_points(const SweepSpec& spec, const std::vect
     }
   }
   const auto count = static_cast<int64_t>(unique.size());
+  std::vector<int64_t> budget_of;
+  const std::vector<std::vector<size_t>> groups = budget_groups(spec, assignments, unique, &budget_of);
   std::vector<SweepResult> results(indices.size());
   std::atomic<int64_t> next{0};
   std::atomic<int64_t> done{0};
   std::mutex progress_mutex;
+  const auto group_count = static_cast<int64_t>(groups.size());
   const auto worker = [&] {
-    for (int64_t n = next++; n < count; n = next++) {
-      const size_t k = unique[static_cast<size_t>(n)];
-      results[k] = evaluate_point(spec, assignments[k], grid_index[k]);
-      const int64_t d = ++done;
-      if (progress) {
-        const std::lock_guard<std::mutex> lock(progress_mutex);
-        progress(d, count);
+    for (int64_t n = next++; n < group_count; n = next++) {
+      std::vector<std::pair<BudgetRange, size_t>> simulated;  // this group's ranges and the point that set each
+      for (const size_t k : groups[static_cast<size_t>(n)]) {
+        const int64_t budget = budget_of[k];
+        const auto same = std::find_if(simulated.begin(), simulated.end(),
+                                       [&](const auto& s) { return budget != 0 && s.first.contains(budget); });
+        if (same != simulated.end()) {
+          results[k] = results[same->second];
+          results[k].assignments = assignments[k];
+        } else {
+          BudgetRange range;
+          results[k] = evaluate_point(spec, assignments[k], grid_index[k], &range);
+          simulated.emplace_back(range, k);
+        }
+        const int64_t d = ++done;
+        if (progress) {
+          const std::lock_guard<std::mutex> lock(progress_mutex);
+          progress(d, count);
+        }
       }
     }
   };
   const int32_t threads =
       spec.threads > 0 ? spec.threads : std::max(1, static_cast<int32_t>(std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;
-  for (int32_t t = 1; t < std::min<int64_t>(threads, count); ++t) pool.emplace_back(worker);
+  for (int32_t t = 1; t < std::min<int64_t>(threads, group_count); ++t) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
   for (size_t k = 0; k < results.size(); ++k) {

@@ -10,6 +10,7 @@
 
 #include "plan/training_cost.h"
 #include "report/memory_verdict.h"
+#include "schedule/build/budget_range.h"
 #include "schedule/config/fsdp_config.h"
 #include "schedule/model/model.h"
 #include "topologies/hardware.h"
@@ -124,9 +125,10 @@ double point_price_per_gpu_hour(const SweepSpec& spec, const Topology& topology)
 /// Indices of `results` ranked: valid, fitting and within the GPU budget first (by the criterion), then at risk (by
 /// the criterion), then over the budget (by the criterion), then out of memory (in grid order), then invalid.
 std::vector<size_t> rank_results(const std::vector<SweepResult>& results, RankBy by);
-/// Evaluates one configuration (also what fit and the OOM advice use).
+/// Evaluates one configuration (also what fit and the OOM advice use). `budgets`, when given, receives the
+/// communication budgets that build the same schedule, hence the same result (nothing when it was not built).
 SweepResult evaluate_config(const ModelSpec& model, const Topology& topology, FsdpConfig config,
-                            const EvaluateOptions& options);
+                            const EvaluateOptions& options, BudgetRange* budgets = nullptr);
 
 /// The plans `sweep --compare-pp` ranks: the configuration as given without pipeline parallelism (pp=1), and for every
 /// pp from 2 up to 64 that divides the GPUs left over by tp·cp (and is at most the model's layers), 1F1B and

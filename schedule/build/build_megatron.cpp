@@ -207,7 +207,7 @@ void MegatronBuilder::add_double_buffer_pools() {
 }
 
 // ---- all-gather pipeline ----------------------------------------------------------------------------------------
-std::vector<int32_t> MegatronBuilder::prefetch_list(const std::vector<int32_t>& requested, Prefetch direction) const {
+std::vector<int32_t> MegatronBuilder::prefetch_list(const std::vector<int32_t>& requested, Prefetch direction) {
   const bool forward = direction == Prefetch::forward;
   // AllGatherPipeline.all_gather_params: append the next bucket group (upwards in forward, downwards in backward)
   // while the prefetched elements (listed minus requested) are below suggested_AG_prefetch_size, checked before
@@ -227,7 +227,7 @@ std::vector<int32_t> MegatronBuilder::prefetch_list(const std::vector<int32_t>& 
   const auto count = static_cast<int32_t>(plan_.groups.size());
   int32_t next = forward ? *std::max_element(requested.begin(), requested.end()) + 1
                          : *std::min_element(requested.begin(), requested.end()) - 1;
-  while (next >= 0 && next < count && prefetched < plan_.ag_prefetch_budget_elems) {
+  while (next >= 0 && next < count && budget_range_.prefetch_below(prefetched, plan_.communication_budget_elems)) {
     const BucketGroup& g = plan_.groups[static_cast<size_t>(next)];
     // Each model chunk is its own MegatronFSDP module: prefetch stops at the chunk's edge.
     if (!g.non_unit && (g.units.front() < range_.first || g.units.front() > range_.last)) break;

@@ -375,7 +375,8 @@ int64_t pipeline_message_bytes(const ModelSpec& model, const ParallelLayout& lay
   return tokens * model.hidden_size * 2;
 }
 
-Schedule build_pipeline_schedule(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout) {
+Schedule build_pipeline_schedule(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout,
+                                 BudgetRange* budgets) {
   const int32_t pp = layout.pp;
   const int32_t chunks = layout.virtual_stages;
   const std::vector<UnitCost> all = derive_units(model, layout.shape);
@@ -423,9 +424,14 @@ Schedule build_pipeline_schedule(const ModelSpec& model, const FsdpConfig& confi
     const StagePlan plan = stage_plan(rank == output_rank ? last_stage_units : all, split, config.pipeline_schedule,
                                       pp, chunks, rank, orders[static_cast<size_t>(rank)]);
     std::vector<ActionOps> stage_actions;
-    const Schedule stage = config.implementation == Implementation::fsdp2
-                               ? build_fsdp2_stage(model, config, layout, plan, &stage_actions)
-                               : MegatronBuilder(model, config, layout, plan.units).build(plan, &stage_actions);
+    Schedule stage;
+    if (config.implementation == Implementation::fsdp2) {
+      stage = build_fsdp2_stage(model, config, layout, plan, &stage_actions);
+    } else {
+      MegatronBuilder builder(model, config, layout, plan.units);
+      stage = builder.build(plan, &stage_actions);
+      if (budgets) budgets->intersect(builder.budget_range());
+    }
     if (rank == 0) merged.info.prefetch_depth = stage.info.prefetch_depth;
     const int32_t offset = append_stage(merged, stage, rank, pp, global_units(plan, all));
     for (ActionOps& a : stage_actions) a = {OpId(a.begin.value() + offset), OpId(a.end.value() + offset)};

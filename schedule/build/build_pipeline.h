@@ -4,6 +4,7 @@
 /// and backwards; the stages' streams and buffers are tagged with their stage, and sends and receives of
 /// activations (forward) and their gradients (backward) join consecutive virtual stages (docs/architecture.md §4.8).
 
+#include "schedule/build/budget_range.h"
 #include "schedule/config/fsdp_config.h"
 #include "schedule/config/parallel_layout.h"
 #include "schedule/ir/ir.h"
@@ -12,8 +13,10 @@
 namespace fsdpsim {
 
 /// Builds the step of a job with layout.pp > 1. Throws ConfigError when the layers or micro-batches do not divide
-/// as the pipeline schedule needs.
-Schedule build_pipeline_schedule(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout);
+/// as the pipeline schedule needs. `budgets`, when given, is narrowed to the communication budgets that build the
+/// same stages.
+Schedule build_pipeline_schedule(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout,
+                                 BudgetRange* budgets = nullptr);
 
 /// Bytes one send carries: a micro-batch's hidden states of this rank (sequence-parallel over tp, split over cp),
 /// in BF16 — the same for the activations forward and their gradients backward.

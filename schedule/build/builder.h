@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "schedule/build/budget_range.h"
 #include "schedule/config/fsdp_config.h"
 #include "schedule/config/parallel_layout.h"
 #include "schedule/ir/ir.h"
@@ -14,6 +15,11 @@ namespace fsdpsim {
 /// Builds the step of one representative rank. `config` must have been passed through resolve_layout(), which
 /// produced `layout`. Throws ConfigError when the model cannot be sharded this way.
 Schedule build_schedule(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout);
+
+/// As above, and sets `budgets` to the communication budgets (suggested_communication_unit_size once resolved) that
+/// build the same schedule (schedule/build/budget_range.h): every budget for a builder that reads none.
+Schedule build_schedule(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout,
+                        BudgetRange* budgets);
 
 /// Convenience: resolve the layout for `gpus_per_node` and build.
 Schedule build_schedule(const ModelSpec& model, FsdpConfig config, int32_t gpus_per_node);

@@ -176,14 +176,14 @@ void MegatronBuilder::grad_buckets_for(int32_t u, Op& bwd, int32_t mb) {
   }
 }
 
-void MegatronBuilder::pop_reduce_queue(int64_t capacity_elems, int32_t mb) {
+void MegatronBuilder::pop_reduce_queue(int64_t budget_elems, int32_t mb) {
   // wait_for_previous_grad_reduce(capacity): while the queued unsharded sizes exceed the capacity, the compute
   // stream waits on the oldest reduce-scatter's event and its bucket is freed.
   int64_t queued = 0;
   for (const auto& q : rs_queue_) queued += q.elems;
   std::vector<OpId> deps;
   std::vector<BufferId> frees;
-  while (!rs_queue_.empty() && (capacity_elems == 0 || queued > capacity_elems)) {
+  while (!rs_queue_.empty() && (budget_elems == 0 || budget_range_.queue_above(queued, budget_elems))) {
     const QueuedReduce& q = rs_queue_.front();
     deps.push_back(q.last_op);
     for (const BufferId b : q.buffers) {
@@ -193,8 +193,8 @@ void MegatronBuilder::pop_reduce_queue(int64_t capacity_elems, int32_t mb) {
     rs_queue_.pop_front();
   }
   if (deps.empty()) return;
-  Op sync = make_sync(op_name(capacity_elems == 0 ? "rs_join" : "rs_queue_pop", "", mb), Phase::bwd, ctx_.compute, deps,
-                      frees);
+  Op sync =
+      make_sync(op_name(budget_elems == 0 ? "rs_join" : "rs_queue_pop", "", mb), Phase::bwd, ctx_.compute, deps, frees);
   sync.micro_batch = mb;
   ctx_.w.add(std::move(sync));
 }
@@ -209,7 +209,11 @@ void MegatronBuilder::reduce_group(int32_t group, int32_t mb) {
     reduce_outer(group, mb, OpId::none(), shards_grads() ? grads_out : full_grads_[static_cast<size_t>(group)]);
     return;
   }
-  if (shards_grads()) pop_reduce_queue(plan_.rs_queue_capacity_elems, mb);
+  if (shards_grads()) {
+    // A zero budget joins the whole queue at every reduction, as the final reset does: no other budget does that.
+    if (plan_.rs_queue_capacity_elems == 0) budget_range_.pin(0);
+    pop_reduce_queue(plan_.rs_queue_capacity_elems, mb);
+  }
   bool scale_pass = false;
   const ReduceOp reduce_op = grad_reduce_op(c, &scale_pass);
   const DType comm = grad_comm_dtype(c);

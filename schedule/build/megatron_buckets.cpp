@@ -55,6 +55,7 @@ void set_budget(BucketPlan& plan, const FsdpConfig& config, const ParallelLayout
     }
     x = config.communication_budget_rule == BudgetRule::floor ? std::max(kOneBillion, x) : std::min(kOneBillion, x);
   }
+  plan.communication_budget_elems = x;
   plan.rs_queue_capacity_elems = x;
   plan.ag_prefetch_budget_elems = x / 2;
 }

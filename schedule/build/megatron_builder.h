@@ -8,6 +8,7 @@
 #include <map>
 #include <vector>
 
+#include "schedule/build/budget_range.h"
 #include "schedule/build/builder_common.h"
 #include "schedule/build/megatron_buckets.h"
 #include "schedule/build/stage_plan.h"
@@ -46,6 +47,8 @@ class MegatronBuilder {
   Schedule build();
   /// Builds the plan's actions in its order; `actions` receives each action's op ids.
   Schedule build(const StagePlan& plan, std::vector<ActionOps>* actions);
+  /// After build(): the communication budgets that build the same schedule.
+  [[nodiscard]] const BudgetRange& budget_range() const { return budget_range_; }
 
  private:
   [[nodiscard]] bool zero3() const;
@@ -62,7 +65,7 @@ class MegatronBuilder {
   void add_double_buffer_pools();
 
   // All-gather pipeline (AllGatherPipeline.all_gather_params, wait_bucket_ready, release_bucket).
-  [[nodiscard]] std::vector<int32_t> prefetch_list(const std::vector<int32_t>& requested, Prefetch direction) const;
+  [[nodiscard]] std::vector<int32_t> prefetch_list(const std::vector<int32_t>& requested, Prefetch direction);
   void gather(const std::vector<int32_t>& requested, Prefetch prefetch, Phase phase, int32_t mb);
   void issue_all_gather(int32_t group, Phase phase, int32_t mb);
   void recycle_releasable(int32_t mb);
@@ -84,12 +87,15 @@ class MegatronBuilder {
   void reduce_group(int32_t group, int32_t mb);
   /// HSDP/HFSDP on the last micro-batch: the outer reduction of `accumulated` after `after`; none otherwise.
   OpId reduce_outer(int32_t group, int32_t mb, OpId after, BufferId accumulated);
-  void pop_reduce_queue(int64_t capacity_elems, int32_t mb);
+  /// Joins the oldest queued reductions while the queue holds more than the budget; `budget_elems` 0: all of them
+  /// (the root post-backward's reset).
+  void pop_reduce_queue(int64_t budget_elems, int32_t mb);
   void finalize();
 
   BuildContext ctx_;
   UnitRange range_;  ///< the model chunk the current action walks (Megatron wraps each chunk on its own)
   BucketPlan plan_;
+  BudgetRange budget_range_;  ///< what the budget was compared with so far
   std::vector<AgState> ag_;
   std::vector<std::vector<BufferId>> grad_buffers_;  ///< per bucket group: this micro-batch's unsharded grads
   std::deque<QueuedReduce> rs_queue_;

@@ -1,6 +1,7 @@
 // Sweeps, fits and OOM advice over the simulator.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 
@@ -70,6 +71,31 @@ TEST(Sweep, AValueListedTwiceIsSimulatedOnceAndCopied) {
   EXPECT_EQ(evaluated.load(), 4);  // none and full, on 1 and 2 nodes
   EXPECT_EQ(sweep_json({results[0], results[1]}, {0, 1}), sweep_json({results[4], results[5]}, {0, 1}));
   EXPECT_EQ(results[4].assignments, (std::vector<std::string>{"recompute_granularity=none", "nodes=1"}));
+}
+
+TEST(Sweep, BudgetsThatBuildTheSameScheduleGiveWhatEachPointGivesAlone) {
+  // The sweep simulates one communication budget per range of budgets that build the same schedule
+  // (schedule/build/budget_range.h) and copies its result to the others: every point must read as if simulated alone.
+  SweepSpec spec = llama8b_spec();
+  apply_override(spec.base, "global_batch_size=64");
+  spec.axes = {parse_grid_axis("data_parallel_sharding_strategy=no_shard,optim_grads,optim_grads_params"),
+               parse_grid_axis("suggested_communication_unit_size=0,100000000,200000000,1000000000,3000000000")};
+  spec.threads = 2;
+  const auto results = run_sweep(spec);
+  ASSERT_EQ(results.size(), 15u);
+  std::vector<std::string> distinct;
+  for (const SweepResult& r : results) {
+    SweepSpec one_point = spec;  // the same point as a sweep of one, which simulates it
+    one_point.axes.clear();
+    one_point.points = {r.assignments};
+    SweepResult alone = run_sweep(one_point).at(0);
+    EXPECT_EQ(sweep_json({r}, {0}), sweep_json({alone}, {0})) << r.assignments[0] << " " << r.assignments[1];
+    alone.assignments.clear();
+    const std::string figures = sweep_json({alone}, {0});
+    if (std::find(distinct.begin(), distinct.end(), figures) == distinct.end()) distinct.push_back(figures);
+  }
+  // The budget matters to the sharded strategies (not to no_shard): the grid is not one result copied 15 times.
+  EXPECT_GT(distinct.size(), 3u);
 }
 
 TEST(Sweep, EachPointShowsTheParametersOneGpuHolds) {

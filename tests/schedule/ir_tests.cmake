@@ -10,5 +10,6 @@ fsdpsim_test(test_schedule_ir
     builder_test.cpp
     builder_memory_test.cpp
     builder_megatron_code_test.cpp
+    budget_range_test.cpp
   DEPS fsdpsim_schedule)
 add_dependencies(test_schedule_ir fsdpsim)  # the torchtitan tests run the program
