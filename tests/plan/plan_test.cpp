@@ -118,6 +118,18 @@ TEST(Sweep, InvalidPointsCarryTheirReason) {
   EXPECT_NE(results[1].invalid_reason.find("tp"), std::string::npos);
 }
 
+TEST(Sweep, AnUnreadableBudgetInAPlanIsThatPointsError) {
+  // Plans (SweepSpec::points) are not checked when parsed as --grid values are: a budget that does not read is its
+  // point's error, found while the sweep groups points by budget, and the other plan still runs.
+  SweepSpec spec = llama8b_spec();
+  spec.points = {{"suggested_communication_unit_size=lots"}, {"suggested_communication_unit_size=500000000"}};
+  const auto results = run_sweep(spec);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_FALSE(results[0].valid);
+  EXPECT_NE(results[0].invalid_reason.find("suggested_communication_unit_size"), std::string::npos);
+  EXPECT_TRUE(results[1].valid);
+}
+
 TEST(Sweep, APointThatThrowsIsThatPointsErrorAndTheSweepGoesOn) {
   SweepSpec spec = llama8b_spec();
   spec.axes = {parse_grid_axis("micro_batch_size=1,2,4")};
