@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/limits.h"
 #include "job/placement_check.h"
 #include "report/report.h"
 #include "schedule/build/builder.h"
@@ -82,12 +83,29 @@ inline ModelSpec tiny_moe_model() {
 
 /// Resolves the layout of `model` under `config` and, when the step is small, builds it: a built schedule must pass
 /// validate() (a builder bug otherwise) and, when `simulate` is set, run on `topology`.
+/// The sweep copies a result to every budget in the build's BudgetRange (plan/sweep.cpp): the budgets at the range's
+/// two ends must build the very same schedule (all but the info's prefetch_depth, which the simulator does not read).
+inline void check_budget_range(const ModelSpec& model, FsdpConfig config, const ParallelLayout& layout,
+                               const Schedule& built, const BudgetRange& range) {
+  const int64_t budget = config.suggested_communication_unit_size;
+  if (budget != 0 && !range.contains(budget)) finding("the budget range does not hold the budget it was built with");
+  for (const int64_t edge : {range.min_elems, range.max_elems}) {
+    if (edge < 1 || edge > limits::kMaxParameters || edge == budget) continue;
+    config.suggested_communication_unit_size = edge;
+    Schedule other = build_schedule(model, config, layout);
+    other.info.prefetch_depth = built.info.prefetch_depth;
+    if (!(other == built)) finding("budget " + std::to_string(edge) + " lies in the range but builds another schedule");
+  }
+}
+
 inline void exercise_job(const ModelSpec& model, FsdpConfig config, const Topology& topology, bool simulate) {
   const ParallelLayout layout = resolve_layout(model, config, topology.gpus_per_node);
   if (layout.micro_batches > 4 || model.num_layers > 8) return;  // keep each input fast
-  const Schedule schedule = build_schedule(model, config, layout);
+  BudgetRange budgets;
+  const Schedule schedule = build_schedule(model, config, layout, &budgets);
   const std::vector<std::string> problems = validate(schedule);
   if (!problems.empty()) finding("the builder made an invalid schedule: " + problems.front());
+  check_budget_range(model, config, layout, schedule, budgets);
   if (!simulate) return;
   check_group_placements(schedule, topology, config);  // as the CLI does before simulating
   SimOptions options;
