@@ -1,5 +1,7 @@
 #include "sim/flat_ops.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 
 namespace fsdpsim {
@@ -72,6 +74,7 @@ FlatOps FlatOpsBuilder::finish(const OpCostTable& costs) && {
     flat.costs.push_back(FlatCost{.model = cost.model,
                                   .holds_sms = cost.collective || cost.sms > 0,
                                   .sms = cost.sms,
+                                  .channels = cost.sms > 0 ? std::max(cost.sms, cost.nccl.channels) : 0,
                                   .flow_class = cost.flow_class,
                                   .compute_ns = cost.compute_ns,
                                   .latency_ns = cost.latency_ns,

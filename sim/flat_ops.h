@@ -22,6 +22,7 @@ struct FlatCost {
   CostModel model = CostModel::instant;
   bool holds_sms = false;  // a collective, or a kernel that holds SMs: its start and end change compute speed
   int32_t sms = 0;
+  int32_t channels = 0;  // a collective's communicator channels (NCCL buffers); 0 for a copy-engine transfer
   int32_t flow_class = -1;
   TimeNs compute_ns = 0;
   TimeNs latency_ns = 0;

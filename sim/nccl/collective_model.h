@@ -44,6 +44,9 @@ struct CollectiveCost {
   int64_t bus_bytes = 0;          ///< bytes the transfer moves in busbw terms: S·(n−1)/n (AG/RS), 2S·(n−1)/n (AR)
   TimeNs time_ns = 0;             ///< latency_ns + bus_bytes / bus_bw_bytes_per_s, alone
   int32_t sms = 0;                ///< SMs (CTAs) the kernel occupies while it runs
+  /// Channels the communicator sets up for this algorithm (their buffers stay allocated): sms, or for a small ring or
+  /// tree call the full count it runs fewer of.
+  int32_t channels = 0;
   /// NVLS / NVLSTree: NCCL's chunk for a call of this size, and the part of latency_ns that is the chunk pipeline
   /// filling (sim/nccl/nccl_pipeline.cpp); 0 for other algorithms and for profiles without the pipeline's constants.
   int64_t chunk_bytes = 0;

@@ -121,6 +121,21 @@ int32_t ring_sms(const Call& call) {
   return gpu.ring_sms;
 }
 
+int32_t size_channels(const Call& call, NcclAlgo algo, NcclProto proto, int32_t channels) {
+  // NCCL 2.28 topoGetAlgoInfo (src/enqueue.cc): a ring or tree call starts from the communicator's channels and drops
+  // one while nBytes < nc · nThreads · threadThreshold, down to one. nThreads is the protocol's maximum (Simple and LL
+  // 512, LL128 640: src/graph/tuning.cc on NVLink systems); threadThreshold is 64 bytes per thread for Simple and 8
+  // for LL and LL128 (NCCL_*_THREAD_THRESHOLD, src/include/comm.h), times the ranks for ring LL (tuning.cc). nBytes
+  // is the whole buffer, as CollectiveRequest::size_bytes. A call smaller than the threshold holds fewer SMs.
+  const double threads = proto == NcclProto::ll128 ? 640.0 : 512.0;
+  double threshold = proto == NcclProto::simple ? 64.0 : 8.0;
+  if (algo == NcclAlgo::ring && proto == NcclProto::ll) threshold *= std::max(1, call.group.ranks);
+  const auto bytes = static_cast<double>(call.request.size_bytes);
+  int32_t nc = std::max(1, channels);
+  while (nc >= 2 && bytes < nc * threads * threshold) --nc;
+  return nc;
+}
+
 int32_t offload_sms(const Call& call, bool nvls) {
   // Registered buffers under NCCL_CTA_POLICY_EFFICIENCY: NVLS / NVLS+SHARP / CollNet kernels use 4-6 CTAs on Hopper
   // (registered_sms). Otherwise NVLS uses NVLS_NCHANNELS (nvls_sms: 16 Hopper, 24 Blackwell) and CollNet the 16

@@ -55,6 +55,7 @@ struct Candidate {
   double time_us = 0;
   double selection_factor = 1;  ///< NCCL's ranking penalty (fp8 rings: 1024); the reported time excludes it
   int32_t sms = 0;
+  int32_t channels = 0;     ///< channels the communicator connects for it (0: sms); a small call uses fewer (sms)
   double nvlink_load = 0;   ///< wire bytes per bus byte on this GPU's NVLink port (one direction)
   double network_load = 0;  ///< wire bytes per bus byte on this GPU's NIC share (one direction)
 };
@@ -74,6 +75,8 @@ void finish(const Call& call, Candidate& candidate);
 /// SMs a ring/tree/p2p kernel occupies; SMs of an NVLS (`nvls`) or CollNet kernel, registered or not.
 int32_t ring_sms(const Call& call);
 int32_t offload_sms(const Call& call, bool nvls);
+/// The channels (SMs) a ring or tree call of this size uses out of `channels`: NCCL drops channels for small calls.
+int32_t size_channels(const Call& call, NcclAlgo algo, NcclProto proto, int32_t channels);
 
 /// Ring (all protocols), tree (all-reduce) and point-to-point (all-to-all) candidates.
 void add_ring(const Call& call, std::vector<Candidate>& out);

@@ -129,7 +129,8 @@ void add_ring(const Call& call, std::vector<Candidate>& out) {
     }
     // fp8 reductions over rings of more than 8 ranks are penalised × 1024 for precision (docs/architecture.md §6.3).
     if (reduces && r.dtype == DType::fp8 && call.group.ranks > 8) c.selection_factor = 1024;
-    c.sms = ring_sms(call);
+    c.channels = ring_sms(call);
+    c.sms = size_channels(call, NcclAlgo::ring, proto, c.channels);
     set_ring_loads(call, c);
     finish(call, c);
     out.push_back(c);
@@ -165,7 +166,8 @@ void add_tree(const Call& call, std::vector<Candidate>& out) {
     bw *= tree_correction_factor(arch, proto, call.request.size_bytes);
     const double n = g.ranks;
     c.bus_bw_gbps = bw * (n - 1) / n;
-    c.sms = ring_sms(call);
+    c.channels = ring_sms(call);
+    c.sms = size_channels(call, NcclAlgo::tree, proto, c.channels);
     // A chain inside each domain sends every byte twice (reduce up, broadcast down): 2S per GPU against 2S(n−1)/n bus
     // bytes. Between domains a two-node tree sends S per domain, a double binary tree 2S (interior in one tree, leaf
     // in the other), spread over the NIC shares.

@@ -273,6 +273,31 @@ TEST(CollectiveSms, FromTheProfileAndTheShape) {
   EXPECT_EQ(collective_cost(reg, b200).sms, 8);
 }
 
+TEST(CollectiveSms, SmallCallsUseFewerChannels) {
+  // NCCL 2.28 topoGetAlgoInfo drops a ring/tree call's channels while bytes < channels × threads × threshold:
+  // Simple 512 threads × 64 bytes = 32 KiB a channel, LL128 640 × 8 = 5 KiB, ring LL 512 × 8 × ranks.
+  const Topology h100 = topology_preset("dgx-h100-ndr");
+  const auto sms = [&](OpKind kind, int32_t ranks, int64_t bytes, NcclAlgo algo, NcclProto proto) {
+    CollectiveRequest r = request(h100, kind, ranks, 1, bytes);
+    r.algo = algo;
+    r.proto = proto;
+    return collective_cost(r, h100).sms;
+  };
+  EXPECT_EQ(sms(OpKind::all_gather, 8, kGiB, NcclAlgo::ring, NcclProto::simple), 24);      // all 24
+  EXPECT_EQ(sms(OpKind::all_gather, 8, 256 << 10, NcclAlgo::ring, NcclProto::simple), 8);  // 256 KiB / 32 KiB
+  EXPECT_EQ(sms(OpKind::all_gather, 8, 1 << 10, NcclAlgo::ring, NcclProto::simple), 1);
+  EXPECT_EQ(sms(OpKind::all_gather, 8, 64 << 10, NcclAlgo::ring, NcclProto::ll), 2);      // 64 KiB / (4 KiB × 8)
+  EXPECT_EQ(sms(OpKind::all_gather, 8, 64 << 10, NcclAlgo::ring, NcclProto::ll128), 12);  // 65,536 / 5,120
+  // The communicator still sets up all 24 (NCCL's buffers, the memory model's count; the registered-buffer penalty).
+  CollectiveRequest small = request(h100, OpKind::all_gather, 8, 1, 1 << 10);
+  small.algo = NcclAlgo::ring;
+  small.proto = NcclProto::simple;
+  EXPECT_EQ(collective_cost(small, h100).channels, 24);
+  // Tree on two nodes: 16 channels at most (multi-node Hopper), 2 for 64 KiB.
+  EXPECT_EQ(sms(OpKind::all_reduce, 16, 1 << 20, NcclAlgo::tree, NcclProto::simple), 16);
+  EXPECT_EQ(sms(OpKind::all_reduce, 16, 64 << 10, NcclAlgo::tree, NcclProto::simple), 2);
+}
+
 TEST(CollectiveSms, ChangingTheProfileChangesTheCount) {
   Topology t = topology_preset("dgx-h100-ndr");
   t.gpu.ring_sms = 32;
