@@ -81,8 +81,6 @@ inline ModelSpec tiny_moe_model() {
   return m;
 }
 
-/// Resolves the layout of `model` under `config` and, when the step is small, builds it: a built schedule must pass
-/// validate() (a builder bug otherwise) and, when `simulate` is set, run on `topology`.
 /// The sweep copies a result to every budget in the build's BudgetRange (plan/sweep.cpp): the budgets at the range's
 /// two ends must build the very same schedule (all but the info's prefetch_depth, which the simulator does not read).
 inline void check_budget_range(const ModelSpec& model, FsdpConfig config, const ParallelLayout& layout,
@@ -98,6 +96,8 @@ inline void check_budget_range(const ModelSpec& model, FsdpConfig config, const 
   }
 }
 
+/// Resolves the layout of `model` under `config` and, when the step is small, builds it: a built schedule must pass
+/// validate() (a builder bug otherwise) and, when `simulate` is set, run on `topology`.
 inline void exercise_job(const ModelSpec& model, FsdpConfig config, const Topology& topology, bool simulate) {
   const ParallelLayout layout = resolve_layout(model, config, topology.gpus_per_node);
   if (layout.micro_batches > 4 || model.num_layers > 8) return;  // keep each input fast

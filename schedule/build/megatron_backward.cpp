@@ -211,8 +211,8 @@ void MegatronBuilder::reduce_group(int32_t group, int32_t mb) {
   }
   if (shards_grads()) {
     // A zero budget joins the whole queue at every reduction, as the final reset does: no other budget does that.
-    if (plan_.rs_queue_capacity_elems == 0) budget_range_.pin(0);
-    pop_reduce_queue(plan_.rs_queue_capacity_elems, mb);
+    if (plan_.communication_budget_elems == 0) budget_range_.pin(0);
+    pop_reduce_queue(plan_.communication_budget_elems, mb);
   }
   bool scale_pass = false;
   const ReduceOp reduce_op = grad_reduce_op(c, &scale_pass);

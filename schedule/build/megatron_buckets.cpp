@@ -56,8 +56,6 @@ void set_budget(BucketPlan& plan, const FsdpConfig& config, const ParallelLayout
     x = config.communication_budget_rule == BudgetRule::floor ? std::max(kOneBillion, x) : std::min(kOneBillion, x);
   }
   plan.communication_budget_elems = x;
-  plan.rs_queue_capacity_elems = x;
-  plan.ag_prefetch_budget_elems = x / 2;
 }
 
 // _get_parameter_groups step 2 (param_and_grad_buffer.py @ d98e8a64ddf3): parameters outside FSDP units, in module
@@ -170,7 +168,7 @@ BucketPlan plan_megatron_buckets(const std::vector<UnitCost>& units, const FsdpC
   set_budget(plan, config, layout, layer_elems_unpadded, layers);
   // k = ceil(S_AG / U) for uniform units (docs/architecture.md §4.6.2), capped at 1 by the double buffer.
   const int64_t unit_elems = std::max<int64_t>(1, layer_elems / std::max(1, layers));
-  plan.prefetch_depth = static_cast<int32_t>(ceil_div(plan.ag_prefetch_budget_elems, unit_elems));
+  plan.prefetch_depth = static_cast<int32_t>(ceil_div(plan.communication_budget_elems / 2, unit_elems));
   if (config.fsdp_double_buffer) plan.prefetch_depth = std::min(plan.prefetch_depth, 1);
   return plan;
 }

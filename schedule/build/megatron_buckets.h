@@ -40,9 +40,9 @@ struct BucketGroup {
 struct BucketPlan {
   std::vector<BucketGroup> groups;
   std::vector<std::vector<int32_t>> unit_groups;  ///< unit index → its bucket groups, ascending
-  int64_t communication_budget_elems = 0;         ///< X, resolved (suggested_communication_unit_size)
-  int64_t ag_prefetch_budget_elems = 0;           ///< suggested_AG_prefetch_size
-  int64_t rs_queue_capacity_elems = 0;            ///< suggested_RS_queue_capacity
+  /// X, resolved (suggested_communication_unit_size): suggested_RS_queue_capacity = X, suggested_AG_prefetch_size
+  /// = X / 2 (the builder's two tests, BudgetRange).
+  int64_t communication_budget_elems = 0;
   std::vector<int32_t> non_unit_groups;           ///< the groups of embedding / final norm / output, ascending
   int32_t prefetch_depth = 0;                     ///< units gathered ahead of the current one, for a typical layer
 };

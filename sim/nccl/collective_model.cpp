@@ -117,7 +117,7 @@ const nccl::Candidate& fastest(const nccl::Call& call, const std::vector<nccl::C
   for (const nccl::Candidate& c : all) {
     double cost = c.time_us * c.selection_factor;
     // NCCL picks the algorithm before it drops channels for a small call: the penalty counts the full channels.
-    if (call.request.registered) cost *= 1 + kRegisteredSmPenalty * (c.channels > 0 ? c.channels : c.sms);
+    if (call.request.registered) cost *= 1 + kRegisteredSmPenalty * c.set_up_channels();
     if (best == nullptr || cost < best_cost) {  // strict: the first of equals wins (enum order), deterministically
       best = &c;
       best_cost = cost;
@@ -139,7 +139,7 @@ CollectiveCost to_cost(const nccl::Call& call, const nccl::Candidate& c) {
   cost.bus_bytes = std::llround(call.bus_bytes);
   cost.time_ns = cost.latency_ns + ns_from_seconds(static_cast<double>(cost.bus_bytes) / cost.bus_bw_bytes_per_s);
   cost.sms = c.sms;
-  cost.channels = c.channels > 0 ? c.channels : c.sms;
+  cost.channels = c.set_up_channels();
   cost.chunk_bytes = pipeline.chunk_bytes;
   cost.pipeline_fill_ns = ns_from_seconds(pipeline.fill_us * 1e-6);
   cost.nvlink_load = c.nvlink_load;

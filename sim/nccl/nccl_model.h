@@ -55,9 +55,10 @@ struct Candidate {
   double time_us = 0;
   double selection_factor = 1;  ///< NCCL's ranking penalty (fp8 rings: 1024); the reported time excludes it
   int32_t sms = 0;
-  int32_t channels = 0;     ///< channels the communicator connects for it (0: sms); a small call uses fewer (sms)
+  int32_t channels = 0;     ///< channels the communicator sets up for it when a small call runs on fewer (0: sms)
   double nvlink_load = 0;   ///< wire bytes per bus byte on this GPU's NVLink port (one direction)
   double network_load = 0;  ///< wire bytes per bus byte on this GPU's NIC share (one direction)
+  [[nodiscard]] int32_t set_up_channels() const { return channels > 0 ? channels : sms; }
 };
 
 /// The graph values of `topology` (NVLink figure, ring channels, NIC rates).
