@@ -29,7 +29,9 @@ import time
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", required=True, help="Hugging Face Llama config.json (hidden_size, num_hidden_layers, ...)")
-    p.add_argument("--framework", choices=["fsdp2", "megatron-fsdp"], default="fsdp2")
+    p.add_argument("--framework", choices=["fsdp2", "megatron-fsdp", "none"], default="fsdp2",
+                   help="none: the same model unsharded in bf16 (no FSDP hooks), to tell FSDP's CPU-side work from "
+                        "eager PyTorch's in --plain step times")
     p.add_argument("--world-size", type=int, default=8, help="GPUs of the job this GPU is rank 0 of")
     p.add_argument("--micro-batch-size", type=int, default=1)
     p.add_argument("--seq-length", type=int, default=4096)
@@ -39,6 +41,9 @@ def parse_args():
     p.add_argument("--stacks", choices=["all", "python"], default="all",
                    help="stack frames kept with each allocation: all (PyTorch's default, Python and C++) or python "
                         "(a smaller snapshot, written faster; the Python frames are what fsdpsim classifies by)")
+    p.add_argument("--plain", action="store_true",
+                   help="no memory history and no profiler: step wall times alone, the last --steps minus two of "
+                        "them warm (what a small model's launch- and CPU-bound step costs, unperturbed)")
     p.add_argument("--out", default="out", help="folder for rank0.pickle, rank0.trace.json and job.json")
     return p.parse_args()
 
@@ -152,12 +157,18 @@ def main():
     mesh = init_device_mesh("cuda", (args.world_size,), mesh_dim_names=("dp_shard",))
 
     # Recording starts before the model exists, so the parameter shards' blocks carry the frames that made them.
-    torch.cuda.memory._record_memory_history(max_entries=2_000_000, stacks=args.stacks)
+    if not args.plain:
+        torch.cuda.memory._record_memory_history(max_entries=2_000_000, stacks=args.stacks)
     Llama, Block = build_model(cfg, torch, nn, F)
     torch.manual_seed(0)
     with torch.device("meta"):
         model = Llama(args.recompute)
-    if args.framework == "fsdp2":
+    if args.framework == "none":
+        model.to_empty(device="cuda")
+        model.to(dtype=torch.bfloat16)
+        init_weights(model, torch)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
+    elif args.framework == "fsdp2":
         try:
             from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
         except ImportError:  # PyTorch < 2.6
@@ -201,12 +212,27 @@ def main():
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
+    step_s = []
+    if args.plain:
+        for _ in range(args.steps):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            train_step()
+            torch.cuda.synchronize()
+            step_s.append(time.perf_counter() - t0)
+    else:
+        record_profiled_steps(args, torch, train_step, step_s)
+    report(args, cfg, torch, step_s)
+    dist.destroy_process_group()
+
+
+def record_profiled_steps(args, torch, train_step, step_s):
+    """Runs the steps under the profiler (the last two recorded) and writes the trace and the memory snapshot."""
     profiled = min(2, args.steps)
     # One cycle (repeat=1), written when its last active step ends: a repeating schedule would start a new cycle at
     # the last prof.step() and clear the recorded steps before an export after the loop.
     schedule = torch.profiler.schedule(wait=0, warmup=args.steps - profiled, active=profiled, repeat=1)
     trace_path = os.path.join(args.out, "rank0.trace.json")
-    step_s = []
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA],
                                 schedule=schedule, on_trace_ready=lambda p: p.export_chrome_trace(trace_path)) as prof:
         for _ in range(args.steps):
@@ -219,7 +245,11 @@ def main():
     torch.cuda.memory._dump_snapshot(os.path.join(args.out, "rank0.pickle"))
     torch.cuda.memory._record_memory_history(enabled=None)
 
+
+def report(args, cfg, torch, step_s):
+    """Writes job.json (versions, step wall times, PyTorch's peak counters) and prints it."""
     layers = cfg["num_hidden_layers"]
+    warm = sorted(step_s[2:]) if args.plain and len(step_s) > 2 else []
     job = {
         "framework": args.framework,
         "torch": torch.__version__,
@@ -231,7 +261,10 @@ def main():
         "recompute": args.recompute,
         "stacks": args.stacks,
         "layers": layers,
+        "plain": args.plain,
+        "hidden_size": cfg["hidden_size"],
         "step_s": step_s,
+        "median_warm_step_s": warm[len(warm) // 2] if warm else None,
         "max_memory_allocated_bytes": torch.cuda.max_memory_allocated(),
         "max_memory_reserved_bytes": torch.cuda.max_memory_reserved(),
         "tokens_per_s": args.micro_batch_size * args.seq_length / min(step_s) if step_s else math.nan,
@@ -239,7 +272,6 @@ def main():
     with open(os.path.join(args.out, "job.json"), "w") as f:
         json.dump(job, f, indent=2)
     print(json.dumps(job, indent=2))
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":

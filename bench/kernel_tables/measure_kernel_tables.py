@@ -8,7 +8,9 @@ GEMMs are measured in the three roles of a training step's linear layer, with W 
   dgrad    dx[T, in]  = dy · W        layout nn: A [m, k], B [k, n]   (m = T,   n = in,  k = out)
   wgrad    dW[out,in] = dyᵀ · x       layout tn: A [k, m], B [k, n]   (m = out, n = in,  k = T)
 FP8 (e4m3 operands, bf16 output, per-tensor scales: torch._scaled_mm) runs every role in layout nt, as Hopper's
-FP8 tensor cores require and Transformer Engine arranges.
+FP8 tensor cores require and Transformer Engine arranges. dtype fp8_rowwise is the same product with one fp32 scale
+per row of A ([m, 1]) and per column of B ([1, n]): the GEMMs of torchao's rowwise recipes, whose input gradient
+and weight gradient are quantised again along the other axis, so all three roles run scaled (layout nt).
 
 Timing: CUDA events around groups of repeats after a warm-up, the median of five groups; operands rotate through
 eight places in large buffers so small GEMMs are not served from L2 (a training step reads each weight once);
@@ -35,6 +37,8 @@ def parse_args():
     p.add_argument("--skip-gemm", action="store_true")
     p.add_argument("--skip-attention", action="store_true")
     p.add_argument("--quick", action="store_true", help="a few shapes only (a smoke test of the script)")
+    p.add_argument("--dtypes", default="bf16,fp8", help="GEMM dtypes, comma-separated: bf16, fp8, fp8_rowwise")
+    p.add_argument("--attention-kernels", default="flash,cudnn", help="SDPA backends, comma-separated: flash, cudnn")
     p.add_argument("--gemm-seconds", type=float, default=180.0, help="stop measuring GEMMs after this long")
     p.add_argument("--attention-seconds", type=float, default=90.0, help="stop measuring attention after this long")
     return p.parse_args()
@@ -94,7 +98,7 @@ def time_graph_us(torch, fn, target_group_us=300.0, groups=5):
     return means[len(means) // 2]
 
 
-def measure_gemms(torch, out_path, quick, max_seconds):
+def measure_gemms(torch, out_path, quick, max_seconds, dtypes):
     tokens = TOKENS[:3] if quick else TOKENS
     dims = DIMS[:4] if quick else DIMS
     max_elems = max(max(tokens) * max(dims), max(dims) * max(dims)) + ROTATIONS * ROTATION_STRIDE
@@ -103,6 +107,7 @@ def measure_gemms(torch, out_path, quick, max_seconds):
     b_buf = torch.randn(max_elems, device="cuda", dtype=torch.bfloat16, generator=gen)
     c_buf = torch.empty(max(tokens) * max(dims) + max(dims) * max(dims), device="cuda", dtype=torch.bfloat16)
     have_fp8 = hasattr(torch, "float8_e4m3fn") and hasattr(torch, "_scaled_mm")
+    have_fp8 = have_fp8 and ("fp8" in dtypes or "fp8_rowwise" in dtypes)
     if have_fp8:
         a8_buf, b8_buf = a_buf.to(torch.float8_e4m3fn), b_buf.to(torch.float8_e4m3fn)
         one = torch.ones((), device="cuda", dtype=torch.float32)
@@ -129,10 +134,25 @@ def measure_gemms(torch, out_path, quick, max_seconds):
         return lambda c: torch._scaled_mm(view(a8_buf, c, m, k), view(b8_buf, c, n, k).t(), scale_a=one,
                                           scale_b=one, out_dtype=torch.bfloat16)
 
+    def fp8_rowwise_fn(m, n, k):
+        # Scales of 1 (the kernel reads them all the same): one per row of A, one per column of B.
+        scale_a = torch.ones((m, 1), device="cuda", dtype=torch.float32)
+        scale_b = torch.ones((1, n), device="cuda", dtype=torch.float32)
+        return lambda c: torch._scaled_mm(view(a8_buf, c, m, k), view(b8_buf, c, n, k).t(), scale_a=scale_a,
+                                          scale_b=scale_b, out_dtype=torch.bfloat16)
+
     # Role by role, so that a run cut short by --max-seconds still holds whole roles.
-    roles = [("forward", "nt", "bf16"), ("dgrad", "nn", "bf16"), ("wgrad", "tn", "bf16")]
-    if have_fp8:
+    roles = []
+    if "bf16" in dtypes:
+        roles += [("forward", "nt", "bf16"), ("dgrad", "nn", "bf16"), ("wgrad", "tn", "bf16")]
+    if have_fp8 and "fp8" in dtypes:
         roles += [("forward", "nt", "fp8"), ("wgrad", "nt", "fp8")]
+    if have_fp8 and "fp8_rowwise" in dtypes:
+        try:
+            fp8_rowwise_fn(256, 256, 256)(0)
+            roles += [("forward", "nt", "fp8_rowwise"), ("dgrad", "nt", "fp8_rowwise"), ("wgrad", "nt", "fp8_rowwise")]
+        except (RuntimeError, TypeError) as e:
+            print(f"gemm: no fp8_rowwise rows, torch._scaled_mm refused rowwise scales: {str(e).splitlines()[0]}")
     shapes = []  # (role, layout, dtype, m, n, k)
     for role, layout, dtype in roles:
         for t in tokens:
@@ -149,7 +169,7 @@ def measure_gemms(torch, out_path, quick, max_seconds):
             if time.time() - t0 > max_seconds:
                 print(f"gemm: stopped at --max-seconds {max_seconds}")
                 break
-            fn = fp8_fn(m, n, k) if dtype == "fp8" else bf16_fn(layout, m, n, k)
+            fn = {"fp8": fp8_fn, "fp8_rowwise": fp8_rowwise_fn}.get(dtype, lambda m, n, k: bf16_fn(layout, m, n, k))(m, n, k)
             us = time_graph_us(torch, fn)
             w.writerow([role, layout, dtype, m, n, k, f"{us:.3f}", f"{2.0 * m * n * k / us / 1e6:.1f}"])
             f.flush()
@@ -157,11 +177,12 @@ def measure_gemms(torch, out_path, quick, max_seconds):
     print(f"gemm: {done} of {len(shapes)} shapes in {time.time() - t0:.0f} s -> {out_path}", flush=True)
 
 
-def measure_attention(torch, out_path, quick, max_seconds):
+def measure_attention(torch, out_path, quick, max_seconds, kernels):
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     backends = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
+    backends = {name: backends[name] for name in kernels}
     seqs = [1024, 4096] if quick else [1024, 2048, 4096, 8192, 16384, 32768]
     t0 = time.time()
     rows = 0
@@ -217,9 +238,11 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     print(f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, cuda {torch.version.cuda}", flush=True)
     if not args.skip_gemm:
-        measure_gemms(torch, os.path.join(args.out, "gemm.csv"), args.quick, args.gemm_seconds)
+        measure_gemms(torch, os.path.join(args.out, "gemm.csv"), args.quick, args.gemm_seconds,
+                      args.dtypes.split(","))
     if not args.skip_attention:
-        measure_attention(torch, os.path.join(args.out, "attention.csv"), args.quick, args.attention_seconds)
+        measure_attention(torch, os.path.join(args.out, "attention.csv"), args.quick, args.attention_seconds,
+                          args.attention_kernels.split(","))
 
 
 if __name__ == "__main__":
