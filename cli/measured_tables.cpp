@@ -9,9 +9,11 @@
 namespace fsdpsim::cli {
 
 void add_measured_table_options(CLI::App& cmd, MeasuredTableOptions& options) {
-  cmd.add_option("--gemm-table", options.gemm_table,
+  cmd.add_option("--gemm-table", options.gemm_tables,
                  "measured GEMM times by shape (CSV of bench/kernel_tables/measure_kernel_tables.py): GEMMs take their "
-                 "time from it instead of the profile's efficiency model");
+                 "time from it instead of the profile's efficiency model; repeat it to join files into one table "
+                 "(each role and dtype from one file)")
+      ->take_all();
   cmd.add_option("--attention-table", options.attention_table,
                  "measured fused-attention times by shape (attention.csv of "
                  "bench/kernel_tables/measure_kernel_tables.py): the attention core takes its time from it instead "
@@ -21,8 +23,8 @@ void add_measured_table_options(CLI::App& cmd, MeasuredTableOptions& options) {
 }
 
 void attach_measured_tables(const MeasuredTableOptions& options, GpuProfile& gpu) {
-  if (!options.gemm_table.empty()) {
-    gpu.gemm_table = std::make_shared<const GemmTable>(load_gemm_table(options.gemm_table));
+  if (!options.gemm_tables.empty()) {
+    gpu.gemm_table = std::make_shared<const GemmTable>(load_gemm_tables(options.gemm_tables));
   }
   if (!options.attention_table.empty()) {
     gpu.attention_table =

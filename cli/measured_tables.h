@@ -3,6 +3,7 @@
 /// `--attention-kernel`): simulate and fidelity take the same three options and attach them the same way.
 
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -11,10 +12,10 @@
 namespace fsdpsim::cli {
 
 struct MeasuredTableOptions {
-  std::string gemm_table;
+  std::vector<std::string> gemm_tables;  ///< one table, possibly read from several files
   std::string attention_table;
   std::string attention_kernel;
-  [[nodiscard]] bool any() const { return !gemm_table.empty() || !attention_table.empty(); }
+  [[nodiscard]] bool any() const { return !gemm_tables.empty() || !attention_table.empty(); }
 };
 
 /// Registers the three options on `cmd`.

@@ -95,12 +95,18 @@ double attention_kernel_slowdown(AttentionKernel kernel, bool backward) {
   return 1.0;
 }
 
-TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype, AttentionKernel kernel) {
+TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype, AttentionKernel kernel,
+                    Fp8GemmScaling scaling) {
   const double flops = 2.0 * static_cast<double>(gemm.m) * static_cast<double>(gemm.n) * static_cast<double>(gemm.k) *
                        static_cast<double>(gemm.batch);
   if (flops <= 0) return 0;
-  // Fused attention runs in BF16 even in FP8 training (Transformer Engine's default DPA).
-  const DType effective = gemm.attention ? DType::bf16 : dtype;
+  const GemmRole role = gemm_role_of(gemm.name);
+  // Fused attention runs in BF16 even in FP8 training (Transformer Engine's default DPA); so does the weight
+  // gradient under rowwise_with_gw_hp.
+  const bool bf16 = gemm.attention || dtype != DType::fp8 ||
+                    (scaling == Fp8GemmScaling::rowwise_with_gw_hp && role == GemmRole::wgrad);
+  const DType effective = bf16 ? DType::bf16 : DType::fp8;
+  const bool rowwise = !bf16 && scaling != Fp8GemmScaling::tensorwise;
   const std::optional<AttentionCall> call = gemm.attention ? attention_call_of(gemm) : std::nullopt;
   const double slowdown = gemm.attention ? attention_kernel_slowdown(kernel, call && call->backward) : 1.0;
   if (gpu.attention_table != nullptr && call) {
@@ -108,13 +114,21 @@ TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype, Attent
     return ns_from_seconds(flops * slowdown / rate) + (call->first_product ? gpu.kernel_overhead_ns : 0);
   }
   if (gpu.gemm_table != nullptr && !gemm.attention) {
-    const std::optional<double> one =
-        gpu.gemm_table->time_s(gemm_role_of(gemm.name), effective == DType::fp8, gemm.m, gemm.n, gemm.k);
-    if (one)
-      return ns_from_seconds(*one * static_cast<double>(std::max<int64_t>(1, gemm.batch))) + gpu.kernel_overhead_ns;
+    const auto batch = static_cast<double>(std::max<int64_t>(1, gemm.batch));
+    if (rowwise) {
+      if (const std::optional<double> one =
+              gpu.gemm_table->time_s(role, GemmPrecision::fp8_rowwise, gemm.m, gemm.n, gemm.k)) {
+        return ns_from_seconds(*one * batch) + gpu.kernel_overhead_ns;
+      }
+    }
+    const GemmPrecision precision = bf16 ? GemmPrecision::bf16 : GemmPrecision::fp8;
+    if (const std::optional<double> one = gpu.gemm_table->time_s(role, precision, gemm.m, gemm.n, gemm.k)) {
+      const double fraction = rowwise ? gpu.fp8_rowwise_gemm_rate_fraction : 1.0;
+      return ns_from_seconds(*one * batch / fraction) + gpu.kernel_overhead_ns;
+    }
   }
-  const double rate =
-      peak_flops_per_s(gpu, effective) * gemm_efficiency(gemm, gpu, effective) * gpu.sustained_clock_fraction;
+  const double rate = peak_flops_per_s(gpu, effective) * gemm_efficiency(gemm, gpu, effective) *
+                      gpu.sustained_clock_fraction * (rowwise ? gpu.fp8_rowwise_gemm_rate_fraction : 1.0);
   const double seconds = flops * slowdown / rate;
   return ns_from_seconds(seconds) + gpu.kernel_overhead_ns;  // saturates for absurd rates: op_costs refuses those
 }
@@ -132,9 +146,10 @@ TimeNs memory_time_ns(int64_t bytes, const GpuProfile& gpu, KernelClassBytes cla
   return ns_from_seconds(seconds) + gpu.kernel_overhead_ns;
 }
 
-TimeNs compute_time_ns(const Op& op, const GpuProfile& gpu, DType dtype, AttentionKernel kernel) {
+TimeNs compute_time_ns(const Op& op, const GpuProfile& gpu, DType dtype, AttentionKernel kernel,
+                       Fp8GemmScaling scaling) {
   TimeNs total = 0;
-  for (const auto& g : op.gemms) total += gemm_time_ns(g, gpu, dtype, kernel);
+  for (const auto& g : op.gemms) total += gemm_time_ns(g, gpu, dtype, kernel, scaling);
   return total + memory_time_ns(op.bytes_touched, gpu, op.class_bytes);
 }
 

@@ -12,9 +12,12 @@ namespace fsdpsim {
 
 /// Fraction of peak a GEMM of this shape reaches: max efficiency × wave efficiency × k-loop efficiency.
 double gemm_efficiency(const Gemm& gemm, const GpuProfile& gpu, DType dtype);
-/// Time of one GEMM (or batch), including one kernel's launch overhead. An attention product runs on `kernel`.
+/// Time of one GEMM (or batch), including one kernel's launch overhead. An attention product runs on `kernel`; an
+/// FP8 linear GEMM is scaled as `scaling` says (rowwise ones run at the profile's fp8_rowwise_gemm_rate_fraction of
+/// the per-tensor rate, or at their own rate in a measured table; rowwise_with_gw_hp's weight gradient runs in BF16).
 TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype,
-                    AttentionKernel kernel = AttentionKernel::flash);
+                    AttentionKernel kernel = AttentionKernel::flash,
+                    Fp8GemmScaling scaling = Fp8GemmScaling::tensorwise);
 /// How many times as long `kernel` takes as the profile's fused attention (FlashAttention-2 class) for one call.
 double attention_kernel_slowdown(AttentionKernel kernel, bool backward);
 /// Time of memory-bound work touching `bytes` of HBM, including one kernel's overhead (0 bytes → 0). `class_bytes`,
@@ -24,7 +27,8 @@ TimeNs memory_time_ns(int64_t bytes, const GpuProfile& gpu, KernelClassBytes cla
 /// Time of a compute, copy or optimizer op alone: its GEMMs plus its memory-bound bytes. `dtype` is the GEMM input
 /// dtype (the schedule's compute dtype). Host copies (send/recv bytes) are not included: they are transfers.
 TimeNs compute_time_ns(const Op& op, const GpuProfile& gpu, DType dtype,
-                       AttentionKernel kernel = AttentionKernel::flash);
+                       AttentionKernel kernel = AttentionKernel::flash,
+                       Fp8GemmScaling scaling = Fp8GemmScaling::tensorwise);
 /// Peak dense FLOP/s of `dtype` on this GPU; throws ConfigError when the GPU has no such units (FP8 on A100).
 double peak_flops_per_s(const GpuProfile& gpu, DType dtype);
 

@@ -92,26 +92,28 @@ OpCost p2p_cost(const Schedule& s, const Op& op, const Topology& topology, const
 // nanoseconds) and its cost entered once in the table.
 class ComputeEntries {
  public:
-  ComputeEntries(const GpuProfile& gpu, DType dtype, AttentionKernel kernel)
+  ComputeEntries(const GpuProfile& gpu, DType dtype, AttentionKernel kernel, Fp8GemmScaling scaling)
       : gpu_(gpu),
         dtype_(dtype),
         kernel_(kernel),
-        by_name_(gpu.gemm_table != nullptr || gpu.attention_table != nullptr || kernel != AttentionKernel::flash) {}
+        scaling_(scaling),
+        by_name_(gpu.gemm_table != nullptr || gpu.attention_table != nullptr || kernel != AttentionKernel::flash ||
+                 (dtype == DType::fp8 && scaling == Fp8GemmScaling::rowwise_with_gw_hp)) {}
 
   int32_t of(const Op& op, OpCostTable& table) {
     key_.clear();
     key_.insert(key_.end(), {op.bytes_touched, op.class_bytes.unvectorized, op.class_bytes.reduction});
     for (const Gemm& g : op.gemms) key_.insert(key_.end(), {g.m, g.n, g.k, g.batch, int64_t{g.attention}});
     // A measured table times a product by its role too (forward, input or weight gradient; the attention call's
-    // direction), which its name says, and so does an attention kernel slower backward than forward: equal shapes of
-    // different roles are different keys then.
+    // direction), which its name says, and so do an attention kernel slower backward than forward and a recipe that
+    // keeps weight gradients in BF16: equal shapes of different roles are different keys then.
     if (by_name_) {
       for (const Gemm& g : op.gemms) key_.push_back(static_cast<int64_t>(std::hash<std::string>{}(g.name)));
     }
     const auto [it, added] = memo_.try_emplace(key_, 0);
     if (added) {
       OpCost cost;
-      cost.compute_ns = compute_time_ns(op, gpu_, dtype_, kernel_);
+      cost.compute_ns = compute_time_ns(op, gpu_, dtype_, kernel_, scaling_);
       cost.standalone_ns = cost.compute_ns;
       cost.model = cost.compute_ns > 0 ? CostModel::compute : CostModel::instant;
       it->second = table.add(cost);
@@ -130,6 +132,7 @@ class ComputeEntries {
   const GpuProfile& gpu_;
   DType dtype_;
   AttentionKernel kernel_;
+  Fp8GemmScaling scaling_;
   bool by_name_;
   std::vector<int64_t> key_;
   std::unordered_map<std::vector<int64_t>, int32_t, KeyHash> memo_;
@@ -210,7 +213,8 @@ struct OpCostBuilder::State {
   State(const Schedule& schedule, const Topology& t)
       : s(schedule),
         topology(t),
-        compute_entries(t.gpu, schedule.info.compute_dtype, schedule.info.attention_kernel),
+        compute_entries(t.gpu, schedule.info.compute_dtype, schedule.info.attention_kernel,
+                        schedule.info.fp8_gemm_scaling),
         stages(std::max(1, schedule.info.pipeline_stages)) {
     for (const Group& g : s.groups) placements.push_back(place_group(topology, s.info.world_size, g.size, g.stride));
     costs.reset(s.ops.size());

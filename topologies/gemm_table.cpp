@@ -1,6 +1,7 @@
 #include "topologies/gemm_table.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -16,6 +17,9 @@ namespace {
 using measured_table::fail;
 using measured_table::locate_log;
 
+constexpr std::array<const char*, 3> kRoleNames{"forward", "dgrad", "wgrad"};
+constexpr std::array<const char*, 3> kPrecisionNames{"bf16", "fp8", "fp8_rowwise"};
+
 }  // namespace
 
 GemmRole gemm_role_of(const std::string& gemm_name) {
@@ -29,9 +33,10 @@ GemmRole gemm_role_of(const std::string& gemm_name) {
   return GemmRole::forward;
 }
 
-std::optional<double> GemmTable::time_s(GemmRole role, bool fp8, int64_t m, int64_t n, int64_t k) const {
-  const GemmGrid* grid = &grids[static_cast<size_t>(role)][fp8 ? 1 : 0];
-  if (grid->flops_per_s.empty() && fp8 && role == GemmRole::dgrad) grid = &grids[0][1];
+std::optional<double> GemmTable::time_s(GemmRole role, GemmPrecision precision, int64_t m, int64_t n, int64_t k) const {
+  const auto p = static_cast<size_t>(precision);
+  const GemmGrid* grid = &grids[static_cast<size_t>(role)][p];
+  if (grid->flops_per_s.empty() && precision != GemmPrecision::bf16 && role == GemmRole::dgrad) grid = &grids[0][p];
   if (grid->flops_per_s.empty() || m <= 0 || n <= 0 || k <= 0) return std::nullopt;
   const auto [im, tm] = locate_log(grid->m, m);
   const auto [in, tn] = locate_log(grid->n, n);
@@ -52,7 +57,16 @@ std::optional<double> GemmTable::time_s(GemmRole role, bool fp8, int64_t m, int6
   return flops / std::exp(log_rate);
 }
 
-GemmTable parse_gemm_table_csv(const std::string& text, const std::string& source) {
+namespace {
+
+// (role, precision) → (m, n, k) → rate, with the file each (role, precision) came from.
+struct TablePoints {
+  std::map<std::pair<size_t, size_t>, std::map<std::tuple<int64_t, int64_t, int64_t>, double>> rates;
+  std::map<std::pair<size_t, size_t>, std::string> source_of;
+  std::map<std::pair<size_t, size_t>, int> last_line_of;  ///< the file's last line, where an error points
+};
+
+void read_rows(const std::string& text, const std::string& source, TablePoints& table_points) {
   std::stringstream in(text);
   std::string line;
   int line_no = 0;
@@ -62,7 +76,6 @@ GemmTable parse_gemm_table_csv(const std::string& text, const std::string& sourc
   std::map<std::string, size_t> column = measured_table::header_columns(
       line, {"role", "dtype", "m", "n", "k", "time_us"}, source,
       "write the CSV bench/kernel_tables/measure_kernel_tables.py writes (role,layout,dtype,m,n,k,time_us,...)");
-  // (role, dtype) → (m, n, k) → rate
   std::map<std::pair<size_t, size_t>, std::map<std::tuple<int64_t, int64_t, int64_t>, double>> points;
   while (std::getline(in, line)) {
     ++line_no;
@@ -78,8 +91,9 @@ GemmTable parse_gemm_table_csv(const std::string& text, const std::string& sourc
     const size_t role = role_text == "forward" ? 0 : role_text == "dgrad" ? 1 : role_text == "wgrad" ? 2 : 3;
     if (role == 3) fail(source, line_no, "role", "unknown role '" + role_text + "'", "use forward, dgrad or wgrad");
     const std::string& dtype_text = cells[column["dtype"]];
-    if (dtype_text != "bf16" && dtype_text != "fp8") {
-      fail(source, line_no, "dtype", "unknown dtype '" + dtype_text + "'", "use bf16 or fp8");
+    const size_t precision = dtype_text == "bf16" ? 0 : dtype_text == "fp8" ? 1 : dtype_text == "fp8_rowwise" ? 2 : 3;
+    if (precision == 3) {
+      fail(source, line_no, "dtype", "unknown dtype '" + dtype_text + "'", "use bf16, fp8 or fp8_rowwise");
     }
     const auto size_of = [&](const char* field) {
       return measured_table::parse_whole(cells[column[field]], source, line_no, field, 1'000'000'000, "GEMM dimension");
@@ -93,12 +107,27 @@ GemmTable parse_gemm_table_csv(const std::string& text, const std::string& sourc
            cells[column["time_us"]] + " us gives " + std::to_string(rate) + " FLOP/s for this shape, which no GPU runs",
            "write the time in microseconds");
     }
-    points[{role, dtype_text == "fp8" ? 1 : 0}][{m, n, k}] = rate;
+    points[{role, precision}][{m, n, k}] = rate;
   }
   if (points.empty()) fail(source, line_no, "rows", "the table has no rows", "measure some GEMMs first");
+  for (auto& [key, by_shape] : points) {
+    const auto [it, added] = table_points.source_of.try_emplace(key, source);
+    if (!added) {
+      fail(source, line_no, "rows",
+           "holds " + std::string(kRoleNames[key.first]) + " " + kPrecisionNames[key.second] + " rows, and so does " +
+               it->second,
+           "give each role and dtype's rows in one file only");
+    }
+    table_points.rates[key] = std::move(by_shape);
+    table_points.last_line_of[key] = line_no;
+  }
+}
+
+GemmTable build_table(const TablePoints& table_points, const std::string& source) {
   GemmTable table;
   table.source = source;
-  for (const auto& [key, by_shape] : points) {
+  for (const auto& [key, by_shape] : table_points.rates) {
+    const std::string& file = table_points.source_of.at(key);
     GemmGrid grid;
     for (const auto& [shape, rate] : by_shape) {
       grid.m.push_back(std::get<0>(shape));
@@ -114,14 +143,11 @@ GemmTable parse_gemm_table_csv(const std::string& text, const std::string& sourc
     const double points_in_grid =
         static_cast<double>(grid.m.size()) * static_cast<double>(grid.n.size()) * static_cast<double>(grid.k.size());
     if (points_in_grid != static_cast<double>(by_shape.size())) {
-      fail(source, line_no, "rows",
-           "the " +
-               std::string(key.first == 0   ? "forward"
-                           : key.first == 1 ? "dgrad"
-                                            : "wgrad") +
-               " " + (key.second == 1 ? "fp8" : "bf16") + " rows do not fill a grid (" +
-               std::to_string(by_shape.size()) + " shapes over " + std::to_string(grid.m.size()) + " × " +
-               std::to_string(grid.n.size()) + " × " + std::to_string(grid.k.size()) + " axis values)",
+      fail(file, table_points.last_line_of.at(key), "rows",
+           "the " + std::string(kRoleNames[key.first]) + " " + std::string(kPrecisionNames[key.second]) +
+               " rows do not fill a grid (" + std::to_string(by_shape.size()) + " shapes over " +
+               std::to_string(grid.m.size()) + " × " + std::to_string(grid.n.size()) + " × " +
+               std::to_string(grid.k.size()) + " axis values)",
            "measure every combination of the m, n and k values, as the measure script does");
     }
     grid.flops_per_s.assign(by_shape.size(), 0);
@@ -138,8 +164,26 @@ GemmTable parse_gemm_table_csv(const std::string& text, const std::string& sourc
   return table;
 }
 
+}  // namespace
+
+GemmTable parse_gemm_table_csv(const std::string& text, const std::string& source) {
+  TablePoints points;
+  read_rows(text, source, points);
+  return build_table(points, source);
+}
+
 GemmTable load_gemm_table(const std::string& path) {
   return parse_gemm_table_csv(read_file_bytes(path, measured_table::kMaxTableBytes), path);
+}
+
+GemmTable load_gemm_tables(const std::vector<std::string>& paths) {
+  TablePoints points;
+  std::string source;
+  for (const std::string& path : paths) {
+    read_rows(read_file_bytes(path, measured_table::kMaxTableBytes), path, points);
+    source += (source.empty() ? "" : " + ") + path;
+  }
+  return build_table(points, source);
 }
 
 }  // namespace fsdpsim

@@ -19,6 +19,10 @@ namespace fsdpsim {
 /// A linear layer's three GEMMs (the executor's and the schedule's Gemm names end in ".dgrad" / ".wgrad").
 enum class GemmRole : uint8_t { forward, dgrad, wgrad };
 
+/// The operand precision of a measured GEMM: BF16, FP8 with one scale per tensor, or FP8 with one scale per row of
+/// each operand (the script's dtype column: bf16, fp8, fp8_rowwise).
+enum class GemmPrecision : uint8_t { bf16, fp8, fp8_rowwise };
+
 /// One role's and dtype's grid: sorted axis values and the achieved rate at every point (m fastest).
 struct GemmGrid {
   std::vector<int64_t> m, n, k;
@@ -27,12 +31,13 @@ struct GemmGrid {
 
 struct GemmTable {
   std::string source;  ///< the file it was read from
-  /// [role][dtype]: dtype 0 = bf16, 1 = fp8; an empty grid where the table has no rows.
-  std::array<std::array<GemmGrid, 2>, 3> grids;
+  /// [role][precision]; an empty grid where the table has no rows.
+  std::array<std::array<GemmGrid, 3>, 3> grids;
 
-  /// The measured-rate time of one m × n × k GEMM, or nothing when the table has no grid for its role and dtype
-  /// (FP8 input gradients use the forward grid: Hopper's FP8 GEMMs all run in one layout).
-  [[nodiscard]] std::optional<double> time_s(GemmRole role, bool fp8, int64_t m, int64_t n, int64_t k) const;
+  /// The measured-rate time of one m × n × k GEMM, or nothing when the table has no grid for its role and precision
+  /// (FP8 input gradients without their own rows use the forward grid: Hopper's FP8 GEMMs all run in one layout).
+  [[nodiscard]] std::optional<double> time_s(GemmRole role, GemmPrecision precision, int64_t m, int64_t n,
+                                             int64_t k) const;
 };
 
 /// Reads the CSV; ConfigError naming `source`, the line and the field for anything else (a missing column, a
@@ -40,6 +45,9 @@ struct GemmTable {
 GemmTable parse_gemm_table_csv(const std::string& text, const std::string& source);
 /// Reads the file at `path` (at most 64 MiB).
 GemmTable load_gemm_table(const std::string& path);
+/// Reads several files into one table (the H100's BF16 and per-tensor FP8 rows of one day with its rowwise rows of
+/// another, say); a role and dtype given in two files is a ConfigError naming both.
+GemmTable load_gemm_tables(const std::vector<std::string>& paths);
 /// The role of a schedule Gemm from its name ("mlp_down.dgrad" → dgrad).
 GemmRole gemm_role_of(const std::string& gemm_name);
 

@@ -96,6 +96,12 @@ const std::vector<ProfileRow>& profile_rows() {
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
          if (p.dense_fp8_flops_per_s > 0) emit_key(o, k, exact_number_text(p.fp8_gemm_max_efficiency));
        }},
+      {"fp8_rowwise_gemm_rate_fraction", R::optional,
+       [](GpuProfile& p, const YamlValue& v) { p.fp8_rowwise_gemm_rate_fraction = read_fraction(v); },
+       [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+         if (p.dense_fp8_flops_per_s > 0 && p.fp8_rowwise_gemm_rate_fraction != 1.0)
+           emit_key(o, k, exact_number_text(p.fp8_rowwise_gemm_rate_fraction));
+       }},
       {"gemm_tile_m", R::required, [](GpuProfile& p, const YamlValue& v) { p.gemm_tile_m = v.as_int(1, 65536); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { emit_key(o, k, p.gemm_tile_m); }},
       {"gemm_tile_n", R::required, [](GpuProfile& p, const YamlValue& v) { p.gemm_tile_n = v.as_int(1, 65536); },
@@ -215,6 +221,10 @@ void check_fp8(YamlMap& map) {
         .fail("an FP8 efficiency is given but no FP8 peak", "add dense_fp8_flops_per_s, or remove this key");
   }
   if (has_fp8 && !map.has("fp8_gemm_max_efficiency")) (void)map.get("fp8_gemm_max_efficiency");  // "missing" error
+  if (!has_fp8 && map.has("fp8_rowwise_gemm_rate_fraction")) {
+    map.get("fp8_rowwise_gemm_rate_fraction")
+        .fail("an FP8 rowwise rate is given but no FP8 peak", "add dense_fp8_flops_per_s, or remove this key");
+  }
 }
 
 void check_fixed_overheads(YamlMap& map, const GpuProfile& p) {

@@ -44,6 +44,9 @@ struct GpuProfile {
   // Compute model (sim/compute_model): time = flops / (peak × efficiency(shape)) + bytes / (hbm_bw × memory_eff).
   double gemm_max_efficiency = 0.8;      ///< best-shape achieved/peak for BF16 GEMMs (MAMF)
   double fp8_gemm_max_efficiency = 0.7;  ///< the same for FP8
+  /// Rate of an FP8 GEMM with one scale per row of each operand (Fp8GemmScaling::rowwise) as a fraction of the
+  /// per-tensor-scaled one of the same shape; 1 where not measured.
+  double fp8_rowwise_gemm_rate_fraction = 1.0;
   int64_t gemm_tile_m = 128;             ///< CTA tile used for wave quantisation
   int64_t gemm_tile_n = 256;
   int64_t gemm_k_half = 256;          ///< k at which the k-loop efficiency is half its maximum

@@ -146,6 +146,11 @@ ScheduleInfo make_schedule_info(const ModelSpec& model, const FsdpConfig& config
   info.model_flops_per_gpu = flops * layout.micro_batches;
   info.compute_dtype = layout.shape.compute_dtype;
   info.attention_kernel = config.attention_kernel;
+  if (info.compute_dtype == DType::fp8 && config.fp8_recipe == Fp8Recipe::rowwise) {
+    info.fp8_gemm_scaling = Fp8GemmScaling::rowwise;
+  } else if (info.compute_dtype == DType::fp8 && config.fp8_recipe == Fp8Recipe::rowwise_with_gw_hp) {
+    info.fp8_gemm_scaling = Fp8GemmScaling::rowwise_with_gw_hp;
+  }
   const ParameterCount count = count_parameters(model);
   info.model_params = count.total;
   info.model_active_params = count.active_per_token;

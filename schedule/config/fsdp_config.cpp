@@ -32,11 +32,16 @@ constexpr EnumNames<OuterStrategy, 2> kOuterStrategies{
 constexpr EnumNames<BudgetRule, 2> kBudgetRules{{{{BudgetRule::floor, "floor"}, {BudgetRule::cap, "cap"}}}};
 constexpr EnumNames<RecomputeMethod, 2> kRecomputeMethods{
     {{{RecomputeMethod::uniform, "uniform"}, {RecomputeMethod::block, "block"}}}};
-constexpr EnumNames<Fp8Recipe, 5> kFp8Recipes{{{{Fp8Recipe::auto_recipe, "auto"},
+constexpr EnumNames<Fp8Recipe, 7> kFp8Recipes{{{{Fp8Recipe::auto_recipe, "auto"},
                                                 {Fp8Recipe::delayed, "delayed"},
                                                 {Fp8Recipe::tensorwise, "tensorwise"},
                                                 {Fp8Recipe::blockwise, "blockwise"},
-                                                {Fp8Recipe::mxfp8, "mxfp8"}}}};
+                                                {Fp8Recipe::mxfp8, "mxfp8"},
+                                                {Fp8Recipe::rowwise, "rowwise"},
+                                                {Fp8Recipe::rowwise_with_gw_hp, "rowwise_with_gw_hp"}}}};
+constexpr EnumNames<Fp8Library, 3> kFp8Libraries{{{{Fp8Library::auto_library, "auto"},
+                                                   {Fp8Library::transformer_engine, "transformer_engine"},
+                                                   {Fp8Library::torchao, "torchao"}}}};
 constexpr EnumNames<Fsdp2Wrap, 2> kFsdp2Wraps{
     {{{Fsdp2Wrap::torchtitan, "torchtitan"}, {Fsdp2Wrap::blocks_and_root, "blocks_and_root"}}}};
 constexpr EnumNames<GradSync, 2> kGradSyncs{
@@ -214,7 +219,10 @@ const std::vector<KeyDef>& key_table() {
                "Megatron: the optimizer reads the grad shard as is (no FP32 copy at the step)"),
       enum_key("fp8_recipe", &FsdpConfig::fp8_recipe, kFp8Recipes,
                "FP8 recipe: mxfp8 all-gathers a transpose buffer in backward, the others build a transpose cache; "
-               "auto: mxfp8 on Blackwell"),
+               "rowwise and rowwise_with_gw_hp (torchao, FSDP2) scale per row; auto: mxfp8 on Blackwell"),
+      enum_key("fp8_library", &FsdpConfig::fp8_library, kFp8Libraries,
+               "whose kernels cast GEMM operands to FP8: transformer_engine or torchao (torchtitan's float8); auto: "
+               "torchao for rowwise recipes"),
       count_key("suggested_communication_unit_size", &FsdpConfig::suggested_communication_unit_size, 0,
                 limits::kMaxParameters,
                 "communication budget in elements (sets prefetch depth and the reduce-scatter queue); 0: default"),
@@ -392,6 +400,9 @@ std::string_view to_string(OuterStrategy v) {
 
 std::string_view to_string(Fp8Recipe v) {
   return kFp8Recipes.name(v);
+}
+std::string_view to_string(Fp8Library v) {
+  return kFp8Libraries.name(v);
 }
 std::string_view to_string(PipelineSchedule v) {
   return kPipelineSchedules.name(v);

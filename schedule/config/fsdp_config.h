@@ -31,11 +31,19 @@ enum class BudgetRule : uint8_t { floor, cap };
 /// Recompute method for full recompute (Megatron's --recompute-method).
 enum class RecomputeMethod : uint8_t { uniform, block };
 
-/// Transformer Engine's FP8 recipe (Megatron's --fp8-recipe). What matters here is where the backward's transposed
-/// weights come from: delayed, tensorwise and blockwise build a transpose cache on each rank after the backward
-/// all-gather; mxfp8 keeps a separate transpose (column-wise) buffer that is all-gathered in backward. `auto` is mxfp8
-/// on Blackwell and tensorwise elsewhere, resolved from the topology's GPU when the job is built.
-enum class Fp8Recipe : uint8_t { auto_recipe, delayed, tensorwise, blockwise, mxfp8 };
+/// The FP8 recipe: Transformer Engine's under Megatron-FSDP (Megatron's --fp8-recipe), torchao's float8 training
+/// under FSDP2 (torchtitan's recipe_name). For memory, what matters is where the backward's transposed weights come
+/// from: delayed, tensorwise, blockwise, rowwise and rowwise_with_gw_hp build a transpose cache on each rank after
+/// the backward all-gather; mxfp8 keeps a separate transpose (column-wise) buffer that is all-gathered in backward.
+/// For time, the recipe sets the GEMMs' scaling (Fp8GemmScaling) and, under FSDP2, torchao's cast kernels
+/// (schedule/model/fp8_casts.h). rowwise and rowwise_with_gw_hp are torchao's only. `auto` is mxfp8 on Blackwell and
+/// tensorwise elsewhere, resolved from the topology's GPU when the job is built.
+enum class Fp8Recipe : uint8_t { auto_recipe, delayed, tensorwise, blockwise, mxfp8, rowwise, rowwise_with_gw_hp };
+
+/// Which library's kernels cast the GEMM operands to FP8 (schedule/model/fp8_casts.h): Transformer Engine's
+/// (Megatron-FSDP, llm-foundry, TE under FSDP2) or torchao's float8 training (torchtitan's converters). `auto`:
+/// torchao for its own recipes (rowwise, rowwise_with_gw_hp), Transformer Engine otherwise.
+enum class Fp8Library : uint8_t { auto_library, transformer_engine, torchao };
 
 /// When gradient accumulation reduces: every micro-batch, or only the last, the others keeping their unsharded
 /// gradients (FSDP2 set_requires_gradient_sync(False), FSDP1 no_sync(), Hugging Face Accelerate's default).
@@ -128,6 +136,7 @@ struct FsdpConfig {
   bool gradient_accumulation_fusion = false;   ///< TE wgrad fusion: gradients written straight into main_grad
   bool use_precision_aware_optimizer = false;  ///< Megatron: decoupled grads, no FP32 copy of the grad shard
   Fp8Recipe fp8_recipe = Fp8Recipe::auto_recipe;
+  Fp8Library fp8_library = Fp8Library::auto_library;
   int64_t suggested_communication_unit_size = 0;  ///< elements; 0: Megatron's default rule
   BudgetRule communication_budget_rule = BudgetRule::floor;
   Recompute recompute_granularity = Recompute::none;
@@ -201,6 +210,7 @@ std::string_view to_string(Implementation v);
 std::string_view to_string(ShardingStrategy v);
 std::string_view to_string(OuterStrategy v);
 std::string_view to_string(Fp8Recipe v);
+std::string_view to_string(Fp8Library v);
 std::string_view to_string(PipelineSchedule v);
 
 /// The recipe `auto` stands for on a GPU of this architecture generation (true: Blackwell or later).

@@ -24,6 +24,25 @@ std::string divisors_of(int64_t n, int64_t limit = 4096) {
   return out;
 }
 
+// The library's cast kernels for the recipe (validate() has refused a recipe the library does not have).
+Fp8Casts fp8_casts_of(const FsdpConfig& config) {
+  const Fp8Recipe recipe = resolve_fp8_recipe(config.fp8_recipe, false);
+  const bool torchao_recipe = recipe == Fp8Recipe::rowwise || recipe == Fp8Recipe::rowwise_with_gw_hp;
+  const bool torchao =
+      config.fp8_library == Fp8Library::torchao || (config.fp8_library == Fp8Library::auto_library && torchao_recipe);
+  if (!torchao) return Fp8Casts::transformer_engine;
+  switch (recipe) {
+    case Fp8Recipe::rowwise:
+      return Fp8Casts::torchao_rowwise;
+    case Fp8Recipe::rowwise_with_gw_hp:
+      return Fp8Casts::torchao_rowwise_with_gw_hp;
+    case Fp8Recipe::mxfp8:
+      return Fp8Casts::torchao_mxfp8;
+    default:
+      return Fp8Casts::torchao_tensorwise;
+  }
+}
+
 // The loss each framework computes unless told otherwise: Megatron-LM's vocab-parallel cross-entropy
 // (megatron/core/models/common/language_module: compute_language_model_loss); for FSDP2, torchtitan's
 // F.cross_entropy on fp32-upcast logits, compiled with the model when torch.compile is on (fused_elementwise stands
@@ -162,6 +181,27 @@ void check_combinations(const ModelSpec& model, const FsdpConfig& c) {
       reject(c, c.nccl_ub ? "nccl_ub" : "fsdp_double_buffer", "this is a Megatron-FSDP option",
              "remove it or use implementation: megatron_fsdp");
     }
+  }
+  const bool torchao_recipe = c.fp8_recipe == Fp8Recipe::rowwise || c.fp8_recipe == Fp8Recipe::rowwise_with_gw_hp;
+  if (torchao_recipe && c.fp8_library == Fp8Library::transformer_engine) {
+    reject(
+        c, "fp8_recipe",
+        std::string(to_string(c.fp8_recipe)) + " is torchao's float8 recipe; Transformer Engine has none of that name",
+        "use fp8_library: torchao, or fp8_recipe: delayed, tensorwise, blockwise or mxfp8");
+  }
+  if (c.fp8_library == Fp8Library::torchao &&
+      (c.fp8_recipe == Fp8Recipe::delayed || c.fp8_recipe == Fp8Recipe::blockwise)) {
+    reject(c, "fp8_recipe",
+           std::string(to_string(c.fp8_recipe)) +
+               " is a Transformer Engine recipe; torchao's float8 training has "
+               "tensorwise, rowwise, rowwise_with_gw_hp and mxfp8",
+           "use one of those, or fp8_library: transformer_engine");
+  }
+  if (c.implementation == Implementation::megatron_fsdp &&
+      (c.fp8_library == Fp8Library::torchao || (c.fp8_library == Fp8Library::auto_library && torchao_recipe))) {
+    reject(c, torchao_recipe ? "fp8_recipe" : "fp8_library",
+           "Megatron-FSDP trains FP8 through Transformer Engine, not torchao's float8 linears (FSDP2, torchtitan)",
+           "use fp8_recipe: delayed, tensorwise, blockwise or mxfp8 and fp8_library: auto, or implementation: fsdp2");
   }
   if (c.implementation == Implementation::megatron_fsdp && c.gradient_sync == GradSync::last_micro_batch &&
       shards_grads(strategy)) {
@@ -326,6 +366,8 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
                       config.loss_chunks,
                       config.loop_holds_logits,
                       config.moe_routing_skew};
+  l.shape.fp8_casts = fp8_casts_of(config);
+  l.shape.fp8_gathered_weights = config.param_dtype == DType::fp8;
   check_routing_skew(model, config);
   if (config.attention_kernel != AttentionKernel::flash && !config.flash_attention) {
     reject(config, "attention_kernel",

@@ -865,13 +865,16 @@ bool any_of_names(const std::vector<std::string>& given, const std::vector<std::
                      [&](const std::string& g) { return std::find(names.begin(), names.end(), g) != names.end(); });
 }
 
-// Float8 linears: tensorwise and rowwise scaling are both fsdpsim's tensorwise recipe (a transpose cache after the
-// backward all-gather); FSDP float8 all-gather makes the gathered weights fp8 (param_dtype fp8, fidelity suite).
+// Float8 linears: torchao's recipe by its own name (tensorwise when none is given, torchao's default) and torchao's
+// cast kernels; FSDP float8 all-gather makes the gathered weights fp8 (param_dtype fp8, fidelity suite).
 void apply_float8(const Toml& t, FsdpConfig& c, const std::string& converters_path) {
   const std::string table = first_present(t, {"quantize.linear.float8", "quantize.dense.float8", "float8"});
   set_key(c, t, "fp8_compute", "true", converters_path);
-  (void)t.choice(table + ".recipe_name", {"tensorwise", "rowwise", "rowwise_with_gw_hp"});
-  set_key(c, t, "fp8_recipe", "tensorwise", t.has(table + ".recipe_name") ? table + ".recipe_name" : converters_path);
+  const std::string recipe_path = table + ".recipe_name";
+  const std::string recipe =
+      t.choice(recipe_path, {"tensorwise", "rowwise", "rowwise_with_gw_hp"}).value_or("tensorwise");
+  set_key(c, t, "fp8_recipe", recipe, t.has(recipe_path) ? recipe_path : converters_path);
+  set_key(c, t, "fp8_library", "torchao", converters_path);
   const std::string all_gather =
       first_present(t, {table + ".enable_fsdp_float8_all_gather", "training.enable_fsdp_float8_all_gather",
                         "training.enable_fsdp_fp8_all_gather"});
@@ -900,6 +903,7 @@ void apply_quantization(const Toml& t, FsdpConfig& c) {
   if (mx) {
     set_key(c, t, "fp8_compute", "true", path);
     set_key(c, t, "fp8_recipe", "mxfp8", path);
+    set_key(c, t, "fp8_library", "torchao", path);
   }
   // Grouped-GEMM converters alone quantize the routed experts only; fsdpsim's FP8 is all GEMMs or none, so they
   // leave the GEMMs in bf16 here (see docs/torchtitan_config.md).

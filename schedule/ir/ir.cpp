@@ -158,6 +158,9 @@ std::string_view to_string(GroupRole v) {
 std::string_view to_string(StreamRole v) {
   return kStreamRoles.name(v);
 }
+std::string_view to_string(Fp8GemmScaling v) {
+  return kFp8GemmScalingNames.name(v);
+}
 std::string_view to_string(AttentionKernel v) {
   return kAttentionKernelNames.name(v);
 }

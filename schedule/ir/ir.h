@@ -182,6 +182,19 @@ enum class AttentionKernel : uint8_t { flash, triton_flash };
 inline constexpr EnumNames<AttentionKernel, 2> kAttentionKernelNames{
     {{{AttentionKernel::flash, "flash"}, {AttentionKernel::triton_flash, "triton_flash"}}}};
 
+/// How FP8 GEMMs scale their operands, which sets the rate they run at. `tensorwise`: one scale per operand, cuBLAS's
+/// FP8 GEMM (Transformer Engine's delayed and current scaling, and the rate blockwise and MXFP8 GEMMs are timed at);
+/// `rowwise`: one scale per row of each operand (torchao's float8 rowwise recipe, a CUTLASS kernel on Hopper) for
+/// all three GEMMs of a linear layer; `rowwise_with_gw_hp`: rowwise for the output and the input gradient, the
+/// weight gradient in BF16 (torchao's rowwise_with_gw_hp).
+enum class Fp8GemmScaling : uint8_t { tensorwise, rowwise, rowwise_with_gw_hp };
+
+/// The one table naming Fp8GemmScaling values (the schedule's YAML key `fp8_gemm_scaling`).
+inline constexpr EnumNames<Fp8GemmScaling, 3> kFp8GemmScalingNames{
+    {{{Fp8GemmScaling::tensorwise, "tensorwise"},
+      {Fp8GemmScaling::rowwise, "rowwise"},
+      {Fp8GemmScaling::rowwise_with_gw_hp, "rowwise_with_gw_hp"}}}};
+
 /// What the schedule was built from, and the figures the reports need to turn time into per-GPU rates.
 struct ScheduleInfo {
   std::string model;
@@ -203,6 +216,7 @@ struct ScheduleInfo {
   std::string
       pipeline_schedule;  ///< gpipe | 1f1b | interleaved_1f1b | zbv | dualpipev; empty without pipeline parallelism
   AttentionKernel attention_kernel = AttentionKernel::flash;
+  Fp8GemmScaling fp8_gemm_scaling = Fp8GemmScaling::tensorwise;  ///< read only when compute_dtype is fp8
   bool operator==(const ScheduleInfo&) const = default;
 };
 
@@ -268,6 +282,7 @@ std::string_view to_string(ReduceOp v);
 std::string_view to_string(GroupRole v);
 std::string_view to_string(StreamRole v);
 std::string_view to_string(AttentionKernel v);
+std::string_view to_string(Fp8GemmScaling v);
 std::optional<OpKind> parse_op_kind(std::string_view text);
 std::optional<Phase> parse_phase(std::string_view text);
 std::optional<BufferCategory> parse_buffer_category(std::string_view text);

@@ -40,6 +40,9 @@ void emit_info(YAML::Emitter& out, const ScheduleInfo& info) {
   if (info.attention_kernel != AttentionKernel::flash) {
     out << YAML::Key << "attention_kernel" << YAML::Value << std::string(to_string(info.attention_kernel));
   }
+  if (info.fp8_gemm_scaling != Fp8GemmScaling::tensorwise) {
+    out << YAML::Key << "fp8_gemm_scaling" << YAML::Value << std::string(to_string(info.fp8_gemm_scaling));
+  }
   if (info.model_params > 0) {
     out << YAML::Key << "model_params" << YAML::Value << info.model_params;
     out << YAML::Key << "model_active_params" << YAML::Value << info.model_active_params;
@@ -143,6 +146,10 @@ ScheduleInfo read_info(YamlMap map) {
     // as_choice() refuses any name the table does not list, so parse() cannot fail here.
     info.attention_kernel =
         kAttentionKernelNames.parse(map.get("attention_kernel").as_choice(kAttentionKernelNames.names())).value();
+  }
+  if (map.has("fp8_gemm_scaling")) {
+    info.fp8_gemm_scaling =
+        kFp8GemmScalingNames.parse(map.get("fp8_gemm_scaling").as_choice(kFp8GemmScalingNames.names())).value();
   }
   info.model_params = map.int_or("model_params", 0, 0, limits::kMaxParameters);
   info.model_active_params = map.int_or("model_active_params", 0, 0, info.model_params);

@@ -13,6 +13,7 @@
 
 #include "schedule/ir/dtype.h"
 #include "schedule/ir/ir.h"
+#include "schedule/model/fp8_casts.h"
 #include "schedule/model/loss.h"
 #include "schedule/model/model.h"
 
@@ -59,6 +60,10 @@ struct RankShape {
   /// MoE: this rank's experts receive this many times the mean token-expert pairs (the busiest expert-parallel rank
   /// of a skewed routing; 1: balanced).
   double moe_routing_skew = 1.0;
+  /// Under FP8 compute, whose kernels cast the GEMM operands (schedule/model/fp8_casts.h).
+  Fp8Casts fp8_casts = Fp8Casts::transformer_engine;
+  /// FSDP all-gathers the weights in FP8 (param_dtype fp8): a layer's weight arrives cast.
+  bool fp8_gathered_weights = false;
 };
 
 /// Where a unit sits in the model.

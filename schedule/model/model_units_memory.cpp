@@ -124,18 +124,10 @@ void set_layer_saved(const UnitDims& d, bool moe, UnitCost& unit) {
   unit.recomputed_activation_bytes = unit.saved_activation_bytes[none];
 }
 
-// FP8 GEMMs (Transformer Engine) cast each linear input to FP8 in forward and each output gradient in backward: read
-// `a` bytes, write 1 per element — an upper bound, since TE fuses some casts into the norm and activation kernels.
-int64_t fp8_cast_bytes(const UnitDims& d, const std::vector<Gemm>& gemms, bool backward) {
-  if (d.shape.compute_dtype != DType::fp8) return 0;
-  int64_t bytes = 0;
-  for (const Gemm& g : gemms) {
-    if (g.attention) continue;
-    const bool dgrad = g.name.size() > 6 && g.name.compare(g.name.size() - 6, 6, ".dgrad") == 0;
-    if (backward && !dgrad) continue;
-    bytes += g.m * g.k * g.batch * (d.act_bytes + 1);  // forward: the input X[m, k]; dgrad: dY[m, k]
-  }
-  return bytes;
+Fp8CastBytes unit_fp8_cast_bytes(const UnitDims& d, const UnitCost& unit) {
+  if (d.shape.compute_dtype != DType::fp8) return {};
+  return fp8_cast_bytes(d.shape.fp8_casts, unit.fwd_gemms, unit.bwd_gemms, d.act_bytes, d.shape.fused_elementwise,
+                        d.shape.fp8_gathered_weights);
 }
 
 // Attention-side memory-bound work: rotary embedding on Q and K (read + write), Qwen3's per-head norms, MLA's latent
@@ -241,8 +233,9 @@ void set_layer_bytes(const UnitDims& d, bool moe, UnitCost& unit) {
   bwd_class += norm.bwd_class;
   attention_bytes(d, fwd, bwd, fwd_class, bwd_class);
   mlp_bytes(d, moe, fwd, bwd);
-  unit.fwd_bytes_touched = fwd + fp8_cast_bytes(d, unit.fwd_gemms, false);
-  unit.bwd_bytes_touched = bwd + fp8_cast_bytes(d, unit.bwd_gemms, true);
+  const Fp8CastBytes casts = unit_fp8_cast_bytes(d, unit);
+  unit.fwd_bytes_touched = fwd + casts.fwd;
+  unit.bwd_bytes_touched = bwd + casts.bwd;
   unit.fwd_class_bytes = fwd_class;
   unit.bwd_class_bytes = bwd_class;
 }
@@ -419,8 +412,9 @@ void add_output_memory(const UnitDims& d, UnitCost& unit) {
   const int64_t saved = d.sp_tokens * (2 * h * a + norm_stat_bytes(m)) + t * (kIndexBytes + 1) + loss.saved_bytes;
   unit.saved_activation_bytes = {saved, saved, saved, saved};
   const NormBytes norm = norm_bytes(d);  // the final norm
-  unit.fwd_bytes_touched = norm.fwd + loss.fwd_bytes_touched + fp8_cast_bytes(d, unit.fwd_gemms, false);
-  unit.bwd_bytes_touched = norm.bwd + loss.bwd_bytes_touched + fp8_cast_bytes(d, unit.bwd_gemms, true);
+  const Fp8CastBytes casts = unit_fp8_cast_bytes(d, unit);
+  unit.fwd_bytes_touched = norm.fwd + loss.fwd_bytes_touched + casts.fwd;
+  unit.bwd_bytes_touched = norm.bwd + loss.bwd_bytes_touched + casts.bwd;
   unit.fwd_class_bytes = norm.fwd_class;
   unit.fwd_class_bytes += loss.fwd_class_bytes;
   unit.bwd_class_bytes = norm.bwd_class;

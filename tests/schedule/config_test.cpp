@@ -187,6 +187,34 @@ TEST(Layout, Fsdp2UnderPipelineReducesOnTheLastMicroBatch) {
   EXPECT_HAS(m, "set_requires_gradient_sync(False)");
 }
 
+// Which library casts FP8 operands follows fp8_library, and auto picks torchao only for torchao's own recipes; a
+// recipe the library does not have, or torchao under Megatron-FSDP, is refused at the key that was set.
+TEST(Layout, Fp8LibraryPicksTheCastKernels) {
+  const auto casts_of = [](const std::string& yaml) {
+    FsdpConfig c = parse_config_yaml("implementation: fsdp2\nfp8_compute: true\n" + yaml, "j.yaml");
+    return resolve_layout(model_preset("llama3-8b"), c, 8).shape.fp8_casts;
+  };
+  EXPECT_EQ(casts_of(""), Fp8Casts::transformer_engine);
+  EXPECT_EQ(casts_of("fp8_recipe: tensorwise\n"), Fp8Casts::transformer_engine);
+  EXPECT_EQ(casts_of("fp8_library: torchao\n"), Fp8Casts::torchao_tensorwise);
+  EXPECT_EQ(casts_of("fp8_recipe: rowwise\n"), Fp8Casts::torchao_rowwise);
+  EXPECT_EQ(casts_of("fp8_recipe: rowwise_with_gw_hp\n"), Fp8Casts::torchao_rowwise_with_gw_hp);
+  EXPECT_EQ(casts_of("fp8_recipe: mxfp8\nfp8_library: torchao\n"), Fp8Casts::torchao_mxfp8);
+  const auto refused = [](const std::string& yaml) {
+    return error_of([&] {
+      FsdpConfig c = parse_config_yaml(yaml, "j.yaml");
+      (void)resolve_layout(model_preset("llama3-8b"), c, 8);
+    });
+  };
+  EXPECT_HAS(refused("implementation: fsdp2\nfp8_recipe: rowwise\nfp8_library: transformer_engine\n"),
+             "j.yaml:2:13: 'fp8_recipe': rowwise is torchao's float8 recipe");
+  EXPECT_HAS(refused("implementation: fsdp2\nfp8_recipe: delayed\nfp8_library: torchao\n"),
+             "'fp8_recipe': delayed is a Transformer Engine recipe");
+  EXPECT_HAS(refused("fp8_recipe: rowwise_with_gw_hp\n"),
+             "j.yaml:1:13: 'fp8_recipe': Megatron-FSDP trains FP8 through Transformer Engine");
+  EXPECT_HAS(refused("fp8_library: torchao\n"), "j.yaml:1:14: 'fp8_library': Megatron-FSDP trains FP8");
+}
+
 TEST(Layout, ErrorsNameTheKeyWhereItWasSet) {
   const ModelSpec llama70 = model_preset("llama3-70b");
   std::string m = error_of([&] {

@@ -38,6 +38,27 @@ TEST(IrYaml, BuiltSchedulesRoundTripExactly) {
   }
 }
 
+// A rowwise FP8 schedule carries its GEMM scaling (the simulator times its GEMMs by it) through the YAML; the key is
+// written only when it is not tensorwise, and an unknown scaling is refused.
+TEST(IrYaml, Fp8GemmScalingRoundTrips) {
+  FsdpConfig config;
+  apply_override(config, "implementation=fsdp2");
+  apply_override(config, "fp8_compute=true");
+  apply_override(config, "fp8_recipe=rowwise_with_gw_hp");
+  const Schedule s = build_schedule(model_preset("llama3-8b"), config, 8);
+  EXPECT_EQ(s.info.fp8_gemm_scaling, Fp8GemmScaling::rowwise_with_gw_hp);
+  const std::string text = schedule_to_yaml(s);
+  EXPECT_NE(text.find("fp8_gemm_scaling: rowwise_with_gw_hp"), std::string::npos);
+  EXPECT_EQ(schedule_from_yaml(text, "s.yaml"), s);
+  std::string bad = text;
+  bad.replace(bad.find("rowwise_with_gw_hp"), 18, "columnwise");
+  EXPECT_NE(error_of(bad).find("'info.fp8_gemm_scaling': unknown value 'columnwise'"), std::string::npos)
+      << error_of(bad);
+  apply_override(config, "fp8_recipe=tensorwise");
+  EXPECT_EQ(schedule_to_yaml(build_schedule(model_preset("llama3-8b"), config, 8)).find("fp8_gemm_scaling"),
+            std::string::npos);
+}
+
 TEST(IrYaml, KernelClassBytesRoundTripAndMustBeAPartOfTheOpsBytes) {
   // An eager FSDP2 schedule: its layers carry unvectorized and reduction bytes, which the YAML keeps.
   FsdpConfig config;

@@ -262,6 +262,47 @@ TEST(ModelUnits, Fp8AddsCasts) {
   EXPECT_EQ(l.bwd_bytes_touched, int64_t{12} * 67'108'864 + 167'772'160 + 1'174'405'120 + 1'056'964'608);
 }
 
+// torchao's float8 linears (FSDP2) cast around each of the layer's four linears; per element of the inputs X, the
+// weights W and the output gradients dY of Llama-3-8B's layer at 8,192 tokens:
+//   X  = 8192 · (4096 + 4096 + 4096 + 14336)            = 218,103,808
+//   W  = 4096 · 6144 + 4096 · 4096 + 4096 · 28672 + 14336 · 4096 = 218,103,808
+//   dY = 8192 · (6144 + 4096 + 28672 + 4096)            = 352,321,536
+// and the byte counts of torchao's roofline model (schedule/model/fp8_casts.h), compiled (first reads fused):
+TEST(ModelUnits, TorchaoFp8RecipesCastByTheirKernels) {
+  RankShape s = shape_8k();
+  s.compute_dtype = DType::fp8;
+  const ModelSpec m = model_preset("llama3-8b");
+  const int64_t x = 218'103'808, w = 218'103'808, dy = 352'321'536;
+  const auto casts_of = [&](Fp8Casts casts, bool fused, bool gathered) {
+    RankShape r = s;
+    r.fp8_casts = casts;
+    r.fused_elementwise = fused;
+    r.fp8_gathered_weights = gathered;
+    const UnitCost u = derive_units(m, r)[1];
+    // The rest of the layer's memory-bound bytes depend on fused_elementwise; compare against the same setting.
+    RankShape bf16 = r;
+    bf16.compute_dtype = DType::bf16;
+    const UnitCost plain = derive_units(m, bf16)[1];
+    return std::pair{u.fwd_bytes_touched - plain.fwd_bytes_touched, u.bwd_bytes_touched - plain.bwd_bytes_touched};
+  };
+  // Transformer Engine's, as ModelUnits.Fp8AddsCasts derives: one cast of X and of dY (2 + 1).
+  EXPECT_EQ(casts_of(Fp8Casts::transformer_engine, true, false), std::pair(3 * x, 3 * dy));
+  // tensorwise: X and dY an amax (fused away) and one cast writing both layouts (2 + 1 + 1); W an amax (2), a
+  // forward cast (3) and a backward cast (3).
+  EXPECT_EQ(casts_of(Fp8Casts::torchao_tensorwise, true, false), std::pair(4 * x + 5 * w, 4 * dy + 3 * w));
+  // With FSDP's float8 all-gather the weight arrives in FP8: backward transposes it (1 + 1).
+  EXPECT_EQ(casts_of(Fp8Casts::torchao_tensorwise, true, true), std::pair(4 * x, 4 * dy + 2 * w));
+  // rowwise: X a dim-0 cast writing a BF16 transpose (1 + 2, first read fused) in forward and a dim-1 cast (3) in
+  // backward; dY both in backward (3 + 3); W a dim-0 cast (3), a BF16 transpose (4) and a dim-1 cast (3).
+  EXPECT_EQ(casts_of(Fp8Casts::torchao_rowwise, true, false), std::pair(3 * x + 3 * w, 3 * x + 6 * dy + 7 * w));
+  // Eager: the first reads of X and dY are the casts' own (+2 each).
+  EXPECT_EQ(casts_of(Fp8Casts::torchao_rowwise, false, false), std::pair(5 * x + 3 * w, 3 * x + 8 * dy + 7 * w));
+  // rowwise_with_gw_hp: X and dY one dim-0 cast each (1), W a forward and a backward cast (3 + 3).
+  EXPECT_EQ(casts_of(Fp8Casts::torchao_rowwise_with_gw_hp, true, false), std::pair(x + 3 * w, dy + 3 * w));
+  // mxfp8: each tensor cast along both axes (3 + 3; X's and dY's first read fused).
+  EXPECT_EQ(casts_of(Fp8Casts::torchao_mxfp8, true, false), std::pair(x + 3 * w, 3 * x + 4 * dy + 3 * w));
+}
+
 TEST(ModelUnits, DivisibilityErrorsNameKeyAndValidValues) {
   RankShape s = shape_8k();
   s.tp = 3;

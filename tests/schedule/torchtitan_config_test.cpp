@@ -267,14 +267,20 @@ TEST(TorchtitanConfig, OlderTorchtitanNames) {
   EXPECT_TRUE(in.config.fused_elementwise);
   EXPECT_EQ(in.config.loss_implementation, LossImpl::compiled);
   EXPECT_TRUE(in.config.fp8_compute);
-  EXPECT_EQ(in.config.fp8_recipe, Fp8Recipe::tensorwise);  // rowwise: also a transpose cache after the all-gather
-  EXPECT_EQ(in.config.param_dtype, DType::bf16);           // bf16 all-gather
+  EXPECT_EQ(in.config.fp8_recipe, Fp8Recipe::rowwise);
+  EXPECT_EQ(in.config.fp8_library, Fp8Library::torchao);  // torchao's float8 linears cast the operands
+  EXPECT_EQ(in.config.param_dtype, DType::bf16);          // bf16 all-gather
+  // No recipe_name: torchao's default, tensorwise.
+  const Loaded plain = load_text(std::string(kLlama8b) + "converters = [\"float8\"]\n");
+  EXPECT_EQ(plain.config.fp8_recipe, Fp8Recipe::tensorwise);
+  EXPECT_EQ(plain.config.fp8_library, Fp8Library::torchao);
 }
 
 TEST(TorchtitanConfig, MxAndBf16Training) {
   const Loaded mx = load_text(std::string(kLlama8b) + "converters = [\"quantize.linear.mx\"]\n");
   EXPECT_TRUE(mx.config.fp8_compute);
   EXPECT_EQ(mx.config.fp8_recipe, Fp8Recipe::mxfp8);
+  EXPECT_EQ(mx.config.fp8_library, Fp8Library::torchao);
   // training.dtype = "bfloat16": parameters, gradients and optimizer state all bf16, no fp32 copy.
   const Loaded bf16 = load_text(std::string(kLlama8b) + "[training]\ndtype = \"bfloat16\"\n");
   EXPECT_EQ(bf16.config.main_params_dtype, "auto");

@@ -164,3 +164,60 @@ TEST(ComputeModel, AMeasuredAttentionTableTimesTheAttentionCoreByItsCall) {
 
 }  // namespace
 }  // namespace fsdpsim
+
+namespace fsdpsim {
+namespace {
+
+// torchao's rowwise recipe scales each operand per row: its GEMMs run at the profile's measured fraction of the
+// per-tensor FP8 rate (H100: 0.918), and rowwise_with_gw_hp keeps the weight gradient in BF16.
+TEST(ComputeModel, RowwiseFp8GemmsRunAtTheProfilesFractionOfThePerTensorRate) {
+  const GpuProfile g = h100();
+  ASSERT_DOUBLE_EQ(g.fp8_rowwise_gemm_rate_fraction, 0.918);
+  const TimeNs overhead = g.kernel_overhead_ns;
+  const Gemm qkv{"qkv", 8192, 6144, 4096, 1, false};
+  const auto tensorwise = static_cast<double>(gemm_time_ns(qkv, g, DType::fp8) - overhead);
+  const auto rowwise =
+      static_cast<double>(gemm_time_ns(qkv, g, DType::fp8, AttentionKernel::flash, Fp8GemmScaling::rowwise) - overhead);
+  EXPECT_NEAR(rowwise, tensorwise / 0.918, 1.0);
+  const Gemm wgrad{"qkv.wgrad", 6144, 4096, 8192, 1, false};
+  const Gemm dgrad{"qkv.dgrad", 8192, 4096, 6144, 1, false};
+  const auto gw_hp = Fp8GemmScaling::rowwise_with_gw_hp;
+  EXPECT_EQ(gemm_time_ns(wgrad, g, DType::fp8, AttentionKernel::flash, gw_hp), gemm_time_ns(wgrad, g, DType::bf16));
+  EXPECT_EQ(gemm_time_ns(dgrad, g, DType::fp8, AttentionKernel::flash, gw_hp),
+            gemm_time_ns(dgrad, g, DType::fp8, AttentionKernel::flash, Fp8GemmScaling::rowwise));
+  // BF16 training ignores the FP8 scaling, and attention stays BF16.
+  EXPECT_EQ(gemm_time_ns(qkv, g, DType::bf16, AttentionKernel::flash, Fp8GemmScaling::rowwise),
+            gemm_time_ns(qkv, g, DType::bf16));
+  const Gemm scores{"attn_scores", 4096, 8193, 128, 32, true};
+  EXPECT_EQ(gemm_time_ns(scores, g, DType::fp8, AttentionKernel::flash, Fp8GemmScaling::rowwise),
+            gemm_time_ns(scores, g, DType::bf16));
+}
+
+// A measured table's own rowwise rows time rowwise GEMMs; a table without them scales its per-tensor rows by the
+// profile's fraction.
+TEST(ComputeModel, AMeasuredTableTimesRowwiseGemmsByItsRowwiseRows) {
+  GpuProfile g = h100();
+  g.gemm_table = std::make_shared<const GemmTable>(
+      parse_gemm_table_csv("role,dtype,m,n,k,time_us\nforward,fp8,4096,4096,4096,100\n"
+                           "forward,fp8_rowwise,4096,4096,4096,110\nwgrad,fp8_rowwise,4096,4096,4096,130\n",
+                           "t.csv"));
+  const auto rowwise = Fp8GemmScaling::rowwise;
+  const TimeNs overhead = g.kernel_overhead_ns;
+  EXPECT_EQ(gemm_time_ns(Gemm{"qkv", 4096, 4096, 4096, 1, false}, g, DType::fp8), 100'000 + overhead);
+  EXPECT_EQ(gemm_time_ns(Gemm{"qkv", 4096, 4096, 4096, 1, false}, g, DType::fp8, AttentionKernel::flash, rowwise),
+            110'000 + overhead);
+  EXPECT_EQ(gemm_time_ns(Gemm{"qkv.wgrad", 4096, 4096, 4096, 1, false}, g, DType::fp8, AttentionKernel::flash, rowwise),
+            130'000 + overhead);
+  // No dgrad rows: the forward grid, as for per-tensor FP8 (Hopper runs FP8 GEMMs in one layout).
+  EXPECT_EQ(gemm_time_ns(Gemm{"qkv.dgrad", 4096, 4096, 4096, 1, false}, g, DType::fp8, AttentionKernel::flash, rowwise),
+            110'000 + overhead);
+  g.gemm_table = std::make_shared<const GemmTable>(
+      parse_gemm_table_csv("role,dtype,m,n,k,time_us\nforward,fp8,4096,4096,4096,91.8\n", "t.csv"));
+  EXPECT_NEAR(static_cast<double>(gemm_time_ns(Gemm{"qkv", 4096, 4096, 4096, 1, false}, g, DType::fp8,
+                                               AttentionKernel::flash, rowwise) -
+                                  overhead),
+              100'000.0, 1.0);
+}
+
+}  // namespace
+}  // namespace fsdpsim

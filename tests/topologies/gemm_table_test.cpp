@@ -36,21 +36,26 @@ TEST(GemmTable, InterpolatesTheRateInLogShapeAndClampsAtTheEdges) {
   const GemmTable t = parse_gemm_table_csv(grid_csv(), "g.csv");
   // m = 2048 is half way between 1024 and 4096 in log m: the rate is the geometric mean, √(100 · 400) = 200 TFLOP/s,
   // so 2 · 2048 · 4096 · 4096 / 200e12 = 343.6 µs.
-  EXPECT_NEAR(*t.time_s(GemmRole::forward, false, 2048, 4096, 4096), 2.0 * 2048 * 4096 * 4096 / 200e12, 1e-12);
+  EXPECT_NEAR(*t.time_s(GemmRole::forward, GemmPrecision::bf16, 2048, 4096, 4096), 2.0 * 2048 * 4096 * 4096 / 200e12,
+              1e-12);
   // On a grid point the measurement itself; beyond the largest m its rate (400 TFLOP/s), below the smallest its own.
-  EXPECT_NEAR(*t.time_s(GemmRole::forward, false, 4096, 1024, 1024), 2.0 * 4096 * 1024 * 1024 / 400e12, 1e-15);
-  EXPECT_NEAR(*t.time_s(GemmRole::forward, false, 16384, 4096, 4096), 2.0 * 16384 * 4096 * 4096 / 400e12, 1e-12);
-  EXPECT_NEAR(*t.time_s(GemmRole::forward, false, 256, 4096, 4096), 2.0 * 256 * 4096 * 4096 / 100e12, 1e-12);
+  EXPECT_NEAR(*t.time_s(GemmRole::forward, GemmPrecision::bf16, 4096, 1024, 1024), 2.0 * 4096 * 1024 * 1024 / 400e12,
+              1e-15);
+  EXPECT_NEAR(*t.time_s(GemmRole::forward, GemmPrecision::bf16, 16384, 4096, 4096), 2.0 * 16384 * 4096 * 4096 / 400e12,
+              1e-12);
+  EXPECT_NEAR(*t.time_s(GemmRole::forward, GemmPrecision::bf16, 256, 4096, 4096), 2.0 * 256 * 4096 * 4096 / 100e12,
+              1e-12);
   // No grid for the role or dtype: nothing (the compute model falls back to its efficiency model).
-  EXPECT_FALSE(t.time_s(GemmRole::wgrad, false, 1024, 1024, 1024).has_value());
-  EXPECT_FALSE(t.time_s(GemmRole::forward, true, 1024, 1024, 1024).has_value());
+  EXPECT_FALSE(t.time_s(GemmRole::wgrad, GemmPrecision::bf16, 1024, 1024, 1024).has_value());
+  EXPECT_FALSE(t.time_s(GemmRole::forward, GemmPrecision::fp8, 1024, 1024, 1024).has_value());
 }
 
 TEST(GemmTable, Fp8InputGradientsUseTheForwardGrid) {
   std::string csv = grid_csv();
   for (size_t at = csv.find("bf16"); at != std::string::npos; at = csv.find("bf16", at)) csv.replace(at, 4, "fp8");
   const GemmTable t = parse_gemm_table_csv(csv, "g.csv");
-  EXPECT_EQ(t.time_s(GemmRole::dgrad, true, 2048, 4096, 4096), t.time_s(GemmRole::forward, true, 2048, 4096, 4096));
+  EXPECT_EQ(t.time_s(GemmRole::dgrad, GemmPrecision::fp8, 2048, 4096, 4096),
+            t.time_s(GemmRole::forward, GemmPrecision::fp8, 2048, 4096, 4096));
 }
 
 TEST(GemmTable, RolesComeFromTheGemmNames) {
@@ -83,10 +88,39 @@ TEST(GemmTable, MalformedTablesNameTheFileTheLineAndTheField) {
 TEST(GemmTable, TheShippedH100TableGivesBackItsMeasurements) {
   const GemmTable t =
       load_gemm_table(std::string(FSDPSIM_SOURCE_DIR) + "/bench/results/2026-11-26-h100-kernels/gemm.csv");
-  EXPECT_NEAR(*t.time_s(GemmRole::forward, false, 4096, 4096, 4096), 177.504e-6, 1e-12);
-  EXPECT_NEAR(*t.time_s(GemmRole::wgrad, false, 14336, 4096, 4096), 765.216e-6, 1e-12);
-  ASSERT_TRUE(t.time_s(GemmRole::forward, true, 4096, 4096, 4096).has_value());
-  EXPECT_LT(*t.time_s(GemmRole::forward, true, 4096, 4096, 4096), 177.504e-6);  // FP8 runs faster
+  EXPECT_NEAR(*t.time_s(GemmRole::forward, GemmPrecision::bf16, 4096, 4096, 4096), 177.504e-6, 1e-12);
+  EXPECT_NEAR(*t.time_s(GemmRole::wgrad, GemmPrecision::bf16, 14336, 4096, 4096), 765.216e-6, 1e-12);
+  ASSERT_TRUE(t.time_s(GemmRole::forward, GemmPrecision::fp8, 4096, 4096, 4096).has_value());
+  EXPECT_LT(*t.time_s(GemmRole::forward, GemmPrecision::fp8, 4096, 4096, 4096), 177.504e-6);  // FP8 runs faster
+}
+
+// The H100's rowwise rows (2026-11-27) join its BF16 and per-tensor FP8 table (2026-11-26) as one table: forward
+// rowwise 4096³ took 113.088 µs, an input gradient of a 14336-wide layer over 8192 tokens 764.576 µs.
+TEST(GemmTable, TwoFilesJoinIntoOneTable) {
+  const std::string results = std::string(FSDPSIM_SOURCE_DIR) + "/bench/results/";
+  const GemmTable t = load_gemm_tables(
+      {results + "2026-11-26-h100-kernels/gemm.csv", results + "2026-11-27-kernels/h100-gemm-fp8-rowwise.csv"});
+  EXPECT_NEAR(*t.time_s(GemmRole::forward, GemmPrecision::bf16, 4096, 4096, 4096), 177.504e-6, 1e-12);
+  EXPECT_NEAR(*t.time_s(GemmRole::forward, GemmPrecision::fp8_rowwise, 4096, 4096, 4096), 113.088e-6, 1e-12);
+  EXPECT_NEAR(*t.time_s(GemmRole::dgrad, GemmPrecision::fp8_rowwise, 8192, 4096, 14336), 764.576e-6, 1e-12);
+  EXPECT_LT(*t.time_s(GemmRole::forward, GemmPrecision::fp8, 4096, 4096, 4096), 113.088e-6);  // per-tensor is faster
+  // A role and dtype in two files is refused, naming both.
+  EXPECT_HAS(error_of([&] {
+               (void)load_gemm_tables({results + "2026-11-27-kernels/h100-gemm-fp8-rowwise.csv",
+                                       results + "2026-11-27-kernels/h200-gemm.csv"});
+             }),
+             "'rows': holds forward fp8_rowwise rows, and so does " + results +
+                 "2026-11-27-kernels/h100-gemm-fp8-rowwise.csv");
+}
+
+// The H200 table of 2026-11-27 holds all three dtypes: forward bf16 4096³ 180.736 µs, rowwise 104.528 µs.
+TEST(GemmTable, TheShippedH200TableGivesBackItsMeasurements) {
+  const GemmTable t =
+      load_gemm_table(std::string(FSDPSIM_SOURCE_DIR) + "/bench/results/2026-11-27-kernels/h200-gemm.csv");
+  EXPECT_NEAR(*t.time_s(GemmRole::forward, GemmPrecision::bf16, 4096, 4096, 4096), 180.736e-6, 1e-12);
+  EXPECT_NEAR(*t.time_s(GemmRole::wgrad, GemmPrecision::bf16, 14336, 4096, 4096), 683.776e-6, 1e-12);
+  EXPECT_NEAR(*t.time_s(GemmRole::forward, GemmPrecision::fp8_rowwise, 4096, 4096, 4096), 104.528e-6, 1e-12);
+  EXPECT_TRUE(t.time_s(GemmRole::wgrad, GemmPrecision::fp8, 4096, 4096, 4096).has_value());
 }
 
 }  // namespace
