@@ -101,9 +101,9 @@ TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype, Attent
                        static_cast<double>(gemm.batch);
   if (flops <= 0) return 0;
   const GemmRole role = gemm_role_of(gemm.name);
-  // Fused attention runs in BF16 even in FP8 training (Transformer Engine's default DPA); so does the weight
-  // gradient under rowwise_with_gw_hp.
-  const bool bf16 = gemm.attention || dtype != DType::fp8 ||
+  // Fused attention runs in BF16 even in FP8 training (Transformer Engine's default DPA); so do a linear the recipe
+  // leaves out (the output layer) and the weight gradient under rowwise_with_gw_hp.
+  const bool bf16 = gemm.attention || gemm.bf16_in_fp8 || dtype != DType::fp8 ||
                     (scaling == Fp8GemmScaling::rowwise_with_gw_hp && role == GemmRole::wgrad);
   const DType effective = bf16 ? DType::bf16 : DType::fp8;
   const bool rowwise = !bf16 && scaling != Fp8GemmScaling::tensorwise;

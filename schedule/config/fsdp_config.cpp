@@ -223,6 +223,8 @@ const std::vector<KeyDef>& key_table() {
       enum_key("fp8_library", &FsdpConfig::fp8_library, kFp8Libraries,
                "whose kernels cast GEMM operands to FP8: transformer_engine or torchao (torchtitan's float8); auto: "
                "torchao for rowwise recipes"),
+      bool_key("fp8_output_layer", &FsdpConfig::fp8_output_layer,
+               "FP8 GEMMs for the output layer too; false: BF16 (Megatron's output layer, torchtitan's filter_fqns)"),
       count_key("suggested_communication_unit_size", &FsdpConfig::suggested_communication_unit_size, 0,
                 limits::kMaxParameters,
                 "communication budget in elements (sets prefetch depth and the reduce-scatter queue); 0: default"),

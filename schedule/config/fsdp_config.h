@@ -137,6 +137,10 @@ struct FsdpConfig {
   bool use_precision_aware_optimizer = false;  ///< Megatron: decoupled grads, no FP32 copy of the grad shard
   Fp8Recipe fp8_recipe = Fp8Recipe::auto_recipe;
   Fp8Library fp8_library = Fp8Library::auto_library;
+  /// The output layer's GEMMs run in FP8 too. false: BF16, as Megatron runs it (its output_layer is Megatron's own
+  /// ColumnParallelLinear, not a Transformer Engine module) and torchtitan's float8 did (a filter on "output", then
+  /// filter_fqns = ["output"] in its TOMLs).
+  bool fp8_output_layer = false;
   int64_t suggested_communication_unit_size = 0;  ///< elements; 0: Megatron's default rule
   BudgetRule communication_budget_rule = BudgetRule::floor;
   Recompute recompute_granularity = Recompute::none;

@@ -867,6 +867,17 @@ bool any_of_names(const std::vector<std::string>& given, const std::vector<std::
 
 // Float8 linears: torchao's recipe by its own name (tensorwise when none is given, torchao's default) and torchao's
 // cast kernels; FSDP float8 all-gather makes the gathered weights fp8 (param_dtype fp8, fidelity suite).
+// torchao skips the modules filter_fqns names; the output layer runs in FP8 when a filter_fqns is given without it.
+// Without one, fsdpsim's default holds (the output layer in BF16): torchtitan's float8 filtered "output" in code until
+// filter_fqns replaced that filter, and its float8 TOMLs name "output" there since.
+void apply_output_filter(const Toml& t, FsdpConfig& c, const std::string& table) {
+  const std::string path = table + ".filter_fqns";
+  const std::optional<std::vector<std::string>> filtered = t.strings(path);
+  if (!filtered) return;
+  const bool output_converted = std::find(filtered->begin(), filtered->end(), "output") == filtered->end();
+  set_key(c, t, "fp8_output_layer", output_converted ? "true" : "false", path);
+}
+
 void apply_float8(const Toml& t, FsdpConfig& c, const std::string& converters_path) {
   const std::string table = first_present(t, {"quantize.linear.float8", "quantize.dense.float8", "float8"});
   set_key(c, t, "fp8_compute", "true", converters_path);
@@ -879,6 +890,7 @@ void apply_float8(const Toml& t, FsdpConfig& c, const std::string& converters_pa
       first_present(t, {table + ".enable_fsdp_float8_all_gather", "training.enable_fsdp_float8_all_gather",
                         "training.enable_fsdp_fp8_all_gather"});
   if (t.boolean(all_gather).value_or(false)) set_key(c, t, "param_dtype", "fp8", all_gather);
+  apply_output_filter(t, c, table);
 }
 
 void apply_quantization(const Toml& t, FsdpConfig& c) {
@@ -904,6 +916,7 @@ void apply_quantization(const Toml& t, FsdpConfig& c) {
     set_key(c, t, "fp8_compute", "true", path);
     set_key(c, t, "fp8_recipe", "mxfp8", path);
     set_key(c, t, "fp8_library", "torchao", path);
+    apply_output_filter(t, c, first_present(t, {"quantize.linear.mx", "quantize.dense.mx", "mx"}));
   }
   // Grouped-GEMM converters alone quantize the routed experts only; fsdpsim's FP8 is all GEMMs or none, so they
   // leave the GEMMs in bf16 here (see docs/torchtitan_config.md).

@@ -110,6 +110,9 @@ struct Gemm {
   int64_t k = 0;
   int64_t batch = 1;
   bool attention = false;  ///< part of the attention core (fused attention kernels run at their own efficiency)
+  /// Runs in BF16 in an FP8 schedule too: a linear the FP8 recipe leaves out (the output layer, which Megatron builds
+  /// as its own ColumnParallelLinear rather than a Transformer Engine module, and torchao's filter_fqns skips).
+  bool bf16_in_fp8 = false;
   bool operator==(const Gemm&) const = default;
 };
 

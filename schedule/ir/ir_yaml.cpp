@@ -55,6 +55,7 @@ void emit_gemm(YAML::Emitter& out, const Gemm& g) {
       << g.m << YAML::Key << "n" << YAML::Value << g.n << YAML::Key << "k" << YAML::Value << g.k;
   if (g.batch != 1) out << YAML::Key << "batch" << YAML::Value << g.batch;
   if (g.attention) out << YAML::Key << "attention" << YAML::Value << true;
+  if (g.bf16_in_fp8) out << YAML::Key << "bf16_in_fp8" << YAML::Value << true;
   out << YAML::EndMap;
 }
 
@@ -166,6 +167,7 @@ Gemm read_gemm(YamlMap map) {
   g.k = map.get("k").as_int(0, kMaxGemmDim);
   g.batch = map.int_or("batch", 1, 0, kMaxGemmDim);
   g.attention = map.bool_or("attention", false);
+  g.bf16_in_fp8 = map.bool_or("bf16_in_fp8", false);
   map.finish();
   return g;
 }

@@ -72,15 +72,17 @@ Fp8CastBytes fp8_cast_bytes(Fp8Casts casts, const std::vector<Gemm>& forward_gem
   Fp8CastBytes total;
   if (casts == Fp8Casts::transformer_engine) {
     for (const Gemm& g : forward_gemms) {
-      if (!g.attention) total.fwd += g.m * g.k * g.batch * (activation_bytes + kFp8);  // the input X[m, k]
+      if (!g.attention && !g.bf16_in_fp8) total.fwd += g.m * g.k * g.batch * (activation_bytes + kFp8);  // input X
     }
     for (const Gemm& g : backward_gemms) {
-      if (!g.attention && ends_with(g.name, ".dgrad", 6)) total.bwd += g.m * g.k * g.batch * (activation_bytes + kFp8);
+      if (!g.attention && !g.bf16_in_fp8 && ends_with(g.name, ".dgrad", 6)) {
+        total.bwd += g.m * g.k * g.batch * (activation_bytes + kFp8);
+      }
     }
     return total;
   }
   for (const Gemm& g : forward_gemms) {
-    if (g.attention) continue;
+    if (g.attention || g.bf16_in_fp8) continue;
     // A linear layer's forward GEMM: m tokens, n output features, k input features (schedule/model/model_units.h).
     const Fp8CastBytes one = torchao_cast_bytes(casts, g.m * g.k * g.batch, g.n * g.k * g.batch, g.m * g.n * g.batch,
                                                 fused_with_producer, fp8_gathered_weight);

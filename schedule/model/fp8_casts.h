@@ -46,10 +46,10 @@ struct Fp8CastBytes {
 Fp8CastBytes torchao_cast_bytes(Fp8Casts casts, int64_t input_elems, int64_t weight_elems, int64_t grad_output_elems,
                                 bool fused_with_producer, bool fp8_gathered_weight);
 
-/// The cast bytes of a unit's linear layers (attention products excluded). Under `transformer_engine`,
-/// `activation_bytes` per element are read and 1 written for the input of each forward GEMM and the output gradient
-/// of each input-gradient (".dgrad") GEMM of `backward_gemms`; under torchao's recipes, torchao_cast_bytes of the
-/// layer of each forward GEMM (a batch of routed experts counts each expert's layer).
+/// The cast bytes of a unit's FP8 linear layers (attention products and Gemm::bf16_in_fp8 ones excluded). Under
+/// `transformer_engine`, `activation_bytes` per element are read and 1 written for the input of each forward GEMM and
+/// the output gradient of each input-gradient (".dgrad") GEMM of `backward_gemms`; under torchao's recipes,
+/// torchao_cast_bytes of the layer of each forward GEMM (a batch of routed experts counts each expert's layer).
 Fp8CastBytes fp8_cast_bytes(Fp8Casts casts, const std::vector<Gemm>& forward_gemms,
                             const std::vector<Gemm>& backward_gemms, int64_t activation_bytes, bool fused_with_producer,
                             bool fp8_gathered_weight);

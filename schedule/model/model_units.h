@@ -64,6 +64,8 @@ struct RankShape {
   Fp8Casts fp8_casts = Fp8Casts::transformer_engine;
   /// FSDP all-gathers the weights in FP8 (param_dtype fp8): a layer's weight arrives cast.
   bool fp8_gathered_weights = false;
+  /// Under FP8 compute the output layer's GEMMs run in FP8 too; false: BF16 (Gemm::bf16_in_fp8).
+  bool fp8_output_layer = false;
 };
 
 /// Where a unit sits in the model.

@@ -111,7 +111,13 @@ void add_layer_gemms(const UnitDims& d, bool moe, UnitCost& unit) {
 void add_output_gemms(const UnitDims& d, UnitCost& unit) {
   // Vocab-parallel logits on the all-gathered T tokens (Megatron's output_layer, a ColumnParallelLinear); with tied
   // embeddings the weight is the embedding's.
-  assemble({linear("output", d.tokens, d.vocab_rank, d.model->hidden_size)}, unit);
+  GemmBlock output = linear("output", d.tokens, d.vocab_rank, d.model->hidden_size);
+  if (d.shape.compute_dtype == DType::fp8 && !d.shape.fp8_output_layer) {  // marked only where it changes a dtype
+    for (auto* gemms : {&output.fwd, &output.bwd}) {
+      for (Gemm& g : *gemms) g.bf16_in_fp8 = true;
+    }
+  }
+  assemble({output}, unit);
   if (d.shape.loss == LossImpl::cut_cross_entropy) {
     // Cut Cross-Entropy keeps no logits: its backward recomputes them block by block (schedule/model/loss.cpp).
     Gemm recompute = unit.fwd_gemms.front();

@@ -49,6 +49,7 @@ TEST(IrYaml, Fp8GemmScalingRoundTrips) {
   EXPECT_EQ(s.info.fp8_gemm_scaling, Fp8GemmScaling::rowwise_with_gw_hp);
   const std::string text = schedule_to_yaml(s);
   EXPECT_NE(text.find("fp8_gemm_scaling: rowwise_with_gw_hp"), std::string::npos);
+  EXPECT_NE(text.find("{name: output, m: 4096, n: 128256, k: 4096, bf16_in_fp8: true}"), std::string::npos);
   EXPECT_EQ(schedule_from_yaml(text, "s.yaml"), s);
   std::string bad = text;
   bad.replace(bad.find("rowwise_with_gw_hp"), 18, "columnwise");

@@ -303,6 +303,24 @@ TEST(ModelUnits, TorchaoFp8RecipesCastByTheirKernels) {
   EXPECT_EQ(casts_of(Fp8Casts::torchao_mxfp8, true, false), std::pair(x + 3 * w, 3 * x + 4 * dy + 3 * w));
 }
 
+// The output layer stays BF16 in FP8 training unless fp8_output_layer: its three GEMMs say so, and no cast is
+// counted for them. Llama-3-8B at 8,192 tokens: Transformer Engine would cast its input X[8192, 4096] and output
+// gradient dY[8192, 128256] (3 bytes per element each).
+TEST(ModelUnits, TheOutputLayerStaysBf16UnlessAsked) {
+  RankShape s = shape_8k();
+  s.compute_dtype = DType::fp8;
+  const ModelSpec m = model_preset("llama3-8b");
+  const UnitCost bf16_output = derive_units(m, s).back();
+  ASSERT_EQ(bf16_output.name, "output");
+  for (const Gemm& g : bf16_output.fwd_gemms) EXPECT_TRUE(g.bf16_in_fp8) << g.name;
+  for (const Gemm& g : bf16_output.bwd_gemms) EXPECT_TRUE(g.bf16_in_fp8) << g.name;
+  s.fp8_output_layer = true;
+  const UnitCost fp8_output = derive_units(m, s).back();
+  for (const Gemm& g : fp8_output.fwd_gemms) EXPECT_FALSE(g.bf16_in_fp8) << g.name;
+  EXPECT_EQ(fp8_output.fwd_bytes_touched - bf16_output.fwd_bytes_touched, int64_t{3} * 8192 * 4096);
+  EXPECT_EQ(fp8_output.bwd_bytes_touched - bf16_output.bwd_bytes_touched, int64_t{3} * 8192 * 128256);
+}
+
 TEST(ModelUnits, DivisibilityErrorsNameKeyAndValidValues) {
   RankShape s = shape_8k();
   s.tp = 3;

@@ -274,6 +274,11 @@ TEST(TorchtitanConfig, OlderTorchtitanNames) {
   const Loaded plain = load_text(std::string(kLlama8b) + "converters = [\"float8\"]\n");
   EXPECT_EQ(plain.config.fp8_recipe, Fp8Recipe::tensorwise);
   EXPECT_EQ(plain.config.fp8_library, Fp8Library::torchao);
+  EXPECT_FALSE(plain.config.fp8_output_layer);  // no filter_fqns: torchtitan's own filter on "output"
+  // filter_fqns decides whether the output layer is converted.
+  const std::string table = "converters = [\"quantize.linear.float8\"]\n[quantize.linear.float8]\n";
+  EXPECT_FALSE(load_text(std::string(kLlama8b) + table + "filter_fqns = [\"output\"]\n").config.fp8_output_layer);
+  EXPECT_TRUE(load_text(std::string(kLlama8b) + table + "filter_fqns = [\"attention.wk\"]\n").config.fp8_output_layer);
 }
 
 TEST(TorchtitanConfig, MxAndBf16Training) {

@@ -191,6 +191,14 @@ TEST(ComputeModel, RowwiseFp8GemmsRunAtTheProfilesFractionOfThePerTensorRate) {
   const Gemm scores{"attn_scores", 4096, 8193, 128, 32, true};
   EXPECT_EQ(gemm_time_ns(scores, g, DType::fp8, AttentionKernel::flash, Fp8GemmScaling::rowwise),
             gemm_time_ns(scores, g, DType::bf16));
+  // A linear the recipe leaves out (the output layer) runs in BF16 under every scaling.
+  const Gemm output{"output", 8192, 128256, 4096, 1, false, true};
+  for (const auto scaling : {Fp8GemmScaling::tensorwise, Fp8GemmScaling::rowwise}) {
+    EXPECT_EQ(gemm_time_ns(output, g, DType::fp8, AttentionKernel::flash, scaling),
+              gemm_time_ns(output, g, DType::bf16));
+  }
+  EXPECT_LT(gemm_time_ns(Gemm{"output", 8192, 128256, 4096, 1, false}, g, DType::fp8),
+            gemm_time_ns(output, g, DType::fp8));
 }
 
 // A measured table's own rowwise rows time rowwise GEMMs; a table without them scales its per-tensor rows by the
