@@ -59,12 +59,18 @@ std::optional<double> GemmTable::time_s(GemmRole role, GemmPrecision precision, 
 
 namespace {
 
-// (role, precision) → (m, n, k) → rate, with the file each (role, precision) came from.
-struct TablePoints {
-  std::map<std::pair<size_t, size_t>, std::map<std::tuple<int64_t, int64_t, int64_t>, double>> rates;
-  std::map<std::pair<size_t, size_t>, std::string> source_of;
-  std::map<std::pair<size_t, size_t>, int> last_line_of;  ///< the file's last line, where an error points
+// One (role, precision)'s measured rates by (m, n, k), and the file they came from.
+struct MeasuredRates {
+  std::map<std::tuple<int64_t, int64_t, int64_t>, double> by_shape;
+  std::string source;
+  int last_line = 0;  ///< the file's last line, where an error points
 };
+using TablePoints = std::map<std::pair<size_t, size_t>, MeasuredRates>;
+
+// The position of `text` among `names`, or names.size() when it is not one of them.
+size_t index_of(const std::array<const char*, 3>& names, const std::string& text) {
+  return static_cast<size_t>(std::find(names.begin(), names.end(), text) - names.begin());
+}
 
 void read_rows(const std::string& text, const std::string& source, TablePoints& table_points) {
   std::stringstream in(text);
@@ -88,11 +94,12 @@ void read_rows(const std::string& text, const std::string& source, TablePoints& 
            "write one value per column");
     }
     const std::string& role_text = cells[column["role"]];
-    const size_t role = role_text == "forward" ? 0 : role_text == "dgrad" ? 1 : role_text == "wgrad" ? 2 : 3;
-    if (role == 3) fail(source, line_no, "role", "unknown role '" + role_text + "'", "use forward, dgrad or wgrad");
+    const size_t role = index_of(kRoleNames, role_text);
+    if (role == kRoleNames.size())
+      fail(source, line_no, "role", "unknown role '" + role_text + "'", "use forward, dgrad or wgrad");
     const std::string& dtype_text = cells[column["dtype"]];
-    const size_t precision = dtype_text == "bf16" ? 0 : dtype_text == "fp8" ? 1 : dtype_text == "fp8_rowwise" ? 2 : 3;
-    if (precision == 3) {
+    const size_t precision = index_of(kPrecisionNames, dtype_text);
+    if (precision == kPrecisionNames.size()) {
       fail(source, line_no, "dtype", "unknown dtype '" + dtype_text + "'", "use bf16, fp8 or fp8_rowwise");
     }
     const auto size_of = [&](const char* field) {
@@ -111,23 +118,21 @@ void read_rows(const std::string& text, const std::string& source, TablePoints& 
   }
   if (points.empty()) fail(source, line_no, "rows", "the table has no rows", "measure some GEMMs first");
   for (auto& [key, by_shape] : points) {
-    const auto [it, added] = table_points.source_of.try_emplace(key, source);
+    const auto [it, added] = table_points.try_emplace(key, MeasuredRates{std::move(by_shape), source, line_no});
     if (!added) {
       fail(source, line_no, "rows",
            "holds " + std::string(kRoleNames[key.first]) + " " + kPrecisionNames[key.second] + " rows, and so does " +
-               it->second,
+               it->second.source,
            "give each role and dtype's rows in one file only");
     }
-    table_points.rates[key] = std::move(by_shape);
-    table_points.last_line_of[key] = line_no;
   }
 }
 
 GemmTable build_table(const TablePoints& table_points, const std::string& source) {
   GemmTable table;
   table.source = source;
-  for (const auto& [key, by_shape] : table_points.rates) {
-    const std::string& file = table_points.source_of.at(key);
+  for (const auto& [key, measured] : table_points) {
+    const auto& by_shape = measured.by_shape;
     GemmGrid grid;
     for (const auto& [shape, rate] : by_shape) {
       grid.m.push_back(std::get<0>(shape));
@@ -143,7 +148,7 @@ GemmTable build_table(const TablePoints& table_points, const std::string& source
     const double points_in_grid =
         static_cast<double>(grid.m.size()) * static_cast<double>(grid.n.size()) * static_cast<double>(grid.k.size());
     if (points_in_grid != static_cast<double>(by_shape.size())) {
-      fail(file, table_points.last_line_of.at(key), "rows",
+      fail(measured.source, measured.last_line, "rows",
            "the " + std::string(kRoleNames[key.first]) + " " + std::string(kPrecisionNames[key.second]) +
                " rows do not fill a grid (" + std::to_string(by_shape.size()) + " shapes over " +
                std::to_string(grid.m.size()) + " × " + std::to_string(grid.n.size()) + " × " +

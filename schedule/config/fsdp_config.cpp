@@ -410,6 +410,12 @@ std::string_view to_string(PipelineSchedule v) {
   return kPipelineSchedules.name(v);
 }
 
+Fp8Library resolve_fp8_library(Fp8Library library, Fp8Recipe recipe) {
+  if (library != Fp8Library::auto_library) return library;
+  const bool torchao_recipe = recipe == Fp8Recipe::rowwise || recipe == Fp8Recipe::rowwise_with_gw_hp;
+  return torchao_recipe ? Fp8Library::torchao : Fp8Library::transformer_engine;
+}
+
 Fp8Recipe resolve_fp8_recipe(Fp8Recipe recipe, bool blackwell) {
   if (recipe != Fp8Recipe::auto_recipe) return recipe;
   return blackwell ? Fp8Recipe::mxfp8 : Fp8Recipe::tensorwise;

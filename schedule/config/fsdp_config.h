@@ -220,6 +220,10 @@ std::string_view to_string(PipelineSchedule v);
 /// The recipe `auto` stands for on a GPU of this architecture generation (true: Blackwell or later).
 Fp8Recipe resolve_fp8_recipe(Fp8Recipe recipe, bool blackwell);
 
+/// The library `auto` stands for with this recipe: torchao for its own recipes (rowwise, rowwise_with_gw_hp),
+/// Transformer Engine otherwise; an explicit library is returned as given.
+Fp8Library resolve_fp8_library(Fp8Library library, Fp8Recipe recipe);
+
 /// Whether the strategy keeps only a shard of the gradients on each rank (ZeRO-2 and ZeRO-3: optim_grads and
 /// optim_grads_params), so gradients are reduce-scattered rather than all-reduced.
 bool shards_grads(ShardingStrategy strategy);

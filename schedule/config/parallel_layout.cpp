@@ -27,10 +27,7 @@ std::string divisors_of(int64_t n, int64_t limit = 4096) {
 // The library's cast kernels for the recipe (validate() has refused a recipe the library does not have).
 Fp8Casts fp8_casts_of(const FsdpConfig& config) {
   const Fp8Recipe recipe = resolve_fp8_recipe(config.fp8_recipe, false);
-  const bool torchao_recipe = recipe == Fp8Recipe::rowwise || recipe == Fp8Recipe::rowwise_with_gw_hp;
-  const bool torchao =
-      config.fp8_library == Fp8Library::torchao || (config.fp8_library == Fp8Library::auto_library && torchao_recipe);
-  if (!torchao) return Fp8Casts::transformer_engine;
+  if (resolve_fp8_library(config.fp8_library, recipe) != Fp8Library::torchao) return Fp8Casts::transformer_engine;
   switch (recipe) {
     case Fp8Recipe::rowwise:
       return Fp8Casts::torchao_rowwise;
@@ -198,7 +195,7 @@ void check_combinations(const ModelSpec& model, const FsdpConfig& c) {
            "use one of those, or fp8_library: transformer_engine");
   }
   if (c.implementation == Implementation::megatron_fsdp &&
-      (c.fp8_library == Fp8Library::torchao || (c.fp8_library == Fp8Library::auto_library && torchao_recipe))) {
+      resolve_fp8_library(c.fp8_library, c.fp8_recipe) == Fp8Library::torchao) {
     reject(c, torchao_recipe ? "fp8_recipe" : "fp8_library",
            "Megatron-FSDP trains FP8 through Transformer Engine, not torchao's float8 linears (FSDP2, torchtitan)",
            "use fp8_recipe: delayed, tensorwise, blockwise or mxfp8 and fp8_library: auto, or implementation: fsdp2");

@@ -1,7 +1,5 @@
 #include "schedule/model/fp8_casts.h"
 
-#include <string>
-
 namespace fsdpsim {
 namespace {
 
@@ -42,17 +40,12 @@ Fp8CastBytes weight_cast(Fp8Casts casts, int64_t n, bool fp8_gathered) {
     case Fp8Casts::torchao_rowwise:
       return {cast, 2 * kBf16 * n + cast};  // dim-0 cast; BF16 transpose and dim-1 cast
     case Fp8Casts::torchao_rowwise_with_gw_hp:
-      return {cast, cast};
     case Fp8Casts::torchao_mxfp8:
-      return {cast, cast};
+      return {cast, cast};  // a forward cast; a backward cast
     case Fp8Casts::transformer_engine:
       break;
   }
   return {};
-}
-
-bool ends_with(const std::string& name, const char* suffix, size_t length) {
-  return name.size() > length && name.compare(name.size() - length, length, suffix) == 0;
 }
 
 }  // namespace
@@ -75,7 +68,7 @@ Fp8CastBytes fp8_cast_bytes(Fp8Casts casts, const std::vector<Gemm>& forward_gem
       if (!g.attention && !g.bf16_in_fp8) total.fwd += g.m * g.k * g.batch * (activation_bytes + kFp8);  // input X
     }
     for (const Gemm& g : backward_gemms) {
-      if (!g.attention && !g.bf16_in_fp8 && ends_with(g.name, ".dgrad", 6)) {
+      if (!g.attention && !g.bf16_in_fp8 && g.name.ends_with(".dgrad")) {
         total.bwd += g.m * g.k * g.batch * (activation_bytes + kFp8);
       }
     }
