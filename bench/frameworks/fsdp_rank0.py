@@ -215,15 +215,20 @@ def main():
     step_s = []
     if args.plain:
         for _ in range(args.steps):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            train_step()
-            torch.cuda.synchronize()
-            step_s.append(time.perf_counter() - t0)
+            step_s.append(timed_s(torch, train_step))
     else:
         record_profiled_steps(args, torch, train_step, step_s)
     report(args, cfg, torch, step_s)
     dist.destroy_process_group()
+
+
+def timed_s(torch, step):
+    """Wall seconds of one step, from an idle GPU to an idle GPU."""
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    step()
+    torch.cuda.synchronize()
+    return time.perf_counter() - t0
 
 
 def record_profiled_steps(args, torch, train_step, step_s):
@@ -236,11 +241,7 @@ def record_profiled_steps(args, torch, train_step, step_s):
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA],
                                 schedule=schedule, on_trace_ready=lambda p: p.export_chrome_trace(trace_path)) as prof:
         for _ in range(args.steps):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            train_step()
-            torch.cuda.synchronize()
-            step_s.append(time.perf_counter() - t0)
+            step_s.append(timed_s(torch, train_step))
             prof.step()
     torch.cuda.memory._dump_snapshot(os.path.join(args.out, "rank0.pickle"))
     torch.cuda.memory._record_memory_history(enabled=None)
