@@ -64,7 +64,7 @@ ExecResult run_on_host(const Schedule& schedule, const Topology& topology, const
   if (o.order == "predicted") {
     // Perform allocations and releases in the order the simulator predicts, so the measured peak is comparable.
     const RunRecord predicted = predict_steps(schedule, topology, o.steps);
-    host.memory_order = predicted_memory_order(schedule, predicted.steps.back());
+    host.memory_order = predicted_memory_order(schedule, predicted);
     peak = predicted.steps.back().peak_allocated;
   }
   // A failed allocation is reported against the simulator's steady-step peak (simulated only when that happens).

@@ -80,6 +80,8 @@ inline constexpr int64_t kMaxStepBytes = int64_t{1} << 61;
 inline constexpr int64_t kMaxStepTimeNs = int64_t{1} << 55;
 /// GEMMs of one op (the builders emit at most about 20 per fused layer op).
 inline constexpr int64_t kMaxGemmsPerOp = 64;
+/// Kernels one op launches (Op::kernels): an optimizer step over 2^50 parameters in foreach chunks stays far below.
+inline constexpr int64_t kMaxKernelsPerOp = int64_t{1} << 24;
 
 // ---- hardware (topology and GPU profile) ----------------------------------------------------------------------------
 /// A bandwidth between 1 MB/s and 1 PB/s (NVLink 5: 900 GB/s per direction; HBM3e: 8 TB/s), a compute rate between

@@ -60,6 +60,10 @@ Report pool_report(const Schedule& schedule, const Topology& topology, const Sim
   r.exposed_comm_s = pace.exposed_comm_s;
   r.exposed_comm_by_phase_s = pace.exposed_comm_by_phase_s;
   r.exposed_comm_by_kind_s = pace.exposed_comm_by_kind_s;
+  r.host_walk_s = pace.host_walk_s;
+  r.host_bound_s = pace.host_bound_s;
+  r.host_kernels_per_step = pace.host_kernels_per_step;
+  r.host_dispatch = pace.host_dispatch;
   r.tokens_per_s_band_low = pace.tokens_per_s_band_low;
   r.tokens_per_s_band_high = pace.tokens_per_s_band_high;
   r.longest_waits = pace.longest_waits;

@@ -114,18 +114,33 @@ std::vector<double> stage_bubbles_s(const Schedule& s, const StepRun& step) {
 
 // Gaps on the compute stream, each attributed to the dependency that finished last, and collectives that run on
 // the compute stream itself (TP/CP/EP): both are communication the compute stream waits for.
-void add_exposure(const Schedule& s, const StepRun& step, Report& r) {
+void add_exposure(const Schedule& s, const RunRecord& run, const StepRun& step, Report& r) {
   const StreamId compute = s.compute_stream();
+  const Prediction* prediction = run.prediction();
+  const std::vector<TimeNs>* issued =
+      prediction != nullptr && !prediction->host_issue_ns.empty() ? &prediction->host_issue_ns : nullptr;
   TimeNs prev_end = step.start_ns;
   std::vector<ComputeWait> waits;
   ExposureSlots slots(s, r);
   for (const Op& op : s.ops) {
     if (op.stream != compute) continue;
     const OpTiming& t = step.ops[op.id];
-    const TimeNs gap = t.start_ns - prev_end;
+    TimeNs gap = t.start_ns - prev_end;
     if (gap > 0) {
       const OpId blocker = last_finished_dependency(op, step);
-      keep_longest(waits, ComputeWait{op.id, blocker, gap});
+      // An op that started when the host issued it, after its stream and its deps were free, waited for the host
+      // from the later of those: that part of the gap is the CPU's, the rest what the blocker kept it waiting.
+      TimeNs host = 0;
+      if (issued != nullptr && t.start_ns == step.start_ns + (*issued)[op.id.index()]) {
+        const TimeNs ready = std::max(prev_end, blocker.valid() ? step.ops[blocker].end_ns : prev_end);
+        host = std::clamp<TimeNs>(t.start_ns - ready, 0, gap);
+        r.host_bound_s += static_cast<double>(host) / 1e9;
+      }
+      keep_longest(waits, ComputeWait{op.id, 2 * host > gap ? OpId::none() : blocker, gap, 2 * host > gap});
+      gap -= host;
+    }
+    if (gap > 0) {
+      const OpId blocker = last_finished_dependency(op, step);
       if (blocker.valid() && is_p2p(s.ops[blocker].kind)) {
         // Waiting for another stage's activations or gradients: the pipeline bubble, not FSDP communication.
         r.pipeline_bubble_s += static_cast<double>(gap) / 1e9;
@@ -147,7 +162,9 @@ void add_exposure(const Schedule& s, const StepRun& step, Report& r) {
   r.longest_waits = waits;
   for (const auto& w : waits) {
     r.longest_wait_lines.push_back(format_time_ns(w.wait_ns) + "  " + s.ops[w.op].name + " waited for " +
-                                   (w.blocker.valid() ? s.ops[w.blocker].name : std::string("the step start")));
+                                   (w.host              ? std::string("the host to issue it")
+                                    : w.blocker.valid() ? s.ops[w.blocker].name
+                                                        : std::string("the step start")));
   }
 }
 
@@ -334,7 +351,12 @@ Report make_report(const Schedule& s, const Topology& t, const RunRecord& run, R
     r.stage_peak_allocated_bytes.push_back(p.allocated.bytes);
     r.stage_peak_reserved_bytes.push_back(p.reserved.bytes);
   }
-  add_exposure(s, steady, r);
+  add_exposure(s, run, steady, r);
+  if (const Prediction* p = run.prediction(); p != nullptr && p->host_step_ns > 0) {
+    r.host_walk_s = static_cast<double>(p->host_step_ns) / 1e9;
+    r.host_kernels_per_step = p->host_kernels_per_step;
+    r.host_dispatch = std::string(to_string(s.info.host_dispatch));
+  }
   if (r.pipeline_stages > 1) r.pipeline_stage_bubble_s = stage_bubbles_s(s, steady);
   r.simulated_rank = simulated_rank_text(s, run);
   add_memory(s, t, run, memory_margin, r);

@@ -21,8 +21,9 @@ namespace fsdpsim {
 /// A gap on the compute stream: the op that waited and the op it waited for.
 struct ComputeWait {
   OpId op;
-  OpId blocker;  ///< none: the op waited for the step's start
+  OpId blocker;  ///< none: the op waited for the step's start, or for the host
   TimeNs wait_ns = 0;
+  bool host = false;  ///< the host had not issued the op: most of the wait was the CPU's
 };
 
 /// Per-kind totals of the step's collectives.
@@ -71,6 +72,13 @@ struct Report {
   int32_t virtual_stages = 1;
   std::string pipeline_schedule;
   double pipeline_bubble_s = 0;
+  /// The host (sim/host_timeline.h): how long stage 0's CPU takes to issue a step's kernels (`host_kernels_per_step`,
+  /// at the schedule's `host_dispatch`), and the time its compute stream waited for an op the host had not issued yet
+  /// (not counted as exposed communication). All 0 where the GPU profile models no host cost.
+  double host_walk_s = 0;
+  double host_bound_s = 0;
+  int64_t host_kernels_per_step = 0;
+  std::string host_dispatch;
   /// Per stage: the time its compute stream waits for other stages (entry 0 is pipeline_bubble_s). Stage 0 is
   /// the one that waits longest under 1F1B; a V schedule moves the waiting to the last rank.
   std::vector<double> pipeline_stage_bubble_s;

@@ -119,6 +119,15 @@ std::string report_text(const Report& r) {
     }
     out << "\n";
   }
+  if (r.host_walk_s > 0) {
+    out << "host            " << fixed(r.host_walk_s, 3) << " s to issue the step's " << r.host_kernels_per_step
+        << " kernels (" << r.host_dispatch << ")";
+    if (r.host_bound_s > 0) {
+      out << "; the compute stream waited " << fixed(r.host_bound_s, 3) << " s for it ("
+          << fixed(100 * r.host_bound_s / std::max(1e-12, r.step_time_s), 1) << "% of the step)";
+    }
+    out << "\n";
+  }
   out << "exposed comm    " << fixed(r.exposed_comm_s, 3) << " s ("
       << fixed(r.step_time_s > 0 ? 100 * r.exposed_comm_s / r.step_time_s : 0, 1) << "% of the step) by phase:";
   for (const auto& [phase, s] : r.exposed_comm_by_phase_s) out << " " << phase << " " << fixed(s, 3) << " s";

@@ -63,6 +63,12 @@ struct Prediction {
   IdVector<OpId, CollectiveChoice> collectives;  ///< by op id
   MemoryOverheads overheads;                     ///< from the GPU profile and the chosen algorithms
   Straggler straggler;                           ///< the simulated rank's slowdowns (none: every rank alike)
+  /// By op id: when the host had issued it, from its step's start (sim/host_timeline.h); empty where the GPU
+  /// profile models no host cost.
+  std::vector<TimeNs> host_issue_ns;
+  /// Stage 0's host walk of a whole step and the kernels it issues (0 without a host model).
+  TimeNs host_step_ns = 0;
+  int64_t host_kernels_per_step = 0;
 };
 
 /// Device memory a GPU run measured beyond the IR's buffers.

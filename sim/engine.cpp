@@ -13,6 +13,7 @@
 #include "sim/event_queue.h"
 #include "sim/flat_ops.h"
 #include "sim/flow_solver.h"
+#include "sim/host_timeline.h"
 #include "sim/memory_overhead_model.h"
 #include "sim/micro_batch_translation.h"
 
@@ -27,6 +28,7 @@ struct Activity {
   bool transfer = false;
   bool in_latency = false;
   bool rendezvous = false;  // a recv waiting for its send's bytes: it ends when the send does
+  bool host_wait = false;   // the op heads its stream, deps done, but the host has not issued it yet
   double remaining = 0;
   double rate = 0;
   TimeNs since = 0;
@@ -96,6 +98,7 @@ class Engine {
       : s_(s), t_(t), o_(o), costs_(std::move(costed.costs)), flat_(std::move(costed.flat)) {
     FSDPSIM_CHECK(costs_.size() == s.ops.size() && flat_.ops.size() == s.ops.size(), "one cost per op");
     overheads_ = memory_overheads(s, t, flat_);
+    issue_ns_ = host_issue_times_ns(s, t.gpu.host);
     // One memory per pipeline stage: each stage's rank is its own GPU.
     const AllocatorConfig allocator{.capacity_bytes = o.allocator_capacity_bytes > 0
                                                           ? o.allocator_capacity_bytes
@@ -171,8 +174,18 @@ class Engine {
       run.cuda_malloc_calls = mallocs[worst][step];
     }
     result.memory_stage = static_cast<int32_t>(worst);
-    result.origin =
-        Prediction{.collectives = collective_choices(costs_), .overheads = overheads_, .straggler = o_.straggler};
+    Prediction prediction;
+    prediction.collectives = collective_choices(costs_);
+    prediction.overheads = overheads_;
+    prediction.straggler = o_.straggler;
+    if (!issue_ns_.empty()) {
+      prediction.host_step_ns = host_step_ns(s_, t_.gpu.host).front();
+      for (const Op& op : s_.ops) {
+        if (s_.stage_of(op) == 0) prediction.host_kernels_per_step += op.kernels > 0 ? op.kernels : default_kernels(op);
+      }
+      prediction.host_issue_ns = issue_ns_;
+    }
+    result.origin = std::move(prediction);
     result.timeline = memory.timeline();
     result.oom = memory.oom();
     result.allocator = memory.allocator_stats();
@@ -184,6 +197,7 @@ class Engine {
  private:
   StepRun run_step(int32_t step, TimeNs start) {
     step_ = step;
+    step_start_ = start;
     StepRun run;
     run.start_ns = start;
     run.ops.assign(s_.ops.size(), OpTiming{});
@@ -213,7 +227,10 @@ class Engine {
       if (!a.active || e.version != a.version) continue;
       ++events_;
       now = e.time_ns;
-      if (a.in_latency && a.remaining > 0) {
+      if (a.host_wait) {
+        a = Activity{.version = a.version + 1};  // issued: the op starts as its stream's head (advance)
+        to_check_.push_back(static_cast<size_t>(e.stream));
+      } else if (a.in_latency && a.remaining > 0) {
         a.in_latency = false;  // the latency part is over: the bytes start to flow
         a.rate = 0;
         a.since = now;
@@ -240,6 +257,7 @@ class Engine {
       if (acts_[st].active || head_[st] >= flat_.streams[st].size()) continue;
       const int32_t op = flat_.streams[st][head_[st]];
       if (pending_[static_cast<size_t>(op)] > 0) continue;
+      if (waits_for_host(st, op, now)) continue;
       const int32_t peer = flat_.ops[static_cast<size_t>(op)].peer;
       if (peer >= 0) {
         // A send/recv pair starts once both ends are posted: the first waits for the other.
@@ -253,6 +271,19 @@ class Engine {
       start(op, now);
     }
     rerate(now);
+  }
+
+  // The op heading stream `st` is ready on the GPU before the host has issued it: the stream waits (an activity with
+  // no work, which ends at the issue time and no rate touches).
+  bool waits_for_host(size_t st, int32_t op, TimeNs now) {
+    if (issue_ns_.empty()) return false;
+    const TimeNs issued = step_start_ + issue_ns_[static_cast<size_t>(op)];
+    if (now >= issued) return false;
+    Activity& a = acts_[st];
+    a = Activity{.op = op, .active = true, .host_wait = true, .since = now, .version = a.version + 1};
+    queue_.set(static_cast<int32_t>(st), issued, a.version);
+    host_waited_ = true;
+    return true;
   }
 
   // The send carries the transfer; the recv waits on its stream until the send ends (finish()).
@@ -516,7 +547,7 @@ class Engine {
   // 2.8 times as long beside the compute stream's kernels as alone on the H100 recording (bench/results/
   // 2026-11-26-h100-frameworks.md); the compute stream's own slowdown is in the kernel rates it was measured with.
   [[nodiscard]] bool runs_kernel(const Activity& a) const {
-    return a.active && !a.transfer && !a.rendezvous && flat_.cost_of(a.op).model == CostModel::compute;
+    return a.active && !a.transfer && !a.rendezvous && !a.host_wait && flat_.cost_of(a.op).model == CostModel::compute;
   }
   [[nodiscard]] bool is_compute_stream(size_t stream) const {
     return compute_streams_[static_cast<size_t>(stream_stage_[stream])] == static_cast<int32_t>(stream);
@@ -542,7 +573,7 @@ class Engine {
   // Gives a running activity a new rate: what it did at the old rate is booked, and its completion is rescheduled.
   void set_rate(size_t st, double rate, TimeNs now) {
     Activity& a = acts_[st];
-    if (!a.active || a.in_latency || a.rendezvous || rate == a.rate) return;
+    if (!a.active || a.in_latency || a.rendezvous || a.host_wait || rate == a.rate) return;
     a.remaining = std::max(0.0, a.remaining - a.rate * static_cast<double>(now - a.since));
     a.since = now;
     a.rate = rate;
@@ -643,6 +674,7 @@ class Engine {
         recording_ = false;
         started_.clear();
         finished_.clear();
+        host_waited_ = false;
         arm_boundary(here.micro_batch + windows + 1);
         return now + shift;
       }
@@ -650,6 +682,7 @@ class Engine {
     last_boundary_ = std::move(here);
     started_.clear();
     finished_.clear();
+    host_waited_ = false;
     recording_ = true;
     return now;
   }
@@ -714,7 +747,28 @@ class Engine {
     waiting_ops_.erase(std::unique(waiting_ops_.begin(), waiting_ops_.end()), waiting_ops_.end());
     int32_t windows = 1;
     while (translation_.repeats_all(lo, hi - lo + windows + 1)) ++windows;
+    windows = host_paced_windows(prev, cur, windows);
     while (windows > 0 && !waiting_ops_still_wait(prev, cur, windows)) --windows;
+    return windows;
+  }
+
+  // A window replays only where the host paced nothing: no op waited for its issue in the recorded window, and every
+  // op the replay starts had been issued by the time it starts there (the host's walk per micro-batch may be longer
+  // than the GPU's, and then it catches up with the GPU a few windows on).
+  // Returns how many of `windows` qualify.
+  [[nodiscard]] int32_t host_paced_windows(const Boundary& prev, const Boundary& cur, int32_t windows) const {
+    if (issue_ns_.empty()) return windows;
+    if (host_waited_) return 0;
+    const TimeNs period = cur.time_ns - prev.time_ns;
+    for (const auto& [op, t] : started_) {
+      for (int32_t w = 1; w <= windows; ++w) {
+        const int32_t moved = translation_.op_after(op, w);
+        if (step_start_ + issue_ns_[static_cast<size_t>(moved)] > t + w * period) {
+          windows = w - 1;
+          break;
+        }
+      }
+    }
     return windows;
   }
 
@@ -733,6 +787,7 @@ class Engine {
       const StreamState &p = prev.streams[st], &c = cur.streams[st];
       const Activity &a = p.act, &b = c.act;
       if (a.active != b.active) return false;
+      if (a.host_wait || b.host_wait) return false;  // the host, not the GPU, paces this window
       if (a.active && (a.transfer != b.transfer || a.in_latency != b.in_latency || a.rendezvous != b.rendezvous ||
                        a.remaining != b.remaining || a.rate != b.rate || a.since - tp != b.since - tc ||
                        translation_.op_after(a.op, 1) != b.op)) {
@@ -907,7 +962,10 @@ class Engine {
   std::vector<char> posted_;              // per op: a send or recv waiting for its peer
   std::vector<int32_t> compute_streams_;  // per stage
   int32_t step_ = 0;
+  TimeNs step_start_ = 0;
   uint64_t events_ = 0;
+  std::vector<TimeNs> issue_ns_;  // per op: when the host has issued it, from its step's start (empty: no host model)
+  bool host_waited_ = false;      // an op waited for the host since the last boundary
   // Replaying repeated micro-batches.
   MicroBatchTranslation translation_;
   bool replay_enabled_ = false;

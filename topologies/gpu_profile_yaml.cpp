@@ -46,6 +46,14 @@ ProfileRow busbw_scale_row(const std::string& key, double GpuProfile::*field) {
           }};
 }
 
+// Optional host CPU costs (sim/host_timeline.h): absent is 0, the host not modelled for that kind of work.
+ProfileRow host_row(const std::string& key, TimeNs HostCosts::*field) {
+  return {key, KeyPresence::optional, [field](GpuProfile& p, const YamlValue& v) { p.host.*field = v.as_time_ns(); },
+          [field](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
+            if (p.host.*field != 0) emit_key(o, k, exact_time_text(p.host.*field));
+          }};
+}
+
 // Every key a profile may hold, once: the allowed keys, the reader (in this order) and the writer (the same order).
 const std::vector<ProfileRow>& profile_rows() {
   using R = KeyPresence;
@@ -197,6 +205,11 @@ const std::vector<ProfileRow>& profile_rows() {
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
          emit_key(o, k, exact_time_text(p.cuda_malloc_ns));
        }},
+      host_row("host_eager_kernel_ns", &HostCosts::eager_kernel_ns),
+      host_row("host_compiled_kernel_ns", &HostCosts::compiled_kernel_ns),
+      host_row("host_graph_kernel_ns", &HostCosts::graph_kernel_ns),
+      host_row("host_fsdp2_collective_ns", &HostCosts::fsdp2_collective_ns),
+      host_row("host_fsdp2_optimizer_unit_ns", &HostCosts::fsdp2_optimizer_unit_ns),
       busbw_scale_row("busbw_scale_all_gather", &GpuProfile::busbw_scale_all_gather),
       busbw_scale_row("busbw_scale_reduce_scatter", &GpuProfile::busbw_scale_reduce_scatter),
       busbw_scale_row("busbw_scale_all_reduce", &GpuProfile::busbw_scale_all_reduce),

@@ -31,6 +31,25 @@ constexpr bool is_amd(GpuArch arch) {
 struct GemmTable;       // topologies/gemm_table.h
 struct AttentionTable;  // topologies/attention_table.h
 
+/// What the host CPU spends issuing a rank's work (sim/host_timeline.h): it walks the ops in program order, and an
+/// op's kernels cannot start before it has issued them. Per kernel by HostDispatch, plus FSDP2's Python hooks.
+struct HostCosts {
+  TimeNs eager_kernel_ns = 0;     ///< PyTorch eager: module call, dispatcher, autograd and launch, per kernel
+  TimeNs compiled_kernel_ns = 0;  ///< torch.compile's generated wrapper: the launch call per kernel
+  TimeNs graph_kernel_ns = 0;     ///< a replayed CUDA graph, per kernel it holds
+  /// FSDP2's pre-forward, pre-backward and post-backward hooks (copy-in and -out bookkeeping, DTensor and autograd
+  /// work on the CPU), per parameter all-gather or gradient reduce-scatter they issue.
+  TimeNs fsdp2_collective_ns = 0;
+  /// The optimizer step over FSDP2's DTensor parameters, per FSDP unit: DTensor dispatch of each foreach call over
+  /// the unit's parameters, once per step.
+  TimeNs fsdp2_optimizer_unit_ns = 0;
+  [[nodiscard]] bool any() const {
+    return eager_kernel_ns > 0 || compiled_kernel_ns > 0 || graph_kernel_ns > 0 || fsdp2_collective_ns > 0 ||
+           fsdp2_optimizer_unit_ns > 0;
+  }
+  bool operator==(const HostCosts&) const = default;
+};
+
 /// One GPU model.
 struct GpuProfile {
   std::string name;  ///< "h100-sxm"
@@ -90,6 +109,8 @@ struct GpuProfile {
   /// HBM. 1: no contention modelled.
   double side_stream_memory_speed = 1.0;
   TimeNs cuda_malloc_ns = 0;    ///< cost of one cudaMalloc of a new allocator segment (first step)
+  /// What the host CPU spends issuing work (sim/host_timeline.h); all 0: the host is not modelled.
+  HostCosts host;
 
   // Calibration (`fsdpsim calibrate`): measured/predicted bus bandwidth of large collectives on this machine; the
   // collective model multiplies its bandwidth by these. 1 = NCCL's own model unchanged.

@@ -13,6 +13,8 @@
 //  - ops that take time finish from the event queue in (time, insertion) order; the replay inserts them when they
 //    start, which is the engine's order for ops that finish at the same time unless a re-rating re-inserted one of
 //    them later (a tie of two timed ends at the same nanosecond, which the tests check does not change the peak);
+//  - an op the host had not issued when it could start (sim/host_timeline.h) waits on its stream for its issue time,
+//    then its stream is looked at again (Engine::waits_for_host and the host-wait event);
 //  - a pipeline send and its receive start together once both head their streams (the first to get there waits):
 //    the receive allocates first, then the send starts, and the receive finishes right after its send
 //    (Engine::advance, start_rendezvous, finish).
@@ -28,12 +30,18 @@ namespace {
 
 class MemoryOrderReplay {
  public:
-  MemoryOrderReplay(const Schedule& s, const StepRun& step) : s_(s), step_(step) {
+  MemoryOrderReplay(const Schedule& s, const StepRun& step, const std::vector<TimeNs>& host_issue_ns)
+      : s_(s), step_(step), issue_ns_(host_issue_ns) {
     if (step.ops.size() != s.ops.size()) {
       throw ScheduleError(
           "cannot derive the memory order of a predicted step",
           {"the step has timings for " + std::to_string(step.ops.size()) + " ops but the schedule has " +
            std::to_string(s.ops.size()) + " (simulate this schedule and pass one of its steps)"});
+    }
+    if (!issue_ns_.empty() && issue_ns_.size() != s.ops.size()) {
+      throw ScheduleError("cannot derive the memory order of a predicted step",
+                          {"the prediction has host issue times for " + std::to_string(issue_ns_.size()) +
+                           " ops but the schedule has " + std::to_string(s.ops.size())});
     }
     stream_ops_.resize(s.streams.size());
     dependents_.resize(s.ops.size());
@@ -52,9 +60,15 @@ class MemoryOrderReplay {
     for (size_t st = 0; st < stream_ops_.size(); ++st) to_check_.push_back(st);
     advance(step_.start_ns);
     while (!queue_.empty()) {
-      const auto [time_ns, sequence, op] = queue_.top();
+      const auto [time_ns, sequence, op, issued] = queue_.top();
       queue_.pop();
-      finish(op);
+      if (issued) {
+        const auto st = s_.ops[op].stream.index();
+        active_[st] = false;
+        to_check_.push_back(st);
+      } else {
+        finish(op);
+      }
       advance(time_ns);
     }
     for (size_t st = 0; st < stream_ops_.size(); ++st) {
@@ -76,6 +90,11 @@ class MemoryOrderReplay {
       if (active_[st] || head_[st] >= stream_ops_[st].size()) continue;
       const OpId op = stream_ops_[st][head_[st]];
       if (pending_[op.index()] > 0) continue;
+      if (!issue_ns_.empty() && now < step_.start_ns + issue_ns_[op.index()]) {
+        active_[st] = true;  // waiting for the host
+        queue_.emplace(step_.start_ns + issue_ns_[op.index()], sequence_++, op, true);
+        continue;
+      }
       const OpId peer = s_.ops[op].peer;
       if (peer.valid()) {
         if (!posted_[peer.index()]) {
@@ -120,7 +139,7 @@ class MemoryOrderReplay {
       return;
     }
     active_[op.stream.index()] = true;
-    queue_.emplace(t.end_ns, sequence_++, op_id);
+    queue_.emplace(t.end_ns, sequence_++, op_id, false);
   }
 
   void finish(OpId op_id) {
@@ -143,9 +162,11 @@ class MemoryOrderReplay {
     }
   }
 
-  using Entry = std::tuple<TimeNs, uint64_t, OpId>;  // (end time, insertion sequence, op)
+  // (end time, insertion sequence, op, the host's issue of a waiting op rather than the op's end)
+  using Entry = std::tuple<TimeNs, uint64_t, OpId, bool>;
   const Schedule& s_;
   const StepRun& step_;
+  const std::vector<TimeNs>& issue_ns_;
   std::vector<std::vector<OpId>> stream_ops_;
   IdVector<OpId, std::vector<OpId>> dependents_;
   std::vector<int32_t> pending_;
@@ -161,8 +182,15 @@ class MemoryOrderReplay {
 
 }  // namespace
 
-std::vector<MemoryEvent> predicted_memory_order(const Schedule& schedule, const StepRun& predicted_step) {
-  return MemoryOrderReplay(schedule, predicted_step).run();
+std::vector<MemoryEvent> predicted_memory_order(const Schedule& schedule, const StepRun& predicted_step,
+                                                const std::vector<TimeNs>& host_issue_ns) {
+  return MemoryOrderReplay(schedule, predicted_step, host_issue_ns).run();
+}
+
+std::vector<MemoryEvent> predicted_memory_order(const Schedule& schedule, const RunRecord& predicted) {
+  const Prediction* p = predicted.prediction();
+  static const std::vector<TimeNs> kNone;
+  return predicted_memory_order(schedule, predicted.steps.back(), p != nullptr ? p->host_issue_ns : kNone);
 }
 
 std::vector<std::string> memory_order_problems(const Schedule& schedule, const std::vector<MemoryEvent>& order) {

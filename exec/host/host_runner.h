@@ -31,7 +31,11 @@ struct MemoryEvent {
 /// start) or frees (its end), replayed from the step's timings with the engine's own processing rules (an op's end
 /// and frees before the starts it unblocks, instant ops finished inside their start, streams looked at in the
 /// engine's stack order; see host_memory_order.cpp). Throws ScheduleError when the timings are not of `schedule`.
-std::vector<MemoryEvent> predicted_memory_order(const Schedule& schedule, const StepRun& predicted_step);
+/// `host_issue_ns`: the prediction's host issue times (Prediction::host_issue_ns), empty without a host model.
+std::vector<MemoryEvent> predicted_memory_order(const Schedule& schedule, const StepRun& predicted_step,
+                                                const std::vector<TimeNs>& host_issue_ns = {});
+/// The same for the last step of a predicted run, with its host issue times.
+std::vector<MemoryEvent> predicted_memory_order(const Schedule& schedule, const RunRecord& predicted);
 
 /// What makes `order` unusable as HostOptions::memory_order for `schedule` (an event of an op that has no
 /// allocations or no frees, an event listed twice or missing, an op id out of range); empty when it is usable.

@@ -299,6 +299,7 @@ void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
     Op fwd = make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, cost.fwd_gemms,
                           cost.fwd_bytes_touched, cost.fwd_class_bytes);
+    fwd.kernels = cost.fwd_kernels;
     fwd.unit = u;
     fwd.micro_batch = mb;
     ParamGroup& pg = groups_[static_cast<size_t>(g)];
@@ -330,6 +331,7 @@ void Fsdp2Builder::pre_backward(int32_t u, int32_t mb, Activations& acts) {
       const UnitCost& rc = ctx_.units[static_cast<size_t>(r)];
       Op op = make_compute(op_name("recompute", rc.name, mb), Phase::recompute, ctx_.compute, rc.fwd_gemms,
                            rc.fwd_bytes_touched, rc.fwd_class_bytes);
+      op.kernels = rc.fwd_kernels;
       op.unit = r;
       op.micro_batch = mb;
       for (const Part& part : groups_[static_cast<size_t>(group_of_unit(r))].parts) {
@@ -394,6 +396,7 @@ void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
     Op bwd = make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, cost.bwd_gemms,
                           cost.bwd_bytes_touched, cost.bwd_class_bytes);
+    bwd.kernels = cost.bwd_kernels;
     bwd.unit = u;
     bwd.micro_batch = mb;
     for (const Part& part : groups_[static_cast<size_t>(group_of_unit(u))].parts) bwd.reads.push_back(part.unsharded);
@@ -414,6 +417,8 @@ void Fsdp2Builder::backward_input(int32_t mb, Activations& acts) {
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
     Op input = make_compute(op_name("bwd_input", cost.name, mb), Phase::bwd, ctx_.compute,
                             backward_half(cost.bwd_gemms, false), cost.bwd_bytes_touched, cost.bwd_class_bytes);
+    // The weight half launches the weight-gradient GEMMs; the input half the rest.
+    input.kernels = std::max(1, cost.bwd_kernels - static_cast<int32_t>(backward_half(cost.bwd_gemms, true).size()));
     input.unit = u;
     input.micro_batch = mb;
     for (const Part& part : groups_[static_cast<size_t>(group_of_unit(u))].parts) {
@@ -585,6 +590,7 @@ void Fsdp2Builder::optimizer_step() {
       OpKind::optimizer, "optimizer", Phase::optim, ctx_.compute,
       shard_elems_ * adam_bytes_per_element(c.optimizer_implementation, shard_elem_bytes(), shard_elem_bytes(),
                                             dtype_bytes(c.exp_avg_dtype), dtype_bytes(c.exp_avg_sq_dtype)));
+  adam.kernels = adam_kernels(c.optimizer_implementation, ctx_.units, shard_elems_);
   adam.reads = {shard_params_, optimizer_state_};
   adam.writes = {shard_params_, optimizer_state_};
   if (c.optimizer_implementation == OptimizerImpl::foreach) {

@@ -399,6 +399,7 @@ void MegatronBuilder::forward(int32_t mb, Activations& acts) {
     emit_unit_collectives(ctx_, u, Phase::fwd, mb);
     Op fwd = make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, cost.fwd_gemms,
                           cost.fwd_bytes_touched, cost.fwd_class_bytes);
+    fwd.kernels = cost.fwd_kernels;
     fwd.unit = u;
     fwd.micro_batch = mb;
     fwd.deps = wait_for(groups);

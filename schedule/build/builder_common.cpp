@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "common/error.h"
+#include "common/limits.h"
 #include "schedule/build/stage_plan.h"
 
 namespace fsdpsim {
@@ -102,6 +103,18 @@ int64_t adam_bytes_per_element(OptimizerImpl impl, int64_t weight, int64_t grad,
   return 4 * weight + 2 * grad + 3 * exp_avg + 5 * exp_avg_sq + 6 * exp_avg_sq;
 }
 
+int32_t adam_kernels(OptimizerImpl impl, const std::vector<UnitCost>& units, int64_t elems) {
+  int64_t tensors = 0;
+  for (const UnitCost& u : units) {
+    for (const UnitParam& p : u.param_tensors) tensors += p.copies;
+  }
+  constexpr int64_t kElemsPerLaunch = int64_t{320} * 65536;
+  const bool fused = impl == OptimizerImpl::fused;
+  const int64_t per_call = std::max(
+      {int64_t{1}, (tensors + (fused ? 35 : 47)) / (fused ? 36 : 48), (elems + kElemsPerLaunch - 1) / kElemsPerLaunch});
+  return static_cast<int32_t>(std::min<int64_t>(per_call * (fused ? 1 : 8), limits::kMaxKernelsPerOp));
+}
+
 std::string op_name(std::string_view what, std::string_view unit_name, int32_t micro_batch) {
   return op_name(what, {}, unit_name, micro_batch);
 }
@@ -146,6 +159,7 @@ ScheduleInfo make_schedule_info(const ModelSpec& model, const FsdpConfig& config
   info.model_flops_per_gpu = flops * layout.micro_batches;
   info.compute_dtype = layout.shape.compute_dtype;
   info.attention_kernel = config.attention_kernel;
+  info.host_dispatch = resolve_host_dispatch(config);
   if (info.compute_dtype == DType::fp8 && config.fp8_recipe == Fp8Recipe::rowwise) {
     info.fp8_gemm_scaling = Fp8GemmScaling::rowwise;
   } else if (info.compute_dtype == DType::fp8 && config.fp8_recipe == Fp8Recipe::rowwise_with_gw_hp) {
@@ -380,6 +394,7 @@ void Activations::on_backward(Op& bwd, int32_t unit) {
       const ModuleRecompute& r = cost.module_recompute[static_cast<size_t>(m)];
       bwd.gemms.insert(bwd.gemms.begin(), r.gemms.begin(), r.gemms.end());
       bwd.bytes_touched += r.bytes_touched;
+      bwd.kernels += r.kernels;
       if (m != RecomputeModule::core_attn) recreated += r.freed_bytes;
     }
     if (recreated > 0) {
@@ -395,6 +410,7 @@ void Activations::on_backward(Op& bwd, int32_t unit) {
     bwd.gemms.insert(bwd.gemms.begin(), cost.op_sac_recompute_gemms.begin(), cost.op_sac_recompute_gemms.end());
     bwd.bytes_touched += cost.op_sac_recompute_bytes;
     bwd.class_bytes += cost.op_sac_recompute_class_bytes;
+    bwd.kernels += cost.op_sac_recompute_kernels;
     const int64_t recreated = cost.saved_activation_bytes[static_cast<size_t>(Recompute::none)] -
                               cost.saved_activation_bytes[static_cast<size_t>(Recompute::selective_op)];
     if (recreated > 0) {

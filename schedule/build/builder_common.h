@@ -159,6 +159,12 @@ ScheduleInfo make_schedule_info(const ModelSpec& model, const FsdpConfig& config
 /// (bench/results/2026-11-26-h100-frameworks.md).
 int64_t adam_bytes_per_element(OptimizerImpl impl, int64_t weight, int64_t grad, int64_t exp_avg, int64_t exp_avg_sq);
 
+/// Kernels one Adam(W) step launches over the parameter tensors of `units` (`elems` elements on this rank).
+/// ATen's multi_tensor_apply (ATen/native/cuda/MultiTensorApply.cuh) launches when its argument fills: 36 tensors
+/// for the fused kernel's four lists and 48 for foreach's three, or 320 blocks of 65,536 elements. The fused step is
+/// one such call; foreach's _multi_tensor_adam makes eight (decay, lerp, mul, addcmul, sqrt, div, add, addcdiv).
+int32_t adam_kernels(OptimizerImpl impl, const std::vector<UnitCost>& units, int64_t elems);
+
 /// "what.unit.mb3" style op and buffer names: `what`, then ".unit" unless the unit name is empty, then ".mb<k>" for a
 /// micro-batch ≥ 0. Built in one allocation: a step of 128 micro-batches names some 250,000 ops and buffers, and the
 /// sweep builds thousands of steps.

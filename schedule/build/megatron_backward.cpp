@@ -70,6 +70,7 @@ void MegatronBuilder::recompute_chunk(int32_t first_unit, int32_t last_unit, Act
     emit_unit_collectives(ctx_, u, Phase::recompute, mb);
     Op op = make_compute(op_name("recompute", cost.name, mb), Phase::recompute, ctx_.compute, cost.fwd_gemms,
                          cost.fwd_bytes_touched, cost.fwd_class_bytes);
+    op.kernels = cost.fwd_kernels;
     op.unit = u;
     op.micro_batch = mb;
     op.deps = wait_for(groups);
@@ -115,6 +116,7 @@ void MegatronBuilder::backward_unit(int32_t u, Activations& acts, int32_t mb) {
                                           : 0;
   Op bwd = make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, cost.bwd_gemms,
                         cost.bwd_bytes_touched + grad_copy_bytes + 2 * fp8_transpose_bytes, cost.bwd_class_bytes);
+  bwd.kernels = cost.bwd_kernels;
   bwd.unit = u;
   bwd.micro_batch = mb;
   // Room for what the activations, the weight gradients and the gradient buckets add, allocated once.
@@ -334,6 +336,7 @@ void MegatronBuilder::finalize() {
     adam.allocs.push_back(tmp);
     adam.frees.push_back(tmp);
   }
+  adam.kernels = adam_kernels(c.optimizer_implementation, ctx_.units, elems);
   adam.reads = {optimizer_state_};
   if (main_weights_.valid()) adam.reads.push_back(main_weights_);
   if (optimizer_grads.valid())

@@ -42,6 +42,11 @@ constexpr EnumNames<Fp8Recipe, 7> kFp8Recipes{{{{Fp8Recipe::auto_recipe, "auto"}
 constexpr EnumNames<Fp8Library, 3> kFp8Libraries{{{{Fp8Library::auto_library, "auto"},
                                                    {Fp8Library::transformer_engine, "transformer_engine"},
                                                    {Fp8Library::torchao, "torchao"}}}};
+constexpr EnumNames<HostDispatchSetting, 4> kHostDispatchSettings{
+    {{{HostDispatchSetting::auto_dispatch, "auto"},
+      {HostDispatchSetting::eager, "eager"},
+      {HostDispatchSetting::compiled, "compiled"},
+      {HostDispatchSetting::cuda_graphs, "cuda_graphs"}}}};
 constexpr EnumNames<Fsdp2Wrap, 2> kFsdp2Wraps{
     {{{Fsdp2Wrap::torchtitan, "torchtitan"}, {Fsdp2Wrap::blocks_and_root, "blocks_and_root"}}}};
 constexpr EnumNames<GradSync, 2> kGradSyncs{
@@ -257,6 +262,10 @@ const std::vector<KeyDef>& key_table() {
       bool_key(
           "fused_elementwise", &FsdpConfig::fused_elementwise,
           "fused norm/rotary/activation kernels (TE, Apex, torch.compile); false: PyTorch eager, one kernel per op"),
+      enum_key("host_dispatch", &FsdpConfig::host_dispatch, kHostDispatchSettings,
+               "how the host issues kernels, which sets their CPU cost: eager (PyTorch eager, Transformer Engine "
+               "modules), compiled (torch.compile), cuda_graphs (captured and replayed); auto: compiled for fsdp2 "
+               "with fused_elementwise, else eager"),
       bool_key("async_tp", &FsdpConfig::async_tp,
                "async tensor parallelism (torchtitan's enable_async_tensor_parallel): the forward's TP all-gathers "
                "and reduce-scatters overlap their GEMMs, the last of tp reduce-scatter chunks exposed"),
@@ -406,6 +415,9 @@ std::string_view to_string(Fp8Recipe v) {
 std::string_view to_string(Fp8Library v) {
   return kFp8Libraries.name(v);
 }
+std::string_view to_string(HostDispatchSetting v) {
+  return kHostDispatchSettings.name(v);
+}
 std::string_view to_string(PipelineSchedule v) {
   return kPipelineSchedules.name(v);
 }
@@ -414,6 +426,21 @@ Fp8Library resolve_fp8_library(Fp8Library library, Fp8Recipe recipe) {
   if (library != Fp8Library::auto_library) return library;
   const bool torchao_recipe = recipe == Fp8Recipe::rowwise || recipe == Fp8Recipe::rowwise_with_gw_hp;
   return torchao_recipe ? Fp8Library::torchao : Fp8Library::transformer_engine;
+}
+
+HostDispatch resolve_host_dispatch(const FsdpConfig& config) {
+  switch (config.host_dispatch) {
+    case HostDispatchSetting::eager:
+      return HostDispatch::eager;
+    case HostDispatchSetting::compiled:
+      return HostDispatch::compiled;
+    case HostDispatchSetting::cuda_graphs:
+      return HostDispatch::cuda_graphs;
+    case HostDispatchSetting::auto_dispatch:
+      break;
+  }
+  const bool compiled = config.implementation == Implementation::fsdp2 && config.fused_elementwise;
+  return compiled ? HostDispatch::compiled : HostDispatch::eager;
 }
 
 Fp8Recipe resolve_fp8_recipe(Fp8Recipe recipe, bool blackwell) {

@@ -45,6 +45,11 @@ enum class Fp8Recipe : uint8_t { auto_recipe, delayed, tensorwise, blockwise, mx
 /// torchao for its own recipes (rowwise, rowwise_with_gw_hp), Transformer Engine otherwise.
 enum class Fp8Library : uint8_t { auto_library, transformer_engine, torchao };
 
+/// How the host issues kernels (ir.h HostDispatch), or `auto`: compiled for FSDP2 with fused_elementwise (torchtitan's
+/// torch.compile), eager otherwise (PyTorch eager, and Megatron-Core's Transformer Engine modules, which launch their
+/// fused kernels from Python).
+enum class HostDispatchSetting : uint8_t { auto_dispatch, eager, compiled, cuda_graphs };
+
 /// When gradient accumulation reduces: every micro-batch, or only the last, the others keeping their unsharded
 /// gradients (FSDP2 set_requires_gradient_sync(False), FSDP1 no_sync(), Hugging Face Accelerate's default).
 enum class GradSync : uint8_t { every_micro_batch, last_micro_batch };
@@ -137,6 +142,7 @@ struct FsdpConfig {
   bool use_precision_aware_optimizer = false;  ///< Megatron: decoupled grads, no FP32 copy of the grad shard
   Fp8Recipe fp8_recipe = Fp8Recipe::auto_recipe;
   Fp8Library fp8_library = Fp8Library::auto_library;
+  HostDispatchSetting host_dispatch = HostDispatchSetting::auto_dispatch;
   /// The output layer's GEMMs run in FP8 too. false: BF16, as Megatron runs it (its output_layer is Megatron's own
   /// ColumnParallelLinear, not a Transformer Engine module) and torchtitan's float8 did (a filter on "output", then
   /// filter_fqns = ["output"] in its TOMLs).
@@ -215,6 +221,7 @@ std::string_view to_string(ShardingStrategy v);
 std::string_view to_string(OuterStrategy v);
 std::string_view to_string(Fp8Recipe v);
 std::string_view to_string(Fp8Library v);
+std::string_view to_string(HostDispatchSetting v);
 std::string_view to_string(PipelineSchedule v);
 
 /// The recipe `auto` stands for on a GPU of this architecture generation (true: Blackwell or later).
@@ -223,6 +230,9 @@ Fp8Recipe resolve_fp8_recipe(Fp8Recipe recipe, bool blackwell);
 /// The library `auto` stands for with this recipe: torchao for its own recipes (rowwise, rowwise_with_gw_hp),
 /// Transformer Engine otherwise; an explicit library is returned as given.
 Fp8Library resolve_fp8_library(Fp8Library library, Fp8Recipe recipe);
+
+/// What `host_dispatch` stands for in this configuration (auto resolved; see HostDispatchSetting).
+HostDispatch resolve_host_dispatch(const FsdpConfig& config);
 
 /// Whether the strategy keeps only a shard of the gradients on each rank (ZeRO-2 and ZeRO-3: optim_grads and
 /// optim_grads_params), so gradients are reduce-scattered rather than all-reduced.

@@ -185,6 +185,20 @@ const std::map<std::string, ConfigRule>& config_rules() {
       {"--fsdp-double-buffer",
        [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "fsdp_double_buffer", "true", f.name); }},
       {"--use-nccl-ub", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "nccl_ub", "true", f.name); }},
+      // CUDA graphs (Megatron-Core's CudaGraphManager, or TE's make_graphed_callables with the transformer_engine
+      // implementation) replay captured layers: the host launches graphs rather than kernels.
+      {"--enable-cuda-graph",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "host_dispatch", "cuda_graphs", f.name); }},
+      {"--external-cuda-graph",
+       [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "host_dispatch", "cuda_graphs", f.name); }},
+      {"--cuda-graph-impl",
+       [](FsdpConfig& c, const ParsedFlag& f) {
+         if (f.value != "none" && f.value != "local" && f.value != "transformer_engine") {
+           throw ConfigError(kWhere, f.name, "unknown CUDA graph implementation '" + f.value + "'",
+                             "use none, local or transformer_engine");
+         }
+         if (f.value != "none") set_key(c, "host_dispatch", "cuda_graphs", f.name);
+       }},
       {"--overlap-grad-reduce",
        [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "overlap_grad_reduce", "true", f.name); }},
       {"--overlap-param-gather",

@@ -366,6 +366,7 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
   l.shape.fp8_casts = fp8_casts_of(config);
   l.shape.fp8_gathered_weights = config.param_dtype == DType::fp8;
   l.shape.fp8_output_layer = config.fp8_output_layer;
+  l.shape.separate_projections = config.implementation == Implementation::fsdp2;
   check_routing_skew(model, config);
   if (config.attention_kernel != AttentionKernel::flash && !config.flash_attention) {
     reject(config, "attention_kernel",

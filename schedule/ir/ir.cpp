@@ -133,6 +133,17 @@ int64_t collective_size_bytes(const Op& op) {
   }
 }
 
+int32_t default_kernels(const Op& op) {
+  switch (op.kind) {
+    case OpKind::sync:
+      return 0;
+    case OpKind::compute:
+      return static_cast<int32_t>(op.gemms.size()) + (op.bytes_touched > 0 ? 1 : 0);
+    default:
+      return 1;
+  }
+}
+
 bool is_collective(OpKind kind) {
   return kind == OpKind::all_gather || kind == OpKind::reduce_scatter || kind == OpKind::all_reduce ||
          kind == OpKind::all_to_all;
@@ -160,6 +171,9 @@ std::string_view to_string(StreamRole v) {
 }
 std::string_view to_string(Fp8GemmScaling v) {
   return kFp8GemmScalingNames.name(v);
+}
+std::string_view to_string(HostDispatch v) {
+  return kHostDispatchNames.name(v);
 }
 std::string_view to_string(AttentionKernel v) {
   return kAttentionKernelNames.name(v);

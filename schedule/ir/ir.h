@@ -151,6 +151,10 @@ struct Op {
   int64_t recv_bytes = 0;     ///< per rank: collective output, or bytes copied host→device
   int64_t bytes_touched = 0;  ///< HBM bytes read + written by memory-bound work (norms, casts, optimizer, copies)
   KernelClassBytes class_bytes;  ///< of bytes_touched, those of unvectorized and reduction kernels
+  /// GPU kernels the host launches for this op: what its CPU-side issue costs (sim/host_timeline.h). Builders count
+  /// a unit's GEMMs and elementwise kernels (schedule/model/model_units_kernels.cpp); 0 in a hand-written schedule:
+  /// default_kernels().
+  int32_t kernels = 0;
   std::vector<Gemm> gemms;
   std::vector<BufferId> allocs;  ///< buffers allocated when the op starts
   std::vector<BufferId> frees;   ///< buffers released when the op ends
@@ -198,6 +202,17 @@ inline constexpr EnumNames<Fp8GemmScaling, 3> kFp8GemmScalingNames{
       {Fp8GemmScaling::rowwise, "rowwise"},
       {Fp8GemmScaling::rowwise_with_gw_hp, "rowwise_with_gw_hp"}}}};
 
+/// How the host issues the step's kernels, which sets the CPU time each one costs (sim/host_timeline.h).
+/// `eager`: PyTorch eager mode, a Python call through the dispatcher and autograd per kernel (Transformer Engine's
+/// modules too); `compiled`: torch.compile's generated wrapper, which calls the launch API per kernel; `cuda_graphs`:
+/// captured once and replayed, so the host launches graphs, not kernels (Megatron-LM's --enable-cuda-graph).
+enum class HostDispatch : uint8_t { eager, compiled, cuda_graphs };
+
+/// The one table naming HostDispatch values (the schedule's YAML key and the configuration's `host_dispatch`).
+inline constexpr EnumNames<HostDispatch, 3> kHostDispatchNames{{{{HostDispatch::eager, "eager"},
+                                                                 {HostDispatch::compiled, "compiled"},
+                                                                 {HostDispatch::cuda_graphs, "cuda_graphs"}}}};
+
 /// What the schedule was built from, and the figures the reports need to turn time into per-GPU rates.
 struct ScheduleInfo {
   std::string model;
@@ -220,6 +235,7 @@ struct ScheduleInfo {
       pipeline_schedule;  ///< gpipe | 1f1b | interleaved_1f1b | zbv | dualpipev; empty without pipeline parallelism
   AttentionKernel attention_kernel = AttentionKernel::flash;
   Fp8GemmScaling fp8_gemm_scaling = Fp8GemmScaling::tensorwise;  ///< read only when compute_dtype is fp8
+  HostDispatch host_dispatch = HostDispatch::eager;
   bool operator==(const ScheduleInfo&) const = default;
 };
 
@@ -268,6 +284,9 @@ struct Schedule {
 
 /// The size nccl-tests prints for a collective: the total gathered/scattered buffer for AG/RS, the buffer for AR.
 int64_t collective_size_bytes(const Op& op);
+/// The kernels an op launches when its builder counted none (Op::kernels = 0): one per collective, copy, optimizer
+/// call, send and receive; a compute op one per GEMM plus one for its memory-bound work; a sync none.
+int32_t default_kernels(const Op& op);
 /// True for all_gather, reduce_scatter, all_reduce, all_to_all.
 bool is_collective(OpKind kind);
 /// True for send and recv.
@@ -286,6 +305,7 @@ std::string_view to_string(GroupRole v);
 std::string_view to_string(StreamRole v);
 std::string_view to_string(AttentionKernel v);
 std::string_view to_string(Fp8GemmScaling v);
+std::string_view to_string(HostDispatch v);
 std::optional<OpKind> parse_op_kind(std::string_view text);
 std::optional<Phase> parse_phase(std::string_view text);
 std::optional<BufferCategory> parse_buffer_category(std::string_view text);

@@ -43,6 +43,9 @@ void emit_info(YAML::Emitter& out, const ScheduleInfo& info) {
   if (info.fp8_gemm_scaling != Fp8GemmScaling::tensorwise) {
     out << YAML::Key << "fp8_gemm_scaling" << YAML::Value << std::string(to_string(info.fp8_gemm_scaling));
   }
+  if (info.host_dispatch != HostDispatch::eager) {
+    out << YAML::Key << "host_dispatch" << YAML::Value << std::string(to_string(info.host_dispatch));
+  }
   if (info.model_params > 0) {
     out << YAML::Key << "model_params" << YAML::Value << info.model_params;
     out << YAML::Key << "model_active_params" << YAML::Value << info.model_active_params;
@@ -79,6 +82,7 @@ void emit_op(YAML::Emitter& out, const Schedule& s, const Op& op) {
   if (op.class_bytes.unvectorized != 0)
     out << YAML::Key << "unvectorized_bytes" << YAML::Value << op.class_bytes.unvectorized;
   if (op.class_bytes.reduction != 0) out << YAML::Key << "reduction_bytes" << YAML::Value << op.class_bytes.reduction;
+  if (op.kernels != 0) out << YAML::Key << "kernels" << YAML::Value << op.kernels;
   if (!op.gemms.empty()) {
     out << YAML::Key << "gemms" << YAML::Value << YAML::BeginSeq;
     for (const auto& g : op.gemms) emit_gemm(out, g);
@@ -152,6 +156,10 @@ ScheduleInfo read_info(YamlMap map) {
     info.fp8_gemm_scaling =
         kFp8GemmScalingNames.parse(map.get("fp8_gemm_scaling").as_choice(kFp8GemmScalingNames.names())).value();
   }
+  if (map.has("host_dispatch")) {
+    info.host_dispatch =
+        kHostDispatchNames.parse(map.get("host_dispatch").as_choice(kHostDispatchNames.names())).value();
+  }
   info.model_params = map.int_or("model_params", 0, 0, limits::kMaxParameters);
   info.model_active_params = map.int_or("model_active_params", 0, 0, info.model_params);
   map.finish();
@@ -193,6 +201,7 @@ Op read_op(YamlMap map, const std::vector<std::string>& streams, const std::vect
   op.bytes_touched = map.int_or("bytes_touched", 0, 0, limits::kMaxBytes);
   op.class_bytes.unvectorized = map.int_or("unvectorized_bytes", 0, 0, limits::kMaxBytes);
   op.class_bytes.reduction = map.int_or("reduction_bytes", 0, 0, limits::kMaxBytes);
+  op.kernels = static_cast<int32_t>(map.int_or("kernels", 0, 0, limits::kMaxKernelsPerOp));
   if (map.has("gemms")) {
     const YAML::Node list = map.raw("gemms");
     if (!list.IsSequence()) map.fail("'gemms' must be a list", "write gemms: [{name: x, m: 1, n: 1, k: 1}]");

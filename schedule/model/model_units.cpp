@@ -220,6 +220,7 @@ UnitCost embedding_unit(const UnitDims& d) {
   set_params(embedding_tensors(*d.model), d, false, unit);
   add_embedding_collectives(d, unit);
   add_embedding_memory(d, unit);
+  add_embedding_kernels(d, unit);
   return unit;
 }
 
@@ -234,6 +235,7 @@ UnitCost layer_unit(const UnitDims& d, int32_t layer) {
   add_layer_collectives(d, unit.moe, unit);
   add_layer_memory(d, unit.moe, unit);
   add_layer_op_sac(d, unit);
+  add_layer_kernels(d, unit.moe, unit);
   return unit;
 }
 
@@ -259,6 +261,7 @@ UnitCost mtp_unit(const UnitDims& d, const UnitCost& last_layer, int32_t k) {
   unit.recomputed_activation_bytes += d.sp_tokens * h * a * 4;
   unit.fwd_bytes_touched += 2 * 2 * d.sp_tokens * h * a;
   unit.bwd_bytes_touched += 2 * 3 * d.sp_tokens * h * a;
+  add_mtp_kernels(d, unit);
   return unit;
 }
 
@@ -277,6 +280,9 @@ void add_mtp_heads(int32_t modules, UnitCost& output) {
   for (int64_t& saved : output.saved_activation_bytes) saved *= 1 + modules;
   output.fwd_bytes_touched *= 1 + modules;
   output.bwd_bytes_touched *= 1 + modules;
+  output.fwd_kernels *= 1 + modules;
+  output.bwd_kernels *= 1 + modules;
+  output.fwd_elementwise_kernels *= 1 + modules;
   for (KernelClassBytes* c : {&output.fwd_class_bytes, &output.bwd_class_bytes}) {
     c->unvectorized *= 1 + modules;
     c->reduction *= 1 + modules;
@@ -291,6 +297,7 @@ UnitCost output_unit(const UnitDims& d) {
   add_output_gemms(d, unit);
   add_output_collectives(d, unit);
   add_output_memory(d, unit);
+  add_output_kernels(d, unit);
   return unit;
 }
 

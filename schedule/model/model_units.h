@@ -37,6 +37,7 @@ struct ModuleRecompute {
   std::vector<Gemm> gemms;               ///< forward GEMMs it re-runs at the start of the layer's backward
   int64_t bytes_touched = 0;             ///< memory-bound forward work it re-runs
   std::vector<std::string> collectives;  ///< forward collectives it re-issues (names in fwd_collectives)
+  int32_t kernels = 0;                   ///< kernels it re-launches: its GEMMs and its share of the elementwise ones
 };
 
 /// The slice of the parallel configuration that shapes one rank's work in a unit.
@@ -66,6 +67,9 @@ struct RankShape {
   bool fp8_gathered_weights = false;
   /// Under FP8 compute the output layer's GEMMs run in FP8 too; false: BF16 (Gemm::bf16_in_fp8).
   bool fp8_output_layer = false;
+  /// Q, K, V and the gate and up projections run as separate matmuls (torchtitan's and Hugging Face's modules, which
+  /// FSDP2 wraps); false: fused as Megatron-Core runs them. Only kernel counts read it: the GEMM list stays fused.
+  bool separate_projections = false;
 };
 
 /// Where a unit sits in the model.
@@ -117,6 +121,12 @@ struct UnitCost {
   std::vector<Gemm> fwd_gemms;
   std::vector<Gemm> bwd_gemms;    ///< data-gradient and weight-gradient GEMMs (+ flash-attention recompute)
   int64_t fwd_bytes_touched = 0;  ///< memory-bound work: norms, activations, residuals, rotary, softmax
+  /// Kernels the host launches per micro-batch (Op::kernels; schedule/model/model_units_kernels.cpp): GEMMs, fused
+  /// attention, elementwise work and FP8 casts; collectives are ops of their own. `fwd_elementwise_kernels` is the
+  /// forward's share without GEMMs and attention (what a recompute re-runs with its bytes).
+  int32_t fwd_kernels = 0;
+  int32_t bwd_kernels = 0;
+  int32_t fwd_elementwise_kernels = 0;
   int64_t bwd_bytes_touched = 0;
   KernelClassBytes fwd_class_bytes;  ///< of fwd_bytes_touched, the eager unvectorized and reduction kernels'
   KernelClassBytes bwd_class_bytes;
@@ -131,6 +141,7 @@ struct UnitCost {
   std::vector<Gemm> op_sac_recompute_gemms;
   int64_t op_sac_recompute_bytes = 0;
   KernelClassBytes op_sac_recompute_class_bytes;  ///< of op_sac_recompute_bytes
+  int32_t op_sac_recompute_kernels = 0;           ///< its matmuls and every elementwise forward kernel
   /// Selective recompute, per RecomputeModule (zeros for what the unit does not have).
   std::array<ModuleRecompute, kRecomputeModuleCount> module_recompute{};
   /// Activations a full-recompute forward re-creates inside backward (the `none` set), freed by the backward.

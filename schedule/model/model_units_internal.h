@@ -52,6 +52,13 @@ void add_layer_memory(const UnitDims& d, bool moe, UnitCost& unit);
 void add_embedding_memory(const UnitDims& d, UnitCost& unit);
 void add_output_memory(const UnitDims& d, UnitCost& unit);
 
+/// Kernels per micro-batch (UnitCost::fwd_kernels, ...). After the GEMMs and the memory figures; a layer's after
+/// add_layer_op_sac too.
+void add_layer_kernels(const UnitDims& d, bool moe, UnitCost& unit);
+void add_mtp_kernels(const UnitDims& d, UnitCost& unit);
+void add_embedding_kernels(const UnitDims& d, UnitCost& unit);
+void add_output_kernels(const UnitDims& d, UnitCost& unit);
+
 /// torchtitan's op-level selective checkpointing of a decoder layer: what it saves and what it recomputes. Needs
 /// the layer's GEMMs and memory figures.
 void add_layer_op_sac(const UnitDims& d, UnitCost& unit);

@@ -83,7 +83,7 @@ TEST_P(HostMatchesSimulator, SameIrSamePeakNoProblems) {
 
   HostOptions ordered;
   ordered.bytes_scale = kBytesScale;
-  ordered.memory_order = predicted_memory_order(s, steady);
+  ordered.memory_order = predicted_memory_order(s, predicted);
   const ExecResult measured = run_host(s, ordered);
   EXPECT_TRUE(measured.problems.empty()) << ::testing::PrintToString(measured.problems);
   // The expectation is the simulator's number itself: the host performs the same allocations and frees in the same
@@ -132,7 +132,7 @@ TEST(HostLlama, EmulatedRankOfA1024GpuJobMatchesThePrediction) {
   HostOptions o;
   o.bytes_scale = kBytesScale;
   o.emulate = true;
-  o.memory_order = predicted_memory_order(s, predicted.steps.back());
+  o.memory_order = predicted_memory_order(s, predicted);
   const ExecResult r = run_host(s, o);
   EXPECT_TRUE(r.problems.empty()) << ::testing::PrintToString(r.problems);
   EXPECT_EQ(r.run.steps.back().peak_allocated.bytes, predicted.steps.back().peak_allocated.bytes);

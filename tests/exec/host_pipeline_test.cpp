@@ -61,7 +61,7 @@ TEST_P(HostPipelineMatchesSimulator, EveryStagesPeakEqualsThePrediction) {
 
   HostOptions ordered;
   ordered.bytes_scale = kBytesScale;
-  ordered.memory_order = predicted_memory_order(s, steady);
+  ordered.memory_order = predicted_memory_order(s, predicted);
   const ExecResult measured = run_host(s, ordered);
   EXPECT_TRUE(measured.problems.empty()) << ::testing::PrintToString(measured.problems);
   // 8 GPUs of pp stages: 8 / pp host ranks, each one pipeline.

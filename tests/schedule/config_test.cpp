@@ -22,6 +22,18 @@ TEST(Config, DefaultsFollowMegatronFsdp) {
   EXPECT_EQ(main_grad_dtype(fp8), DType::bf16);  // BF16 grads for FP8 parameters
 }
 
+TEST(Config, HostDispatchAutoIsCompiledOnlyForTorchCompile) {
+  FsdpConfig c;
+  EXPECT_EQ(resolve_host_dispatch(c), HostDispatch::eager);  // Megatron-FSDP: TE modules launched from Python
+  apply_override(c, "implementation=fsdp2");
+  EXPECT_EQ(resolve_host_dispatch(c), HostDispatch::compiled);  // fused_elementwise under FSDP2 is torch.compile
+  apply_override(c, "fused_elementwise=false");
+  EXPECT_EQ(resolve_host_dispatch(c), HostDispatch::eager);
+  apply_override(c, "host_dispatch=cuda_graphs");
+  EXPECT_EQ(resolve_host_dispatch(c), HostDispatch::cuda_graphs);
+  EXPECT_THROW(apply_override(c, "host_dispatch=jit"), ConfigError);
+}
+
 TEST(Config, YamlKeysAndOrigins) {
   const FsdpConfig c = parse_config_yaml("tp: 2\nnodes: 4\nfsdp_double_buffer: true\n", "job.yaml");
   EXPECT_EQ(c.tp, 2);

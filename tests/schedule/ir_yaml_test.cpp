@@ -60,6 +60,24 @@ TEST(IrYaml, Fp8GemmScalingRoundTrips) {
             std::string::npos);
 }
 
+TEST(IrYaml, KernelCountsAndHostDispatchRoundTrip) {
+  FsdpConfig config;
+  apply_override(config, "implementation=fsdp2");
+  const Schedule s = build_schedule(model_preset("llama3-8b"), config, 8);
+  EXPECT_EQ(s.info.host_dispatch, HostDispatch::compiled);  // auto: fsdp2 with fused_elementwise is torch.compile
+  const std::string text = schedule_to_yaml(s);
+  EXPECT_NE(text.find("host_dispatch: compiled"), std::string::npos);
+  // A layer's forward: torchtitan's seven matmuls, attention and seven fused elementwise kernels.
+  EXPECT_NE(text.find("kernels: 15"), std::string::npos);
+  EXPECT_EQ(schedule_from_yaml(text, "s.yaml"), s);
+  std::string bad = text;
+  bad.replace(bad.find("kernels: 15"), 11, "kernels: -1");
+  EXPECT_NE(error_of(bad).find("kernels"), std::string::npos) << error_of(bad);
+  bad = text;
+  bad.replace(bad.find("host_dispatch: compiled"), 23, "host_dispatch: jit");
+  EXPECT_NE(error_of(bad).find("'info.host_dispatch': unknown value 'jit'"), std::string::npos) << error_of(bad);
+}
+
 TEST(IrYaml, KernelClassBytesRoundTripAndMustBeAPartOfTheOpsBytes) {
   // An eager FSDP2 schedule: its layers carry unvectorized and reduction bytes, which the YAML keeps.
   FsdpConfig config;

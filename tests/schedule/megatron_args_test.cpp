@@ -194,6 +194,28 @@ TEST(MegatronArgs, FlagsThatDoNotShapeTheScheduleAreListedOnce) {
   EXPECT_EQ(c.micro_batch_size, 2);
 }
 
+TEST(MegatronArgs, CudaGraphFlagsReplayTheLayersKernels) {
+  const auto dispatch_of = [](const std::string& args) {
+    FsdpConfig c;
+    std::optional<ModelSpec> m = model_preset("llama3-8b");
+    apply_megatron_args(args, c, m);
+    return resolve_host_dispatch(c);
+  };
+  EXPECT_EQ(dispatch_of("--micro-batch-size 1"), HostDispatch::eager);  // Transformer Engine's modules, from Python
+  EXPECT_EQ(dispatch_of("--enable-cuda-graph"), HostDispatch::cuda_graphs);
+  EXPECT_EQ(dispatch_of("--external-cuda-graph"), HostDispatch::cuda_graphs);
+  EXPECT_EQ(dispatch_of("--cuda-graph-impl transformer_engine"), HostDispatch::cuda_graphs);
+  EXPECT_EQ(dispatch_of("--cuda-graph-impl none"), HostDispatch::eager);
+  FsdpConfig c;
+  std::optional<ModelSpec> m = model_preset("llama3-8b");
+  try {
+    apply_megatron_args("--cuda-graph-impl full", c, m);
+    FAIL() << "an unknown implementation was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown CUDA graph implementation 'full'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(MegatronArgs, MoeLayerFreqAsAnIntegerOrAPythonListExpression) {
   // megatron/training/arguments.py moe_freq_type: N → layers whose index is a multiple of N; a list expression → one
   // 0 (dense) or 1 (MoE) per layer. DeepSeek-V3's "([0]*3+[1]*58)": layers 3-60 are MoE.

@@ -409,5 +409,39 @@ TEST(ModelUnits, AnMtpModuleIsTheLastLayerPlusItsProjectionAndNorms) {
             218'112'000 + 3 * 4096 + 33'554'432);
 }
 
+// Kernels per micro-batch of a Llama-3-8B layer (GQA, SwiGLU, RMSNorm, FlashAttention), counted kernel by kernel
+// (schedule/model/model_units_kernels.cpp):
+//   Megatron-Core, fused (TE): forward GEMMs qkv, proj, fc1, fc2 (4) + attention (1); two norms (1 each), two residual
+//     adds, rotary on Q and K (2), SwiGLU (1): 5 + 7 = 12. Backward: eight GEMMs + attention's three kernels; norms 2
+//     each, two adds, rotary 2, SwiGLU 1: 11 + 9 = 20.
+//   torchtitan's modules in eager PyTorch: q, k, v, wo, w1, w3, w2 (7) + attention (1); norms 8 each, two adds,
+//     rotary 6, the output made contiguous (1), silu and the product (2): 8 + 27 = 35. Backward: 14 GEMMs + 3;
+//     norms 14 each, two adds, rotary 6, contiguous 1, SwiGLU 3: 17 + 40 = 57.
+TEST(ModelUnits, KernelCountsOfAFusedAndAnEagerLlamaLayer) {
+  const ModelSpec m = model_preset("llama3-8b");
+  RankShape fused = shape_8k();
+  const UnitCost megatron = derive_units(m, fused)[1];
+  EXPECT_EQ(megatron.fwd_kernels, 12);
+  EXPECT_EQ(megatron.bwd_kernels, 20);
+  EXPECT_EQ(megatron.fwd_elementwise_kernels, 7);
+  RankShape eager = shape_8k();
+  eager.fused_elementwise = false;
+  eager.separate_projections = true;
+  const UnitCost torchtitan = derive_units(m, eager)[1];
+  EXPECT_EQ(torchtitan.fwd_kernels, 35);
+  EXPECT_EQ(torchtitan.bwd_kernels, 57);
+  // Recomputing the MLP re-launches its GEMMs (fc1 split into w1 and w3, and w2) and its share of the forward's
+  // elementwise kernels by bytes.
+  const ModuleRecompute& mlp = torchtitan.module_recompute[static_cast<size_t>(RecomputeModule::mlp)];
+  EXPECT_GT(mlp.kernels, 3);
+  EXPECT_LT(mlp.kernels, torchtitan.fwd_kernels);
+  // Transformer Engine's FP8 adds its fused casts: input and weight forward, output gradient backward, per linear.
+  RankShape fp8 = fused;
+  fp8.compute_dtype = DType::fp8;
+  const UnitCost te_fp8 = derive_units(m, fp8)[1];
+  EXPECT_EQ(te_fp8.fwd_kernels, 12 + 4 * 2);
+  EXPECT_EQ(te_fp8.bwd_kernels, 20 + 4 * 1);
+}
+
 }  // namespace
 }  // namespace fsdpsim

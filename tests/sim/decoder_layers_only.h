@@ -12,7 +12,8 @@
 
 namespace fsdpsim::testing {
 
-/// Runs `s` with every decoder-layer forward or backward compute op taking `ns_of(op)` and every other op free.
+/// Runs `s` with every decoder-layer forward or backward compute op taking `ns_of(op)` and every other op free (and
+/// no host issue time).
 inline RunRecord run_decoder_layers_only(const Schedule& s, const std::function<TimeNs(const Op&)>& ns_of) {
   std::vector<OpCost> costs(s.ops.size());
   for (const Op& op : s.ops) {
@@ -24,7 +25,8 @@ inline RunRecord run_decoder_layers_only(const Schedule& s, const std::function<
     cost.compute_ns = ns_of(op);
     cost.standalone_ns = cost.compute_ns;
   }
-  const Topology t = topology_preset("dgx-h100-ndr");
+  Topology t = topology_preset("dgx-h100-ndr");
+  t.gpu.host = {};  // the host issues every op at once
   return run_schedule_with_costs(s, t, SimOptions{}, std::move(costs), link_capacities(t, s.info.pipeline_stages));
 }
 

@@ -7,6 +7,7 @@
 #include "common/units.h"
 #include "sim/memory_overhead_model.h"
 #include "tests/schedule/tiny_schedule.h"
+#include "tests/sim/hand_costs.h"
 
 namespace fsdpsim {
 namespace {
@@ -18,16 +19,11 @@ Topology test_topology() {
   t.gpu.sm_count = 100;
   t.gpu.overlap_slowdown = 0;
   t.gpu.cuda_malloc_ns = 0;  // tested on its own below
+  t.gpu.host = {};           // the host pacing ops is tested on its own (host_timeline_test.cpp)
   return t;
 }
 
-OpCost compute_cost(TimeNs ns) {
-  OpCost c;
-  c.model = CostModel::compute;
-  c.compute_ns = ns;
-  c.standalone_ns = ns;
-  return c;
-}
+using testing::compute_cost;
 
 OpCost transfer_cost(TimeNs latency_ns, double bytes, int32_t sms) {
   OpCost c;

@@ -1,0 +1,107 @@
+#include "sim/host_timeline.h"
+
+#include <algorithm>
+
+namespace fsdpsim {
+namespace {
+
+TimeNs per_kernel_ns(HostDispatch dispatch, const HostCosts& host) {
+  switch (dispatch) {
+    case HostDispatch::eager:
+      return host.eager_kernel_ns;
+    case HostDispatch::compiled:
+      return host.compiled_kernel_ns;
+    case HostDispatch::cuda_graphs:
+      return host.graph_kernel_ns;
+  }
+  return host.eager_kernel_ns;
+}
+
+size_t stage_index(const Schedule& s, const Op& op, size_t stages) {
+  return static_cast<size_t>(std::clamp<int64_t>(s.stage_of(op), 0, static_cast<int64_t>(stages) - 1));
+}
+
+// What FSDP2's Python adds to the kernels' issue: its hooks around each parameter all-gather and gradient
+// reduce-scatter on a data-parallel group (TP, CP and EP collectives are the modules' own), and its DTensor
+// parameters' optimizer step per unit on the stage.
+class Fsdp2HostWork {
+ public:
+  Fsdp2HostWork(const Schedule& s, const HostCosts& host) : host_(host) {
+    fsdp_group_.assign(s.groups.size(), 0);
+    if (s.info.implementation != "fsdp2") return;
+    for (const GroupRole role : {GroupRole::dp_shard, GroupRole::dp_outer, GroupRole::edp, GroupRole::edp_outer}) {
+      const GroupId g = s.group_index(role);
+      if (g.valid()) fsdp_group_[g.index()] = 1;
+    }
+    const size_t stages = static_cast<size_t>(std::max(1, s.info.pipeline_stages));
+    std::vector<std::vector<char>> seen(stages, std::vector<char>(s.units.size(), 0));
+    units_of_stage_.assign(stages, 0);
+    for (const Op& op : s.ops) {
+      if (op.unit < 0 || static_cast<size_t>(op.unit) >= s.units.size()) continue;
+      const size_t stage = stage_index(s, op, stages);
+      char& unit_seen = seen[stage][static_cast<size_t>(op.unit)];
+      if (!unit_seen) ++units_of_stage_[stage];
+      unit_seen = 1;
+    }
+  }
+
+  [[nodiscard]] TimeNs cost_ns(const Schedule& s, const Op& op) const {
+    if (units_of_stage_.empty()) return 0;
+    if (op.kind == OpKind::all_gather || op.kind == OpKind::reduce_scatter) {
+      const bool hooked = op.group.valid() && op.group.index() < fsdp_group_.size() && fsdp_group_[op.group.index()];
+      return hooked ? host_.fsdp2_collective_ns : 0;
+    }
+    if (op.kind == OpKind::optimizer) {
+      return units_of_stage_[stage_index(s, op, units_of_stage_.size())] * host_.fsdp2_optimizer_unit_ns;
+    }
+    return 0;
+  }
+
+ private:
+  const HostCosts& host_;
+  std::vector<char> fsdp_group_;
+  std::vector<int64_t> units_of_stage_;  // empty: not an FSDP2 schedule
+};
+
+TimeNs issue_cost_ns(const Schedule& s, const Op& op, const HostCosts& host, const Fsdp2HostWork& fsdp2) {
+  const int32_t kernels = op.kernels > 0 ? op.kernels : default_kernels(op);
+  return static_cast<TimeNs>(kernels) * per_kernel_ns(s.info.host_dispatch, host) + fsdp2.cost_ns(s, op);
+}
+
+}  // namespace
+
+TimeNs host_issue_cost_ns(const Schedule& s, const Op& op, const HostCosts& host) {
+  return issue_cost_ns(s, op, host, Fsdp2HostWork(s, host));
+}
+
+std::vector<TimeNs> host_issue_times_ns(const Schedule& s, const HostCosts& host) {
+  if (!host.any()) return {};
+  const Fsdp2HostWork fsdp(s, host);
+  std::vector<TimeNs> issued(s.ops.size(), 0);
+  std::vector<TimeNs> clock(static_cast<size_t>(std::max(1, s.info.pipeline_stages)), 0);
+  bool any = false;
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    const Op& op = s.ops[i];
+    const TimeNs cost = issue_cost_ns(s, op, host, fsdp);
+    any = any || cost > 0;
+    TimeNs& clock_of_stage = clock[stage_index(s, op, clock.size())];
+    clock_of_stage += cost;
+    // The pipeline builder appends a stage's sends and receives after its computes (schedule/build/
+    // build_pipeline.cpp), not where the schedule posts them (a receive before the compute that reads it, a send
+    // after the one that writes it): their position says nothing of when the host gets to them, so they wait for
+    // no issue; their launches still take the host's time.
+    issued[i] = is_p2p(op.kind) ? 0 : clock_of_stage;
+  }
+  if (!any) return {};
+  return issued;
+}
+
+std::vector<TimeNs> host_step_ns(const Schedule& s, const HostCosts& host) {
+  std::vector<TimeNs> clock(static_cast<size_t>(std::max(1, s.info.pipeline_stages)), 0);
+  if (!host.any()) return clock;
+  const Fsdp2HostWork fsdp(s, host);
+  for (const Op& op : s.ops) clock[stage_index(s, op, clock.size())] += issue_cost_ns(s, op, host, fsdp);
+  return clock;
+}
+
+}  // namespace fsdpsim

@@ -1,0 +1,34 @@
+#pragma once
+/// The host side of a step: each rank's CPU thread walks its ops in program order (the schedule's op order, which
+/// the builders write in the order the frameworks issue them) and spends a CPU time on each before its kernels reach
+/// the GPU. An op cannot start before the host has issued it, however idle its stream. For a large model the host runs
+/// far ahead and this changes nothing; for a small one, or a small micro-batch, the step is as long as the host's walk
+/// (bench/results/2026-11-27-kernels: 2.4-3.8 ms of CPU per Llama layer per step in eager PyTorch, 5.0-8.8 ms with
+/// FSDP2's hooks, against a few hundred microseconds of kernels).
+///
+/// The host never waits on the GPU inside a step (no op here synchronises: FSDP2's and Megatron-FSDP's waits are
+/// stream waits), and a step's walk starts with the step: the training loop's once-per-step synchronisation (the
+/// loss's .item(), Megatron's gradient-norm check) leaves nothing in flight across it.
+
+#include <vector>
+
+#include "common/units.h"
+#include "schedule/ir/ir.h"
+#include "topologies/hardware.h"
+
+namespace fsdpsim {
+
+/// CPU time the host spends issuing `op` (its kernels at the schedule's HostDispatch rate, plus FSDP2's hooks for a
+/// parameter all-gather or gradient reduce-scatter over a data-parallel group).
+TimeNs host_issue_cost_ns(const Schedule& s, const Op& op, const HostCosts& host);
+
+/// When the host has issued each op, from the start of its step: the running sum of host_issue_cost_ns over the ops
+/// of the op's pipeline stage (each stage is its own rank and CPU) up to and including it; 0 for a pipeline send or
+/// receive, which the builder places after the stage's computes rather than where the host posts it. Indexed by op
+/// id; empty when the profile models no host cost or no op has one.
+std::vector<TimeNs> host_issue_times_ns(const Schedule& s, const HostCosts& host);
+
+/// The host's whole walk of a step for each pipeline stage (the last issue time of its ops).
+std::vector<TimeNs> host_step_ns(const Schedule& s, const HostCosts& host);
+
+}  // namespace fsdpsim
