@@ -106,5 +106,27 @@ TEST(AttentionTable, TheShippedH100TableGivesBackItsMeasurements) {
   EXPECT_HAS(error_of([&] { (void)load_attention_table(path, ""); }), "none was chosen");
 }
 
+// NVIDIA's published H200 table (bench/kernel_tables/published/: cudnn-frontend's benchmark_results.csv, converted): the
+// causal batch 2 × 16 heads × 8192 × 128 row ran cuDNN's forward at 572.86 TFLOP/s, so 4 × 32 × 8192² × 128 × 0.5
+// FLOPs take 959.66 µs, and its backward at 463.54 (2,964.98 µs). Our own H200 table has the same FLOPs as batch 1 × 32
+// heads at 928 and 2,778 µs: two sources, one GPU, within 7%. Its FlashAttention-2 (PyTorch's flash backend) ran the
+// forward at 325.14 TFLOP/s.
+TEST(AttentionTable, ThePublishedH200TableAgreesWithOurOwn) {
+  const std::string bench = std::string(FSDPSIM_SOURCE_DIR) + "/bench/";
+  const std::string published_csv = bench + "kernel_tables/published/h200-attention-cudnn-frontend.csv";
+  const double flops = 4.0 * 32 * 8192.0 * 8192.0 * 128 * 0.5;
+  const AttentionTable published = load_attention_table(published_csv, "cudnn");
+  EXPECT_NEAR(flops / published.flops_per_s(false, 8192, 32, 128), 959.66e-6, 1e-10);
+  EXPECT_NEAR(2.5 * flops / published.flops_per_s(true, 8192, 32, 128), 2964.98e-6, 1e-10);
+  const AttentionTable ours = load_attention_table(bench + "results/2026-11-27-kernels/h200-attention.csv", "cudnn");
+  for (const bool backward : {false, true}) {
+    const double ratio = ours.flops_per_s(backward, 8192, 32, 128) / published.flops_per_s(backward, 8192, 32, 128);
+    EXPECT_GT(ratio, 1.0) << "backward " << backward;  // newer cuDNN, the same GPU
+    EXPECT_LT(ratio, 1.07) << "backward " << backward;
+  }
+  const AttentionTable flash2 = load_attention_table(published_csv, "flash");
+  EXPECT_NEAR(flops / flash2.flops_per_s(false, 8192, 32, 128), 1690.84e-6, 1e-10);
+}
+
 }  // namespace
 }  // namespace fsdpsim
