@@ -98,7 +98,7 @@ class Engine {
       : s_(s), t_(t), o_(o), costs_(std::move(costed.costs)), flat_(std::move(costed.flat)) {
     FSDPSIM_CHECK(costs_.size() == s.ops.size() && flat_.ops.size() == s.ops.size(), "one cost per op");
     overheads_ = memory_overheads(s, t, flat_);
-    issue_ns_ = host_issue_times_ns(s, t.gpu.host);
+    host_ = host_timeline(s, t.gpu.host);
     // One memory per pipeline stage: each stage's rank is its own GPU.
     const AllocatorConfig allocator{.capacity_bytes = o.allocator_capacity_bytes > 0
                                                           ? o.allocator_capacity_bytes
@@ -178,12 +178,10 @@ class Engine {
     prediction.collectives = collective_choices(costs_);
     prediction.overheads = overheads_;
     prediction.straggler = o_.straggler;
-    if (!issue_ns_.empty()) {
-      prediction.host_step_ns = host_step_ns(s_, t_.gpu.host).front();
-      for (const Op& op : s_.ops) {
-        if (s_.stage_of(op) == 0) prediction.host_kernels_per_step += op.kernels > 0 ? op.kernels : default_kernels(op);
-      }
-      prediction.host_issue_ns = issue_ns_;
+    if (!host_.issue_ns.empty()) {
+      prediction.host_step_ns = host_.walk_ns.front();
+      prediction.host_kernels_per_step = host_.kernels.front();
+      prediction.host_issue_ns = std::move(host_.issue_ns);  // the run is over: the engine needs them no more
     }
     result.origin = std::move(prediction);
     result.timeline = memory.timeline();
@@ -276,8 +274,8 @@ class Engine {
   // The op heading stream `st` is ready on the GPU before the host has issued it: the stream waits (an activity with
   // no work, which ends at the issue time and no rate touches).
   bool waits_for_host(size_t st, int32_t op, TimeNs now) {
-    if (issue_ns_.empty()) return false;
-    const TimeNs issued = step_start_ + issue_ns_[static_cast<size_t>(op)];
+    if (host_.issue_ns.empty()) return false;
+    const TimeNs issued = step_start_ + host_.issue_ns[static_cast<size_t>(op)];
     if (now >= issued) return false;
     Activity& a = acts_[st];
     a = Activity{.op = op, .active = true, .host_wait = true, .since = now, .version = a.version + 1};
@@ -757,13 +755,13 @@ class Engine {
   // than the GPU's, and then it catches up with the GPU a few windows on).
   // Returns how many of `windows` qualify.
   [[nodiscard]] int32_t host_paced_windows(const Boundary& prev, const Boundary& cur, int32_t windows) const {
-    if (issue_ns_.empty()) return windows;
+    if (host_.issue_ns.empty()) return windows;
     if (host_waited_) return 0;
     const TimeNs period = cur.time_ns - prev.time_ns;
     for (const auto& [op, t] : started_) {
       for (int32_t w = 1; w <= windows; ++w) {
         const int32_t moved = translation_.op_after(op, w);
-        if (step_start_ + issue_ns_[static_cast<size_t>(moved)] > t + w * period) {
+        if (step_start_ + host_.issue_ns[static_cast<size_t>(moved)] > t + w * period) {
           windows = w - 1;
           break;
         }
@@ -964,7 +962,7 @@ class Engine {
   int32_t step_ = 0;
   TimeNs step_start_ = 0;
   uint64_t events_ = 0;
-  std::vector<TimeNs> issue_ns_;  // per op: when the host has issued it, from its step's start (empty: no host model)
+  HostTimeline host_;             // when the host has issued each op, from its step's start (no issue times: no model)
   bool host_waited_ = false;      // an op waited for the host since the last boundary
   // Replaying repeated micro-batches.
   MicroBatchTranslation translation_;

@@ -74,34 +74,27 @@ TimeNs host_issue_cost_ns(const Schedule& s, const Op& op, const HostCosts& host
   return issue_cost_ns(s, op, host, Fsdp2HostWork(s, host));
 }
 
-std::vector<TimeNs> host_issue_times_ns(const Schedule& s, const HostCosts& host) {
-  if (!host.any()) return {};
+HostTimeline host_timeline(const Schedule& s, const HostCosts& host) {
+  const size_t stages = static_cast<size_t>(std::max(1, s.info.pipeline_stages));
+  HostTimeline t{.issue_ns = {}, .walk_ns = std::vector<TimeNs>(stages, 0), .kernels = std::vector<int64_t>(stages, 0)};
+  if (!host.any()) return t;
   const Fsdp2HostWork fsdp(s, host);
-  std::vector<TimeNs> issued(s.ops.size(), 0);
-  std::vector<TimeNs> clock(static_cast<size_t>(std::max(1, s.info.pipeline_stages)), 0);
-  bool any = false;
+  const TimeNs per_kernel = per_kernel_ns(s.info.host_dispatch, host);
+  t.issue_ns.assign(s.ops.size(), 0);
   for (size_t i = 0; i < s.ops.size(); ++i) {
     const Op& op = s.ops[i];
-    const TimeNs cost = issue_cost_ns(s, op, host, fsdp);
-    any = any || cost > 0;
-    TimeNs& clock_of_stage = clock[stage_index(s, op, clock.size())];
-    clock_of_stage += cost;
+    const int32_t kernels = op.kernels > 0 ? op.kernels : default_kernels(op);
+    const size_t stage = stage_index(s, op, stages);
+    t.kernels[stage] += kernels;
+    t.walk_ns[stage] += static_cast<TimeNs>(kernels) * per_kernel + fsdp.cost_ns(s, op);
     // The pipeline builder appends a stage's sends and receives after its computes (schedule/build/
     // build_pipeline.cpp), not where the schedule posts them (a receive before the compute that reads it, a send
     // after the one that writes it): their position says nothing of when the host gets to them, so they wait for
     // no issue; their launches still take the host's time.
-    issued[i] = is_p2p(op.kind) ? 0 : clock_of_stage;
+    t.issue_ns[i] = is_p2p(op.kind) ? 0 : t.walk_ns[stage];
   }
-  if (!any) return {};
-  return issued;
-}
-
-std::vector<TimeNs> host_step_ns(const Schedule& s, const HostCosts& host) {
-  std::vector<TimeNs> clock(static_cast<size_t>(std::max(1, s.info.pipeline_stages)), 0);
-  if (!host.any()) return clock;
-  const Fsdp2HostWork fsdp(s, host);
-  for (const Op& op : s.ops) clock[stage_index(s, op, clock.size())] += issue_cost_ns(s, op, host, fsdp);
-  return clock;
+  if (std::all_of(t.walk_ns.begin(), t.walk_ns.end(), [](TimeNs w) { return w == 0; })) t.issue_ns.clear();
+  return t;
 }
 
 }  // namespace fsdpsim

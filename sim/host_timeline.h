@@ -22,13 +22,18 @@ namespace fsdpsim {
 /// parameter all-gather or gradient reduce-scatter over a data-parallel group).
 TimeNs host_issue_cost_ns(const Schedule& s, const Op& op, const HostCosts& host);
 
-/// When the host has issued each op, from the start of its step: the running sum of host_issue_cost_ns over the ops
-/// of the op's pipeline stage (each stage is its own rank and CPU) up to and including it; 0 for a pipeline send or
-/// receive, which the builder places after the stage's computes rather than where the host posts it. Indexed by op
-/// id; empty when the profile models no host cost or no op has one.
-std::vector<TimeNs> host_issue_times_ns(const Schedule& s, const HostCosts& host);
+/// The host's walk of one step.
+struct HostTimeline {
+  /// By op id: when the host has issued it, from the start of its step: the running sum of host_issue_cost_ns over
+  /// the ops of the op's pipeline stage (each stage is its own rank and CPU) up to and including it; 0 for a pipeline
+  /// send or receive, which the builder places after the stage's computes rather than where the host posts it.
+  /// Empty when the profile models no host cost or no op has one.
+  std::vector<TimeNs> issue_ns;
+  std::vector<TimeNs> walk_ns;   ///< per pipeline stage: the whole walk of a step
+  std::vector<int64_t> kernels;  ///< per pipeline stage: the kernels it issues
+};
 
-/// The host's whole walk of a step for each pipeline stage (the last issue time of its ops).
-std::vector<TimeNs> host_step_ns(const Schedule& s, const HostCosts& host);
+/// One walk over the ops gives all three.
+HostTimeline host_timeline(const Schedule& s, const HostCosts& host);
 
 }  // namespace fsdpsim

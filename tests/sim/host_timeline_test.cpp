@@ -67,23 +67,24 @@ TEST(HostTimeline, IssueTimesAreTheRunningSumOfTheOpsKernels) {
   // backward's 20 at 310 us, the reduce-scatter at 320 us.
   const Schedule s = counted_schedule();
   const HostCosts host{.eager_kernel_ns = 10'000};
-  EXPECT_EQ(host_issue_times_ns(s, host), (std::vector<TimeNs>{10'000, 110'000, 310'000, 320'000}));
-  EXPECT_EQ(host_step_ns(s, host), (std::vector<TimeNs>{320'000}));
+  EXPECT_EQ(host_timeline(s, host).issue_ns, (std::vector<TimeNs>{10'000, 110'000, 310'000, 320'000}));
+  EXPECT_EQ(host_timeline(s, host).walk_ns, (std::vector<TimeNs>{320'000}));
+  EXPECT_EQ(host_timeline(s, host).kernels, (std::vector<int64_t>{32}));
   // An op without a count launches its default: a compute op one kernel per GEMM (+1 for memory-bound work).
   Schedule uncounted = testing::tiny_schedule();
   EXPECT_EQ(host_issue_cost_ns(uncounted, uncounted.ops[OpId(1)], host), 10'000);  // one GEMM
   EXPECT_EQ(host_issue_cost_ns(uncounted, uncounted.ops[OpId(2)], host), 0);       // no work, no kernel
   // No host cost in the profile: nothing is paced.
-  EXPECT_TRUE(host_issue_times_ns(s, HostCosts{}).empty());
+  EXPECT_TRUE(host_timeline(s, HostCosts{}).issue_ns.empty());
 }
 
 TEST(HostTimeline, TheDispatchSetsThePerKernelCost) {
   Schedule s = counted_schedule();
   const HostCosts host{.eager_kernel_ns = 10'000, .compiled_kernel_ns = 2'000, .graph_kernel_ns = 0};
   s.info.host_dispatch = HostDispatch::compiled;
-  EXPECT_EQ(host_step_ns(s, host).front(), 32 * 2'000);
+  EXPECT_EQ(host_timeline(s, host).walk_ns.front(), 32 * 2'000);
   s.info.host_dispatch = HostDispatch::cuda_graphs;
-  EXPECT_EQ(host_step_ns(s, host).front(), 0);
+  EXPECT_EQ(host_timeline(s, host).walk_ns.front(), 0);
 }
 
 TEST(HostTimeline, AGpuBoundStepOnlyWaitsForTheFirstIssue) {
@@ -130,10 +131,10 @@ TEST(HostTimeline, Fsdp2HooksCostPerDataParallelCollectiveAndItsOptimizerPerUnit
   s.ops.push_back(optimizer);
   const HostCosts host{.eager_kernel_ns = 1'000, .fsdp2_collective_ns = 500'000, .fsdp2_optimizer_unit_ns = 70'000};
   // 40 kernels, two hooked collectives on dp_shard, one unit in the optimizer step.
-  EXPECT_EQ(host_step_ns(s, host).front(), 40 * 1'000 + 2 * 500'000 + 70'000);
+  EXPECT_EQ(host_timeline(s, host).walk_ns.front(), 40 * 1'000 + 2 * 500'000 + 70'000);
   // Megatron-FSDP's own hooks are not measured: its collectives cost their kernel only.
   s.info.implementation = "megatron_fsdp";
-  EXPECT_EQ(host_step_ns(s, host).front(), 40 * 1'000);
+  EXPECT_EQ(host_timeline(s, host).walk_ns.front(), 40 * 1'000);
 }
 
 // Llama-shaped model from bench/frameworks/tiny-llama.json, as overhead_sweep.sh changes it.
