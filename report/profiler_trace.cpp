@@ -395,6 +395,20 @@ std::string trace_comparison_text(const Report& predicted, const TraceStep& meas
       row(what, predicted_s[phase], m == measured.phase_kernel_s.end() ? 0 : m->second);
     }
   }
+  if (predicted.host_kernels_per_step > 0) {
+    // What the host issues (sim/host_timeline.h) against the kernels the trace shows in the step: the counts the host
+    // model's CPU time per kernel multiplies.
+    char error[32] = "-";
+    if (measured.kernels > 0) {
+      std::snprintf(error, sizeof error, "%+.1f%%",
+                    100.0 * static_cast<double>(predicted.host_kernels_per_step - measured.kernels) /
+                        static_cast<double>(measured.kernels));
+    }
+    std::snprintf(line, sizeof line, "  %-22s %12lld %12lld %8s\n", "kernels per step",
+                  static_cast<long long>(predicted.host_kernels_per_step), static_cast<long long>(measured.kernels),
+                  error);
+    out += line;
+  }
   std::snprintf(line, sizeof line, "  measured: compute kernels busy %.3f s, NCCL kernels busy %.3f s\n",
                 measured.compute_busy_s, measured.comm_busy_s);
   out += line;

@@ -50,6 +50,16 @@ Row integer(std::string key, int64_t Report::*member, KeyPresence presence = Key
   return row;
 }
 
+/// A whole number only some runs have: written where set, read back where present (older reports lack it).
+Row integer_when_set(std::string key, int64_t Report::*member) {
+  Row row = written_when_set(std::move(key), member);
+  row.read = [member](Report& r, const Json& j, const std::string& k, const JsonReportReader& in) {
+    r.*member = in.integer(j, k);
+  };
+  row.presence = KeyPresence::optional;
+  return row;
+}
+
 /// Bytes by name (the breakdown at the peak), read back where present: a snapshot comparison sets it against the
 /// categories a real run's snapshot gives.
 Row byte_map(std::string key, std::map<std::string, int64_t> Report::*member) {
@@ -248,7 +258,7 @@ std::vector<Row> make_report_keys() {
       written_when_set("straggler_cost_s", &Report::straggler_cost_s),
       written_when_set("host_walk_s", &Report::host_walk_s),
       written_when_set("host_bound_s", &Report::host_bound_s),
-      written_when_set("host_kernels_per_step", &Report::host_kernels_per_step),
+      integer_when_set("host_kernels_per_step", &Report::host_kernels_per_step),
       written_when_set("host_dispatch", &Report::host_dispatch),
       number("first_step_time_s", &Report::first_step_time_s),
       {"exposed_comm_by_phase_s",

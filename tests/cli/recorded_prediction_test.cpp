@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "common/pickle.h"
 #include "common/yaml_reader.h"
@@ -86,6 +87,29 @@ TEST(RecordedPrediction, Fsdp2KernelTimeByPhaseWithinFivePercentWithTheMeasuredT
           << measured.phase_kernel_s.at(phase) << " s";
     }
   }
+}
+
+// The host model's kernel counts (schedule/model/model_units_kernels.cpp) against the kernels the recorded steps ran:
+// 977 predicted against 1,248 measured at 8 ranks and 881 against 1,113 at 32 (the counts leave out some of FSDP2's
+// per-parameter copies and fills and eager PyTorch's small kernels). What the host's CPU time per kernel was fitted
+// against is the counts, so what matters is that they miss by the same share in both runs, and by less than a quarter.
+TEST(RecordedPrediction, KernelCountsMissTheRecordedStepsByOneShare) {
+  std::vector<double> ratios;
+  for (const auto& [run, world, seq] :
+       {std::tuple{"fsdp2-root-w8-s4096", 8, 4096}, std::tuple{"fsdp2-root-w32-s8192", 32, 8192}}) {
+    const std::string json = std::string(FSDPSIM_BINARY_DIR) + "/recorded_kernels." + run + ".json";
+    const ProgramResult r = run_fsdpsim(recorded_job_args(world, seq) + "--json " + json);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const Report predicted = report_from_json(read_text_file(json), json);
+    const std::string trace = std::string(FSDPSIM_BINARY_DIR) + "/recordings/" + run + "/rank0.trace.json";
+    const TraceStep measured = read_profiler_trace(read_text_file(trace), trace);
+    ASSERT_GT(predicted.host_kernels_per_step, 0);
+    ratios.push_back(static_cast<double>(predicted.host_kernels_per_step) / static_cast<double>(measured.kernels));
+    EXPECT_NEAR(ratios.back(), 1.0, 0.25)
+        << run << ": " << predicted.host_kernels_per_step << " predicted, " << measured.kernels << " measured";
+    EXPECT_NE(trace_comparison_text(predicted, measured).find("kernels per step"), std::string::npos);
+  }
+  EXPECT_NEAR(ratios[0], ratios[1], 0.02);
 }
 
 }  // namespace
