@@ -63,15 +63,18 @@ class Fsdp2HostWork {
   std::vector<int64_t> units_of_stage_;  // empty: not an FSDP2 schedule
 };
 
-TimeNs issue_cost_ns(const Schedule& s, const Op& op, const HostCosts& host, const Fsdp2HostWork& fsdp2) {
-  const int32_t kernels = op.kernels > 0 ? op.kernels : default_kernels(op);
-  return static_cast<TimeNs>(kernels) * per_kernel_ns(s.info.host_dispatch, host) + fsdp2.cost_ns(s, op);
+int32_t kernels_of(const Op& op) {
+  return op.kernels > 0 ? op.kernels : default_kernels(op);
+}
+
+TimeNs issue_cost_ns(const Schedule& s, const Op& op, TimeNs kernel_ns, const Fsdp2HostWork& fsdp2) {
+  return static_cast<TimeNs>(kernels_of(op)) * kernel_ns + fsdp2.cost_ns(s, op);
 }
 
 }  // namespace
 
 TimeNs host_issue_cost_ns(const Schedule& s, const Op& op, const HostCosts& host) {
-  return issue_cost_ns(s, op, host, Fsdp2HostWork(s, host));
+  return issue_cost_ns(s, op, per_kernel_ns(s.info.host_dispatch, host), Fsdp2HostWork(s, host));
 }
 
 HostTimeline host_timeline(const Schedule& s, const HostCosts& host) {
@@ -83,10 +86,9 @@ HostTimeline host_timeline(const Schedule& s, const HostCosts& host) {
   t.issue_ns.assign(s.ops.size(), 0);
   for (size_t i = 0; i < s.ops.size(); ++i) {
     const Op& op = s.ops[i];
-    const int32_t kernels = op.kernels > 0 ? op.kernels : default_kernels(op);
     const size_t stage = stage_index(s, op, stages);
-    t.kernels[stage] += kernels;
-    t.walk_ns[stage] += static_cast<TimeNs>(kernels) * per_kernel + fsdp.cost_ns(s, op);
+    t.kernels[stage] += kernels_of(op);
+    t.walk_ns[stage] += issue_cost_ns(s, op, per_kernel, fsdp);
     // The pipeline builder appends a stage's sends and receives after its computes (schedule/build/
     // build_pipeline.cpp), not where the schedule posts them (a receive before the compute that reads it, a send
     // after the one that writes it): their position says nothing of when the host gets to them, so they wait for
