@@ -108,11 +108,14 @@ int32_t adam_kernels(OptimizerImpl impl, const std::vector<UnitCost>& units, int
   for (const UnitCost& u : units) {
     for (const UnitParam& p : u.param_tensors) tensors += p.copies;
   }
-  constexpr int64_t kElemsPerLaunch = int64_t{320} * 65536;
   const bool fused = impl == OptimizerImpl::fused;
-  const int64_t per_call = std::max(
-      {int64_t{1}, (tensors + (fused ? 35 : 47)) / (fused ? 36 : 48), (elems + kElemsPerLaunch - 1) / kElemsPerLaunch});
-  return static_cast<int32_t>(std::min<int64_t>(per_call * (fused ? 1 : 8), limits::kMaxKernelsPerOp));
+  const int64_t tensors_per_launch = fused ? 36 : 48;  // four lists (fused) or three (foreach)
+  const int64_t elems_per_launch = int64_t{320} * 65536;
+  const auto launches_for = [](int64_t n, int64_t per_launch) { return (n + per_launch - 1) / per_launch; };
+  const int64_t per_call =
+      std::max({int64_t{1}, launches_for(tensors, tensors_per_launch), launches_for(elems, elems_per_launch)});
+  const int64_t calls = fused ? 1 : 8;
+  return static_cast<int32_t>(std::min<int64_t>(per_call * calls, limits::kMaxKernelsPerOp));
 }
 
 std::string op_name(std::string_view what, std::string_view unit_name, int32_t micro_batch) {
