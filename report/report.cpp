@@ -125,31 +125,31 @@ void add_exposure(const Schedule& s, const RunRecord& run, const StepRun& step, 
   for (const Op& op : s.ops) {
     if (op.stream != compute) continue;
     const OpTiming& t = step.ops[op.id];
-    TimeNs gap = t.start_ns - prev_end;
+    const TimeNs gap = t.start_ns - prev_end;
+    const OpId blocker = gap > 0 ? last_finished_dependency(op, step) : OpId::none();
+    // An op that started when the host issued it, after its stream and its deps were free, waited for the host from
+    // the later of those: that part of the gap is the CPU's, the rest (`waited`) what the blocker kept it waiting.
+    TimeNs host = 0;
     if (gap > 0) {
-      const OpId blocker = last_finished_dependency(op, step);
-      // An op that started when the host issued it, after its stream and its deps were free, waited for the host
-      // from the later of those: that part of the gap is the CPU's, the rest what the blocker kept it waiting.
-      TimeNs host = 0;
       if (issued != nullptr && t.start_ns == step.start_ns + (*issued)[op.id.index()]) {
         const TimeNs ready = std::max(prev_end, blocker.valid() ? step.ops[blocker].end_ns : prev_end);
         host = std::clamp<TimeNs>(t.start_ns - ready, 0, gap);
         r.host_bound_s += static_cast<double>(host) / 1e9;
       }
-      keep_longest(waits, ComputeWait{op.id, 2 * host > gap ? OpId::none() : blocker, gap, 2 * host > gap});
-      gap -= host;
+      const bool host_paced = 2 * host > gap;
+      keep_longest(waits, ComputeWait{op.id, host_paced ? OpId::none() : blocker, gap, host_paced});
     }
-    if (gap > 0) {
-      const OpId blocker = last_finished_dependency(op, step);
+    const TimeNs waited = gap - host;
+    if (waited > 0) {
       if (blocker.valid() && is_p2p(s.ops[blocker].kind)) {
         // Waiting for another stage's activations or gradients: the pipeline bubble, not FSDP communication.
-        r.pipeline_bubble_s += static_cast<double>(gap) / 1e9;
+        r.pipeline_bubble_s += static_cast<double>(waited) / 1e9;
         prev_end = std::max(prev_end, t.end_ns);
         continue;
       }
-      r.exposed_comm_s += static_cast<double>(gap) / 1e9;
-      slots.phase(op.phase) += static_cast<double>(gap) / 1e9;
-      (blocker.valid() ? slots.blocker(s.ops[blocker]) : slots.start()) += static_cast<double>(gap) / 1e9;
+      r.exposed_comm_s += static_cast<double>(waited) / 1e9;
+      slots.phase(op.phase) += static_cast<double>(waited) / 1e9;
+      (blocker.valid() ? slots.blocker(s.ops[blocker]) : slots.start()) += static_cast<double>(waited) / 1e9;
     }
     if (is_collective(op.kind)) {
       const double d = static_cast<double>(t.end_ns - t.start_ns) / 1e9;
