@@ -53,6 +53,28 @@ std::optional<AttentionCall> attention_call_of(const Gemm& g) {
   return call;
 }
 
+// A measured table's time for one GEMM larger than the table's largest size on some axis. `time_s` gives the
+// shape's FLOPs at the edge's rate; the efficiency model carries that rate on by its gain from the edge (the shape
+// clamped to the grid) to the shape: a B200's 4096³ GEMM is 256 output tiles of 256 × 256 over 148 SMs, two waves
+// with the second 73% full, where an 8192 × 14336 one fills 13 waves to 93%. The gain never lifts the rate past the
+// profile's best-shape rate (MAMF), which the model's coarse tiles would otherwise overshoot where the edge has
+// fewer tiles than SMs; a gain below one (the shape ends on a worse partial wave than the edge) is kept.
+double beyond_grid_time_s(double table_s, const Gemm& gemm, const GemmGrid& grid, const GpuProfile& gpu, DType dtype) {
+  Gemm single = gemm;
+  single.batch = 1;
+  Gemm edge = single;
+  edge.m = std::min(gemm.m, grid.m.back());
+  edge.n = std::min(gemm.n, grid.n.back());
+  edge.k = std::min(gemm.k, grid.k.back());
+  if (edge.m == gemm.m && edge.n == gemm.n && edge.k == gemm.k) return table_s;
+  const double gain = gemm_efficiency(single, gpu, dtype) / gemm_efficiency(edge, gpu, dtype);
+  const double flops = 2.0 * static_cast<double>(gemm.m) * static_cast<double>(gemm.n) * static_cast<double>(gemm.k);
+  const double edge_rate = flops / table_s;
+  const double best_rate =
+      peak_flops_per_s(gpu, dtype) * (dtype == DType::fp8 ? gpu.fp8_gemm_max_efficiency : gpu.gemm_max_efficiency);
+  return flops / std::min(edge_rate * gain, std::max(edge_rate, best_rate));
+}
+
 }  // namespace
 
 double peak_flops_per_s(const GpuProfile& gpu, DType dtype) {
@@ -115,16 +137,21 @@ TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype, Attent
   }
   if (gpu.gemm_table != nullptr && !gemm.attention) {
     const auto batch = static_cast<double>(std::max<int64_t>(1, gemm.batch));
+    const auto from_table = [&](GemmPrecision precision) -> std::optional<double> {
+      const GemmGrid* grid = gpu.gemm_table->grid_for(role, precision);
+      if (grid == nullptr) return std::nullopt;
+      const std::optional<double> one = gpu.gemm_table->time_s(role, precision, gemm.m, gemm.n, gemm.k);
+      if (!one) return std::nullopt;
+      return beyond_grid_time_s(*one, gemm, *grid, gpu, effective) * batch;
+    };
     if (rowwise) {
-      if (const std::optional<double> one =
-              gpu.gemm_table->time_s(role, GemmPrecision::fp8_rowwise, gemm.m, gemm.n, gemm.k)) {
-        return ns_from_seconds(*one * batch) + gpu.kernel_overhead_ns;
+      if (const std::optional<double> seconds = from_table(GemmPrecision::fp8_rowwise)) {
+        return ns_from_seconds(*seconds) + gpu.kernel_overhead_ns;
       }
     }
-    const GemmPrecision precision = bf16 ? GemmPrecision::bf16 : GemmPrecision::fp8;
-    if (const std::optional<double> one = gpu.gemm_table->time_s(role, precision, gemm.m, gemm.n, gemm.k)) {
+    if (const std::optional<double> seconds = from_table(bf16 ? GemmPrecision::bf16 : GemmPrecision::fp8)) {
       const double fraction = rowwise ? gpu.fp8_rowwise_gemm_rate_fraction : 1.0;
-      return ns_from_seconds(*one * batch / fraction) + gpu.kernel_overhead_ns;
+      return ns_from_seconds(*seconds / fraction) + gpu.kernel_overhead_ns;
     }
   }
   const double rate = peak_flops_per_s(gpu, effective) * gemm_efficiency(gemm, gpu, effective) *

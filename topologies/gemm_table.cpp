@@ -33,11 +33,16 @@ GemmRole gemm_role_of(const std::string& gemm_name) {
   return GemmRole::forward;
 }
 
-std::optional<double> GemmTable::time_s(GemmRole role, GemmPrecision precision, int64_t m, int64_t n, int64_t k) const {
+const GemmGrid* GemmTable::grid_for(GemmRole role, GemmPrecision precision) const {
   const auto p = static_cast<size_t>(precision);
   const GemmGrid* grid = &grids[static_cast<size_t>(role)][p];
   if (grid->flops_per_s.empty() && precision != GemmPrecision::bf16 && role == GemmRole::dgrad) grid = &grids[0][p];
-  if (grid->flops_per_s.empty() || m <= 0 || n <= 0 || k <= 0) return std::nullopt;
+  return grid->flops_per_s.empty() ? nullptr : grid;
+}
+
+std::optional<double> GemmTable::time_s(GemmRole role, GemmPrecision precision, int64_t m, int64_t n, int64_t k) const {
+  const GemmGrid* grid = grid_for(role, precision);
+  if (grid == nullptr || m <= 0 || n <= 0 || k <= 0) return std::nullopt;
   const auto [im, tm] = locate_log(grid->m, m);
   const auto [in, tn] = locate_log(grid->n, n);
   const auto [ik, tk] = locate_log(grid->k, k);

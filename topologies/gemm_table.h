@@ -5,8 +5,10 @@
 /// best-shape efficiency shaped by tile and k-loop factors.
 ///
 /// Interpolation is in log m, log n, log k of the achieved FLOP rate (which varies slowly and saturates, where time
-/// spans five orders of magnitude); outside the grid the rate of the nearest edge is used (a shape larger than the
-/// largest measured runs at its rate; a smaller one at the smallest shape's rate, which launch overhead bounds).
+/// spans five orders of magnitude); outside the grid `time_s` uses the rate of the nearest edge (a smaller shape runs
+/// at the smallest shape's rate, which launch overhead bounds). The compute model carries a larger shape on from the
+/// edge with the profile's efficiency model (`sim/compute_model.cpp`): a published table that stops at 4096 per axis
+/// leaves a B200's last wave partly idle at its edge, which a Llama layer's larger GEMMs are not.
 
 #include <array>
 #include <cstdint>
@@ -38,6 +40,9 @@ struct GemmTable {
   /// (FP8 input gradients without their own rows use the forward grid: Hopper's FP8 GEMMs all run in one layout).
   [[nodiscard]] std::optional<double> time_s(GemmRole role, GemmPrecision precision, int64_t m, int64_t n,
                                              int64_t k) const;
+  /// The grid `time_s` reads for this role and precision (the forward grid for FP8 input gradients without their
+  /// own), or nullptr when there is none.
+  [[nodiscard]] const GemmGrid* grid_for(GemmRole role, GemmPrecision precision) const;
 };
 
 /// Reads the CSV; ConfigError naming `source`, the line and the field for anything else (a missing column, a

@@ -130,6 +130,42 @@ TEST(ComputeModel, AMeasuredGemmTableReplacesTheEfficiencyModelForGemms) {
             gemm_time_ns(Gemm{"attn", 4096, 4096, 4096, 1, true}, without, DType::bf16));
 }
 
+// A GEMM beyond a table's largest size takes the edge's rate carried on by the efficiency model's gain. OpenXLA's B200
+// table stops at 4096: its 4096³ BF16 dot took 97.002 µs. Llama-3-8B's MLP up-projection over 8192 tokens (8192 ×
+// 14336 × 4096) is clamped to that edge on m and n; with the B200 profile's 256 × 256 tiles on 148 SMs the edge is
+// 16 · 16 = 256 tiles in 2 waves (256 / 296) and the shape 32 · 56 = 1792 tiles in 13 waves (1792 / 1924); k is
+// the same, so its factor cancels. Gain 1.0769, below the profile's best rate (MAMF): time = FLOPs / (edge rate ·
+// gain) + one kernel's overhead.
+TEST(ComputeModel, AGemmBeyondTheTableRunsAtTheEdgeRateTimesTheModelsGain) {
+  GpuProfile g = gpu_profile("b200");
+  g.gemm_table = std::make_shared<const GemmTable>(
+      load_gemm_table(std::string(FSDPSIM_SOURCE_DIR) + "/bench/kernel_tables/published/b200-gemm-openxla.csv"));
+  const double edge_rate = 2.0 * 4096.0 * 4096.0 * 4096.0 / 97.002e-6;
+  const double gain = (1792.0 / (13.0 * 148.0)) / (256.0 / (2.0 * 148.0));
+  const double flops = 2.0 * 8192.0 * 14336.0 * 4096.0;
+  EXPECT_NEAR(static_cast<double>(gemm_time_ns(Gemm{"mlp_up", 8192, 14336, 4096, 1, false}, g, DType::bf16)),
+              flops / (edge_rate * gain) * 1e9 + static_cast<double>(g.kernel_overhead_ns), 1.0);
+  // Inside the grid the table alone: 2048 × 4096 × 4096 is a grid point.
+  EXPECT_NEAR(static_cast<double>(gemm_time_ns(Gemm{"mlp_up", 2048, 4096, 4096, 1, false}, g, DType::bf16)),
+              *g.gemm_table->time_s(GemmRole::forward, GemmPrecision::bf16, 2048, 4096, 4096) * 1e9 +
+                  static_cast<double>(g.kernel_overhead_ns),
+              1.0);
+}
+
+// The gain stops at the profile's best-shape rate. The MI300X's published 4096 × 512 × 4096 dot ran at 323.7 TFLOP/s;
+// 8192 × 512 × 4096 doubles its 256 × 256 tiles from 32 to 64 on 304 CUs, a gain of 2 that would give 647 TFLOP/s,
+// above the profile's best (0.474 of 1307.4 TFLOP/s, SemiAnalysis' ~620): it runs at the best.
+TEST(ComputeModel, TheGainBeyondTheTableStopsAtTheProfilesBestRate) {
+  GpuProfile g = gpu_profile("mi300x");
+  g.gemm_table = std::make_shared<const GemmTable>(
+      load_gemm_table(std::string(FSDPSIM_SOURCE_DIR) + "/bench/kernel_tables/published/mi300x-gemm-openxla.csv"));
+  const double flops = 2.0 * 8192.0 * 512.0 * 4096.0;
+  const double best_rate = g.dense_bf16_flops_per_s * g.gemm_max_efficiency;
+  ASSERT_GT(2.0 * 2.0 * 4096.0 * 512.0 * 4096.0 / 53.078e-6, best_rate);  // the uncapped rate is above the best
+  EXPECT_NEAR(static_cast<double>(gemm_time_ns(Gemm{"mlp_down", 8192, 512, 4096, 1, false}, g, DType::bf16)),
+              flops / best_rate * 1e9 + static_cast<double>(g.kernel_overhead_ns), 1.0);
+}
+
 // With a measured attention table the attention core's products take the table's rate for their call: Llama-3-8B's
 // attention at sequence 8192 (32 heads of 128, batch 1) is S = Q·Kᵀ over the 4096 × 8193 causal rows and columns the
 // builder writes; cuDNN's causal forward of that shape took 893.37 µs for 4 × 32 × 8192² × 128 × 0.5 FLOPs and its
