@@ -6,5 +6,6 @@ fsdpsim_test(test_sim_collectives
     collective_choice_test.cpp
     collective_loads_test.cpp
     nvls_pipeline_test.cpp
+    xla_collectives_test.cpp
   DEPS fsdpsim_sim
   LABELS unit)
