@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "common/error.h"
+#include "common/int_math.h"
 #include "common/yaml_reader.h"
 #include "job/placement_check.h"
 #include "schedule/build/builder.h"
@@ -43,7 +44,7 @@ Topology topology_for_gpus(const Topology& topology, FsdpConfig& config) {
     throw ConfigError(config.where("gpus"), "gpus", problem, fix);
   };
   // A partial last node counts as a node: its GPUs sit on NVLink together and share its NICs.
-  const int32_t nodes = (config.gpus + per_node - 1) / per_node;
+  const auto nodes = static_cast<int32_t>(ceil_div(config.gpus, per_node));
   if (config.origin.count("nodes") != 0 && config.nodes != nodes) {
     reject("gpus=" + std::to_string(config.gpus) + " and nodes=" + std::to_string(config.nodes) + " (" +
                config.where("nodes").str() + ") disagree on " + topology.name + "'s " + std::to_string(per_node) +

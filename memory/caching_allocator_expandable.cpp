@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "common/int_math.h"
 #include "memory/caching_allocator.h"
 #include "memory/caching_allocator_impl.h"
 
@@ -22,10 +23,6 @@ using alloc_detail::kNone;
 using alloc_detail::kSmallBuffer;
 
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
 
 }  // namespace
 
@@ -64,7 +61,7 @@ int32_t CachingAllocator::Impl::find_expandable_block(int32_t stream_index, Pool
   }
   // None: a new segment whose address space is 1⅛ × the device memory, in whole pages.
   const int64_t page_bytes = pool == Pool::small ? kSmallBuffer : kLargeBuffer;
-  const int64_t space_bytes = ceil_div(config.capacity_bytes + config.capacity_bytes / 8, page_bytes) * page_bytes;
+  const int64_t space_bytes = round_up(config.capacity_bytes + config.capacity_bytes / 8, page_bytes);
   const int32_t segment = new_segment(space_bytes, page_bytes);
   Block value;
   value.address = segments[static_cast<size_t>(segment)].base_address;

@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 
+#include "common/int_math.h"
 #include "common/text.h"
 #include "run/bus_bandwidth.h"
 #include "topologies/hardware.h"
@@ -326,7 +327,7 @@ Report make_report(const Schedule& s, const Topology& t, const RunRecord& run, R
   r.gpu = t.gpu.name;
   r.world_size = s.info.world_size;
   const int32_t per_node = std::max(1, t.gpus_per_node);
-  r.nodes = (s.info.world_size + per_node - 1) / per_node;  // a partial last node counts
+  r.nodes = static_cast<int32_t>(ceil_div(s.info.world_size, per_node));  // a partial last node counts
   r.micro_batches = s.info.micro_batches;
   r.model_size = model_size(s);
   r.events = run.events;

@@ -5,15 +5,12 @@
 #include <optional>
 
 #include "common/error.h"
+#include "common/int_math.h"
 #include "topologies/attention_table.h"
 #include "topologies/gemm_table.h"
 
 namespace fsdpsim {
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
 
 // The profile's maximum efficiency is the best-shape measurement (MAMF, ml-engineering: reached at large k such as
 // 8192); the k-loop factor k/(k + k_half) is normalised so that k = 8192 gives 1.

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/int_math.h"
 
 namespace fsdpsim {
 namespace {
@@ -15,10 +16,6 @@ uint64_t mix64(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
-}
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
 }
 
 // The words one side of a collective moves, and the per-member chunk (see CollectivePlan).

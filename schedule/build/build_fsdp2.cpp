@@ -10,15 +10,12 @@
 #include <map>
 
 #include "common/error.h"
+#include "common/int_math.h"
 #include "schedule/build/builder_common.h"
 #include "schedule/build/stage_plan.h"
 
 namespace fsdpsim {
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
 
 // One shard group's slice of an FSDP2 group (dense over dp_shard, experts over edp).
 struct Part {
@@ -149,7 +146,7 @@ void Fsdp2Builder::add_group(std::string name, std::vector<int32_t> units, bool 
     part.shard = is_expert ? l.expert_shard : l.dense_shard;
     // Each parameter is padded to ceil(dim0 / N)·N rows; the unit's largest row stands in for the rows.
     const int64_t row = is_expert ? expert_row : dense_row;
-    part.padded_elems = ceil_div(elems, part.shard * row) * part.shard * row;
+    part.padded_elems = round_up(elems, part.shard * row);
     shard_elems_ += part.padded_elems / part.shard;
     pg.parts.push_back(part);
   }

@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "common/error.h"
+#include "common/int_math.h"
 #include "common/limits.h"
 #include "schedule/build/stage_plan.h"
 
@@ -111,9 +112,8 @@ int32_t adam_kernels(OptimizerImpl impl, const std::vector<UnitCost>& units, int
   const bool fused = impl == OptimizerImpl::fused;
   const int64_t tensors_per_launch = fused ? 36 : 48;  // four lists (fused) or three (foreach)
   const int64_t elems_per_launch = int64_t{320} * 65536;
-  const auto launches_for = [](int64_t n, int64_t per_launch) { return (n + per_launch - 1) / per_launch; };
   const int64_t per_call =
-      std::max({int64_t{1}, launches_for(tensors, tensors_per_launch), launches_for(elems, elems_per_launch)});
+      std::max({int64_t{1}, ceil_div(tensors, tensors_per_launch), ceil_div(elems, elems_per_launch)});
   const int64_t calls = fused ? 1 : 8;
   return static_cast<int32_t>(std::min<int64_t>(per_call * calls, limits::kMaxKernelsPerOp));
 }

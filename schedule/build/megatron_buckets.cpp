@@ -3,13 +3,10 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "common/int_math.h"
 
 namespace fsdpsim {
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
 
 // docs/architecture.md §4.6.1: bucket_size = ceil(data / (N × chunk_size_factor)) × N × chunk_size_factor; no padding
 // for no_shard. The chunk factor is approximated by the unit's largest row (the LCM of its row sizes is at most a small
@@ -17,7 +14,7 @@ int64_t ceil_div(int64_t a, int64_t b) {
 int64_t pad_elems(int64_t elems, int64_t shard_size, int64_t row_elems, bool sharded) {
   if (!sharded || elems == 0) return elems;
   const int64_t quantum = shard_size * std::max<int64_t>(1, row_elems);
-  return ceil_div(elems, quantum) * quantum;
+  return round_up(elems, quantum);
 }
 
 BucketGroup make_group(std::string name, std::vector<int32_t> units, bool expert, int64_t elems, int64_t fp8_elems,

@@ -7,6 +7,7 @@
 
 #include <toml++/toml.h>
 
+#include "common/int_math.h"
 #include "common/limits.h"
 #include "common/text.h"
 #include "common/yaml_reader.h"
@@ -982,7 +983,7 @@ void settle_torchtitan_world(const TorchtitanWorld& world, FsdpConfig& config, i
   if (world.gpus % gpn != 0) {
     // Part of one node (fine-tuning on 1, 2 or 4 GPUs of a box) or a partial last node: job/job.h topology_for_gpus.
     config.gpus = static_cast<int32_t>(world.gpus);
-    config.nodes = static_cast<int32_t>((world.gpus + gpn - 1) / gpn);
+    config.nodes = static_cast<int32_t>(ceil_div(world.gpus, gpn));
     if (config.origin.count("gpus") == 0) config.origin["gpus"] = world.where;
     return;
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "common/int_math.h"
 
 namespace fsdpsim {
 namespace {
@@ -19,10 +20,6 @@ constexpr EnumNames<LossImpl, kLossImplCount> kLossNames{
       {LossImpl::te_fused, "te_fused"}}}};
 
 constexpr int64_t kFp32Bytes = 4;
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
 
 int64_t next_power_of_two(int64_t x) {
   int64_t p = 1;

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "common/enum_names.h"
+#include "common/int_math.h"
 #include "common/text.h"
 #include "schedule/model/model_internal.h"
 #include "schedule/model/model_units.h"
@@ -18,10 +19,6 @@ namespace {
 // rank's vocab-parallel slice is equal and aligned (megatron/training/tokenizer/tokenizer.py,
 // _vocab_size_with_padding).
 constexpr int64_t kVocabPadMultiple = 128;
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
 
 // "1, 2, 4, 8, 16, ...": the divisors of n, for messages (the first ten).
 std::string valid_values(int64_t n) {
