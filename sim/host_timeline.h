@@ -25,9 +25,10 @@ TimeNs host_issue_cost_ns(const Schedule& s, const Op& op, const HostCosts& host
 /// The host's walk of one step.
 struct HostTimeline {
   /// By op id: when the host has issued it, from the start of its step: the running sum of host_issue_cost_ns over
-  /// the ops of the op's pipeline stage (each stage is its own rank and CPU) up to and including it; 0 for a pipeline
-  /// send or receive, which the builder places after the stage's computes rather than where the host posts it.
-  /// Empty when the profile models no host cost or no op has one.
+  /// the ops of the op's pipeline stage (each stage is its own rank and CPU) up to and including it, in the order the
+  /// host reaches them — the op order, except that a pipeline receive comes just before the first op that reads it
+  /// and a send just after the op it waits on, where the frameworks post them (the builder appends both after the
+  /// stage's computes). Empty when the profile models no host cost or no op has one.
   std::vector<TimeNs> issue_ns;
   std::vector<TimeNs> walk_ns;   ///< per pipeline stage: the whole walk of a step
   std::vector<int64_t> kernels;  ///< per pipeline stage: the kernels it issues

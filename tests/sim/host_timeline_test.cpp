@@ -16,6 +16,7 @@
 #include "schedule/build/builder.h"
 #include "schedule/model/model.h"
 #include "sim/engine.h"
+#include "tests/schedule/tiny_llama.h"
 #include "tests/schedule/tiny_schedule.h"
 #include "tests/sim/hand_costs.h"
 
@@ -165,6 +166,44 @@ Schedule sweep_schedule(const ModelSpec& m, int64_t seq, int64_t global_batch) {
   apply_override(c, "seq_length=" + std::to_string(seq));
   apply_override(c, "global_batch_size=" + std::to_string(global_batch));
   return build_schedule(m, c, 8);
+}
+
+// Each pipeline stage's host posts a receive just before the first op that reads it and a send just after the op it
+// waits on, wherever the builder put them in the op order: on FSDP2 1F1B over 4 stages, every receive's dependent is
+// issued one dependent's cost after it (nothing between), every send one send's cost after its anchor (or after the
+// sends before it on the same anchor), and each stage's walk is the sum of its ops' costs.
+TEST(HostTimeline, PipelineSendsAndReceivesAreIssuedWhereTheHostPostsThem) {
+  FsdpConfig c;
+  c.nodes = 1;
+  for (const char* set : {"implementation=fsdp2", "pp=4", "pipeline_schedule=1f1b", "global_batch_size=16"}) {
+    apply_override(c, set);
+  }
+  const Schedule s = build_schedule(testing::tiny_llama(8), c, 8);
+  const HostCosts host = topology_preset("dgx-h100-ndr").gpu.host;
+  const HostTimeline t = host_timeline(s, host);
+  ASSERT_EQ(t.issue_ns.size(), s.ops.size());
+  std::vector<TimeNs> walk(4, 0);
+  std::vector<TimeNs> anchored_sends_ns(s.ops.size(), 0);  // by anchor: the cost of the sends issued after it
+  int64_t receives = 0, sends = 0;
+  for (const Op& op : s.ops) {
+    walk[static_cast<size_t>(s.stage_of(op))] += host_issue_cost_ns(s, op, host);
+    for (const OpId d : op.deps) {
+      if (s.ops[d].kind != OpKind::recv || is_p2p(op.kind)) continue;
+      EXPECT_EQ(t.issue_ns[op.id.index()], t.issue_ns[d.index()] + host_issue_cost_ns(s, op, host)) << op.name;
+      ++receives;
+    }
+    if (op.kind != OpKind::send) continue;
+    const OpId anchor = *std::max_element(op.deps.begin(), op.deps.end(), [&](OpId a, OpId b) {
+      return (is_p2p(s.ops[a].kind) ? -1 : static_cast<int64_t>(a.index())) <
+             (is_p2p(s.ops[b].kind) ? -1 : static_cast<int64_t>(b.index()));
+    });
+    anchored_sends_ns[anchor.index()] += host_issue_cost_ns(s, op, host);
+    EXPECT_EQ(t.issue_ns[op.id.index()], t.issue_ns[anchor.index()] + anchored_sends_ns[anchor.index()]) << op.name;
+    ++sends;
+  }
+  EXPECT_EQ(t.walk_ns, walk);
+  EXPECT_GT(receives, 0);
+  EXPECT_EQ(sends, receives);
 }
 
 TEST(HostTimeline, ASmallModelsStepIsPacedByItsHost) {
