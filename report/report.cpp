@@ -88,9 +88,20 @@ OpId last_finished_dependency(const Op& op, const StepRun& step) {
   return blocker;
 }
 
-// Each stage's bubble: the gaps on its compute stream that waited for a send or receive, counted as add_exposure
-// counts stage 0's.
-std::vector<double> stage_bubbles_s(const Schedule& s, const StepRun& step) {
+// The part of the gap before `op` (its stream free since `prev_end`) that its stage's host kept it waiting: an op that
+// started when the host issued it, after its stream and `blocker` were done, waited for the host from the later of
+// those; the rest of the gap is the blocker's.
+TimeNs host_wait_ns(const Op& op, const StepRun& step, TimeNs prev_end, OpId blocker,
+                    const std::vector<TimeNs>* issued) {
+  const OpTiming& t = step.ops[op.id];
+  if (issued == nullptr || t.start_ns != step.start_ns + (*issued)[op.id.index()]) return 0;
+  const TimeNs ready = std::max(prev_end, blocker.valid() ? step.ops[blocker].end_ns : prev_end);
+  return std::clamp<TimeNs>(t.start_ns - ready, 0, t.start_ns - prev_end);
+}
+
+// Each stage's bubble: the gaps on its compute stream that waited for a send or receive, less what its host kept
+// them waiting, counted as add_exposure counts stage 0's.
+std::vector<double> stage_bubbles_s(const Schedule& s, const StepRun& step, const std::vector<TimeNs>* issued) {
   const auto stages = static_cast<size_t>(std::max(1, s.info.pipeline_stages));
   std::vector<double> bubble(stages, 0.0);
   std::vector<TimeNs> prev_end(stages, step.start_ns);
@@ -105,7 +116,8 @@ std::vector<double> stage_bubbles_s(const Schedule& s, const StepRun& step) {
     if (t.start_ns > end) {
       const OpId blocker = last_finished_dependency(op, step);
       if (blocker.valid() && is_p2p(s.ops[blocker].kind)) {
-        bubble[static_cast<size_t>(k)] += static_cast<double>(t.start_ns - end) / 1e9;
+        const TimeNs waited = t.start_ns - end - host_wait_ns(op, step, end, blocker, issued);
+        bubble[static_cast<size_t>(k)] += static_cast<double>(waited) / 1e9;
       }
     }
     end = std::max(end, t.end_ns);
@@ -128,15 +140,11 @@ void add_exposure(const Schedule& s, const RunRecord& run, const StepRun& step, 
     const OpTiming& t = step.ops[op.id];
     const TimeNs gap = t.start_ns - prev_end;
     const OpId blocker = gap > 0 ? last_finished_dependency(op, step) : OpId::none();
-    // An op that started when the host issued it, after its stream and its deps were free, waited for the host from
-    // the later of those: that part of the gap is the CPU's, the rest (`waited`) what the blocker kept it waiting.
+    // The part of the gap the host kept the op waiting is the CPU's; the rest (`waited`) what the blocker did.
     TimeNs host = 0;
     if (gap > 0) {
-      if (issued != nullptr && t.start_ns == step.start_ns + (*issued)[op.id.index()]) {
-        const TimeNs ready = std::max(prev_end, blocker.valid() ? step.ops[blocker].end_ns : prev_end);
-        host = std::clamp<TimeNs>(t.start_ns - ready, 0, gap);
-        r.host_bound_s += static_cast<double>(host) / 1e9;
-      }
+      host = host_wait_ns(op, step, prev_end, blocker, issued);
+      r.host_bound_s += static_cast<double>(host) / 1e9;
       const bool host_paced = 2 * host > gap;
       keep_longest(waits, ComputeWait{op.id, host_paced ? OpId::none() : blocker, gap, host_paced});
     }
@@ -358,7 +366,11 @@ Report make_report(const Schedule& s, const Topology& t, const RunRecord& run, R
     r.host_kernels_per_step = p->host_kernels_per_step;
     r.host_dispatch = std::string(to_string(s.info.host_dispatch));
   }
-  if (r.pipeline_stages > 1) r.pipeline_stage_bubble_s = stage_bubbles_s(s, steady);
+  if (r.pipeline_stages > 1) {
+    const Prediction* p = run.prediction();
+    r.pipeline_stage_bubble_s =
+        stage_bubbles_s(s, steady, p != nullptr && !p->host_issue_ns.empty() ? &p->host_issue_ns : nullptr);
+  }
   r.simulated_rank = simulated_rank_text(s, run);
   add_memory(s, t, run, memory_margin, r);
   r.memory.rank = r.simulated_rank;

@@ -14,6 +14,7 @@
 #include "common/units.h"
 #include "report/report.h"
 #include "schedule/build/builder.h"
+#include "schedule/ir/validate.h"
 #include "schedule/model/model.h"
 #include "sim/engine.h"
 #include "tests/schedule/tiny_llama.h"
@@ -204,6 +205,59 @@ TEST(HostTimeline, PipelineSendsAndReceivesAreIssuedWhereTheHostPostsThem) {
   EXPECT_EQ(t.walk_ns, walk);
   EXPECT_GT(receives, 0);
   EXPECT_EQ(sends, receives);
+}
+
+// Two stages by hand: stage 0 computes A (1 kernel, 1 ms) and sends it; stage 1 receives it and computes B
+// (30 kernels). At 100 µs a kernel stage 0's host issues A at 0.1 ms and the send at 0.2 ms; stage 1's host issues
+// the receive at 0.1 ms and B at 3.1 ms. A runs 0.1-1.1 ms, the pair meets at 1.1 ms and takes 10 µs. Stage 1's
+// compute stream is idle 0-3.1 ms: 1.11 ms waiting for the receive, the other 1.99 ms for its host.
+TEST(HostTimeline, AStagesBubbleLeavesItsHostsWaitOut) {
+  Schedule s;
+  s.info.model = "two-stages";
+  s.info.implementation = "megatron_fsdp";
+  s.info.world_size = 2;
+  s.info.pipeline_stages = 2;
+  s.units = {UnitInfo{"layer.0", 0}};
+  s.groups = {Group{"pp", 2, 1}};
+  s.streams = {Stream{"stage0.compute", 0, 0}, Stream{"stage0.pp_send", 0, 0}, Stream{"stage1.pp_recv", 0, 1},
+               Stream{"stage1.compute", 0, 1}};
+  const auto op = [&](int32_t id, const char* name, OpKind kind, int32_t stream) {
+    Op o;
+    o.id = OpId(id);
+    o.name = name;
+    o.kind = kind;
+    o.unit = 0;
+    o.stream = StreamId(stream);
+    return o;
+  };
+  Op a = op(0, "fwd.A", OpKind::compute, 0);
+  a.kernels = 1;
+  Op send = op(1, "send_act", OpKind::send, 1);
+  send.group = GroupId(0);
+  send.send_bytes = 1000;
+  send.deps = {OpId(0)};
+  send.peer = OpId(2);
+  send.kernels = 1;
+  Op recv = op(2, "recv_act", OpKind::recv, 2);
+  recv.group = GroupId(0);
+  recv.recv_bytes = 1000;
+  recv.peer = OpId(1);
+  recv.kernels = 1;
+  Op b = op(3, "fwd.B", OpKind::compute, 3);
+  b.deps = {OpId(2)};
+  b.kernels = 30;
+  s.ops = {a, send, recv, b};
+  validate_or_throw(s, "the two-stage schedule");
+  const Topology t = host_topology(100'000);
+  const RunRecord record =
+      run(s, t, {compute_cost(1'000'000), transfer_cost(10'000), transfer_cost(10'000), compute_cost(1'000'000)});
+  const StepRun& step = record.steps.back();
+  EXPECT_EQ(step.ops[OpId(3)].start_ns - step.start_ns, 3'100'000);
+  EXPECT_EQ(step.ops[OpId(2)].end_ns - step.start_ns, 1'110'000);
+  const Report r = make_report(s, t, record);
+  ASSERT_EQ(r.pipeline_stage_bubble_s.size(), 2U);
+  EXPECT_NEAR(r.pipeline_stage_bubble_s[1], 1.11e-3, 1e-12);
+  EXPECT_EQ(r.pipeline_stage_bubble_s[0], r.pipeline_bubble_s);
 }
 
 TEST(HostTimeline, ASmallModelsStepIsPacedByItsHost) {
