@@ -90,8 +90,8 @@ double tile_wave_efficiency(const Gemm& gemm, const GpuProfile& gpu) {
 // shape's FLOPs at the edge's rate; the efficiency model carries that rate on by its gain from the edge (the shape
 // clamped to the grid) to the shape: a B200's 4096³ GEMM is 256 output tiles of 256 × 256 over 148 SMs, two waves
 // with the second 73% full, where an 8192 × 14336 one fills 13 waves to 93%. The gain never lifts the rate past the
-// profile's best-shape rate (MAMF), which the model's coarse tiles would otherwise overshoot where the edge has
-// fewer tiles than SMs; a gain below one (the shape ends on a worse partial wave than the edge) is kept.
+// profile's best-shape rate (MAMF), which a large gain over a poorly filled edge would overshoot; a gain below one
+// (the shape ends on a worse partial wave than the edge) is kept.
 double beyond_grid_time_s(double table_s, const Gemm& gemm, const GemmGrid& grid, const GpuProfile& gpu, DType dtype) {
   Gemm single = gemm;
   single.batch = 1;

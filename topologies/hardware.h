@@ -66,7 +66,7 @@ struct GpuProfile {
   /// Rate of an FP8 GEMM with one scale per row of each operand (Fp8GemmScaling::rowwise) as a fraction of the
   /// per-tensor-scaled one of the same shape; 1 where not measured.
   double fp8_rowwise_gemm_rate_fraction = 1.0;
-  int64_t gemm_tile_m = 128;             ///< CTA tile used for wave quantisation
+  int64_t gemm_tile_m = 128;  ///< the largest CTA tile, for wave quantisation (smaller ones are chosen per shape)
   int64_t gemm_tile_n = 256;
   int64_t gemm_k_half = 256;          ///< k at which the k-loop efficiency is half its maximum
   double attention_efficiency = 0.5;  ///< fused attention (flash/cuDNN) achieved/peak
