@@ -32,15 +32,16 @@ TEST(ComputeModel, LargeSquareGemmRunsAtTheProfilesBestEfficiency) {
               seconds * 1e9 + static_cast<double>(g.kernel_overhead_ns), 1.0);
 }
 
-// A mid-size GEMM takes the tile that fills the SMs. On a B200 (148 SMs, 256 × 256 tiles) 1024 × 1024 × 4096 is 16
-// such tiles, 11% of one wave; 128 × 64 tiles make 128, 86% of a wave, at (1/8)^0.16 = 0.717 of the large tile's
-// efficiency, the best candidate (64 × 64: 256 tiles in two waves, 86% at (1/16)^0.16; 128 × 128: 64 tiles, 43%).
+// A mid-size GEMM takes the tile that fills the SMs. On a B200 (148 SMs, 256 × 256 tiles) Llama-3-8B's K projection
+// over 1,024 tokens, 1024 × 1024 × 4096, is 16 such tiles, 11% of one wave; 128 × 64 tiles make 128, 86% of a wave,
+// at (1/8)^0.16 = 0.717 of the large tile's efficiency, the best candidate (64 × 64: 256 tiles in two waves, 86% at
+// (1/16)^0.16; 128 × 128: 64 tiles, 43%).
 // With k = 4096 against the reference 8192 and k_half 256: 0.776 · (128/148) · (1/8)^0.16 · (4096/4352)/(8192/8448).
 // At the full clock that is 8.2 µs plus the 5 µs launch, 13.2 µs against the 12.721 µs OpenXLA measured on a B200
 // (the fixed 256 × 256 tile alone gave 52 µs).
 TEST(ComputeModel, AMidSizeGemmTakesTheTileThatFillsTheSms) {
   GpuProfile g = gpu_profile("b200");
-  const Gemm gemm{"mlp_up", 1024, 1024, 4096, 1, false};
+  const Gemm gemm{"k_proj", 1024, 1024, 4096, 1, false};
   const double k_eff = (4096.0 / 4352.0) / (8192.0 / 8448.0);
   const double expected = g.gemm_max_efficiency * (128.0 / 148.0) * std::pow(1.0 / 8.0, 0.16) * k_eff;
   EXPECT_NEAR(gemm_efficiency(gemm, g, DType::bf16), expected, 1e-12);
