@@ -7,5 +7,5 @@ fsdpsim_test(test_sim_collectives
     collective_loads_test.cpp
     nvls_pipeline_test.cpp
     xla_collectives_test.cpp
-  DEPS fsdpsim_sim
+  DEPS fsdpsim_sim fsdpsim_run
   LABELS unit)

@@ -14,15 +14,16 @@
 #include <cstdint>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "run/bus_bandwidth.h"
 #include "schedule/ir/dtype.h"
 #include "schedule/ir/ir.h"
 #include "sim/nccl/collective_model.h"
 #include "topologies/hardware.h"
+#include "topologies/measured_table.h"
 
 namespace fsdpsim {
 namespace {
@@ -36,29 +37,22 @@ struct Series {
   [[nodiscard]] double error() const { return (model_gbps - measured_gbps) / measured_gbps; }
 };
 
-OpKind kind_of(const std::string& op) {
-  if (op == "all_gather") return OpKind::all_gather;
-  if (op == "reduce_scatter") return OpKind::reduce_scatter;
-  if (op == "all_reduce") return OpKind::all_reduce;
-  return OpKind::all_to_all;
-}
-
-double bus_factor(const Series& s) {
-  const double share = static_cast<double>(s.ranks - 1) / s.ranks;
-  return s.op == "all_reduce" ? 2 * share : share;
+OpKind kind_of(const Series& s) {
+  return *parse_op_kind(s.op);
 }
 
 // Bus bytes over time through the four largest sizes: the slope of the least-squares line, in GB/s.
 double fitted_gbps(const Series& s) {
+  const double factor = busbw_factor(kind_of(s), s.ranks);  // nccl-tests' bus bytes per byte
   const size_t from = s.size_time_us.size() - 4;
   double mean_x = 0, mean_y = 0;
   for (size_t i = from; i < s.size_time_us.size(); ++i) {
-    mean_x += static_cast<double>(s.size_time_us[i].first) * bus_factor(s) / 4;
+    mean_x += static_cast<double>(s.size_time_us[i].first) * factor / 4;
     mean_y += s.size_time_us[i].second / 4;
   }
   double sxy = 0, sxx = 0;
   for (size_t i = from; i < s.size_time_us.size(); ++i) {
-    const double dx = static_cast<double>(s.size_time_us[i].first) * bus_factor(s) - mean_x;
+    const double dx = static_cast<double>(s.size_time_us[i].first) * factor - mean_x;
     sxy += dx * (s.size_time_us[i].second - mean_y);
     sxx += dx * dx;
   }
@@ -71,27 +65,24 @@ const std::vector<Series>& all_series() {
   static const std::vector<Series> series = [] {
     const std::map<std::string, std::string> preset{
         {"h100", "dgx-h100-ndr"}, {"b200", "hgx-b200-ndr"}, {"gb200", "gb200-nvl72"}, {"gb300", "gb300-nvl72"}};
-    std::ifstream in(std::string(FSDPSIM_SOURCE_DIR) + "/bench/kernel_tables/published/collectives-openxla.csv");
+    const std::string path = std::string(FSDPSIM_SOURCE_DIR) + "/bench/kernel_tables/published/collectives-openxla.csv";
+    std::ifstream in(path);
     std::string line;
     std::getline(in, line);
+    std::map<std::string, size_t> at = measured_table::header_columns(
+        line, {"gpu", "op", "ranks", "groups", "size_bytes", "time_us"}, path, "rerun convert_openxla_collectives.py");
     std::map<std::tuple<std::string, std::string, int32_t, int32_t>, Series> by_key;
     while (std::getline(in, line)) {
-      std::stringstream cells(line);
-      Series row;
-      std::string ranks, groups, size, time_us;
-      std::getline(cells, row.gpu, ',');
-      std::getline(cells, row.op, ',');
-      std::getline(cells, ranks, ',');
-      std::getline(cells, groups, ',');
-      std::getline(cells, size, ',');
-      std::getline(cells, time_us, ',');
-      if (!preset.contains(row.gpu)) continue;
-      Series& s = by_key[{row.gpu, row.op, std::stoi(ranks), std::stoi(groups)}];
-      s.gpu = row.gpu;
-      s.op = row.op;
-      s.ranks = std::stoi(ranks);
-      s.groups = std::stoi(groups);
-      s.size_time_us.emplace_back(std::stoll(size), std::stod(time_us));
+      const std::vector<std::string> cells = measured_table::split_csv(line);
+      const std::string& gpu = cells[at["gpu"]];
+      if (!preset.contains(gpu)) continue;
+      const int32_t ranks = std::stoi(cells[at["ranks"]]), groups = std::stoi(cells[at["groups"]]);
+      Series& s = by_key[{gpu, cells[at["op"]], ranks, groups}];
+      s.gpu = gpu;
+      s.op = cells[at["op"]];
+      s.ranks = ranks;
+      s.groups = groups;
+      s.size_time_us.emplace_back(std::stoll(cells[at["size_bytes"]]), std::stod(cells[at["time_us"]]));
     }
     std::vector<Series> out;
     std::map<std::string, Topology> topologies;
@@ -101,7 +92,7 @@ const std::vector<Series>& all_series() {
       if (!topologies.contains(s.gpu)) topologies.emplace(s.gpu, topology_preset(preset.at(s.gpu)));
       const Topology& topology = topologies.at(s.gpu);
       CollectiveRequest request;
-      request.kind = kind_of(s.op);
+      request.kind = kind_of(s);
       request.size_bytes = s.size_time_us.back().first;
       request.dtype = DType::fp32;
       request.reduce_op = s.op == "all_reduce" || s.op == "reduce_scatter" ? ReduceOp::sum : ReduceOp::none;
