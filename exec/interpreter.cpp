@@ -12,6 +12,7 @@ StepRun to_step_run(const StepMeasurement& m, TimeNs step_start, int32_t step) {
   run.end_ns = step_start + m.step_ns;
   run.ops.resize(m.start_ns.size());
   for (size_t i = 0; i < m.start_ns.size(); ++i) {
+    if (m.start_ns[i] < 0) continue;  // not run here: another pipeline stage's op
     run.ops[i] = OpTiming{step_start + m.start_ns[i], step_start + m.end_ns[i]};
   }
   run.peak_allocated.bytes = m.peak_allocated_bytes;
@@ -35,9 +36,12 @@ StepRun to_step_run(const StepMeasurement& m, TimeNs step_start, int32_t step) {
 }  // namespace
 
 RunRecord interpret(const Schedule& schedule, Backend& backend, const ExecOptions& options) {
-  const std::vector<OpId> order = issue_order(schedule);
+  std::vector<OpId> order = issue_order(schedule);
   if (order.size() != schedule.ops.size()) {
     throw ScheduleError("the executor cannot run this schedule", {"its dependencies form a cycle (run validation)"});
+  }
+  if (options.stage >= 0) {
+    std::erase_if(order, [&](OpId id) { return schedule.stage_of(schedule.ops[id]) != options.stage; });
   }
   backend.setup(schedule);
   RunRecord result;

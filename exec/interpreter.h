@@ -15,10 +15,13 @@ namespace fsdpsim {
 /// How to run.
 struct ExecOptions {
   int32_t steps = 2;  ///< the first step and the steady state
+  /// The pipeline stage whose ops to run (its GPU's share of the schedule: the ops of its streams); -1: every op.
+  int32_t stage = -1;
 };
 
 /// Runs `steps` steps of `schedule` on `backend` and returns them in the simulator's shape (StepRun per step, with
-/// the measured peaks), so that make_report() renders measured and predicted runs alike.
+/// the measured peaks), so that make_report() renders measured and predicted runs alike. Ops of other stages than
+/// `options.stage` are not issued and keep unset times (-1).
 RunRecord interpret(const Schedule& schedule, Backend& backend, const ExecOptions& options);
 
 }  // namespace fsdpsim

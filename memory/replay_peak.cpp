@@ -15,11 +15,12 @@ struct Event {
   OpId op;
 };
 
-std::vector<Event> events_of(const Schedule& s, const std::vector<TimeNs>& start_ns,
-                             const std::vector<TimeNs>& end_ns) {
+std::vector<Event> events_of(const Schedule& s, const std::vector<TimeNs>& start_ns, const std::vector<TimeNs>& end_ns,
+                             int32_t stage) {
   std::vector<Event> events;
   for (size_t i = 0; i < s.ops.size(); ++i) {
     const Op& op = s.ops[i];
+    if (stage >= 0 && s.stage_of(op) != stage) continue;
     if (!op.allocs.empty()) events.push_back(Event{start_ns[i], true, OpId(static_cast<int32_t>(i))});
     if (!op.frees.empty()) events.push_back(Event{end_ns[i], false, OpId(static_cast<int32_t>(i))});
   }
@@ -40,16 +41,17 @@ void add(const Schedule& s, BufferId buffer, int64_t sign, CategoryBytes& live, 
 }  // namespace
 
 ReplayedPeak replay_peak(const Schedule& schedule, const std::vector<TimeNs>& start_ns,
-                         const std::vector<TimeNs>& end_ns) {
+                         const std::vector<TimeNs>& end_ns, int32_t stage) {
   FSDPSIM_CHECK(start_ns.size() == schedule.ops.size() && end_ns.size() == schedule.ops.size(),
                 "one start and one end time per op");
   CategoryBytes live{};
   int64_t total = 0;
   for (size_t b = 0; b < schedule.buffers.size(); ++b) {
-    if (schedule.buffers[b].persistent) add(schedule, schedule.buffers[b].id, 1, live, total);
+    const Buffer& buffer = schedule.buffers[b];
+    if (buffer.persistent && (stage < 0 || buffer.stage == stage)) add(schedule, buffer.id, 1, live, total);
   }
   ReplayedPeak peak{total, OpId::none(), live};
-  for (const Event& e : events_of(schedule, start_ns, end_ns)) {
+  for (const Event& e : events_of(schedule, start_ns, end_ns, stage)) {
     const Op& op = schedule.ops[e.op];
     for (const BufferId b : e.alloc ? op.allocs : op.frees) add(schedule, b, e.alloc ? 1 : -1, live, total);
     if (e.alloc && total > peak.bytes) peak = ReplayedPeak{total, e.op, live};

@@ -22,8 +22,9 @@ struct ReplayedPeak {
 
 /// Replays one step: persistent buffers live throughout; each op's `allocs` at its start and `frees` at its end;
 /// at equal times releases come before allocations and ties go to the lower op id (as the simulator orders them).
-/// Sizes are rounded as the simulator's allocator rounds them (CachingAllocator::round_size).
+/// Sizes are rounded as the simulator's allocator rounds them (CachingAllocator::round_size). With `stage` >= 0, only
+/// that pipeline stage's ops and persistent buffers are replayed (its GPU's memory; other ops' times are ignored).
 ReplayedPeak replay_peak(const Schedule& schedule, const std::vector<TimeNs>& start_ns,
-                         const std::vector<TimeNs>& end_ns);
+                         const std::vector<TimeNs>& end_ns, int32_t stage = -1);
 
 }  // namespace fsdpsim

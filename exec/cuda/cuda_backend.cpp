@@ -3,6 +3,7 @@
 #include "exec/cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 
 #include "common/units.h"
@@ -69,8 +70,18 @@ void CudaBackend::setup(const Schedule& schedule) {
       setup_.in_use_before_world_bytes >= 0 ? std::min(setup_.in_use_before_world_bytes, at_start) : at_start;
   compute_ = plan_compute(schedule, 2);  // every GEMM runs in BF16 (FP8 ops too: see cuda_backend_ops.cpp)
   comm_ = plan_collectives(schedule, setup_.check);
+  p2p_ = plan_p2p(schedule);
+  int64_t probe_bytes = 0;  // what the probe's cudaMalloc took (the driver's granularity), kept out of NCCL's share
+  if (setup_.stage >= 0) {
+    const int64_t before = device_memory_in_use(nullptr);
+    FSDPSIM_CUDA(cudaMalloc(reinterpret_cast<void**>(&probe_), 256));
+    probe_bytes = device_memory_in_use(nullptr) - before;
+    overheads_.scratch_bytes += probe_bytes;
+  }
   groups_.setup(schedule, setup_.rank, setup_.world_size, nccl_wait("splitting the group communicators"));
-  overheads_.measured_nccl_bytes = device_memory_in_use(nullptr) - overheads_.measured_context_bytes;
+  groups_.setup_channels(schedule, p2p_.channels, setup_.rank, nccl_wait("splitting the pipeline channels"));
+  connect_channels();
+  overheads_.measured_nccl_bytes = device_memory_in_use(nullptr) - overheads_.measured_context_bytes - probe_bytes;
   overheads_.communicators = groups_.communicator_count();
   create_streams_and_events();
   create_pool();
@@ -78,13 +89,16 @@ void CudaBackend::setup(const Schedule& schedule) {
   for (size_t i = 0; i < schedule.ops.size(); ++i) {
     if (!compute_.launches[i].empty()) gemms[schedule.ops[i].stream.index()] = true;
   }
-  for (size_t s = 0; s < streams_.size(); ++s) create_stream_resources(streams_[s], gemms[s]);
+  // A pipeline stage's GPU holds the resources of its own streams only.
+  for (size_t s = 0; s < streams_.size(); ++s) {
+    if (runs(StreamId(static_cast<int32_t>(s)))) create_stream_resources(streams_[s], gemms[s]);
+  }
   if (setup_.check) {
     const size_t bytes = schedule.ops.size() * sizeof(unsigned long long);
     FSDPSIM_CUDA(cudaMalloc(reinterpret_cast<void**>(&wrong_), std::max<size_t>(bytes, 8)));
     overheads_.check_bytes = static_cast<int64_t>(bytes);
   }
-  groups_.register_buffers(schedule, nccl_wait("registering the NCCL buffers"),
+  groups_.register_buffers(schedule, setup_.stage, nccl_wait("registering the NCCL buffers"),
                            [this](BufferId b, ncclResult_t r) { registered_failed(b, r); });
   allocate_persistent();
   note_dropped_bytes();
@@ -136,6 +150,8 @@ void CudaBackend::create_streams_and_events() {
     FSDPSIM_CUDA(cudaStreamCreateWithPriority(&streams_[s].stream, cudaStreamNonBlocking, priority));
     streams_[s].sizes = compute_.scratch[s];
     streams_[s].comm_sizes = comm_.scratch[s];
+    // A send reads its bytes from the stream's input scratch.
+    streams_[s].comm_sizes.input_bytes = std::max(streams_[s].comm_sizes.input_bytes, p2p_.send_scratch_bytes[s]);
   }
   start_events_.assign(schedule_->ops.size(), nullptr);
   end_events_.assign(schedule_->ops.size(), nullptr);
@@ -202,6 +218,7 @@ void CudaBackend::allocate_persistent() {
   pointers_.assign(schedule_->buffers.size(), nullptr);
   for (size_t b = 0; b < schedule_->buffers.size(); ++b) {
     const Buffer& buffer = schedule_->buffers[b];
+    if (setup_.stage >= 0 && buffer.stage != setup_.stage) continue;  // another stage's GPU holds it
     if (buffer.nccl_registered) {
       pointers_[b] = static_cast<char*>(groups_.registered(buffer.id));
       if (pointers_[b] != nullptr) note_allocated(buffer.id, true);  // held for the whole run
@@ -225,11 +242,52 @@ void CudaBackend::allocate_persistent() {
 void CudaBackend::note_dropped_bytes() {
   for (size_t i = 0; i < comm_.ops.size(); ++i) {
     const CollectivePlan& p = comm_.ops[i];
-    if (p.dropped_bytes <= 0) continue;
+    if (p.dropped_bytes <= 0 || !runs(schedule_->ops[i])) continue;
     problem(schedule_->ops[i], std::to_string(p.dropped_bytes) + " byte(s) of its per-rank size are not a whole " +
                                    std::string(to_string(schedule_->ops[i].dtype)) +
                                    " element; the call leaves them out (give sizes in whole elements)");
   }
+}
+
+bool CudaBackend::runs(StreamId stream) const {
+  return setup_.stage < 0 || schedule_->streams[stream].stage == setup_.stage;
+}
+
+// NCCL connects two ranks on their first send and receive, and a nonblocking communicator's connection waits for the
+// peer's: were the first calls of the step the first ones, a rank could wait on one channel while its peer waits on
+// another. Every channel is connected here instead, in plan order on every rank, so that the lowest channel not yet
+// connected always has both ends at it; the probe's byte goes out on one setup stream, in the same order.
+void CudaBackend::connect_channels() {
+  if (!groups_.has_communicators() || p2p_.channels.empty()) return;
+  cudaStream_t s = nullptr;
+  FSDPSIM_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  try {
+    for (size_t c = 0; c < p2p_.channels.size(); ++c) {
+      const P2pChannel& channel = p2p_.channels[c];
+      const ChannelMembership m = channel_membership(*schedule_, channel, setup_.rank);
+      if (m.color < 0) continue;
+      groups_.enqueue_channel(
+          static_cast<int32_t>(c), IssuedOp{},
+          [&](ncclComm_t comm) {
+            return m.rank == 0 ? ncclSend(probe_, 1, ncclInt8, 1, comm, s) : ncclRecv(probe_, 1, ncclInt8, 0, comm, s);
+          },
+          nccl_wait("connecting the pipeline channel from stream '" + schedule_->streams[channel.send_stream].name +
+                    "' to stream '" + schedule_->streams[channel.recv_stream].name + "'"));
+    }
+    const NcclWait wait = nccl_wait("the pipeline channels' first exchange");
+    const auto start = std::chrono::steady_clock::now();
+    for (int polls = 0;; ++polls) {
+      const cudaError_t e = cudaStreamQuery(s);
+      if (e == cudaSuccess) break;
+      if (e != cudaErrorNotReady) throw_cuda_error(e, "cudaStreamQuery (connecting channels)", __FILE__, __LINE__);
+      check_wait(ncclInProgress, "", wait, start);
+      wait_pause(polls);
+    }
+  } catch (...) {
+    (void)cudaStreamDestroy(s);
+    throw;
+  }
+  FSDPSIM_CUDA(cudaStreamDestroy(s));
 }
 
 void CudaBackend::release_all(bool abort) noexcept {
@@ -259,6 +317,8 @@ void CudaBackend::release_all(bool abort) noexcept {
   end_events_.clear();
   if (step_start_ != nullptr) (void)cudaEventDestroy(step_start_);
   if (wrong_ != nullptr) (void)cudaFree(wrong_);
+  if (probe_ != nullptr) (void)cudaFree(probe_);
+  probe_ = nullptr;
   if (pool_ != nullptr) (void)cudaMemPoolDestroy(pool_);
   step_start_ = nullptr;
   wrong_ = nullptr;

@@ -10,6 +10,11 @@
 /// pool's UsedMemHigh / ReservedMemHigh, reset at every step; times from cudaEventElapsedTime against a step-start
 /// event every stream waits on.
 ///
+/// Pipelines: each stage's GPU is a rank of its own (CudaRankSetup::stage), which runs only its stage's streams, ops
+/// and buffers; a send and its receive are an ncclSend and an ncclRecv on the two-rank communicator of their channel
+/// (p2p_plan.h), and every step starts from an all-reduce of one byte over the world, so that the stages' clocks
+/// start together as the simulator's do. Emulating, a stage runs alone: a send sends nothing, a receive writes zeros.
+///
 /// Faults (cuda_faults.h): the communicators are nonblocking, a watchdog thread (collective_watchdog.h) times out
 /// collectives and polls the communicators' asynchronous errors, aborting them all on a fault; an allocation that
 /// does not fit is reported with the memory in use by category (the backend keeps a ledger of its live IR buffers)
@@ -33,6 +38,7 @@
 #include "exec/cuda/nccl/collective_plan.h"
 #include "exec/cuda/nccl/collective_watchdog.h"
 #include "exec/cuda/nccl/nccl_groups.h"
+#include "exec/cuda/nccl/p2p_plan.h"
 
 namespace fsdpsim {
 
@@ -41,6 +47,7 @@ struct CudaRankSetup {
   int32_t device = 0;
   int32_t rank = 0;
   int32_t world_size = 1;
+  int32_t stage = -1;          ///< the pipeline stage this GPU runs; -1 without pipeline parallelism (every op)
   ncclComm_t world = nullptr;  ///< world communicator (the backend splits its groups from it); null when emulating
   bool emulate = false;        ///< collectives become device copies; no NCCL
   bool check = false;          ///< fill and verify every collective (#wrong)
@@ -125,9 +132,13 @@ class CudaBackend final : public Backend {
   void create_stream_resources(CudaStreamResources& r, bool gemms);
   void allocate_persistent();
   void note_dropped_bytes();
+  void connect_channels();
+  [[nodiscard]] bool runs(StreamId stream) const;
+  [[nodiscard]] bool runs(const Op& op) const { return runs(op.stream); }
   [[noreturn]] void registered_failed(BufferId buffer, ncclResult_t result);
   // steps (cuda_backend_step.cpp)
   void wait_for_streams();
+  void start_with_the_other_stages(cudaStream_t stream);
   void read_times(StepMeasurement& m) const;
   void read_wrong_counts(int32_t step);
   [[noreturn]] void out_of_memory(BufferId buffer, const std::string& allocator,
@@ -139,6 +150,7 @@ class CudaBackend final : public Backend {
   void run_memory_bound(StreamId stream, int64_t bytes_touched);
   void run_host_copy(const Op& op, int64_t bytes, bool to_host);
   void run_collective(const Op& op);
+  void run_p2p(const Op& op);
   void nccl_collective(const Op& op, const CollectivePlan& p, const void* in, void* out, cudaStream_t s);
   void nccl_call(const Op& op, const std::string& what, const std::function<ncclResult_t(ncclComm_t)>& call);
   void emulate_collective(const Op& op, const CollectivePlan& p, const char* in, char* out, cudaStream_t s);
@@ -151,6 +163,8 @@ class CudaBackend final : public Backend {
   const Schedule* schedule_ = nullptr;
   ComputePlan compute_;
   CommPlan comm_;
+  P2pPlan p2p_;
+  char* probe_ = nullptr;  // 256 bytes: the channels' first exchange, the steps' aligning all-reduce (pipelines)
   NcclGroups groups_;
   std::vector<CudaStreamResources> streams_;
   std::vector<cudaEvent_t> start_events_, end_events_;

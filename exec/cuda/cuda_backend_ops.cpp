@@ -76,7 +76,8 @@ void CudaBackend::run(const Op& op) {
       return;
     case OpKind::send:
     case OpKind::recv:
-      FSDPSIM_CHECK(false, "pipeline schedules are refused before they run (check_cuda_options)");
+      run_p2p(op);
+      return;
     case OpKind::all_gather:
     case OpKind::reduce_scatter:
     case OpKind::all_reduce:
@@ -168,6 +169,25 @@ void CudaBackend::run_collective(const Op& op) {
   if (setup_.check) check_output(op, p, out, r.stream);
 }
 
+void CudaBackend::run_p2p(const Op& op) {
+  const P2pOpPlan& p = p2p_.ops[op.id];
+  if (p.bytes <= 0) return;
+  CudaStreamResources& r = streams_[op.stream.index()];
+  const bool sending = op.kind == OpKind::send;
+  char* data = sending ? r.comm_in : live_pointer(p.buffer, op, "receives into");
+  if (data == nullptr) return;
+  const auto bytes = static_cast<size_t>(p.bytes);
+  if (!groups_.has_communicators()) {
+    // A stage emulated alone has no peer: its sends go nowhere and its receives write the bytes a peer would send.
+    if (!sending) FSDPSIM_CUDA(cudaMemsetAsync(data, 0, bytes, r.stream));
+    return;
+  }
+  nccl_call(op, sending ? "ncclSend" : "ncclRecv", [&](ncclComm_t c) {
+    return sending ? ncclSend(data, bytes, ncclInt8, p.peer, c, r.stream)
+                   : ncclRecv(data, bytes, ncclInt8, p.peer, c, r.stream);
+  });
+}
+
 void CudaBackend::nccl_collective(const Op& op, const CollectivePlan& p, const void* in, void* out, cudaStream_t s) {
   const ncclDataType_t type = nccl_type(op.dtype);
   const size_t count = static_cast<size_t>(p.count);
@@ -214,7 +234,12 @@ void CudaBackend::nccl_call(const Op& op, const std::string& what,
                             const std::function<ncclResult_t(ncclComm_t)>& call) {
   const auto start = std::chrono::steady_clock::now();
   try {
-    groups_.enqueue(op.group, IssuedOp{op.id, step_}, call, nccl_wait(what + " for " + describe_op(op)));
+    const NcclWait wait = nccl_wait(what + " for " + describe_op(op));
+    if (is_p2p(op.kind)) {
+      groups_.enqueue_channel(p2p_.ops[op.id].channel, IssuedOp{op.id, step_}, call, wait);
+    } else {
+      groups_.enqueue(op.group, IssuedOp{op.id, step_}, call, wait);
+    }
   } catch (const CudaError& e) {
     if (watchdog_ == nullptr) throw;
     // The cause first: a fault the watchdog already found (the communicators' abort is what ended this call).

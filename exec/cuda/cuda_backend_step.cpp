@@ -42,8 +42,21 @@ void CudaBackend::begin_step(int32_t step) {
   uint64_t zero = 0;
   FSDPSIM_CUDA(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrUsedMemHigh, &zero));
   FSDPSIM_CUDA(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReservedMemHigh, &zero));
+  start_with_the_other_stages(first);
   FSDPSIM_CUDA(cudaEventRecord(step_start_, first));
   for (size_t s = 1; s < streams_.size(); ++s) FSDPSIM_CUDA(cudaStreamWaitEvent(streams_[s].stream, step_start_, 0));
+}
+
+// The stages of a pipeline are separate GPUs, each timing its ops from its own step-start event. The simulator starts
+// every stage at the step's start; so does the executor, by starting each step with a one-byte all-reduce over the
+// world, after which every GPU records its step start within the all-reduce's latency (microseconds) of the others.
+// Without it a stage that finished the previous step early would start timing long before its first receive.
+void CudaBackend::start_with_the_other_stages(cudaStream_t stream) {
+  if (setup_.stage < 0 || probe_ == nullptr || !groups_.has_communicators()) return;
+  groups_.enqueue(
+      GroupId::none(), IssuedOp{},
+      [&](ncclComm_t world) { return ncclAllReduce(probe_, probe_, 1, ncclInt8, ncclSum, world, stream); },
+      nccl_wait("the all-reduce that starts step " + std::to_string(step_) + " on every stage together"));
 }
 
 void CudaBackend::wait(StreamId stream, OpId op) {
@@ -63,7 +76,9 @@ void CudaBackend::mark_start(const Op& op) {
 void CudaBackend::mark_end(const Op& op) {
   const auto i = op.id.index();
   FSDPSIM_CUDA(cudaEventRecord(end_events_[i], streams_[op.stream.index()].stream));
-  if (watchdog_ != nullptr && is_collective(op.kind) && comm_.ops[i].count > 0) {
+  const bool communicates =
+      (is_collective(op.kind) && comm_.ops[i].count > 0) || (is_p2p(op.kind) && p2p_.ops[i].bytes > 0);
+  if (watchdog_ != nullptr && communicates) {
     watchdog_->watch(op.id, step_, positions_[i], start_events_[i], end_events_[i]);
   }
 }
@@ -113,7 +128,7 @@ StepMeasurement CudaBackend::end_step() {
   const int64_t registered = groups_.registered_bytes();
   m.peak_allocated_bytes = static_cast<int64_t>(pool_attribute(pool_, cudaMemPoolAttrUsedMemHigh)) + registered;
   m.peak_reserved_bytes = static_cast<int64_t>(pool_attribute(pool_, cudaMemPoolAttrReservedMemHigh)) + registered;
-  const ReplayedPeak replayed = replay_peak(*schedule_, m.start_ns, m.end_ns);
+  const ReplayedPeak replayed = replay_peak(*schedule_, m.start_ns, m.end_ns, setup_.stage);
   m.peak_op = replayed.op;
   m.peak_breakdown = replayed.breakdown;
   read_wrong_counts(step_);
@@ -161,9 +176,10 @@ void CudaBackend::note_allocated(BufferId buffer, bool allocated) {
 
 void CudaBackend::read_times(StepMeasurement& m) const {
   const size_t n = schedule_->ops.size();
-  m.start_ns.assign(n, 0);
-  m.end_ns.assign(n, 0);
+  m.start_ns.assign(n, -1);  // -1: another stage's op, which this GPU does not run
+  m.end_ns.assign(n, -1);
   for (size_t i = 0; i < n; ++i) {
+    if (!runs(schedule_->ops[i])) continue;
     m.start_ns[i] = elapsed_ns(step_start_, start_events_[i]);
     m.end_ns[i] = elapsed_ns(step_start_, end_events_[i]);
     m.step_ns = std::max(m.step_ns, m.end_ns[i]);

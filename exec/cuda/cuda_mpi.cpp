@@ -6,12 +6,15 @@
 #if FSDPSIM_HAVE_MPI
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <vector>
 
 #include "exec/cuda/cuda_backend.h"
 #include "exec/cuda/nccl/nccl_nonblocking.h"
 #include "exec/cuda/runtime/cuda_check.h"
+#include "exec/stage_runs.h"
 #endif
 
 namespace fsdpsim {
@@ -100,6 +103,37 @@ std::vector<std::string> gather_problems(const std::vector<std::string>& mine, i
   return out;
 }
 
+// With pipeline parallelism, each stage's first rank measured that stage: rank 0 receives the others' steps and merges
+// them into one run (exec/stage_runs.h); the other ranks return their own.
+RunRecord gather_pipeline(const Schedule& schedule, RunRecord mine, int32_t rank) {
+  const int32_t stages = schedule.info.pipeline_stages;
+  if (stages <= 1) return mine;
+  constexpr int kTag = 7;
+  const int32_t place = rank % ranks_per_stage(schedule);
+  if (rank != 0) {
+    if (place != 0) return mine;
+    const std::vector<int64_t> packed = pack_steps(mine);
+    const auto count = static_cast<int64_t>(packed.size());
+    FSDPSIM_MPI(MPI_Send(&count, 1, MPI_INT64_T, 0, kTag, MPI_COMM_WORLD));
+    FSDPSIM_MPI(MPI_Send(packed.data(), static_cast<int>(count), MPI_INT64_T, 0, kTag, MPI_COMM_WORLD));
+    return mine;
+  }
+  std::vector<RunRecord> by_stage{std::move(mine)};
+  for (int32_t stage = 1; stage < stages; ++stage) {
+    const int32_t from = rank_in_stage(schedule, 0, stage);
+    int64_t count = 0;
+    FSDPSIM_MPI(MPI_Recv(&count, 1, MPI_INT64_T, from, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    std::vector<int64_t> packed(static_cast<size_t>(std::max<int64_t>(0, count)));
+    FSDPSIM_MPI(MPI_Recv(packed.data(), static_cast<int>(packed.size()), MPI_INT64_T, from, kTag, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE));
+    by_stage.push_back(unpack_steps(packed, schedule.ops.size()));
+  }
+  const Measurement origin = *by_stage.front().measurement();
+  RunRecord merged = merge_stage_runs(schedule, by_stage);
+  merged.origin = origin;
+  return merged;
+}
+
 }  // namespace
 
 ExecResult run_cuda_mpi(const Schedule& schedule, const CudaOptions& options, CudaOverheads& overheads) {
@@ -141,7 +175,7 @@ ExecResult run_cuda_mpi(const Schedule& schedule, const CudaOptions& options, Cu
   RankOutcome outcome = run_rank(schedule, options, device, rank, size, world, RankShared{&abort, nullptr, &predicted},
                                  nullptr, before_world);
   ExecResult result;
-  result.run = std::move(outcome.run);
+  result.run = gather_pipeline(schedule, std::move(outcome.run), rank);
   result.problems = gather_problems(outcome.problems, rank, size);
   result.measurement().device =
       describe_devices({device}, "rank " + std::to_string(rank) + " of " + std::to_string(size) + " MPI processes");

@@ -1,8 +1,10 @@
 // run_cuda: option checks, device discovery, and the single-process launcher — ncclCommInitAll over the GPUs and one
 // host thread per GPU running the interpreter on that GPU's backend (or rank 0 alone when emulating a larger world).
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <thread>
@@ -12,6 +14,7 @@
 #include "exec/cuda/nccl/nccl_nonblocking.h"
 #include "exec/cuda/runtime/cuda_check.h"
 #include "exec/interpreter.h"
+#include "exec/stage_runs.h"
 
 namespace fsdpsim {
 namespace {
@@ -78,12 +81,23 @@ void rethrow_root_cause(const std::vector<std::exception_ptr>& errors, const std
   }
 }
 
-ExecResult collect(const std::vector<RankOutcome>& outcomes, const std::vector<int32_t>& devices,
-                   const std::string& mode, CudaOverheads& overheads) {
+// `outcomes[i]` is the outcome of world rank `ranks[i]`.
+ExecResult collect(const Schedule& s, const std::vector<RankOutcome>& outcomes, const std::vector<int32_t>& ranks,
+                   const std::vector<int32_t>& devices, const std::string& mode, CudaOverheads& overheads) {
   ExecResult result;
   result.run = outcomes.front().run;
-  for (size_t r = 0; r < outcomes.size(); ++r) {
-    for (const auto& p : outcomes[r].problems) result.problems.push_back("rank " + std::to_string(r) + ": " + p);
+  if (s.info.pipeline_stages > 1) {
+    // Each stage's first GPU measured that stage: one run of the whole pipeline from them.
+    std::vector<RunRecord> by_stage;
+    for (int32_t stage = 0; stage < s.info.pipeline_stages; ++stage) {
+      const auto at = std::find(ranks.begin(), ranks.end(), rank_in_stage(s, 0, stage));
+      FSDPSIM_CHECK(at != ranks.end(), "every stage's first GPU ran");
+      by_stage.push_back(outcomes[static_cast<size_t>(at - ranks.begin())].run);
+    }
+    result.run = merge_stage_runs(s, by_stage);
+  }
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    for (const auto& p : outcomes[i].problems) result.problems.push_back("rank " + std::to_string(ranks[i]) + ": " + p);
   }
   result.measurement().device = describe_devices(devices, mode);
   overheads = outcomes.front().overheads;
@@ -161,7 +175,9 @@ ExecResult run_threads(const Schedule& s, const CudaOptions& o, CudaOverheads& o
   }
   for (auto& t : threads) t.join();
   rethrow_root_cause(errors, root);
-  return collect(outcomes, devices, "", overheads);
+  std::vector<int32_t> ranks(static_cast<size_t>(world));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  return collect(s, outcomes, ranks, devices, "", overheads);
 }
 
 ExecResult run_emulated(const Schedule& s, const CudaOptions& o, CudaOverheads& overheads) {
@@ -175,9 +191,21 @@ ExecResult run_emulated(const Schedule& s, const CudaOptions& o, CudaOverheads& 
   }
   std::atomic<bool> abort{false};
   PredictedPeak predicted(o.predicted_peak);
-  const std::vector<RankOutcome> outcomes{
-      run_rank(s, o, devices.front(), 0, s.info.world_size, nullptr, RankShared{&abort, nullptr, &predicted}, nullptr)};
-  return collect(outcomes, devices, "emulating rank 0 of " + std::to_string(s.info.world_size) + " GPUs", overheads);
+  // Rank 0 alone; with pipeline parallelism, the first GPU of each stage, one after another on this GPU (a receive
+  // writes what its send would have sent).
+  const int32_t stages = std::max(1, s.info.pipeline_stages);
+  std::vector<RankOutcome> outcomes;
+  std::vector<int32_t> ranks;
+  for (int32_t stage = 0; stage < stages; ++stage) {
+    ranks.push_back(rank_in_stage(s, 0, stage));
+    outcomes.push_back(run_rank(s, o, devices.front(), ranks.back(), s.info.world_size, nullptr,
+                                RankShared{&abort, nullptr, &predicted}, nullptr));
+  }
+  const std::string mode = stages > 1 ? "emulating the first GPU of each of " + std::to_string(stages) +
+                                            " pipeline stages of " + std::to_string(s.info.world_size) +
+                                            " GPUs, one after another"
+                                      : "emulating rank 0 of " + std::to_string(s.info.world_size) + " GPUs";
+  return collect(s, outcomes, ranks, devices, mode, overheads);
 }
 
 }  // namespace
@@ -205,14 +233,6 @@ void check_cuda_options(const Schedule& s, const CudaOptions& o) {
                "give a positive duration, e.g. 600s (the default)");
   }
   if (s.info.world_size < 1) bad_option("world_size", "the schedule's world size is " + world, "rebuild the schedule");
-  if (s.info.pipeline_stages > 1) {
-    // The host backend runs pipelines (one GPU of every stage per host rank); on GPUs a stage needs its own device
-    // and process with ncclSend / ncclRecv between them, which this backend does not do yet.
-    bad_option("pp",
-               "the CUDA backend runs one GPU per rank and has no ncclSend / ncclRecv between pipeline stages (" +
-                   std::to_string(s.info.pipeline_stages) + " stages)",
-               "run the pipeline on the host backend (fsdpsim exec --backend host), or on GPUs with pp=1");
-  }
   if (o.emulate_world < 0) {
     bad_option("--emulate-world", "is negative", "use 0 to run every rank, or " + world + " to emulate rank 0");
   }
@@ -258,6 +278,7 @@ RankOutcome run_rank(const Schedule& schedule, const CudaOptions& options, int32
   setup.device = device;
   setup.rank = rank;
   setup.world_size = world_size;
+  setup.stage = schedule.info.pipeline_stages > 1 ? stage_of_rank(schedule, rank) : -1;
   setup.world = world;
   setup.emulate = options.emulate_world > 0;
   setup.check = options.check;
@@ -271,7 +292,7 @@ RankOutcome run_rank(const Schedule& schedule, const CudaOptions& options, int32
   RankOutcome out;
   try {
     FSDPSIM_CUDA(cudaSetDevice(device));
-    out.run = interpret(schedule, backend, ExecOptions{options.steps});
+    out.run = interpret(schedule, backend, ExecOptions{.steps = options.steps, .stage = setup.stage});
     out.problems = backend.problems();
     backend.measure_lazy_overheads();
     out.overheads = backend.overheads();

@@ -6,6 +6,7 @@
 #include "exec/fault_report.h"
 #include "exec/host/host_collectives.h"
 #include "exec/host/host_ops.h"
+#include "exec/stage_runs.h"
 
 namespace fsdpsim {
 namespace {
@@ -29,11 +30,9 @@ void run_p2p_op(const Op& op, int32_t step, RankContext& ctx) {
   const bool sending = op.kind == OpKind::send;
   const Op& send = sending ? op : ctx.schedule.ops[op.peer];
   const Op& recv = sending ? ctx.schedule.ops[op.peer] : op;
-  // The pair's two GPUs in this pipeline: stage s of the pipeline whose first stage is GPU `rank` is GPU
-  // rank + s·(world / pp), Megatron's pp-outermost order (whether the pair is the pp group's neighbours or the
-  // embedding group's first and last stage).
-  const int32_t stage_ranks = ctx.schedule.info.world_size / std::max(1, ctx.schedule.info.pipeline_stages);
-  const auto gpu = [&](const Op& end) { return ctx.rank + ctx.schedule.stage_of(end) * stage_ranks; };
+  // The pair's two GPUs in this pipeline (whether the pp group's neighbours or the embedding group's first and last
+  // stage), in the pp-outermost rank order of exec/stage_runs.h.
+  const auto gpu = [&](const Op& end) { return rank_in_stage(ctx.schedule, ctx.rank, ctx.schedule.stage_of(end)); };
   const std::vector<int32_t> members{gpu(send), gpu(recv)};
   const int64_t words = scaled_words(send.send_bytes, ctx.options.bytes_scale);
   auto mine = make_contribution(ctx.rank, op.id, step,

@@ -77,7 +77,7 @@ ExecResult run_host(const Schedule& schedule, const HostOptions& options) {
     threads.emplace_back([&, r] {
       try {
         runs[static_cast<size_t>(r)] =
-            interpret(schedule, *backends[static_cast<size_t>(r)], ExecOptions{options.steps});
+            interpret(schedule, *backends[static_cast<size_t>(r)], ExecOptions{.steps = options.steps, .stage = -1});
       } catch (const std::exception& e) {
         backends[static_cast<size_t>(r)]->add_problem(std::string("the run failed: ") + e.what());
         world.abort();

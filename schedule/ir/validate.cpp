@@ -164,7 +164,9 @@ class Checker {
   }
 
   // Pipeline parallelism: every stream and buffer on a stage the schedule has, every send paired with one recv of the
-  // same size on another stage, and every op using only buffers of its own stage's GPU.
+  // same size on another stage, and every op using only buffers of its own stage's GPU and waiting only for ops of
+  // its own stage (another GPU is reached through a send and its receive: an event of one GPU's stream cannot hold
+  // another GPU's stream in a separate process).
   void check_pipeline_stages() {
     const int32_t stages = s_.info.pipeline_stages;
     const auto on_stage = [&](int32_t stage) { return stage >= 0 && stage < stages; };
@@ -187,6 +189,12 @@ class Checker {
             report("stages", describe_op(op.id) + " runs on stage " + std::to_string(stage) + " but uses " +
                                  describe_buffer(b) + " of stage " + std::to_string(s_.buffers[b].stage));
         }
+      }
+      for (const OpId dep : op.deps) {
+        if (s_.ops.contains(dep) && s_.stage_of(s_.ops[dep]) != stage)
+          report("stages", describe_op(op.id) + " runs on stage " + std::to_string(stage) + " but waits for " +
+                               describe_op(dep) + " of stage " + std::to_string(s_.stage_of(s_.ops[dep])) +
+                               " (depend on a recv whose send follows that op)");
       }
       check_peer(op);
     }

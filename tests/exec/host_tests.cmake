@@ -7,6 +7,7 @@ fsdpsim_test(test_exec_host
     host_collectives_test.cpp
     host_memory_order_test.cpp
     host_runner_test.cpp
+    stage_runs_test.cpp
   DEPS fsdpsim_exec
   LABELS unit)
 fsdpsim_test(test_exec_host_llama

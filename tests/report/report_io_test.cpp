@@ -113,6 +113,34 @@ TEST(Compare, EmulatedCollectivesAreShownButNotScored) {
   EXPECT_NE(comparison_text(compare_reports(p, m)).find("+900.0%"), std::string::npos);
 }
 
+TEST(Compare, AnEmulatedPipelinesSendsAndReceivesAreNotScored) {
+  // Emulated stage by stage, a send goes nowhere and a receive is a memset: they took a hundredth of the prediction.
+  const Report p = simulated({"pp=2", "gpus=16", "global_batch_size=16"});
+  Report m = p;
+  m.collectives_emulated = true;
+  int32_t p2p = 0;
+  for (auto& op : m.ops) {
+    if (!is_p2p(op.kind)) continue;
+    op.duration_ns /= 100;
+    ++p2p;
+  }
+  ASSERT_GT(p2p, 0);
+  const Comparison c = compare_reports(p, m);
+  EXPECT_EQ(c.median_abs_op_error, 0);
+  for (size_t i = 0; i < c.ops.size(); ++i) {
+    if (is_p2p(p.ops[i].kind)) {
+      EXPECT_FALSE(c.ops[i].compared) << c.ops[i].what;
+    }
+  }
+  m.collectives_emulated = false;  // measured for real, the same durations are scored
+  const Comparison real = compare_reports(p, m);
+  for (size_t i = 0; i < real.ops.size(); ++i) {
+    if (is_p2p(p.ops[i].kind)) {
+      EXPECT_TRUE(real.ops[i].compared) << real.ops[i].what;
+    }
+  }
+}
+
 TEST(Compare, HostBackendTimesAreShownButNotScoredAgainstAGpuPrediction) {
   // The host backend's threads took ten times the GPU's prediction; its memory matches to the byte.
   const Report p = simulated({});

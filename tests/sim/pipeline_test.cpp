@@ -206,22 +206,38 @@ TEST(Pipeline, ValidationFindsAnUnpairedSendAndADeadlock) {
   ASSERT_FALSE(problems.empty());
   EXPECT_NE(problems.front().find("p2p-pairs"), std::string::npos) << problems.front();
 
-  // Stage 1 waiting for its own backward's gradient before the forward's activations arrive: the receive of the
-  // activations now depends on the op that needs them, a cycle through the rendezvous.
+  // Stage 0 holding its first activation send until the gradient of that micro-batch comes back: the gradient needs
+  // stage 1's backward, which needs the activation — a cycle through two rendezvous, every edge within a stage.
   Schedule deadlock = s;
-  const auto recv = std::find_if(deadlock.ops.begin(), deadlock.ops.end(),
-                                 [](const Op& op) { return op.kind == OpKind::recv && op.phase == Phase::fwd; });
-  ASSERT_NE(recv, deadlock.ops.end());
-  OpId consumer;
-  for (const Op& op : deadlock.ops) {
-    if (std::find(op.deps.begin(), op.deps.end(), recv->id) != op.deps.end()) consumer = op.id;
-  }
-  ASSERT_TRUE(consumer.valid());
-  const OpId send_of_recv = recv->peer;
-  deadlock.ops[send_of_recv].deps.push_back(consumer);
+  const auto first_send = std::find_if(deadlock.ops.begin(), deadlock.ops.end(),
+                                       [](const Op& op) { return op.kind == OpKind::send && op.phase == Phase::fwd; });
+  ASSERT_NE(first_send, deadlock.ops.end());
+  const auto gradient = std::find_if(deadlock.ops.begin(), deadlock.ops.end(), [&](const Op& op) {
+    return op.kind == OpKind::recv && op.phase == Phase::bwd && op.micro_batch == first_send->micro_batch &&
+           deadlock.stage_of(op) == deadlock.stage_of(*first_send);
+  });
+  ASSERT_NE(gradient, deadlock.ops.end());
+  first_send->deps.push_back(gradient->id);
   const std::vector<std::string> cycle = validate(deadlock);
   ASSERT_FALSE(cycle.empty());
   EXPECT_NE(cycle.front().find("deadlock"), std::string::npos) << cycle.front();
+}
+
+TEST(Pipeline, ValidationRefusesADependencyOnAnotherStagesOp) {
+  // A stage's GPU can wait only for its own ops: another GPU is reached through a send and its receive (the
+  // executor runs each stage in its own process).
+  Schedule s = pipeline(8, 2, 1, 2, "1f1b");
+  const auto recv = std::find_if(s.ops.begin(), s.ops.end(),
+                                 [](const Op& op) { return op.kind == OpKind::recv && op.phase == Phase::fwd; });
+  ASSERT_NE(recv, s.ops.end());
+  const Op& send = s.ops[recv->peer];
+  const OpId producer = send.deps.front();  // the stage-0 op whose output the send carries
+  recv->deps.push_back(producer);
+  const std::vector<std::string> problems = validate(s);
+  ASSERT_EQ(problems.size(), 1u) << ::testing::PrintToString(problems);
+  EXPECT_NE(problems.front().find("stages: op " + std::to_string(recv->id.value())), std::string::npos)
+      << problems.front();
+  EXPECT_NE(problems.front().find("of stage 0"), std::string::npos) << problems.front();
 }
 
 }  // namespace

@@ -174,7 +174,8 @@ void CollectiveWatchdog::issued_by(OpId op, int64_t position, std::vector<int32_
                                    std::vector<int32_t>& not_issued) const {
   if (setup_.board == nullptr) return;
   const Op& o = setup_.schedule->ops[op];
-  if (!o.group.valid()) return;
+  // A send's or receive's peer runs another stage, whose issue order is not this one's: positions do not compare.
+  if (!o.group.valid() || is_p2p(o.kind)) return;
   for (const int32_t m : group_members(setup_.schedule->groups[o.group], setup_.site.rank)) {
     (setup_.board->position(m) >= position ? issued : not_issued).push_back(m);
   }

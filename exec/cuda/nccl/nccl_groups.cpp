@@ -55,10 +55,8 @@ void NcclGroups::release(bool abort, const NcclWait& wait) noexcept {
       abort_locked();  // a peer that does not finalize must not hang the teardown
     }
   }
-  if (!aborted_ &&
-      (world_ != nullptr || std::any_of(comms_.begin(), comms_.end(), [](ncclComm_t c) { return c != nullptr; }))) {
-    abort_locked();
-  }
+  const std::vector<ncclComm_t*> all = all_locked();
+  if (!aborted_ && std::any_of(all.begin(), all.end(), [](ncclComm_t* c) { return *c != nullptr; })) abort_locked();
   for (void*& p : memory_) {
     if (p != nullptr) (void)ncclMemFree(p);
     p = nullptr;
@@ -68,8 +66,10 @@ void NcclGroups::release(bool abort, const NcclWait& wait) noexcept {
   // (a few bytes) to it rather than free memory NCCL may write.
   if (splits_pending_) {
     (void)split_slots_.release();
+    (void)channel_slots_.release();
   } else {
     split_slots_.reset();
+    channel_slots_.reset();
   }
 }
 
@@ -91,9 +91,8 @@ void NcclGroups::finalize_locked(const NcclWait& wait) {
   // ncclCommFinalize flushes a communicator's work and turns its state to ncclSuccess once every rank is quiescent;
   // ncclCommDestroy then frees it locally without blocking (nccl.h). Finalize all first so every rank progresses.
   w.what = "finalizing the NCCL communicators";
-  std::vector<ncclComm_t*> all;
-  for (ncclComm_t& c : comms_) all.push_back(&c);
-  all.push_back(&world_);
+  std::vector<ncclComm_t*> all = all_locked();
+  std::rotate(all.begin(), all.begin() + 1, all.end());  // the world last, after every communicator split from it
   for (ncclComm_t* c : all) {
     if (*c != nullptr) FSDPSIM_NCCL_NB(ncclCommFinalize(*c));
   }
@@ -119,6 +118,8 @@ void NcclGroups::setup(const Schedule& schedule, int32_t rank, int32_t world_siz
   {
     const std::lock_guard lock(mutex_);
     comms_.assign(schedule.groups.size(), nullptr);
+    channels_.clear();
+    channel_groups_.clear();
     last_.assign(schedule.groups.size() + 1, IssuedOp{});
     if (world_ == nullptr) return;
   }
@@ -131,39 +132,74 @@ void NcclGroups::setup(const Schedule& schedule, int32_t rank, int32_t world_siz
 void NcclGroups::split(const Schedule& schedule, size_t g, int32_t rank, const NcclWait& wait) {
   NcclWait w = wait;
   w.what = "ncclCommSplit for group '" + schedule.groups[g].name + "'";
+  ncclComm_t comm = split_from_world(&split_slots_[g], members_[g].color, rank, members_[g], w);
+  const std::lock_guard lock(mutex_);
+  comms_[g] = comm;
+}
+
+ncclComm_t NcclGroups::split_from_world(ncclComm_t* slot, int32_t color, int32_t key, const GroupMembership& expected,
+                                        const NcclWait& w) {
   ncclConfig_t config = nonblocking_config();  // the child of a nonblocking world is nonblocking too; say so anyway
-  ncclComm_t* slot = &split_slots_[g];
   {
     const std::lock_guard lock(mutex_);
     if (aborted_) aborted_error(w.what);
     splits_pending_ = true;
-    FSDPSIM_NCCL_NB(ncclCommSplit(world_, members_[g].color, rank, slot, &config));
+    FSDPSIM_NCCL_NB(ncclCommSplit(world_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, slot, &config));
+  }
+  if (color < 0) {
+    // A rank outside every new communicator gets none; its part of the split (exchanging colours over the world)
+    // runs as a job of the world communicator, whose state is ncclInProgress until it ends.
+    wait_ready(world_, w);
+    splits_pending_ = false;
+    return nullptr;
   }
   ncclComm_t comm = wait_new_comm(slot, world_, w);
   splits_pending_ = false;
-  {
-    const std::lock_guard lock(mutex_);
-    comms_[g] = comm;
-  }
   int count = 0, user_rank = 0;
   FSDPSIM_NCCL(ncclCommCount(comm, &count));
   FSDPSIM_NCCL(ncclCommUserRank(comm, &user_rank));
-  if (count != members_[g].size || user_rank != members_[g].rank) {
-    throw CudaError("ncclCommSplit for group '" + schedule.groups[g].name + "' gave rank " + std::to_string(user_rank) +
-                        " of " + std::to_string(count) + ", expected rank " + std::to_string(members_[g].rank) +
-                        " of " + std::to_string(members_[g].size),
+  if (count != expected.size || user_rank != expected.rank) {
+    (void)ncclCommAbort(comm);
+    throw CudaError(w.what + " gave rank " + std::to_string(user_rank) + " of " + std::to_string(count) +
+                        ", expected rank " + std::to_string(expected.rank) + " of " + std::to_string(expected.size),
                     false);
   }
+  return comm;
 }
 
-void NcclGroups::register_buffers(const Schedule& schedule, const NcclWait& wait,
+void NcclGroups::setup_channels(const Schedule& schedule, const std::vector<P2pChannel>& channels, int32_t rank,
+                                const NcclWait& wait) {
+  {
+    const std::lock_guard lock(mutex_);
+    channels_.assign(channels.size(), nullptr);
+    channel_groups_.clear();
+    for (const P2pChannel& c : channels) channel_groups_.push_back(c.group);
+    last_.assign(1 + comms_.size() + channels.size(), IssuedOp{});
+    if (world_ == nullptr || channels.empty()) return;
+  }
+  channel_slots_ = std::make_unique<ncclComm_t[]>(channels.size());
+  for (size_t c = 0; c < channels.size(); ++c) split_channel(schedule, channels[c], c, rank, wait);
+}
+
+void NcclGroups::split_channel(const Schedule& schedule, const P2pChannel& channel, size_t index, int32_t rank,
+                               const NcclWait& wait) {
+  const ChannelMembership m = channel_membership(schedule, channel, rank);
+  NcclWait w = wait;
+  w.what = "ncclCommSplit for the pipeline channel from stream '" + schedule.streams[channel.send_stream].name +
+           "' to stream '" + schedule.streams[channel.recv_stream].name + "'";
+  ncclComm_t comm = split_from_world(&channel_slots_[index], m.color, m.rank, GroupMembership{m.color, m.rank, 2}, w);
+  const std::lock_guard lock(mutex_);
+  channels_[index] = comm;
+}
+
+void NcclGroups::register_buffers(const Schedule& schedule, int32_t stage, const NcclWait& wait,
                                   const std::function<void(BufferId, ncclResult_t)>& alloc_failed) {
   memory_.assign(schedule.buffers.size(), nullptr);
   const bool windows = windows_available();
   (void)windows;  // unused where NCCL is older than 2.27
   for (size_t b = 0; b < schedule.buffers.size(); ++b) {
     const Buffer& buffer = schedule.buffers[b];
-    if (!buffer.nccl_registered || buffer.size_bytes <= 0) continue;
+    if (!buffer.nccl_registered || buffer.size_bytes <= 0 || (stage >= 0 && buffer.stage != stage)) continue;
     const size_t bytes = static_cast<size_t>(buffer.size_bytes);
     const ncclResult_t allocated = ncclMemAlloc(&memory_[b], bytes);
     if (allocated != ncclSuccess) {
@@ -192,21 +228,32 @@ void NcclGroups::register_buffers(const Schedule& schedule, const NcclWait& wait
 
 void NcclGroups::enqueue(GroupId group, IssuedOp issued, const std::function<ncclResult_t(ncclComm_t)>& call,
                          const NcclWait& wait) {
+  enqueue_at(group.valid() ? group.index() + 1 : 0, issued, call, wait);
+}
+
+void NcclGroups::enqueue_channel(int32_t channel, IssuedOp issued, const std::function<ncclResult_t(ncclComm_t)>& call,
+                                 const NcclWait& wait) {
+  enqueue_at(1 + comms_.size() + static_cast<size_t>(channel), issued, call, wait);
+}
+
+void NcclGroups::enqueue_at(size_t slot, IssuedOp issued, const std::function<ncclResult_t(ncclComm_t)>& call,
+                            const NcclWait& wait) {
   ncclResult_t result = ncclSuccess;
   {
     const std::lock_guard lock(mutex_);
     if (aborted_) aborted_error(wait.what);
-    ncclComm_t comm = comm_locked(group);
-    FSDPSIM_CHECK(comm != nullptr, "an NCCL call needs the communicator of its group (none when emulating)");
-    if (issued.op.valid()) last_[static_cast<size_t>(group.value() + 1)] = issued;
+    ncclComm_t comm = slot_locked(slot);
+    FSDPSIM_CHECK(comm != nullptr,
+                  "an NCCL call needs the communicator of its group or channel (none when emulating or off its ends)");
+    if (issued.op.valid()) last_[slot] = issued;
     result = call(comm);
   }
   if (result == ncclSuccess) return;
   if (result != ncclInProgress) throw_nccl_error(result, wait.what.c_str(), __FILE__, __LINE__);
-  wait_until_ready(group, wait);
+  wait_until_ready(slot, wait);
 }
 
-void NcclGroups::wait_until_ready(GroupId group, const NcclWait& wait) {
+void NcclGroups::wait_until_ready(size_t slot, const NcclWait& wait) {
   const auto start = std::chrono::steady_clock::now();
   for (int polls = 0;; ++polls) {
     ncclResult_t state = ncclInProgress;
@@ -215,7 +262,7 @@ void NcclGroups::wait_until_ready(GroupId group, const NcclWait& wait) {
       // Each poll takes the lock, so the watchdog may abort the communicators between two polls.
       const std::lock_guard lock(mutex_);
       if (aborted_) aborted_error(wait.what);
-      ncclComm_t comm = comm_locked(group);
+      ncclComm_t comm = slot_locked(slot);
       FSDPSIM_NCCL(ncclCommGetAsyncError(comm, &state));
       if (state != ncclSuccess && state != ncclInProgress) {
         const char* text = ncclGetLastError(comm);
@@ -240,22 +287,28 @@ bool NcclGroups::has_communicators() const {
 int32_t NcclGroups::communicator_count() const {
   const std::lock_guard lock(mutex_);
   int32_t count = world_ != nullptr ? 1 : 0;
-  for (ncclComm_t c : comms_) count += c != nullptr ? 1 : 0;
+  for (const auto* list : {&comms_, &channels_}) {
+    for (ncclComm_t c : *list) count += c != nullptr ? 1 : 0;
+  }
   return count;
 }
 
 std::optional<CommFailure> NcclGroups::async_failure() const {
   const std::lock_guard lock(mutex_);
   if (aborted_) return std::nullopt;
-  for (int32_t g = -1; g < static_cast<int32_t>(comms_.size()); ++g) {
-    ncclComm_t comm = comm_locked(GroupId(g));
+  for (size_t slot = 0; slot < 1 + comms_.size() + channels_.size(); ++slot) {
+    ncclComm_t comm = slot_locked(slot);
     if (comm == nullptr) continue;
     ncclResult_t state = ncclSuccess;
     const ncclResult_t queried = ncclCommGetAsyncError(comm, &state);
     if (queried != ncclSuccess) state = queried;
     if (state == ncclSuccess || state == ncclInProgress) continue;
     const char* detail = ncclGetLastError(comm);
-    return CommFailure{GroupId(g), state, detail != nullptr ? detail : "", last_[static_cast<size_t>(g + 1)]};
+    // A channel's failure is reported against the IR group its sends and receives name.
+    const GroupId group = slot == 0               ? GroupId::none()
+                          : slot <= comms_.size() ? GroupId(static_cast<int32_t>(slot - 1))
+                                                  : channel_groups_[slot - 1 - comms_.size()];
+    return CommFailure{group, state, detail != nullptr ? detail : "", last_[slot]};
   }
   return std::nullopt;
 }
@@ -263,9 +316,8 @@ std::optional<CommFailure> NcclGroups::async_failure() const {
 bool NcclGroups::abort_all() noexcept {
   const std::lock_guard lock(mutex_);
   if (aborted_) return false;
-  bool any = world_ != nullptr;
-  for (ncclComm_t c : comms_) any = any || c != nullptr;
-  if (!any) return false;
+  const std::vector<ncclComm_t*> all = all_locked();
+  if (std::none_of(all.begin(), all.end(), [](ncclComm_t* c) { return *c != nullptr; })) return false;
   abort_locked();
   return true;
 }
@@ -273,19 +325,31 @@ bool NcclGroups::abort_all() noexcept {
 void NcclGroups::abort_locked() noexcept {
   // ncclCommAbort stops the device work of the communicator and frees it (it returns ncclSuccess, or ncclInProgress
   // while it finishes in the background for a nonblocking one): the handle must never be used again.
-  for (ncclComm_t& comm : comms_) {
-    if (comm != nullptr) (void)ncclCommAbort(comm);
-    comm = nullptr;
+  std::vector<ncclComm_t*> all = all_locked();
+  std::rotate(all.begin(), all.begin() + 1, all.end());  // the world last
+  for (ncclComm_t* comm : all) {
+    if (*comm != nullptr) (void)ncclCommAbort(*comm);
+    *comm = nullptr;
   }
-  if (world_ != nullptr) (void)ncclCommAbort(world_);
-  world_ = nullptr;
   registrations_.clear();  // the registrations went with their communicators
   aborted_ = true;
 }
 
 ncclComm_t NcclGroups::comm_locked(GroupId group) const {
-  if (!group.valid()) return world_;
-  return comms_[group.index()];
+  return slot_locked(group.valid() ? group.index() + 1 : 0);
+}
+
+ncclComm_t NcclGroups::slot_locked(size_t slot) const {
+  if (slot == 0) return world_;
+  if (slot <= comms_.size()) return comms_[slot - 1];
+  return channels_[slot - 1 - comms_.size()];
+}
+
+std::vector<ncclComm_t*> NcclGroups::all_locked() {
+  std::vector<ncclComm_t*> all{&world_};
+  for (ncclComm_t& c : comms_) all.push_back(&c);
+  for (ncclComm_t& c : channels_) all.push_back(&c);
+  return all;
 }
 
 }  // namespace fsdpsim
