@@ -171,7 +171,8 @@ void register_exec(CLI::App& app) {
   cmd->add_option("--emulate-world", o->emulate_world,
                   "cuda: run rank 0 of an N-GPU job on one GPU (memory plan check); with pp, the first GPU of "
                   "each stage in turn");
-  cmd->add_flag("--check", o->check, "cuda: verify every collective's result (nccl-tests #wrong)");
+  cmd->add_flag("--check", o->check,
+                "cuda: verify every collective's result (nccl-tests #wrong) and every pipeline message");
   cmd->add_option("--devices", o->devices, "cuda: local GPU indices to use (default: all visible)")->delimiter(',');
   cmd->add_flag("--mpi", o->mpi, "cuda: one process per GPU under mpirun/srun");
   cmd->callback([o] { execute(*o); });

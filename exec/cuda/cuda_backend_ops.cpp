@@ -182,10 +182,25 @@ void CudaBackend::run_p2p(const Op& op) {
     if (!sending) FSDPSIM_CUDA(cudaMemsetAsync(data, 0, bytes, r.stream));
     return;
   }
+  // --check: the send carries a known pattern (BF16 elements, the all-gather pattern of one rank) and the receive
+  // counts the elements that arrived different.
+  const int64_t elements = p.bytes / 2;
+  if (setup_.check && sending) {
+    check_kernels::fill(data, elements, check_kernels::ElemType::bf16, check_kernels::Pattern::gather, 0, 1, r.stream);
+    FSDPSIM_CUDA(cudaGetLastError());
+  }
   nccl_call(op, sending ? "ncclSend" : "ncclRecv", [&](ncclComm_t c) {
     return sending ? ncclSend(data, bytes, ncclInt8, p.peer, c, r.stream)
                    : ncclRecv(data, bytes, ncclInt8, p.peer, c, r.stream);
   });
+  if (setup_.check && !sending) {
+    check_kernels::VerifySpec spec;
+    spec.collective = check_kernels::Collective::all_gather;
+    spec.type = check_kernels::ElemType::bf16;
+    spec.count = elements;
+    check_kernels::verify(data, spec, wrong_ + op.id.value(), r.stream);
+    FSDPSIM_CUDA(cudaGetLastError());
+  }
 }
 
 void CudaBackend::nccl_collective(const Op& op, const CollectivePlan& p, const void* in, void* out, cudaStream_t s) {

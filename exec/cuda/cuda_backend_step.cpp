@@ -193,6 +193,12 @@ void CudaBackend::read_wrong_counts(int32_t step) {
   for (size_t i = 0; i < wrong.size(); ++i) {
     if (wrong[i] == 0) continue;
     const Op& op = schedule_->ops[i];
+    if (is_p2p(op.kind)) {
+      problem(op, "step " + std::to_string(step) + ": " + std::to_string(wrong[i]) + " of " +
+                      std::to_string(p2p_.ops[i].bytes / 2) + " received BF16 elements differ from what " +
+                      describe_op(schedule_->ops[op.peer]) + " sent");
+      continue;
+    }
     const CollectivePlan& p = comm_.ops[i];
     const int64_t outputs = op.kind == OpKind::all_gather || op.kind == OpKind::all_to_all
                                 ? p.count * groups_.membership(op.group).size

@@ -1,5 +1,6 @@
 // A pipeline on real GPUs (label gpu; skips, printing why, without two GPUs): each stage on its own GPU, its sends and
-// receives as ncclSend / ncclRecv on one two-rank communicator per direction, and the stages' runs merged into one.
+// receives as ncclSend / ncclRecv on one two-rank communicator per direction (with --check, every received element
+// compared with what was sent), and the stages' runs merged into one.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
@@ -37,6 +38,7 @@ TEST(CudaPipeline, EachStageRunsOnItsOwnGpuAndEveryReceiveFollowsItsSend) {
     options.steps = 2;
     options.devices = {0, 1};
     options.collective_timeout_ns = 60'000'000'000;  // a mismatched pair hangs: fail in a minute, not ten
+    options.check = name == "interleaved_1f1b";      // every received element checked against what was sent
     const ExecResult r = run_cuda(s, options);
     EXPECT_TRUE(r.problems.empty()) << r.problems.front();
     ASSERT_EQ(r.run.steps.size(), 2u);

@@ -148,7 +148,8 @@ ncclComm_t NcclGroups::split_from_world(ncclComm_t* slot, int32_t color, int32_t
   }
   if (color < 0) {
     // A rank outside every new communicator gets none; its part of the split (exchanging colours over the world)
-    // runs as a job of the world communicator, whose state is ncclInProgress until it ends.
+    // runs as a job of the world communicator, whose state is ncclInProgress until it ends (PyTorch's
+    // NCCLComm::split waits for the parent the same way, torch/csrc/distributed/c10d/NCCLUtils.cpp).
     wait_ready(world_, w);
     splits_pending_ = false;
     return nullptr;
