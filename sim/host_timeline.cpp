@@ -1,7 +1,6 @@
 #include "sim/host_timeline.h"
 
 #include <algorithm>
-#include <numeric>
 
 namespace fsdpsim {
 namespace {
@@ -72,54 +71,6 @@ TimeNs issue_cost_ns(const Schedule& s, const Op& op, TimeNs kernel_ns, const Fs
   return static_cast<TimeNs>(kernels_of(op)) * kernel_ns + fsdp2.cost_ns(s, op);
 }
 
-// The order each stage's host reaches its ops. The pipeline builder appends a stage's sends and receives after its
-// computes (schedule/build/build_pipeline.cpp); the frameworks post a receive just before the first op that reads
-// it and a send just after the op it waits on (Megatron-core's p2p_communication and torch.distributed.pipelining
-// post both around each action), so the walk takes each receive before its first dependent and each send after its
-// latest dependency among the stage's other ops. A send or receive with neither (none in today's builders) keeps its
-// place in the op order.
-std::vector<size_t> host_order(const Schedule& s) {
-  const size_t n = s.ops.size();
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), size_t{0});
-  if (std::none_of(s.ops.begin(), s.ops.end(), [](const Op& op) { return is_p2p(op.kind); })) return order;
-  std::vector<std::vector<size_t>> before(n), after(n);
-  std::vector<char> placed(n, 0);
-  for (size_t j = 0; j < n; ++j) {
-    const Op& op = s.ops[j];
-    if (is_p2p(op.kind)) continue;
-    for (const OpId d : op.deps) {
-      const Op& dep = s.ops[d];
-      if (dep.kind == OpKind::recv && !placed[d.index()] && s.stage_of(dep) == s.stage_of(op)) {
-        before[j].push_back(d.index());
-        placed[d.index()] = 1;
-      }
-    }
-  }
-  for (size_t i = 0; i < n; ++i) {
-    const Op& op = s.ops[i];
-    if (op.kind != OpKind::send) continue;
-    size_t latest = n;
-    for (const OpId d : op.deps) {
-      const Op& dep = s.ops[d];
-      if (!is_p2p(dep.kind) && s.stage_of(dep) == s.stage_of(op) && (latest == n || d.index() > latest)) {
-        latest = d.index();
-      }
-    }
-    if (latest == n) continue;
-    after[latest].push_back(i);
-    placed[i] = 1;
-  }
-  order.clear();
-  for (size_t i = 0; i < n; ++i) {
-    if (placed[i]) continue;
-    order.insert(order.end(), before[i].begin(), before[i].end());
-    order.push_back(i);
-    order.insert(order.end(), after[i].begin(), after[i].end());
-  }
-  return order;
-}
-
 }  // namespace
 
 TimeNs host_issue_cost_ns(const Schedule& s, const Op& op, const HostCosts& host) {
@@ -133,7 +84,9 @@ HostTimeline host_timeline(const Schedule& s, const HostCosts& host) {
   const Fsdp2HostWork fsdp(s, host);
   const TimeNs per_kernel = per_kernel_ns(s.info.host_dispatch, host);
   t.issue_ns.assign(s.ops.size(), 0);
-  for (const size_t i : host_order(s)) {
+  // Each stage's host reaches its ops in id order: builders list them in program order (a pipeline's sends and
+  // receives where the frameworks post them, schedule/build/build_pipeline.cpp).
+  for (size_t i = 0; i < s.ops.size(); ++i) {
     const Op& op = s.ops[i];
     const size_t stage = stage_index(s, op, stages);
     t.kernels[stage] += kernels_of(op);

@@ -368,6 +368,46 @@ class EmbeddingGradExchange {
   GroupId group_;
 };
 
+// The ops in the order each stage's host reaches them. The writers above append a stage's sends and receives after
+// its computes; the frameworks post a receive just before the first op that reads it and a send just after the op it
+// waits on (Megatron-core's p2p_communication and torch.distributed.pipelining post both around each action, the
+// embedding-gradient exchange follows grad_sync), so each receive moves to just before its first dependent and each
+// send to just after its latest dependency. A send or receive with neither keeps its place.
+std::vector<OpId> program_order(const Schedule& s) {
+  const size_t n = s.ops.size();
+  std::vector<std::vector<OpId>> before(n), after(n);
+  std::vector<char> moved(n, 0);
+  for (const Op& op : s.ops) {
+    if (is_p2p(op.kind)) continue;
+    for (const OpId d : op.deps) {
+      if (s.ops[d].kind == OpKind::recv && !moved[d.index()]) {
+        before[op.id.index()].push_back(d);
+        moved[d.index()] = 1;
+      }
+    }
+  }
+  for (const Op& op : s.ops) {
+    if (op.kind != OpKind::send) continue;
+    OpId latest;
+    for (const OpId d : op.deps) {
+      if (!is_p2p(s.ops[d].kind) && (!latest.valid() || d > latest)) latest = d;
+    }
+    if (!latest.valid()) continue;
+    after[latest.index()].push_back(op.id);
+    moved[op.id.index()] = 1;
+  }
+  std::vector<OpId> order;
+  order.reserve(n);
+  for (const Op& op : s.ops) {
+    if (moved[op.id.index()]) continue;
+    const size_t i = op.id.index();
+    order.insert(order.end(), before[i].begin(), before[i].end());
+    order.push_back(op.id);
+    order.insert(order.end(), after[i].begin(), after[i].end());
+  }
+  return order;
+}
+
 }  // namespace
 
 int64_t pipeline_message_bytes(const ModelSpec& model, const ParallelLayout& layout) {
@@ -454,6 +494,7 @@ Schedule build_pipeline_schedule(const ModelSpec& model, const FsdpConfig& confi
                                     : word_embedding_elems;
     EmbeddingGradExchange(merged, local_elems * dtype_bytes(main_grad_dtype(config)), embd).add(0, output_rank, pp);
   }
+  reorder_ops(merged, program_order(merged));
   return merged;
 }
 

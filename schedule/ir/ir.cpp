@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/enum_names.h"
+#include "common/error.h"
 
 namespace fsdpsim {
 namespace {
@@ -92,6 +93,28 @@ StreamId Schedule::compute_stream(int32_t stage) const {
   const int32_t stages = std::max(stage + 1, info.pipeline_stages);
   const StreamId id = stream_index(stage_stream_name(kComputeStream, stage, stages));
   return id.valid() && streams[id].stage == stage ? id : StreamId::none();
+}
+
+void reorder_ops(Schedule& schedule, const std::vector<OpId>& order) {
+  const size_t n = schedule.ops.size();
+  FSDPSIM_CHECK(order.size() == n, "reorder_ops: the order lists every op once");
+  std::vector<OpId> renamed(n, OpId::none());
+  for (size_t i = 0; i < n; ++i) {
+    FSDPSIM_CHECK(schedule.ops.contains(order[i]) && !renamed[order[i].index()].valid(),
+                  "reorder_ops: the order lists every op once");
+    renamed[order[i].index()] = OpId(static_cast<int32_t>(i));
+  }
+  const auto rename = [&](OpId id) { return id.valid() && id.index() < n ? renamed[id.index()] : id; };
+  IdVector<OpId, Op> ops;
+  ops.reserve(n);
+  for (const OpId old : order) {
+    Op op = std::move(schedule.ops[old]);
+    op.id = rename(op.id);
+    for (OpId& d : op.deps) d = rename(d);
+    op.peer = rename(op.peer);
+    ops.push_back(std::move(op));
+  }
+  schedule.ops = std::move(ops);
 }
 
 std::string stage_stream_name(std::string_view role, int32_t stage, int32_t stages) {

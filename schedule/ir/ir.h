@@ -282,6 +282,11 @@ struct Schedule {
   [[nodiscard]] int64_t persistent_bytes() const;
 };
 
+/// Renumbers the ops so that op `order[i]` becomes op i, its dependencies and peer renumbered with it (a stream runs
+/// its ops in id order: a builder that appends ops out of program order puts them back with this). Throws
+/// InternalError unless `order` lists every op once.
+void reorder_ops(Schedule& schedule, const std::vector<OpId>& order);
+
 /// The size nccl-tests prints for a collective: the total gathered/scattered buffer for AG/RS, the buffer for AR.
 int64_t collective_size_bytes(const Op& op);
 /// The kernels an op launches when its builder counted none (Op::kernels = 0): one per collective, copy, optimizer

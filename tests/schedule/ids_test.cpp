@@ -5,6 +5,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "common/error.h"
 #include "schedule/ir/ids.h"
 #include "schedule/ir/ir.h"
 #include "tests/schedule/tiny_schedule.h"
@@ -55,6 +56,32 @@ TEST(Ids, IdVectorIndexesAndKnowsItsIds) {
   EXPECT_EQ(sizes.next_id(), BufferId(3));
   sizes.push_back(40);
   EXPECT_EQ(sizes[sizes.next_id().value() - 1], 40);  // plain positions still work, as in a std::vector
+}
+
+TEST(Ids, ReorderingOpsRenumbersTheirDependenciesAndPeers) {
+  // 0 send (peer 2), 1 compute, 2 recv (peer 0, after 1): listed as 1, 2, 0 they become 0 compute, 1 recv, 2 send.
+  Schedule s;
+  s.ops.resize(3);
+  for (int32_t i = 0; i < 3; ++i) s.ops[OpId(i)].id = OpId(i);
+  s.ops[OpId(0)].kind = OpKind::send;
+  s.ops[OpId(0)].peer = OpId(2);
+  s.ops[OpId(0)].deps = {OpId(1)};
+  s.ops[OpId(1)].name = "compute";
+  s.ops[OpId(2)].kind = OpKind::recv;
+  s.ops[OpId(2)].peer = OpId(0);
+  s.ops[OpId(2)].deps = {OpId(1)};
+  reorder_ops(s, {OpId(1), OpId(2), OpId(0)});
+  for (int32_t i = 0; i < 3; ++i) EXPECT_EQ(s.ops[OpId(i)].id, OpId(i));
+  EXPECT_EQ(s.ops[OpId(0)].name, "compute");
+  EXPECT_EQ(s.ops[OpId(1)].kind, OpKind::recv);
+  EXPECT_EQ(s.ops[OpId(1)].peer, OpId(2));
+  EXPECT_EQ(s.ops[OpId(1)].deps, std::vector<OpId>{OpId(0)});
+  EXPECT_EQ(s.ops[OpId(2)].kind, OpKind::send);
+  EXPECT_EQ(s.ops[OpId(2)].peer, OpId(1));
+  EXPECT_EQ(s.ops[OpId(2)].deps, std::vector<OpId>{OpId(0)});
+  // An order that is not a permutation is a bug in the caller.
+  EXPECT_THROW(reorder_ops(s, {OpId(0), OpId(0), OpId(1)}), InternalError);
+  EXPECT_THROW(reorder_ops(s, {OpId(0), OpId(1)}), InternalError);
 }
 
 TEST(Roles, EveryGroupRoleHasMegatronsNameAndParsesBack) {

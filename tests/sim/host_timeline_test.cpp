@@ -170,7 +170,7 @@ Schedule sweep_schedule(const ModelSpec& m, int64_t seq, int64_t global_batch) {
 }
 
 // Each pipeline stage's host posts a receive just before the first op that reads it and a send just after the op it
-// waits on, wherever the builder put them in the op order: on FSDP2 1F1B over 4 stages, every receive's dependent is
+// waits on, the program order the builder lists them in: on FSDP2 1F1B over 4 stages, every receive's dependent is
 // issued one dependent's cost after it (nothing between), every send one send's cost after its anchor (or after the
 // sends before it on the same anchor), and each stage's walk is the sum of its ops' costs.
 TEST(HostTimeline, PipelineSendsAndReceivesAreIssuedWhereTheHostPostsThem) {

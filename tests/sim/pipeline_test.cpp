@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "memory/caching_allocator.h"
 #include "report/report.h"
@@ -61,6 +62,44 @@ TEST(Pipeline, EverySendHasItsReceiveOnTheNextStage) {
   }
   // Forward: 3 stage boundaries × 8 micro-batches; backward the same.
   EXPECT_EQ(sends, 2 * 3 * 8);
+}
+
+TEST(Pipeline, SendsAndReceivesAreListedWhereTheFrameworksPostThem) {
+  // Program order: a receive just before the first op that reads it (only other receives between), a send just after
+  // the op it waits on (only other sends between), under Megatron's 1F1B, interleaved 1F1B and GPipe.
+  for (const auto& [pp, chunks, kind] : std::vector<std::tuple<int32_t, int32_t, std::string>>{
+           {4, 1, "1f1b"}, {2, 2, "interleaved_1f1b"}, {4, 1, "gpipe"}}) {
+    const Schedule s = pipeline(8, pp, chunks, 2 * pp, kind);
+    int32_t receives = 0, sends = 0;
+    for (const Op& op : s.ops) {
+      if (op.kind == OpKind::recv) {
+        const auto reader = std::find_if(s.ops.begin(), s.ops.end(), [&](const Op& o) {
+          return !is_p2p(o.kind) && std::find(o.deps.begin(), o.deps.end(), op.id) != o.deps.end();
+        });
+        if (reader == s.ops.end()) continue;
+        ASSERT_GT(reader->id, op.id) << kind << ": " << op.name;
+        for (int32_t i = op.id.value() + 1; i < reader->id.value(); ++i) {
+          EXPECT_EQ(s.ops[OpId(i)].kind, OpKind::recv)
+              << kind << ": " << s.ops[OpId(i)].name << " between " << op.name << " and " << reader->name;
+        }
+        ++receives;
+      }
+      if (op.kind == OpKind::send) {
+        OpId anchor;
+        for (const OpId d : op.deps) {
+          if (!is_p2p(s.ops[d].kind) && (!anchor.valid() || d > anchor)) anchor = d;
+        }
+        ASSERT_TRUE(anchor.valid()) << op.name;
+        for (int32_t i = anchor.value() + 1; i < op.id.value(); ++i) {
+          EXPECT_EQ(s.ops[OpId(i)].kind, OpKind::send)
+              << kind << ": " << s.ops[OpId(i)].name << " between " << s.ops[anchor].name << " and " << op.name;
+        }
+        ++sends;
+      }
+    }
+    EXPECT_GT(receives, 0) << kind;
+    EXPECT_EQ(sends, receives) << kind;
+  }
 }
 
 TEST(Pipeline, StagesAndPeersSurviveTheYamlRoundTrip) {
