@@ -119,6 +119,18 @@ Comparison compare_reports(const Report& p, const Report& m) {
                                static_cast<double>(m.peak_allocated_bytes)});
   c.memory.push_back(Deviation{"peak reserved", static_cast<double>(p.peak_reserved_bytes),
                                static_cast<double>(m.peak_reserved_bytes)});
+  // A pipeline: each stage's GPU has its own peaks (the two above are the fullest stage's).
+  const size_t stages = p.stage_peak_allocated_bytes.size();
+  if (stages > 1 && m.stage_peak_allocated_bytes.size() == stages && p.stage_peak_reserved_bytes.size() == stages &&
+      m.stage_peak_reserved_bytes.size() == stages) {
+    for (size_t k = 0; k < stages; ++k) {
+      const std::string stage = "stage " + std::to_string(k) + " peak ";
+      c.memory.push_back(Deviation{stage + "allocated", static_cast<double>(p.stage_peak_allocated_bytes[k]),
+                                   static_cast<double>(m.stage_peak_allocated_bytes[k])});
+      c.memory.push_back(Deviation{stage + "reserved", static_cast<double>(p.stage_peak_reserved_bytes[k]),
+                                   static_cast<double>(m.stage_peak_reserved_bytes[k])});
+    }
+  }
   if (m.overheads_measured) {
     // What the GPU run measured with cudaMemGetInfo against the profile's constants. An emulated run creates no
     // communicator, so its NCCL figure is not a real job's.

@@ -60,6 +60,24 @@ Row integer_when_set(std::string key, int64_t Report::*member) {
   return row;
 }
 
+/// Whole numbers per pipeline stage: written where there are any, read back where present (older reports lack them).
+Row integers_when_set(std::string key, std::vector<int64_t> Report::*member) {
+  Row row = written_when_set(std::move(key), member);
+  row.read = [member](Report& r, const Json& j, const std::string& k, const JsonReportReader& in) {
+    const Json& list = in.field(j, k, "");
+    if (!list.is_array()) in.fail(k, "is not a list of whole numbers", "write the report again with fsdpsim");
+    (r.*member).clear();
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (!list[i].is_number_integer() || list[i].get<int64_t>() < 0) {
+        in.fail(k + "[" + std::to_string(i) + "]", "is not a whole number >= 0", "write the report again with fsdpsim");
+      }
+      (r.*member).push_back(list[i].get<int64_t>());
+    }
+  };
+  row.presence = KeyPresence::optional;
+  return row;
+}
+
 /// Bytes by name (the breakdown at the peak), read back where present: a snapshot comparison sets it against the
 /// categories a real run's snapshot gives.
 Row byte_map(std::string key, std::map<std::string, int64_t> Report::*member) {
@@ -255,6 +273,8 @@ std::vector<Row> make_report_keys() {
       written_when_set("pipeline_schedule", &Report::pipeline_schedule),
       written_when_set("pipeline_bubble_s", &Report::pipeline_bubble_s),
       written_when_set("pipeline_stage_bubble_s", &Report::pipeline_stage_bubble_s),
+      integers_when_set("stage_peak_allocated_bytes", &Report::stage_peak_allocated_bytes),
+      integers_when_set("stage_peak_reserved_bytes", &Report::stage_peak_reserved_bytes),
       written_when_set("straggler_cost_s", &Report::straggler_cost_s),
       written_when_set("host_walk_s", &Report::host_walk_s),
       written_when_set("host_bound_s", &Report::host_bound_s),

@@ -50,6 +50,13 @@ step predict-8b-cal 60 "$fsdpsim" simulate "${job8[@]}" --profile "$out/measured
   --json "$out/predicted-8b-cal.json"
 step validate-8b-cal 60 "$fsdpsim" validate --predicted "$out/predicted-8b-cal.json" --measured "$out/measured-8b.json"
 
+# A pipeline (Llama-3-8B, pp 2 over 64 GPUs): the first GPU of each stage in turn on this GPU, every stage's peaks
+# against the prediction (each stage run alone holds no bubble: compare memory and compute, not the step).
+jobPp=(--model llama3-8b --topology "$topology" --set nodes=8 --set pp=2 --set global_batch_size=64)
+step predict-8b-pp 60 "$fsdpsim" simulate "${jobPp[@]}" --json "$out/predicted-8b-pp.json"
+step exec-8b-pp 150 "$fsdpsim" exec --backend cuda "${jobPp[@]}" --emulate-world 64 --json "$out/measured-8b-pp.json"
+step validate-8b-pp 60 "$fsdpsim" validate --predicted "$out/predicted-8b-pp.json" --measured "$out/measured-8b-pp.json"
+
 # scripts/run's best plan (Llama-3-70B, 64 GPUs, TP 4, selective recompute, predicted 69.0 of 79.6 GiB), with 16
 # sequences per step (one micro-batch per data-parallel rank) so that a step takes seconds: the peak is the same.
 job70=(--model llama3-70b --topology "$topology" --set nodes=8 --set seq_length=8192 --set global_batch_size=16 --set tp=4
@@ -67,7 +74,7 @@ step exec-oom 90 "$fsdpsim" exec --backend cuda "${jobOom[@]}" --emulate-world 6
 {
 echo "== summary"
 cat "$out/steps.txt"
-for f in validate-8b validate-8b-cal validate-70b; do echo "== $f"; head -40 "$out/$f.log"; done
+for f in validate-8b validate-8b-cal validate-8b-pp validate-70b; do echo "== $f"; head -40 "$out/$f.log"; done
 echo "== exec-oom"; tail -30 "$out/exec-oom.log"
 echo "== measured memory (bytes)"
 for f in measured-8b measured-70b; do

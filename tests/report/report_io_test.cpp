@@ -1,6 +1,8 @@
 // Reading reports back, comparing predicted with measured, and calibrating from nccl-tests logs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "report/report_compare.h"
 #include "schedule/build/builder.h"
@@ -139,6 +141,30 @@ TEST(Compare, AnEmulatedPipelinesSendsAndReceivesAreNotScored) {
       EXPECT_TRUE(real.ops[i].compared) << real.ops[i].what;
     }
   }
+}
+
+TEST(Compare, APipelinesStagesAreComparedOneByOneAndReadBackFromJson) {
+  const Report p = simulated({"pp=2", "gpus=16", "global_batch_size=16"});
+  ASSERT_EQ(p.stage_peak_allocated_bytes.size(), 2u);
+  const Report back = report_from_json(report_json(p), "p.json");
+  EXPECT_EQ(back.stage_peak_allocated_bytes, p.stage_peak_allocated_bytes);
+  EXPECT_EQ(back.stage_peak_reserved_bytes, p.stage_peak_reserved_bytes);
+  Report m = back;
+  m.stage_peak_allocated_bytes[1] = p.stage_peak_allocated_bytes[1] / 2;  // stage 1 measured at half the prediction
+  const Comparison c = compare_reports(p, m);
+  const auto row = [&](const std::string& what) {
+    const auto at = std::find_if(c.memory.begin(), c.memory.end(), [&](const Deviation& d) { return d.what == what; });
+    EXPECT_NE(at, c.memory.end()) << what;
+    return at == c.memory.end() ? Deviation{} : *at;
+  };
+  EXPECT_DOUBLE_EQ(row("stage 0 peak allocated").relative_error(), 0.0);
+  EXPECT_NEAR(row("stage 1 peak allocated").relative_error(), 1.0, 1e-6);  // predicted twice the measured
+  EXPECT_DOUBLE_EQ(row("stage 1 peak reserved").relative_error(), 0.0);
+  // A report without stages (FSDP only) has no such rows.
+  const Report flat = simulated({});
+  const Comparison none = compare_reports(flat, flat);
+  EXPECT_TRUE(std::none_of(none.memory.begin(), none.memory.end(),
+                           [](const Deviation& d) { return d.what.rfind("stage ", 0) == 0; }));
 }
 
 TEST(Compare, HostBackendTimesAreShownButNotScoredAgainstAGpuPrediction) {
