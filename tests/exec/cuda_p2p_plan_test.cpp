@@ -26,9 +26,7 @@ void PrintTo(const PipelineCase& c, std::ostream* out) {
 }
 
 Schedule build(const PipelineCase& c) {
-  std::string yaml = llama_shaped_yaml();
-  if (c.tied_embeddings) yaml.replace(yaml.find("tied_embeddings: false"), 22, "tied_embeddings: true");
-  return build_shaped_schedule(c.sets, yaml);
+  return build_shaped_schedule(c.sets, llama_shaped_yaml(32, c.tied_embeddings));
 }
 
 std::vector<PipelineCase> cases() {
@@ -108,19 +106,14 @@ TEST(CudaP2pPlan, EachRankJoinsTheChannelsOfItsStageAtItsPlaceInTheStage) {
   ASSERT_EQ(s.info.pipeline_stages, 4);
   ASSERT_EQ(s.info.world_size, 8);  // two GPUs per stage: stage k holds ranks 2k and 2k + 1
   const P2pPlan plan = plan_p2p(s);
-  const auto forward_from = [&](int32_t stage) {
-    const auto c = std::find_if(plan.channels.begin(), plan.channels.end(), [&](const P2pChannel& ch) {
-      return ch.send_stage == stage && ch.recv_stage == stage + 1;
-    });
-    EXPECT_NE(c, plan.channels.end());
-    return *c;
-  };
-  const P2pChannel one_to_two = forward_from(1);
-  EXPECT_EQ(channel_membership(s, one_to_two, 2), (ChannelMembership{0, 0}));   // stage 1, first GPU: the sender
-  EXPECT_EQ(channel_membership(s, one_to_two, 3), (ChannelMembership{1, 0}));   // stage 1, second GPU
-  EXPECT_EQ(channel_membership(s, one_to_two, 5), (ChannelMembership{1, 1}));   // stage 2, second GPU: a receiver
-  EXPECT_EQ(channel_membership(s, one_to_two, 0), (ChannelMembership{-1, 0}));  // stage 0: neither end
-  EXPECT_EQ(channel_membership(s, one_to_two, 7), (ChannelMembership{-1, 0}));  // stage 3
+  const auto one_to_two = std::find_if(plan.channels.begin(), plan.channels.end(),
+                                       [](const P2pChannel& ch) { return ch.send_stage == 1 && ch.recv_stage == 2; });
+  ASSERT_NE(one_to_two, plan.channels.end());
+  EXPECT_EQ(channel_membership(s, *one_to_two, 2), (ChannelMembership{0, 0}));   // stage 1, first GPU: the sender
+  EXPECT_EQ(channel_membership(s, *one_to_two, 3), (ChannelMembership{1, 0}));   // stage 1, second GPU
+  EXPECT_EQ(channel_membership(s, *one_to_two, 5), (ChannelMembership{1, 1}));   // stage 2, second GPU: a receiver
+  EXPECT_EQ(channel_membership(s, *one_to_two, 0), (ChannelMembership{-1, 0}));  // stage 0: neither end
+  EXPECT_EQ(channel_membership(s, *one_to_two, 7), (ChannelMembership{-1, 0}));  // stage 3
 }
 
 TEST(CudaP2pPlan, PairsThatNcclWouldMatchOutOfOrderAreRefused) {

@@ -26,9 +26,7 @@ struct Case {
 };
 
 Schedule build(const Case& c) {
-  std::string yaml = llama_shaped_yaml();
-  if (c.tied_embeddings) yaml.replace(yaml.find("tied_embeddings: false"), 22, "tied_embeddings: true");
-  return build_shaped_schedule(c.sets, yaml);
+  return build_shaped_schedule(c.sets, llama_shaped_yaml(32, c.tied_embeddings));
 }
 
 std::vector<Case> cases() {

@@ -128,7 +128,6 @@ TEST(Compare, AnEmulatedPipelinesSendsAndReceivesAreNotScored) {
   }
   ASSERT_GT(p2p, 0);
   const Comparison c = compare_reports(p, m);
-  EXPECT_EQ(c.median_abs_op_error, 0);
   for (size_t i = 0; i < c.ops.size(); ++i) {
     if (is_p2p(p.ops[i].kind)) {
       EXPECT_FALSE(c.ops[i].compared) << c.ops[i].what;
