@@ -34,15 +34,15 @@ MemoryPeak unpack_peak(std::span<const int64_t> in) {
 }  // namespace
 
 int32_t ranks_per_stage(const Schedule& schedule) {
-  return schedule.info.world_size / std::max(1, schedule.info.pipeline_stages);
+  return std::max(1, schedule.info.world_size / std::max(1, schedule.info.pipeline_stages));
 }
 
 int32_t stage_of_rank(const Schedule& schedule, int32_t rank) {
-  return rank / std::max(1, ranks_per_stage(schedule));
+  return rank / ranks_per_stage(schedule);
 }
 
 int32_t rank_in_stage(const Schedule& schedule, int32_t rank, int32_t stage) {
-  const int32_t per_stage = std::max(1, ranks_per_stage(schedule));
+  const int32_t per_stage = ranks_per_stage(schedule);
   return rank % per_stage + stage * per_stage;
 }
 

@@ -13,7 +13,7 @@
 
 namespace fsdpsim {
 
-/// GPUs per pipeline stage: world / pp.
+/// GPUs per pipeline stage: world / pp (at least 1).
 [[nodiscard]] int32_t ranks_per_stage(const Schedule& schedule);
 /// The stage world rank `rank` runs. The pipeline dimension is outermost in Megatron's tp-cp-ep-dp-pp rank order
 /// (megatron/core/parallel_state.py, RankGenerator) and in torchtitan's device mesh ([pp, dp_replicate, dp_shard, cp,

@@ -72,7 +72,7 @@ void CudaBackend::setup(const Schedule& schedule) {
   comm_ = plan_collectives(schedule, setup_.check);
   p2p_ = plan_p2p(schedule);
   int64_t probe_bytes = 0;  // what the probe's cudaMalloc took (the driver's granularity), kept out of NCCL's share
-  if (setup_.stage >= 0) {
+  if (setup_.stage >= 0 && setup_.world != nullptr) {  // emulating, a stage exchanges nothing
     const int64_t before = device_memory_in_use(nullptr);
     FSDPSIM_CUDA(cudaMalloc(reinterpret_cast<void**>(&probe_), 256));
     probe_bytes = device_memory_in_use(nullptr) - before;

@@ -120,7 +120,7 @@ P2pPlan plan_p2p(const Schedule& schedule) {
 
 ChannelMembership channel_membership(const Schedule& schedule, const P2pChannel& channel, int32_t world_rank) {
   const int32_t stage = stage_of_rank(schedule, world_rank);
-  const int32_t place = world_rank % std::max(1, ranks_per_stage(schedule));
+  const int32_t place = world_rank % ranks_per_stage(schedule);
   if (stage == channel.send_stage) return ChannelMembership{place, 0};
   if (stage == channel.recv_stage) return ChannelMembership{place, 1};
   return ChannelMembership{};
