@@ -36,7 +36,8 @@ struct Row {
   std::string kernel;
   int64_t batch = 0, seq = 0, heads = 0, head_dim = 0;
   bool causal = false;
-  double forward_us = 0, backward_us = 0;
+  double forward_us = 0;
+  double backward_us = 0;  ///< 0: not published (a causal row whose backward is derived, see the header)
 };
 
 const char* const kFix =
@@ -81,7 +82,13 @@ std::vector<Row> read_rows(const std::string& text, const std::string& source) {
     }
     r.causal = causal == "1";
     r.forward_us = measured_table::parse_positive(cells[column["forward_us"]], source, line_no, "forward_us");
-    r.backward_us = measured_table::parse_positive(cells[column["backward_us"]], source, line_no, "backward_us");
+    const std::string& backward = cells[column["backward_us"]];
+    if (backward.empty() && !r.causal) {
+      fail(source, line_no, "backward_us", "a row without a causal mask has no backward time",
+           "write the measured backward time (only a causal row may leave it empty, to derive it from this shape's "
+           "row without the mask)");
+    }
+    r.backward_us = backward.empty() ? 0 : measured_table::parse_positive(backward, source, line_no, "backward_us");
     rows.push_back(r);
   }
   if (rows.empty()) fail(source, line_no, "rows", "the table has no rows", "measure some attention calls first");
@@ -129,6 +136,11 @@ AttentionTable parse_attention_table_csv(const std::string& text, const std::str
     fail(source, 1, "kernel", "the table has no rows of kernel '" + chosen + "' (it has " + join(kernels, ", ") + ")",
          "choose one of those with --attention-kernel, or measure this kernel");
   }
+  // The kernel's rows without a mask, by shape: a causal row without a backward time derives it from its shape's.
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, const Row*> unmasked;
+  for (const Row& r : rows) {
+    if (r.kernel == chosen && !r.causal) unmasked[{r.batch, r.seq, r.heads, r.head_dim}] = &r;
+  }
   // head dim → seq → batch·heads → (Σ ln forward rate, Σ ln backward rate, rows)
   std::map<int64_t, std::map<int64_t, std::map<int64_t, std::tuple<double, double, int>>>> points;
   for (const Row& r : rows) {
@@ -137,7 +149,24 @@ AttentionTable parse_attention_table_csv(const std::string& text, const std::str
                                  static_cast<double>(r.seq) * static_cast<double>(r.seq) *
                                  static_cast<double>(r.head_dim) * 0.5;
     const double forward_rate = forward_flops / (r.forward_us * 1e-6);
-    const double backward_rate = kBackwardFlopsPerForward * forward_flops / (r.backward_us * 1e-6);
+    double backward_rate = 0;
+    if (r.backward_us > 0) {
+      backward_rate = kBackwardFlopsPerForward * forward_flops / (r.backward_us * 1e-6);
+    } else {
+      const auto found = unmasked.find({r.batch, r.seq, r.heads, r.head_dim});
+      if (found == unmasked.end()) {
+        fail(source, r.line, "backward_us",
+             "the causal row has no backward time and the table has no row of kernel '" + chosen +
+                 "' without the mask at the same batch, seq, heads and head_dim to derive it from",
+             "write the measured backward time, or add the unmasked row of this shape");
+      }
+      // Masking costs the backward what it costs the forward: the unmasked backward rate times the causal forward's
+      // share of the unmasked forward rate (the unmasked call has twice the causal FLOPs).
+      const Row& full = *found->second;
+      const double unmasked_forward_rate = 2 * forward_flops / (full.forward_us * 1e-6);
+      const double unmasked_backward_rate = kBackwardFlopsPerForward * 2 * forward_flops / (full.backward_us * 1e-6);
+      backward_rate = unmasked_backward_rate * forward_rate / unmasked_forward_rate;
+    }
     // No GPU reaches an exaFLOP/s: such a row is a unit mistake, not a measurement.
     if (!(forward_rate <= 1e18) || !(backward_rate <= 1e18) || !(forward_rate >= 1) || !(backward_rate >= 1)) {
       fail(source, r.line, "forward_us", "the row's times give a rate no GPU runs at",

@@ -5,8 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/error.h"
 #include "tests/support/error_of.h"
@@ -126,6 +131,124 @@ TEST(AttentionTable, ThePublishedH200TableAgreesWithOurOwn) {
   }
   const AttentionTable flash2 = load_attention_table(published_csv, "flash");
   EXPECT_NEAR(flops / flash2.flops_per_s(false, 8192, 32, 128), 1690.84e-6, 1e-10);
+}
+
+// A causal row without a backward time takes it from the unmasked row of its shape: the unmasked backward rate times
+// the causal forward's share of the unmasked forward rate. Here the causal forward runs at 100 TFLOP/s, the unmasked
+// forward at 200 and its backward at 150, so the causal backward runs at 150 × 100 / 200 = 75 TFLOP/s.
+TEST(AttentionTable, AMaskedBackwardIsDerivedFromTheUnmaskedRowOfItsShape) {
+  const double causal_flops = 4.0 * 16 * 4096.0 * 4096.0 * 128 * 0.5;
+  const std::string text = std::string(kHeader) + "cudnn,1,4096,16,128,1," + std::to_string(causal_flops / 100e6) +
+                           ",,0\ncudnn,1,4096,16,128,0," + std::to_string(2 * causal_flops / 200e6) + "," +
+                           std::to_string(2.5 * 2 * causal_flops / 150e6) + ",0\n";
+  const AttentionTable t = parse_attention_table_csv(text, "a.csv", "cudnn");
+  EXPECT_NEAR(t.flops_per_s(false, 4096, 16, 128), 100e12, 1e7);
+  EXPECT_NEAR(t.flops_per_s(true, 4096, 16, 128), 75e12, 1e7);
+  EXPECT_HAS(error_of([] {
+               (void)parse_attention_table_csv(std::string(kHeader) + "cudnn,1,4096,16,128,1,5,,0\n", "a.csv", "");
+             }),
+             "a.csv:2: 'backward_us': the causal row has no backward time and the table has no row of kernel 'cudnn' "
+             "without the mask at the same batch, seq, heads and head_dim to derive it from");
+  EXPECT_HAS(error_of([] {
+               (void)parse_attention_table_csv(std::string(kHeader) + "cudnn,1,4096,16,128,0,5,,0\n", "a.csv", "");
+             }),
+             "a.csv:2: 'backward_us': a row without a causal mask has no backward time");
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// `csv` with every causal row's backward time removed, as a publication without the masked backward would give it.
+std::string without_causal_backward(const std::string& csv) {
+  std::stringstream in(csv);
+  std::string line, out;
+  std::getline(in, line);
+  out = line + "\n";
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream cells_in(line);
+    for (std::string cell; std::getline(cells_in, cell, ',');) cells.push_back(cell);
+    if (cells.at(5) == "1") cells.at(7).clear();
+    for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + cells[i];
+    out += "\n";
+  }
+  return out;
+}
+
+// The derivation checked where NVIDIA published both backwards (cudnn-frontend's SDPA benchmarks, converted in
+// bench/kernel_tables/published/): with each causal backward removed, the rule gives it back within 10% at every
+// measured shape of the GB200, GB300 and H200 tables (median 2.6%, largest 8.0%, PyTorch's FlashAttention-2 at
+// 16,384 on the H200).
+TEST(AttentionTable, TheDerivedMaskedBackwardMatchesNvidiasPublishedOnes) {
+  const std::string dir = std::string(FSDPSIM_SOURCE_DIR) + "/bench/kernel_tables/published/";
+  std::vector<double> errors;
+  for (const auto& [file, kernel] :
+       std::vector<std::pair<std::string, std::string>>{{"gb200-attention-cudnn-frontend-sdpa.csv", "cudnn"},
+                                                        {"gb300-attention-cudnn-frontend-sdpa.csv", "cudnn"},
+                                                        {"h200-attention-cudnn-frontend-gqa.csv", "cudnn"},
+                                                        {"h200-attention-cudnn-frontend.csv", "cudnn"},
+                                                        {"h200-attention-cudnn-frontend.csv", "flash"}}) {
+    const std::string csv = read_text(dir + file);
+    const AttentionTable measured = parse_attention_table_csv(csv, file, kernel);
+    const AttentionTable derived = parse_attention_table_csv(without_causal_backward(csv), file, kernel);
+    for (const AttentionHeadDim& d : measured.head_dims) {
+      for (const AttentionSeqRow& s : d.seqs) {
+        for (const AttentionPoint& p : s.points) {
+          const double ratio = derived.flops_per_s(true, s.seq, p.batch_heads, d.head_dim) /
+                               measured.flops_per_s(true, s.seq, p.batch_heads, d.head_dim);
+          EXPECT_NEAR(ratio, 1.0, 0.10) << file << " " << kernel << " seq " << s.seq;
+          errors.push_back(std::abs(ratio - 1));
+          // The forward is read as published either way.
+          EXPECT_DOUBLE_EQ(derived.flops_per_s(false, s.seq, p.batch_heads, d.head_dim),
+                           measured.flops_per_s(false, s.seq, p.batch_heads, d.head_dim));
+        }
+      }
+    }
+  }
+  ASSERT_EQ(errors.size(), 25U);  // 5 shapes each for GB200, GB300 and the GQA H200; 5 per kernel for the older H200
+  std::nth_element(errors.begin(), errors.begin() + 12, errors.end());
+  EXPECT_LT(errors[12], 0.05);  // the median
+}
+
+// The FlashAttention-3 paper's H100 rates (arXiv 2407.08608, Figures 5 and 6; bench/kernel_tables/published/), causal
+// batch 2 × 16 heads × sequence 8192 × head dim 128: 4 × 32 × 8192² × 128 × 0.5 = 549.76 GFLOP. FlashAttention-3's
+// forward at 602 TFLOP/s takes 913.2 µs; its backward, published only without the mask (559 TFLOP/s, forward 646),
+// runs at 559 × 602 / 646 = 520.9 TFLOP/s: 2.5 × 549.76 GFLOP in 2,638.3 µs. cuDNN's of the same paper: forward 529,
+// backward 518 × 529 / 600 = 456.7 TFLOP/s.
+TEST(AttentionTable, ThePublishedFlashAttention3TableTimesACallByHand) {
+  const std::string path =
+      std::string(FSDPSIM_SOURCE_DIR) + "/bench/kernel_tables/published/h100-attention-flashattention3-paper.csv";
+  const double flops = 4.0 * 32 * 8192.0 * 8192.0 * 128 * 0.5;
+  const AttentionTable fa3 = load_attention_table(path, "flash_attn3");
+  EXPECT_NEAR(flops / fa3.flops_per_s(false, 8192, 32, 128) * 1e6, 913.2, 0.05);
+  EXPECT_NEAR(fa3.flops_per_s(true, 8192, 32, 128), 559e12 * 602 / 646, 1e10);  // times are written to 0.01 µs
+  EXPECT_NEAR(2.5 * flops / fa3.flops_per_s(true, 8192, 32, 128) * 1e6, 2638.3, 0.2);
+  const AttentionTable cudnn = load_attention_table(path, "cudnn");
+  EXPECT_NEAR(cudnn.flops_per_s(true, 8192, 32, 128), 518e12 * 529 / 600, 1e10);
+  // Head dim 64 (32 heads of 64 at the same tokens): FlashAttention-3's causal forward at 460 TFLOP/s.
+  EXPECT_NEAR(fa3.flops_per_s(false, 8192, 64, 64), 460e12, 1e10);
+}
+
+// NVIDIA's published Blackwell tables: cuDNN 9.22 on a GB200, causal batch 2 × 64 query heads (8 key/value heads) ×
+// sequence 8192 × head dim 128, forward at 1,574 TFLOP/s and backward at 1,332 (4 × 128 × 8192² × 128 × 0.5 =
+// 2,199 GFLOP: 1,397.1 µs and 4,127.3 µs); the GB300 ran the same call at 1,856 and 1,435; cuDNN 9.13 on a B200,
+// batch 1 × 128 heads, at 1,171.278 and 942.509.
+TEST(AttentionTable, ThePublishedBlackwellTablesGiveBackTheirRates) {
+  const std::string dir = std::string(FSDPSIM_SOURCE_DIR) + "/bench/kernel_tables/published/";
+  const double flops = 4.0 * 128 * 8192.0 * 8192.0 * 128 * 0.5;
+  const AttentionTable gb200 = load_attention_table(dir + "gb200-attention-cudnn-frontend-sdpa.csv", "");
+  EXPECT_NEAR(flops / gb200.flops_per_s(false, 8192, 128, 128) * 1e6, 1397.1, 0.05);
+  EXPECT_NEAR(2.5 * flops / gb200.flops_per_s(true, 8192, 128, 128) * 1e6, 4127.3, 0.05);
+  const AttentionTable gb300 = load_attention_table(dir + "gb300-attention-cudnn-frontend-sdpa.csv", "");
+  EXPECT_NEAR(gb300.flops_per_s(false, 8192, 128, 128), 1856e12, 1e10);
+  EXPECT_NEAR(gb300.flops_per_s(true, 8192, 128, 128), 1435e12, 1e10);
+  const AttentionTable b200 = load_attention_table(dir + "b200-attention-cudnn-frontend-sdpa.csv", "cudnn");
+  EXPECT_NEAR(b200.flops_per_s(false, 8192, 128, 128), 1171.278e12, 1e10);
+  EXPECT_NEAR(b200.flops_per_s(true, 8192, 128, 128), 942.509e12, 1e10);
 }
 
 }  // namespace
