@@ -11,7 +11,8 @@
 /// backward only without the mask (FlashAttention-3's paper, arXiv 2407.08608, Figure 6); its backward rate is then
 /// the unmasked row's backward rate of the same shape times the causal forward rate over the unmasked forward rate
 /// (masking costs the backward what it costs the forward). On NVIDIA's published tables, which give both, that rule
-/// gives each causal backward back within 8.0%, median 2.6% (AttentionTable.TheDerivedMaskedBackwardMatches...).
+/// gives each causal backward back within 8.0%, median 2.6%, and FlashAttention-3's own H100 causal backward (pytorch
+/// PR #137036) within 0.9% (AttentionTable.TheDerivedMaskedBackwardMatches...).
 ///
 /// Lookup, in log space of the rate as the GEMM table does: between the two measured head dims that bracket the
 /// call's; for each, between the two measured sequence lengths that bracket it; for each, between the two measured

@@ -210,6 +210,21 @@ TEST(AttentionTable, TheDerivedMaskedBackwardMatchesNvidiasPublishedOnes) {
   EXPECT_LT(errors[12], 0.05);  // the median
 }
 
+// FlashAttention-3's own causal backward, published beside its unmasked one in PyTorch's FlexAttention benchmarks
+// (pytorch/pytorch PR #137036, drisspg's comment of 2024-10-29, "Different doc masks Fav3", one H100): batch 4 × 16
+// heads of 64 at sequence 16,384, fwd_fav3 / bwd_fav3 8,778.53 / 24,306.18 µs unmasked and 4,642.50 / 12,733.66 µs
+// causal. The rule derives 24,306.18 × 4,642.50 / 8,778.53 = 12,854.2 µs, 0.9% above the measured backward.
+TEST(AttentionTable, TheDerivedMaskedBackwardMatchesFlashAttention3sOwn) {
+  const std::string text = std::string(kHeader) +
+                           "flash_attn3,4,16384,16,64,1,4642.496109,,0\n"
+                           "flash_attn3,4,16384,16,64,0,8778.528214,24306.175232,0\n";
+  const AttentionTable t = parse_attention_table_csv(text, "pr137036.csv", "flash_attn3");
+  const double causal_flops = 4.0 * 64 * 16384.0 * 16384.0 * 64 * 0.5;
+  const double derived_us = 2.5 * causal_flops / t.flops_per_s(true, 16384, 64, 64) * 1e6;
+  EXPECT_NEAR(derived_us, 24306.175232 * 4642.496109 / 8778.528214, 0.01);
+  EXPECT_NEAR(derived_us / 12733.663559, 1.0, 0.02);
+}
+
 // The FlashAttention-3 paper's H100 rates (arXiv 2407.08608, Figures 5 and 6; bench/kernel_tables/published/), causal
 // batch 2 × 16 heads × sequence 8192 × head dim 128: 4 × 32 × 8192² × 128 × 0.5 = 549.76 GFLOP. FlashAttention-3's
 // forward at 602 TFLOP/s takes 913.2 µs; its backward, published only without the mask (559 TFLOP/s, forward 646),
