@@ -36,4 +36,13 @@ void attach_measured_tables(const MeasuredTableOptions& options, GpuProfile& gpu
   }
 }
 
+std::vector<std::string> measured_table_lines(const GpuProfile& gpu) {
+  std::vector<std::string> lines;
+  if (gpu.gemm_table) lines.push_back("GEMMs: " + gpu.gemm_table->source);
+  if (gpu.attention_table) {
+    lines.push_back("attention: " + gpu.attention_table->source + ", kernel " + gpu.attention_table->kernel);
+  }
+  return lines;
+}
+
 }  // namespace fsdpsim::cli

@@ -25,4 +25,8 @@ void add_measured_table_options(CLI::App& cmd, MeasuredTableOptions& options);
 /// --attention-kernel without --attention-table.
 void attach_measured_tables(const MeasuredTableOptions& options, GpuProfile& gpu);
 
+/// What the report says timed the kernels: one line per table attached to `gpu` ("GEMMs: FILE", "attention: FILE,
+/// kernel K"), none when the profile's efficiencies did.
+std::vector<std::string> measured_table_lines(const GpuProfile& gpu);
+
 }  // namespace fsdpsim::cli

@@ -64,6 +64,9 @@ struct Report {
   double straggler_cost_s = 0;
   /// Input settings read but not modelled (Megatron-LM flags such as --lr): the caller fills it from the job.
   std::vector<std::string> read_not_modelled;
+  /// The measured kernel tables that timed GEMMs or attention in place of the profile's efficiencies (`simulate
+  /// --gemm-table / --attention-table`), one line each, such as "attention: FILE, kernel cudnn"; empty when none.
+  std::vector<std::string> measured_tables;
 
   /// Pipeline parallelism (pipeline_stages > 1): the schedule, the time stage 0's compute stream waits for
   /// activations and gradients from the other stages (the bubble, with the transfers it waits on), and each

@@ -269,6 +269,7 @@ std::vector<Row> make_report_keys() {
       model_size("params_per_rank", &ModelSize::params_per_rank),
       model_size("model_flops_per_token", &ModelSize::flops_per_token),
       written("read_not_modelled", &Report::read_not_modelled),
+      written_when_set("measured_tables", &Report::measured_tables),
       written_when_set("simulated_rank", &Report::simulated_rank),
       written_when_set("pipeline_schedule", &Report::pipeline_schedule),
       written_when_set("pipeline_bubble_s", &Report::pipeline_bubble_s),

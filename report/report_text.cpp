@@ -87,6 +87,7 @@ std::string report_text(const Report& r) {
   if (!r.read_not_modelled.empty()) {
     out << "  read, not modelled (" << r.read_not_modelled.size() << "): " << join(r.read_not_modelled, " ") << "\n";
   }
+  if (!r.measured_tables.empty()) out << "  timed by measured tables: " << join(r.measured_tables, "; ") << "\n";
   if (!r.simulated_rank.empty()) out << "  ranks differ: the figures are for " << r.simulated_rank << "\n";
   out << "\n";
   out << "step time       " << fixed(r.step_time_s, 3) << " s steady state (first step "

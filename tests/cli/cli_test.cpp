@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "tests/support/run_fsdpsim.h"
@@ -196,6 +197,33 @@ TEST(Cli, FidelityWithMeasuredTablesRunsTheirGpusRowsOnly) {
   const std::string row = "bridge-25.11-llama3-8b-8xh100-mfsdp-tp1-gbs128-mbs1";
   EXPECT_FALSE(line_of(r.output, row).empty());
   EXPECT_NE(line_of(r.output, row), line_of(fitted.output, row));
+}
+
+// A report timed by measured tables says which: the text's "timed by measured tables" line and the JSON's
+// `measured_tables` name each file and the attention kernel read; a report timed by the profile has neither.
+TEST(Cli, SimulateNamesTheMeasuredTablesThatTimedIt) {
+  const std::string published = std::string(FSDPSIM_SOURCE_DIR) + "/bench/kernel_tables/published/";
+  const std::string job = "simulate --model llama3-8b --topology dgx-h100-ndr --set nodes=1 --set seq_length=8192 ";
+  const std::string json = temp_path("measured_tables.json");
+  Result r = run(job + "--gemm-table " + published + "h100-gemm-openxla.csv --attention-table " + published +
+                 "h100-attention-flashattention3-paper.csv --attention-kernel flash_attn3 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "timed by measured tables: GEMMs: " + published +
+                                     "h100-gemm-openxla.csv; attention: " + published +
+                                     "h100-attention-flashattention3-paper.csv, kernel flash_attn3"))
+      << r.output;
+  std::ifstream in(json);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(contains(text, "\"measured_tables\": [")) << text.substr(0, 2000);
+  // One table's only kernel is read without naming it, and the report names the kernel it read.
+  r = run(job + "--attention-table " + published + "gb200-attention-cudnn-frontend-sdpa.csv");
+  EXPECT_TRUE(contains(r.output, "gb200-attention-cudnn-frontend-sdpa.csv, kernel cudnn")) << r.output;
+  r = run(job + "--json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "timed by measured tables")) << r.output;
+  std::ifstream plain(json);
+  const std::string plain_text((std::istreambuf_iterator<char>(plain)), std::istreambuf_iterator<char>());
+  EXPECT_FALSE(contains(plain_text, "measured_tables")) << plain_text.substr(0, 2000);
 }
 
 }  // namespace
