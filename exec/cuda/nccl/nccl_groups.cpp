@@ -155,6 +155,10 @@ ncclComm_t NcclGroups::split_from_world(ncclComm_t* slot, int32_t color, int32_t
     return nullptr;
   }
   ncclComm_t comm = wait_new_comm(slot, world_, w);
+  // NCCL writes the new communicator at the end of the split's job but resets the parent's state from ncclInProgress
+  // only after that job returns (group.cc, groupLaunch): the next split of the world would find it still in progress
+  // and refuse it (ncclInvalidArgument, "use communicator before the previous operation returned ncclSuccess").
+  wait_ready(world_, w);
   splits_pending_ = false;
   int count = 0, user_rank = 0;
   FSDPSIM_NCCL(ncclCommCount(comm, &count));
