@@ -21,6 +21,7 @@
 /// and the simulator's predicted peak.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -139,6 +140,7 @@ class CudaBackend final : public Backend {
   // steps (cuda_backend_step.cpp)
   void wait_for_streams();
   void start_with_the_other_stages(cudaStream_t stream);
+  void check_step_gate();
   void read_times(StepMeasurement& m) const;
   void read_wrong_counts(int32_t step);
   [[noreturn]] void out_of_memory(BufferId buffer, const std::string& allocator,
@@ -169,6 +171,9 @@ class CudaBackend final : public Backend {
   std::vector<CudaStreamResources> streams_;
   std::vector<cudaEvent_t> start_events_, end_events_;
   cudaEvent_t step_start_ = nullptr;
+  // When this step's aligning all-reduce was issued (pipelines only): no watched op starts before it ends, so the
+  // watchdog cannot see a stage that never joins it; wait_for_streams times it out itself.
+  std::optional<std::chrono::steady_clock::time_point> step_gate_issued_;
   cudaMemPool_t pool_ = nullptr;
   std::vector<char*> pointers_;          // by buffer: live device memory or null
   unsigned long long* wrong_ = nullptr;  // by op: #wrong of the current step (--check)

@@ -52,11 +52,32 @@ void CudaBackend::begin_step(int32_t step) {
 // world, after which every GPU records its step start within the all-reduce's latency (microseconds) of the others.
 // Without it a stage that finished the previous step early would start timing long before its first receive.
 void CudaBackend::start_with_the_other_stages(cudaStream_t stream) {
+  step_gate_issued_.reset();
   if (setup_.stage < 0 || probe_ == nullptr || !groups_.has_communicators()) return;
   groups_.enqueue(
       GroupId::none(), IssuedOp{},
       [&](ncclComm_t world) { return ncclAllReduce(probe_, probe_, 1, ncclInt8, ncclSum, world, stream); },
       nccl_wait("the all-reduce that starts step " + std::to_string(step_) + " on every stage together"));
+  // The previous step has drained, so the all-reduce starts on the device as it is issued.
+  step_gate_issued_ = std::chrono::steady_clock::now();
+}
+
+// A stage that never reaches this step's aligning all-reduce (its process died, or hangs before it) holds every other
+// stage at the step's start, where no watched op has started: time it out as the watchdog times out a collective.
+void CudaBackend::check_step_gate() {
+  if (!step_gate_issued_ || cudaEventQuery(step_start_) != cudaErrorNotReady) return;
+  const auto waited = std::chrono::steady_clock::now() - *step_gate_issued_;
+  const TimeNs waited_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(waited).count();
+  if (setup_.collective_timeout_ns <= 0 || waited_ns < setup_.collective_timeout_ns) return;
+  const std::string message = "rank " + std::to_string(setup_.rank) + " (stage " + std::to_string(setup_.stage) +
+                              ") waited " + std::to_string(waited_ns / 1'000'000'000) +
+                              " s for the all-reduce that starts step " + std::to_string(step_) +
+                              " on every stage together: a stage did not reach that step";
+  if (watchdog_ != nullptr) {
+    const WatchdogFault f = watchdog_->raise(CudaFault::collective_timeout, message);
+    throw CudaError(f.message, f.kind);
+  }
+  throw CudaError(message, CudaFault::collective_timeout);
 }
 
 void CudaBackend::wait(StreamId stream, OpId op) {
@@ -151,6 +172,7 @@ void CudaBackend::wait_for_streams() {
       }
     }
     if (!busy) return;
+    check_step_gate();
     if (setup_.abort != nullptr && setup_.abort->load()) {
       throw CudaError("rank " + std::to_string(setup_.rank) + " stopped waiting: another rank failed",
                       CudaFault::peer_failed);
