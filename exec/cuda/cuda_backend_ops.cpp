@@ -175,9 +175,16 @@ void CudaBackend::run_p2p(const Op& op) {
   CudaStreamResources& r = streams_[op.stream.index()];
   const bool sending = op.kind == OpKind::send;
   char* data = sending ? r.comm_in : live_pointer(p.buffer, op, "receives into");
-  if (data == nullptr) return;
+  if (data == nullptr) {
+    // Never skip one: NCCL pairs a channel's k-th send with its k-th receive, so the peer's next call would pair
+    // with the wrong op (another size, or a wait for ever).
+    throw CudaError("op '" + op.name + "' (id " + std::to_string(op.id.value()) + ") has no device memory to " +
+                        (sending ? "send from" : "receive into") +
+                        ": a skipped send or receive would pair the channel's later ones with the wrong ops",
+                    CudaFault::error);
+  }
   const auto bytes = static_cast<size_t>(p.bytes);
-  if (!groups_.has_communicators()) {
+  if (setup_.emulate) {
     // A stage emulated alone has no peer: its sends go nowhere and its receives write the bytes a peer would send.
     if (!sending) FSDPSIM_CUDA(cudaMemsetAsync(data, 0, bytes, r.stream));
     return;
