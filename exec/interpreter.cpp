@@ -15,19 +15,22 @@ StepRun to_step_run(const StepMeasurement& m, TimeNs step_start, int32_t step) {
     if (m.start_ns[i] < 0) continue;  // not run here: another pipeline stage's op
     run.ops[i] = OpTiming{step_start + m.start_ns[i], step_start + m.end_ns[i]};
   }
+  // A peak is reached when the op that allocated it started; one whose op is not known (the reserved peak, which the
+  // device's pool reports without a time) is placed at its step's start, so that it lies within its step.
+  const auto peak_time = [&](OpId op) { return step_start + (op.valid() ? m.start_ns[op.index()] : 0); };
   run.peak_allocated.bytes = m.peak_allocated_bytes;
   run.peak_allocated.op = m.peak_op;
-  // The peak is reached when the op that allocated it started.
-  if (m.peak_op.valid()) run.peak_allocated.time_ns = step_start + m.start_ns[m.peak_op.index()];
+  run.peak_allocated.time_ns = peak_time(m.peak_op);
   run.peak_allocated.step = step;
   run.peak_allocated.breakdown = m.peak_breakdown;
   run.peak_reserved.bytes = m.peak_reserved_bytes;
+  run.peak_reserved.time_ns = step_start;
   run.peak_reserved.step = step;
   run.stage_peaks = m.stage_peaks;
   for (StagePeaks& stage : run.stage_peaks) {
     for (MemoryPeak* peak : {&stage.allocated, &stage.reserved}) {
       peak->step = step;
-      if (peak->op.valid()) peak->time_ns = step_start + m.start_ns[peak->op.index()];
+      peak->time_ns = peak_time(peak->op);
     }
   }
   return run;

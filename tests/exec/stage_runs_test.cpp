@@ -196,5 +196,21 @@ TEST(StageRuns, TheInterpreterIssuesOnlyItsStagesOpsInTheWholeSchedulesOrder) {
   }
 }
 
+// The device reports its reserved peak without a time, and an allocated peak may have no op: each is placed at its
+// step's start, so that every step's peaks lie within that step (merging shifts them with their step's ops).
+TEST(StageRuns, PeaksWithoutAnOpLieWithinTheirStep) {
+  const Schedule s = build_shaped_schedule({"pp=2"});
+  RecordingBackend backend;
+  const RunRecord run = interpret(s, backend, ExecOptions{.steps = 2, .stage = 0});
+  ASSERT_EQ(run.steps.size(), 2u);
+  ASSERT_GT(run.steps[1].start_ns, 0);
+  for (const StepRun& step : run.steps) {
+    for (const MemoryPeak& peak : {step.peak_allocated, step.peak_reserved}) {
+      EXPECT_GE(peak.time_ns, step.start_ns);
+      EXPECT_LE(peak.time_ns, step.end_ns);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fsdpsim
