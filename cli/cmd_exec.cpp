@@ -81,14 +81,15 @@ ExecResult run_on_gpus(const Schedule& schedule, const Topology& topology, const
                       "drop --inject, or run with --backend host");
   }
 #ifdef FSDPSIM_HAVE_CUDA
-  std::string why;
-  if (!cuda_device_available(&why)) throw Error("--backend cuda: no GPU can be used here: " + why);
   CudaOptions cuda;
   cuda.steps = o.steps;
   cuda.emulate_world = o.emulate_world;
   cuda.check = o.check;
   cuda.devices = o.devices;
   cuda.mpi = o.mpi;
+  load_kernels_eagerly_for_pipelines(schedule, cuda);  // before the first CUDA call
+  std::string why;
+  if (!cuda_device_available(&why)) throw Error("--backend cuda: no GPU can be used here: " + why);
   if (const TimeNs timeout_ns = collective_timeout_ns(o); timeout_ns > 0) cuda.collective_timeout_ns = timeout_ns;
   // An out-of-memory report compares with the simulator's steady-step peak, simulated only when that happens.
   cuda.predicted_peak = [&schedule, &topology, &o] { return predicted_steady_peak(schedule, topology, o.steps); };

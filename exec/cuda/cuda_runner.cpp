@@ -2,6 +2,7 @@
 // host thread per GPU running the interpreter on that GPU's backend (or rank 0 alone when emulating a larger world).
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <numeric>
@@ -209,6 +210,12 @@ ExecResult run_emulated(const Schedule& s, const CudaOptions& o, CudaOverheads& 
 }
 
 }  // namespace
+
+void load_kernels_eagerly_for_pipelines(const Schedule& schedule, const CudaOptions& options) {
+  if (schedule.info.pipeline_stages > 1 && options.emulate_world == 0) {
+    (void)setenv("CUDA_MODULE_LOADING", "EAGER", /*overwrite=*/0);
+  }
+}
 
 bool cuda_device_available(std::string* why) {
   int count = 0;

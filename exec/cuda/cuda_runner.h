@@ -90,6 +90,13 @@ struct CudaOverheads {
 /// True when a CUDA device can be used; otherwise `why` says what is missing (no driver, no device, ...).
 bool cuda_device_available(std::string* why);
 
+/// For a pipeline run on real GPUs (not emulated), has CUDA load every kernel at start-up (CUDA_MODULE_LOADING=EAGER,
+/// unless the environment already sets it): a stage's receives wait on their peer from the step's start, and a kernel
+/// loaded lazily at its first launch may wait for the device to go idle first (CUDA Programming Guide, "Lazy
+/// Loading", concurrent execution), so a stage's first forward GEMM could wait for its own backward receive, which
+/// waits for that GEMM. Call it before the process's first CUDA call, which reads the setting.
+void load_kernels_eagerly_for_pipelines(const Schedule& schedule, const CudaOptions& options);
+
 /// Runs `schedule` on the GPUs; rank 0's steps come back in the simulator's shape. Option errors (ConfigError) are
 /// raised before any device is touched.
 ExecResult run_cuda(const Schedule& schedule, const CudaOptions& options);

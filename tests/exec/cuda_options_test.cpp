@@ -2,11 +2,14 @@
 // device check itself.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <functional>
+#include <string>
 
 #include "common/error.h"
 #include "exec/cuda/cuda_runner.h"
 #include "tests/schedule/tiny_schedule.h"
+#include "tests/support/shaped_schedule.h"
 
 namespace fsdpsim {
 namespace {
@@ -106,6 +109,37 @@ TEST(CudaDevice, AvailabilityComesWithAReasonWhenThereIsNone) {
   } catch (const CudaError& e) {
     EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
     EXPECT_FALSE(e.out_of_memory());
+  }
+}
+
+// A real pipeline run has CUDA load its kernels at start-up (CUDA_MODULE_LOADING=EAGER): one stage's receives wait
+// from the step's start while its first GEMMs launch, and a lazy load may wait for the device to go idle. An emulated
+// pipeline (no receive waits on a peer), a schedule without stages, and a user's own setting are left alone.
+TEST(CudaOptions, APipelineRunLoadsItsKernelsEagerly) {
+  const char* saved = std::getenv("CUDA_MODULE_LOADING");
+  const std::string before = saved != nullptr ? saved : "";
+  const auto loading = [] {
+    const char* v = std::getenv("CUDA_MODULE_LOADING");
+    return std::string(v != nullptr ? v : "(unset)");
+  };
+  const Schedule pipeline = build_shaped_schedule({"pp=2"});
+  ASSERT_EQ(pipeline.info.pipeline_stages, 2);
+  CudaOptions emulated;
+  emulated.emulate_world = 2;
+  unsetenv("CUDA_MODULE_LOADING");
+  load_kernels_eagerly_for_pipelines(testing::tiny_schedule(), CudaOptions{});
+  EXPECT_EQ(loading(), "(unset)");
+  load_kernels_eagerly_for_pipelines(pipeline, emulated);
+  EXPECT_EQ(loading(), "(unset)");
+  load_kernels_eagerly_for_pipelines(pipeline, CudaOptions{});
+  EXPECT_EQ(loading(), "EAGER");
+  setenv("CUDA_MODULE_LOADING", "LAZY", 1);
+  load_kernels_eagerly_for_pipelines(pipeline, CudaOptions{});
+  EXPECT_EQ(loading(), "LAZY");
+  if (saved != nullptr) {
+    setenv("CUDA_MODULE_LOADING", before.c_str(), 1);
+  } else {
+    unsetenv("CUDA_MODULE_LOADING");
   }
 }
 

@@ -25,6 +25,7 @@ Schedule two_stage_llama(const std::string& schedule) {
 }
 
 TEST(CudaPipeline, EachStageRunsOnItsOwnGpuAndEveryReceiveFollowsItsSend) {
+  load_kernels_eagerly_for_pipelines(two_stage_llama("1f1b"), CudaOptions{});  // before this process's first CUDA call
   std::string why;
   if (!cuda_device_available(&why)) GTEST_SKIP() << why;
   int count = 0;
