@@ -7,7 +7,9 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <memory>
 #include <vector>
 
@@ -134,13 +136,9 @@ RunRecord gather_pipeline(const Schedule& schedule, RunRecord mine, int32_t rank
   return merged;
 }
 
-}  // namespace
-
-ExecResult run_cuda_mpi(const Schedule& schedule, const CudaOptions& options, CudaOverheads& overheads) {
-  ensure_mpi();
-  int rank = 0, size = 0;
-  FSDPSIM_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  FSDPSIM_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+// One rank's run under MPI (run_cuda_mpi below ends the job when it throws).
+ExecResult run_mpi_rank(const Schedule& schedule, const CudaOptions& options, CudaOverheads& overheads, int rank,
+                        int size) {
   if (size != schedule.info.world_size) {
     throw ConfigError(SourceLocation{"<exec --backend cuda --mpi>", 0, 0}, "MPI world size",
                       std::to_string(size) + " processes were started but the schedule was built for " +
@@ -181,6 +179,27 @@ ExecResult run_cuda_mpi(const Schedule& schedule, const CudaOptions& options, Cu
       describe_devices({device}, "rank " + std::to_string(rank) + " of " + std::to_string(size) + " MPI processes");
   overheads = outcome.overheads;
   return result;
+}
+
+}  // namespace
+
+ExecResult run_cuda_mpi(const Schedule& schedule, const CudaOptions& options, CudaOverheads& overheads) {
+  ensure_mpi();
+  int rank = 0, size = 0;
+  FSDPSIM_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  FSDPSIM_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  try {
+    return run_mpi_rank(schedule, options, overheads, rank, size);
+  } catch (const std::exception& e) {
+    if (size <= 1) throw;
+    // The other ranks may be waiting for this one in MPI (rank 0 gathers every rank's problems and every stage's
+    // run), and MPI_Finalize at exit would wait for them: end the whole job, as torchrun ends a job whose rank
+    // failed, once this rank has said why.
+    std::fprintf(stderr, "fsdpsim exec: rank %d of %d: %s\n", rank, size, e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    throw;  // not reached: MPI_Abort ends the process
+  }
 }
 
 #else
