@@ -18,8 +18,10 @@ void add_measured_table_options(CLI::App& cmd, MeasuredTableOptions& options) {
                  "measured fused-attention times by shape (attention.csv of "
                  "bench/kernel_tables/measure_kernel_tables.py): the attention core takes its time from it instead "
                  "of the profile's attention efficiency");
-  cmd.add_option("--attention-kernel", options.attention_kernel,
-                 "which kernel's rows of --attention-table to read (cudnn, flash, ...; needed when it holds several)");
+  cmd.add_option(
+      "--attention-kernel", options.attention_kernel,
+      "which kernel's rows of --attention-table to read (cudnn, flash, flash_attn2, flash_attn3, ...; needed "
+      "when it holds several)");
 }
 
 void attach_measured_tables(const MeasuredTableOptions& options, GpuProfile& gpu) {
