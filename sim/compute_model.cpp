@@ -133,7 +133,7 @@ double gemm_efficiency(const Gemm& gemm, const GpuProfile& gpu, DType dtype) {
   return std::max(kMinGemmEfficiency, max_eff * wave_eff * k_eff);
 }
 
-double attention_kernel_slowdown(AttentionKernel kernel, bool backward) {
+double attention_kernel_slowdown(AttentionKernel kernel, bool backward, GpuArch arch) {
   switch (kernel) {
     case AttentionKernel::flash:
       return 1.0;
@@ -141,6 +141,24 @@ double attention_kernel_slowdown(AttentionKernel kernel, bool backward) {
       // FlashAttention-2 "is around 1.3-1.5x faster than FlashAttention in Triton in the forward pass and around 2x
       // faster in the backward pass" (Dao 2023, arXiv 2307.08691, §4.1, A100): the middle of the forward range.
       return backward ? 2.0 : 1.4;
+    case AttentionKernel::flash_attn2:
+      // NVIDIA's published cudnn-frontend benchmarks time cuDNN's fused attention and PyTorch's FlashAttention-2
+      // backend on the same GPU (bench/kernel_tables/published/), causal, head dim 128, sequence 8,192: on an H200
+      // (cuDNN 9.1, batch 2 x 16 heads) cuDNN runs the forward in 959.66 µs against 1,690.84 and the backward in
+      // 2,964.98 against 4,953.77; on a B200 (cuDNN 9.13, batch 1 x 128 heads) in 1,877.46 against 5,889.32 and
+      // 5,832.90 against 18,394.66 (AttentionKernel.FlashAttention2sSharesAreThePublishedTablesOwn). On Ampere and
+      // AMD GPUs FlashAttention-2 is the kernel the profile's efficiency stands for.
+      switch (arch) {
+        case GpuArch::hopper:
+          return backward ? 4953.77 / 2964.98 : 1690.84 / 959.66;
+        case GpuArch::blackwell:
+          return backward ? 18394.66 / 5832.90 : 5889.32 / 1877.46;
+        case GpuArch::ampere:
+        case GpuArch::cdna3:
+        case GpuArch::cdna4:
+          return 1.0;
+      }
+      return 1.0;
   }
   return 1.0;
 }
@@ -158,8 +176,12 @@ TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype, Attent
   const DType effective = bf16 ? DType::bf16 : DType::fp8;
   const bool rowwise = !bf16 && scaling != Fp8GemmScaling::tensorwise;
   const std::optional<AttentionCall> call = gemm.attention ? attention_call_of(gemm) : std::nullopt;
-  const double slowdown = gemm.attention ? attention_kernel_slowdown(kernel, call && call->backward) : 1.0;
+  const bool backward = call && call->backward;
+  double slowdown = gemm.attention ? attention_kernel_slowdown(kernel, backward, gpu.arch) : 1.0;
   if (gpu.attention_table != nullptr && call) {
+    // A table's rows are the kernel that runs (--attention-kernel chooses them): FlashAttention-2 takes no share of
+    // another kernel's rate there; the Triton kernel, which no table measures, keeps its ratio to the table's.
+    if (kernel == AttentionKernel::flash_attn2) slowdown = 1.0;
     const double rate = gpu.attention_table->flops_per_s(call->backward, call->seq, gemm.batch, call->head_dim);
     return ns_from_seconds(flops * slowdown / rate) + (call->first_product ? gpu.kernel_overhead_ns : 0);
   }

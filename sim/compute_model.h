@@ -18,8 +18,9 @@ double gemm_efficiency(const Gemm& gemm, const GpuProfile& gpu, DType dtype);
 TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype,
                     AttentionKernel kernel = AttentionKernel::flash,
                     Fp8GemmScaling scaling = Fp8GemmScaling::tensorwise);
-/// How many times as long `kernel` takes as the profile's fused attention (FlashAttention-2 class) for one call.
-double attention_kernel_slowdown(AttentionKernel kernel, bool backward);
+/// How many times as long `kernel` takes on a GPU of `arch` as the profile's fused attention (its best kernel) for one
+/// call, forward or backward.
+double attention_kernel_slowdown(AttentionKernel kernel, bool backward, GpuArch arch);
 /// Time of memory-bound work touching `bytes` of HBM, including one kernel's overhead (0 bytes → 0). `class_bytes`,
 /// a part of `bytes`, run at the profile's unvectorized and reduction fractions of HBM bandwidth, the rest at
 /// `memory_efficiency`.

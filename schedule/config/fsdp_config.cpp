@@ -257,8 +257,11 @@ const std::vector<KeyDef>& key_table() {
               "decoder layers whose activations are offloaded; 0: all but the last"),
       bool_key("flash_attention", &FsdpConfig::flash_attention, "fused attention: no s×s scores are stored"),
       enum_key("attention_kernel", &FsdpConfig::attention_kernel, kAttentionKernelNames,
-               "the fused attention kernel: flash (FlashAttention-2/3, cuDNN, TE; the GPU profile's efficiency) or "
-               "triton_flash (flash-attn's Triton kernel, MPT's attn_impl: triton: 1.4x slower forward, 2x backward)"),
+               "the fused attention kernel: flash (the GPU's best: FlashAttention-3, cuDNN or TE on Hopper and "
+               "Blackwell, FlashAttention-2 on Ampere and AMD; the GPU profile's efficiency), flash_attn2 "
+               "(FlashAttention-2 where a faster kernel exists: 1.8x / 1.7x cuDNN's forward / backward time on Hopper, "
+               "3.1x / 3.2x on Blackwell) or triton_flash (flash-attn's Triton kernel, MPT's attn_impl: triton: 1.4x "
+               "slower forward, 2x backward)"),
       bool_key(
           "fused_elementwise", &FsdpConfig::fused_elementwise,
           "fused norm/rotary/activation kernels (TE, Apex, torch.compile); false: PyTorch eager, one kernel per op"),

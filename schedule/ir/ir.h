@@ -177,17 +177,21 @@ struct UnitInfo {
   bool operator==(const UnitInfo&) const = default;
 };
 
-/// The kernel that computes the attention products (Gemm::attention). `flash`: FlashAttention-2/3, cuDNN or
-/// Transformer Engine fused attention, what a GPU profile's attention_efficiency (or its measured attention table)
-/// stands for. `triton_flash`: the FlashAttention kernel written in Triton that flash-attn shipped as
-/// flash_attn_triton.py and MPT runs with attn_impl: triton (llm-foundry's benchmarks); FlashAttention-2 is
-/// 1.3-1.5x faster than it in the forward pass and about 2x in the backward (Dao 2023, arXiv 2307.08691, §4.1).
-enum class AttentionKernel : uint8_t { flash, triton_flash };
+/// The kernel that computes the attention products (Gemm::attention). `flash`: the GPU's best fused attention
+/// (FlashAttention-3 or cuDNN / Transformer Engine fused attention on Hopper and Blackwell, FlashAttention-2 on Ampere
+/// and AMD), what a GPU profile's attention_efficiency (or its measured attention table) stands for. `triton_flash`:
+/// the FlashAttention kernel written in Triton that flash-attn shipped as flash_attn_triton.py and MPT runs with
+/// attn_impl: triton (llm-foundry's benchmarks); FlashAttention-2 is 1.3-1.5x faster than it in the forward pass and
+/// about 2x in the backward (Dao 2023, arXiv 2307.08691, §4.1). `flash_attn2`: FlashAttention-2 (the flash-attn 2
+/// package, PyTorch's flash SDPA backend) where a faster kernel exists: on Hopper and Blackwell it runs at the
+/// published share of cuDNN's rate (sim/compute_model.cpp), elsewhere it is `flash`.
+enum class AttentionKernel : uint8_t { flash, triton_flash, flash_attn2 };
 
 /// The one table naming AttentionKernel values: the schedule's YAML and the configuration's `attention_kernel` key
 /// both read and write through it.
-inline constexpr EnumNames<AttentionKernel, 2> kAttentionKernelNames{
-    {{{AttentionKernel::flash, "flash"}, {AttentionKernel::triton_flash, "triton_flash"}}}};
+inline constexpr EnumNames<AttentionKernel, 3> kAttentionKernelNames{{{{AttentionKernel::flash, "flash"},
+                                                                       {AttentionKernel::triton_flash, "triton_flash"},
+                                                                       {AttentionKernel::flash_attn2, "flash_attn2"}}}};
 
 /// How FP8 GEMMs scale their operands, which sets the rate they run at. `tensorwise`: one scale per operand, cuBLAS's
 /// FP8 GEMM (Transformer Engine's delayed and current scaling, and the rate blockwise and MXFP8 GEMMs are timed at);

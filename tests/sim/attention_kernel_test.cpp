@@ -2,11 +2,17 @@
 // times only the attention products with it.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <tuple>
+#include <vector>
+
 #include "common/error.h"
 #include "schedule/build/builder.h"
 #include "schedule/ir/ir_yaml.h"
+#include "sim/compute_model.h"
 #include "sim/engine.h"
 #include "tests/schedule/tiny_llama.h"
+#include "topologies/attention_table.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {
@@ -60,6 +66,32 @@ TEST(AttentionKernel, AFusedKernelWithoutFlashAttentionIsAnError) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("triton_flash"), std::string::npos) << e.what();
   }
+}
+
+// FlashAttention-2's shares of cuDNN's rate are the published tables' own: PyTorch's FlashAttention-2 backend against
+// cuDNN at the causal 8,192-token call both tables hold (an H200's batch 2 x 16 heads, a B200's batch 1 x 128).
+TEST(AttentionKernel, FlashAttention2sSharesAreThePublishedTablesOwn) {
+  const std::string dir = std::string(FSDPSIM_SOURCE_DIR) + "/bench/kernel_tables/published/";
+  for (const auto& [file, arch, batch_heads] :
+       {std::tuple{"h200-attention-cudnn-frontend.csv", GpuArch::hopper, int64_t{32}},
+        std::tuple{"b200-attention-cudnn-frontend-sdpa.csv", GpuArch::blackwell, int64_t{128}}}) {
+    const AttentionTable cudnn = load_attention_table(dir + file, "cudnn");
+    const AttentionTable flash = load_attention_table(dir + file, "flash");
+    for (const bool backward : {false, true}) {
+      const double published =
+          cudnn.flops_per_s(backward, 8192, batch_heads, 128) / flash.flops_per_s(backward, 8192, batch_heads, 128);
+      EXPECT_NEAR(attention_kernel_slowdown(AttentionKernel::flash_attn2, backward, arch), published, 1e-4 * published)
+          << file << " backward " << backward;
+    }
+  }
+  // The kernel reaches the schedule and its YAML, and a Hopper step with it computes longer.
+  const std::vector<std::string> job{"seq_length=8192", "micro_batch_size=1"};
+  std::vector<std::string> fa2_job = job;
+  fa2_job.emplace_back("attention_kernel=flash_attn2");
+  const Schedule fa2 = tiny_job(fa2_job);
+  EXPECT_EQ(fa2.info.attention_kernel, AttentionKernel::flash_attn2);
+  EXPECT_EQ(schedule_from_yaml(schedule_to_yaml(fa2), "fa2.yaml"), fa2);
+  EXPECT_GT(compute_busy_ns(fa2), compute_busy_ns(tiny_job(job)));
 }
 
 }  // namespace

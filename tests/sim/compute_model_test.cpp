@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/error.h"
@@ -336,6 +338,35 @@ TEST(ComputeModel, AMeasuredTableTimesRowwiseGemmsByItsRowwiseRows) {
                                                AttentionKernel::flash, rowwise) -
                                   overhead),
               100'000.0, 1.0);
+}
+
+// FlashAttention-2 where a faster kernel exists (attention_kernel: flash_attn2), by hand: on Hopper a forward product
+// takes 1,690.84 / 959.66 and a backward one 4,953.77 / 2,964.98 times the profile's fused-attention time (NVIDIA's
+// published H200 table: PyTorch's FlashAttention-2 against cuDNN), on Blackwell 5,889.32 / 1,877.46 and
+// 18,394.66 / 5,832.90 (the B200's); on Ampere it is the profile's kernel; with a measured table the table's rows are
+// the kernel that runs, so it takes no share.
+TEST(ComputeModel, FlashAttention2TakesCudnnsPublishedShareOnHopperAndBlackwellOnly) {
+  const Gemm scores{"attn_scores", 4096, 8193, 128, 32, true};
+  const Gemm dk{"attn_dk", 8193, 128, 4096, 32, true};
+  const double product_flops = 2.0 * 4096 * 8193 * 128 * 32;
+  for (const auto& [name, forward, backward] :
+       {std::tuple{"h200-sxm", 1690.84 / 959.66, 4953.77 / 2964.98},
+        std::tuple{"b200", 5889.32 / 1877.46, 18394.66 / 5832.90}, std::tuple{"a100-sxm-80gb", 1.0, 1.0}}) {
+    GpuProfile g = gpu_profile(name);
+    g.sustained_clock_fraction = 0.5;
+    g.attention_efficiency = 0.4;
+    const double rate = g.dense_bf16_flops_per_s * 0.4 * 0.5;
+    EXPECT_EQ(gemm_time_ns(scores, g, DType::bf16, AttentionKernel::flash_attn2),
+              ns_from_seconds(forward * product_flops / rate) + g.kernel_overhead_ns)
+        << name;
+    EXPECT_EQ(gemm_time_ns(dk, g, DType::bf16, AttentionKernel::flash_attn2),
+              ns_from_seconds(backward * product_flops / rate) + g.kernel_overhead_ns)
+        << name;
+  }
+  GpuProfile g = gpu_profile("h200-sxm");
+  g.attention_table = std::make_shared<const AttentionTable>(load_attention_table(
+      std::string(FSDPSIM_SOURCE_DIR) + "/bench/kernel_tables/published/h200-attention-cudnn-frontend.csv", "flash"));
+  EXPECT_EQ(gemm_time_ns(scores, g, DType::bf16, AttentionKernel::flash_attn2), gemm_time_ns(scores, g, DType::bf16));
 }
 
 }  // namespace
