@@ -174,12 +174,13 @@ void CudaBackend::run_p2p(const Op& op) {
   if (p.bytes <= 0) return;
   CudaStreamResources& r = streams_[op.stream.index()];
   const bool sending = op.kind == OpKind::send;
-  char* data = sending ? r.comm_in : live_pointer(p.buffer, op, "receives into");
+  // Not live_pointer(): it notes the op as skipped, and a send or receive is never skipped (NCCL pairs a channel's
+  // k-th send with its k-th receive, so the peer's next call would pair with the wrong op: another size, or a wait
+  // for ever).
+  char* data = sending ? r.comm_in : pointers_[p.buffer.index()];
   if (data == nullptr) {
-    // Never skip one: NCCL pairs a channel's k-th send with its k-th receive, so the peer's next call would pair
-    // with the wrong op (another size, or a wait for ever).
     throw CudaError("op '" + op.name + "' (id " + std::to_string(op.id.value()) + ") has no device memory to " +
-                        (sending ? "send from" : "receive into") +
+                        (sending ? "send from" : "receive into buffer '" + schedule_->buffers[p.buffer].name + "'") +
                         ": a skipped send or receive would pair the channel's later ones with the wrong ops",
                     CudaFault::error);
   }
