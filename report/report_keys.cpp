@@ -152,10 +152,17 @@ void read_world_size(Report& r, const Json& j, const std::string& key, const Jso
 }
 
 OrderedJson overheads_json(const Report& r) {
-  return {{"cuda_context", r.overheads.cuda_context_bytes},
-          {"cublas_workspace", r.overheads.cublas_workspace_bytes},
-          {"nccl", r.overheads.nccl_bytes},
-          {"nccl_registration", r.overheads.nccl_registration_bytes}};
+  OrderedJson o = {{"cuda_context", r.overheads.cuda_context_bytes},
+                   {"cublas_workspace", r.overheads.cublas_workspace_bytes},
+                   {"nccl", r.overheads.nccl_bytes},
+                   {"nccl_registration", r.overheads.nccl_registration_bytes}};
+  // Only a pipeline has point-to-point connections; other reports keep their keys.
+  if (r.overheads.p2p_peers > 0) {
+    o["nccl_p2p"] = r.overheads.nccl_p2p_bytes;
+    o["p2p_peers"] = r.overheads.p2p_peers;
+    o["p2p_channels_per_peer"] = r.overheads.p2p_channels_per_peer;
+  }
+  return o;
 }
 
 void read_overheads(Report& r, const Json& j, const std::string& key, const JsonReportReader& in) {
@@ -164,6 +171,11 @@ void read_overheads(Report& r, const Json& j, const std::string& key, const Json
   r.overheads.cublas_workspace_bytes = in.integer(o, "cublas_workspace", key);
   r.overheads.nccl_bytes = in.integer(o, "nccl", key);
   r.overheads.nccl_registration_bytes = in.integer(o, "nccl_registration", key);
+  if (o.contains("p2p_peers")) {
+    r.overheads.nccl_p2p_bytes = in.integer(o, "nccl_p2p", key);
+    r.overheads.p2p_peers = static_cast<int32_t>(in.integer(o, "p2p_peers", key));
+    r.overheads.p2p_channels_per_peer = static_cast<int32_t>(in.integer(o, "p2p_channels_per_peer", key));
+  }
 }
 
 void read_exposed_by_phase(Report& r, const Json& j, const std::string& key, const JsonReportReader& in) {

@@ -39,8 +39,12 @@ void memory_section(const Report& r, std::ostringstream& out) {
       << " (CUDA context " << format_bytes(r.overheads.cuda_context_bytes) << ", cuBLAS "
       << format_bytes(r.overheads.cublas_workspace_bytes) << ", NCCL "
       << format_bytes(r.overheads.nccl_bytes + r.overheads.nccl_registration_bytes) << " over "
-      << r.overheads.communicators << " communicators) = " << format_bytes(needed) << " of "
-      << format_bytes(r.gpu_memory_bytes) << "\n";
+      << r.overheads.communicators << " communicators";
+  if (r.overheads.p2p_peers > 0) {
+    out << ", of which pipeline P2P " << format_bytes(r.overheads.nccl_p2p_bytes) << " to " << r.overheads.p2p_peers
+        << (r.overheads.p2p_peers == 1 ? " peer × " : " peers × ") << r.overheads.p2p_channels_per_peer << " channels";
+  }
+  out << ") = " << format_bytes(needed) << " of " << format_bytes(r.gpu_memory_bytes) << "\n";
   if (r.executor_scratch_bytes > 0) {
     out << "  executor        " << format_bytes(r.executor_scratch_bytes)
         << " of scratch beyond that (GEMM operands and collective staging the IR does not hold; not counted above)\n";
