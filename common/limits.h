@@ -56,6 +56,10 @@ inline constexpr int64_t kMaxTokensPerStep = int64_t{1} << 50;
 /// dense BF16 peak (Llama-3-405B on 512 GPUs, 16M tokens per step, is ~8e16). int64 FLOP counts overflow at 9.2e18;
 /// the estimate this is compared with is within a factor of two of the builder's count.
 inline constexpr int64_t kMaxStepFlopsPerGpu = int64_t{1} << 61;
+/// Work of a whole schedule, one rank of every pipeline stage together, as the builder counts it (the model's FLOPs
+/// per data-parallel rank, before its share per stage): 2^62 ≈ 4.6e18, half of what int64 holds. Llama-3.1-405B at
+/// PP 16 with 384 micro-batches of 8,192 tokens (Megatron-Bridge's GB200 recipe) is ~2e18.
+inline constexpr int64_t kMaxScheduleFlops = int64_t{1} << 62;
 
 // ---- schedule IR ---------------------------------------------------------------------------------------------------
 /// Ops of one step (built, or read with --schedule). Llama-3-405B with 16 micro-batches has 36,565; a million ops take

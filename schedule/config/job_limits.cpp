@@ -1,5 +1,6 @@
 #include "schedule/config/job_limits.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -23,11 +24,12 @@ std::string step_key(const FsdpConfig& config) {
   return "global_batch_size";
 }
 
-// One GPU's FLOPs per step, an upper estimate: 2 FLOPs per parameter per token on this rank's tokens (its CP share,
-// with its 1/tp of the weights), plus causal attention counted as full s × s per layer, times 5 for forward, backward
-// (2×, and flash attention's recompute) and activation recompute. Long double: the point is to catch what int64
-// cannot hold.
-long double step_flops_per_gpu(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout) {
+// The FLOPs of one data-parallel rank's step through the whole model, an upper estimate: 2 FLOPs per parameter per
+// token on this rank's tokens (its CP share, with its 1/tp of the weights), plus causal attention counted as full
+// s × s per layer, times 5 for forward, backward (2×, and flash attention's recompute) and activation recompute. A
+// pipeline splits it over its pp stages' GPUs; the schedule holds one rank of each, so it carries all of it. Long
+// double: the point is to catch what int64 cannot hold.
+long double step_flops_per_schedule(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout) {
   const long double tokens = static_cast<long double>(config.micro_batch_size) *
                              static_cast<long double>(config.seq_length) / static_cast<long double>(layout.cp);
   const long double params = static_cast<long double>(count_parameters(model).active_per_token);
@@ -61,11 +63,19 @@ void check_job_limits(const ModelSpec& model, const FsdpConfig& config, const Pa
            "at most " + std::to_string(limits::kMaxScheduleOps) +
                " ops per step: raise micro_batch_size or lower global_batch_size");
   }
-  const long double flops = step_flops_per_gpu(model, config, layout);
-  if (flops > static_cast<long double>(limits::kMaxStepFlopsPerGpu)) {
-    refuse(config, step_key(config), "a step of about " + format_huge_count(flops) + " FLOPs per GPU",
+  const long double flops = step_flops_per_schedule(model, config, layout);
+  const long double per_gpu = flops / static_cast<long double>(std::max(layout.pp, 1));
+  if (per_gpu > static_cast<long double>(limits::kMaxStepFlopsPerGpu)) {
+    refuse(config, step_key(config), "a step of about " + format_huge_count(per_gpu) + " FLOPs per GPU",
            "at most " + format_huge_count(static_cast<long double>(limits::kMaxStepFlopsPerGpu)) +
                " per GPU per step: lower global_batch_size or seq_length, or add GPUs");
+  }
+  if (flops > static_cast<long double>(limits::kMaxScheduleFlops)) {
+    refuse(config, step_key(config),
+           "a step of about " + format_huge_count(flops) + " FLOPs per data-parallel rank over the " +
+               std::to_string(layout.pp) + " pipeline stages",
+           "at most " + format_huge_count(static_cast<long double>(limits::kMaxScheduleFlops)) +
+               " per step: lower global_batch_size or seq_length, or add data-parallel ranks");
   }
 }
 

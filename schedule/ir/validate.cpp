@@ -1,5 +1,6 @@
 #include "schedule/ir/validate.h"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -121,15 +122,20 @@ class Checker {
                            " streams)");
     }
     long double buffer_bytes = 0, op_bytes = 0, flops = 0, outputs = 0;
+    // FLOPs are one GPU's work: a pipeline's schedule holds one rank of every stage, each its own GPU.
+    std::map<int32_t, long double> stage_flops, stage_outputs;
     for (const Buffer& b : s_.buffers) buffer_bytes += static_cast<long double>(b.size_bytes);
     for (const Op& op : s_.ops) {
       op_bytes += static_cast<long double>(op.send_bytes) + static_cast<long double>(op.recv_bytes) +
                   static_cast<long double>(op.bytes_touched);
+      const int32_t stage = op.stream.valid() && op.stream.index() < s_.streams.size() ? s_.stage_of(op) : 0;
       for (const Gemm& g : op.gemms) {
         const long double out = static_cast<long double>(g.m) * static_cast<long double>(g.n) *
                                 static_cast<long double>(g.batch);  // the simulator tiles these (even when k = 0)
         outputs += out;
         flops += 2.0L * out * static_cast<long double>(g.k);
+        stage_outputs[stage] += out;
+        stage_flops[stage] += 2.0L * out * static_cast<long double>(g.k);
       }
     }
     const auto over = [&](const char* what, long double total, int64_t limit) {
@@ -141,8 +147,15 @@ class Checker {
     };
     over("the buffers' sizes", buffer_bytes, limits::kMaxStepBytes);
     over("the ops' byte counts", op_bytes, limits::kMaxStepBytes);
-    over("the GEMMs' FLOPs", flops, limits::kMaxStepFlopsPerGpu);
-    over("the GEMMs' output elements", outputs, limits::kMaxStepFlopsPerGpu);
+    const auto busiest = [](const std::map<int32_t, long double>& per_stage) {
+      long double most = 0;
+      for (const auto& [stage, total] : per_stage) most = std::max(most, total);
+      return most;
+    };
+    over("the GEMMs' FLOPs of one stage", busiest(stage_flops), limits::kMaxStepFlopsPerGpu);
+    over("the GEMMs' output elements of one stage", busiest(stage_outputs), limits::kMaxStepFlopsPerGpu);
+    over("the GEMMs' FLOPs", flops, limits::kMaxScheduleFlops);
+    over("the GEMMs' output elements", outputs, limits::kMaxScheduleFlops);
   }
 
   void check_collective_bytes() {

@@ -166,7 +166,29 @@ TEST(Limits, ValidateBoundsTheStepTotals) {
   s = testing::tiny_schedule();
   s.ops[1].gemms = {Gemm{"huge", int64_t{1} << 40, int64_t{1} << 40, 2, 1, false}};
   ASSERT_FALSE(validate(s).empty());
-  EXPECT_HAS(validate(s)[0], "limits: the GEMMs' FLOPs add up to");
+  EXPECT_HAS(validate(s)[0], "limits: the GEMMs' FLOPs of one stage add up to");
+}
+
+TEST(Limits, APipelineSplitsTheStepsFlopsOverItsStages) {
+  // Megatron-Bridge's Llama-3.1-405B GB200 recipe (256 GPUs, TP 4, PP 16, global batch 1536 of 8,192 tokens): 384
+  // micro-batches per data-parallel rank. Through the whole model the estimate is 5 × 384 × 2 × 8192 × 4.06e11 / 4
+  // (+ attention) ≈ 3.5e18, above the 2^61 a GPU may do, but each of the 16 stages' GPUs does a sixteenth of it.
+  const ModelSpec l405 = model_preset("llama3-405b");
+  FsdpConfig c;
+  for (const char* set : {"gpus=256", "tp=4", "pp=16", "virtual_pipeline_stages=4",
+                          "pipeline_schedule=interleaved_1f1b", "global_batch_size=1536", "seq_length=8192",
+                          "account_for_embedding_in_pipeline_split=true", "account_for_loss_in_pipeline_split=true"}) {
+    apply_override(c, set);
+  }
+  EXPECT_EQ(resolve_layout(l405, c, 4).micro_batches, 384);
+  // The whole schedule, one rank of every stage, still has to fit int64's sums: four times that batch over 64 stages
+  // is about 1.4e19 through the model, beyond 2^62, though only 2.2e17 on each GPU.
+  c = FsdpConfig{};
+  for (const char* set : {"gpus=1024", "tp=4", "pp=64", "global_batch_size=6144", "seq_length=8192"}) {
+    apply_override(c, set);
+  }
+  const std::string m = error_of([&] { (void)resolve_layout(l405, c, 4); });
+  EXPECT_HAS(m, "FLOPs per data-parallel rank over the 64 pipeline stages is beyond what fsdpsim models");
 }
 
 TEST(Limits, SimulatorRefusesAStepBeyondAYear) {
