@@ -220,10 +220,14 @@ struct OpCostBuilder::State {
     costs.reset(s.ops.size());
     instant = costs.add(OpCost{});
     // Async TP's overlapped chunks move over copy engines (symmetric-memory peer copies), not NCCL kernels on SMs:
-    // they take no SMs from compute (the bandwidth is NVLink's either way).
+    // they take no SMs from compute (the bandwidth is NVLink's either way). A pipeline names each stage's stream
+    // after its stage (stage_stream_name).
     copy_engine_stream.assign(s.streams.size(), 0);
     for (size_t st = 0; st < s.streams.size(); ++st) {
-      copy_engine_stream[st] = s.streams[st].name == to_string(StreamRole::tp_async) ? 1 : 0;
+      const Stream& stream = s.streams[st];
+      const std::string role(to_string(StreamRole::tp_async));
+      copy_engine_stream[st] =
+          stream.name == stage_stream_name(role, stream.stage, std::max(1, s.info.pipeline_stages)) ? 1 : 0;
     }
   }
 

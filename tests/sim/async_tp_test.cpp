@@ -3,6 +3,9 @@
 // reduce-scatters' last chunks, and the overlapped chunks take no SMs from compute.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 #include "report/report.h"
 #include "schedule/build/builder.h"
 #include "schedule/model/model.h"
@@ -18,11 +21,12 @@ struct SimulatedRun {
   Report report;
 };
 
-SimulatedRun simulate(bool async_tp) {
+SimulatedRun simulate(bool async_tp, std::initializer_list<const char*> more = {}) {
   FsdpConfig config;
   for (const char* set : {"implementation=fsdp2", "tp=8", "nodes=2", "global_batch_size=16"}) {
     apply_override(config, set);
   }
+  for (const char* set : more) apply_override(config, set);
   config.async_tp = async_tp;
   const Topology topology = topology_preset("dgx-h100-ndr");
   SimulatedRun r;
@@ -72,6 +76,25 @@ TEST(AsyncTp, OverlappedChunksRunOnCopyEnginesNotSms) {
     }
   }
   EXPECT_GT(overlapped, 0);
+}
+
+TEST(AsyncTp, EachPipelineStagesOverlappedChunksRunOnCopyEnginesToo) {
+  // A pipeline names its streams after their stage (stage0.tp_async, stage1.tp_async): they are copy-engine streams
+  // as well, and the TP collectives left on the compute stream still hold SMs.
+  const SimulatedRun async = simulate(true, {"pp=2"});
+  const OpCostTable costs = compute_op_costs(async.schedule, topology_preset("dgx-h100-ndr"));
+  std::set<int32_t> stages;
+  for (const Op& op : async.schedule.ops) {
+    if (!is_collective(op.kind) || async.schedule.groups[op.group].name.find("tp") != 0) continue;
+    const std::string& stream = async.schedule.streams[op.stream].name;
+    if (stream.ends_with(".tp_async")) {
+      stages.insert(async.schedule.stage_of(op));
+      EXPECT_EQ(costs[op.id.index()].sms, 0) << op.name << " on " << stream;
+    } else {
+      EXPECT_GT(costs[op.id.index()].sms, 0) << op.name << " on " << stream;
+    }
+  }
+  EXPECT_EQ(stages, (std::set<int32_t>{0, 1}));
 }
 
 }  // namespace
