@@ -196,14 +196,15 @@ struct OpCostBuilder::State {
     DType dtype = DType::bf16;
     ReduceOp reduce_op = ReduceOp::none;
     bool registered = false;
-    bool copy_engine = false;
+    int8_t side_sms = -1;  // SMs of a TP overlap stream's kernels (0: copy engines); -1: the collective model's
     bool operator==(const CollectiveKey&) const = default;
   };
   struct CollectiveKeyHash {
     size_t operator()(const CollectiveKey& k) const {
       const uint64_t small = static_cast<uint64_t>(k.kind) | static_cast<uint64_t>(k.dtype) << 8 |
                              static_cast<uint64_t>(k.reduce_op) << 16 | uint64_t{k.registered} << 24 |
-                             uint64_t{k.copy_engine} << 25 | static_cast<uint64_t>(static_cast<uint32_t>(k.stage)) << 32;
+                             static_cast<uint64_t>(static_cast<uint8_t>(k.side_sms)) << 25 |
+                             static_cast<uint64_t>(static_cast<uint32_t>(k.stage)) << 32;
       uint64_t h = static_cast<uint64_t>(k.size_bytes) * 0x9E3779B97F4A7C15ULL;
       h ^= (small + static_cast<uint64_t>(static_cast<uint32_t>(k.group.value()))) * 0xC2B2AE3D27D4EB4FULL;
       return static_cast<size_t>(h ^ (h >> 29));
@@ -219,22 +220,27 @@ struct OpCostBuilder::State {
     for (const Group& g : s.groups) placements.push_back(place_group(topology, s.info.world_size, g.size, g.stride));
     costs.reset(s.ops.size());
     instant = costs.add(OpCost{});
-    // Async TP's overlapped chunks move over copy engines (symmetric-memory peer copies), not NCCL kernels on SMs:
-    // they take no SMs from compute (the bandwidth is NVLink's either way). A pipeline names each stage's stream
-    // after its stage (stage_stream_name).
-    copy_engine_stream.assign(s.streams.size(), 0);
+    // Async TP's overlapped chunks, and Userbuffers' ring exchanges, move over copy engines (peer copies), not NCCL
+    // kernels on SMs: they take no SMs from compute (the bandwidth is NVLink's either way). Userbuffers' pipeline and
+    // bulk overlaps run kernels on TE's default num_sm of 16 SMs (transformer_engine/pytorch/module/base.py @
+    // d0067d0d, initialize_ub). A pipeline names each stage's stream after its stage (stage_stream_name).
+    constexpr int8_t kUserbuffersSms = 16;
+    side_sms_of_stream.assign(s.streams.size(), -1);
+    const int32_t stages_named = std::max(1, s.info.pipeline_stages);
+    const std::string copy_engines(to_string(StreamRole::tp_async)), sm_overlap(to_string(StreamRole::tp_overlap));
     for (size_t st = 0; st < s.streams.size(); ++st) {
       const Stream& stream = s.streams[st];
-      const std::string role(to_string(StreamRole::tp_async));
-      copy_engine_stream[st] =
-          stream.name == stage_stream_name(role, stream.stage, std::max(1, s.info.pipeline_stages)) ? 1 : 0;
+      if (stream.name == stage_stream_name(copy_engines, stream.stage, stages_named)) side_sms_of_stream[st] = 0;
+      if (stream.name == stage_stream_name(sm_overlap, stream.stage, stages_named)) {
+        side_sms_of_stream[st] = kUserbuffersSms;
+      }
     }
   }
 
   int32_t entry_of(const Op& op) {
     const int32_t stage = s.stage_of(op);
     if (is_collective(op.kind)) {
-      const bool copy_engine = copy_engine_stream[op.stream.index()] != 0;
+      const int8_t side_sms = side_sms_of_stream[op.stream.index()];
       CollectiveKey key{.size_bytes = collective_size_bytes(op),
                         .group = op.group,
                         .stage = stage,
@@ -242,11 +248,11 @@ struct OpCostBuilder::State {
                         .dtype = op.dtype,
                         .reduce_op = op.reduce_op,
                         .registered = buffers_registered(s, op),
-                        .copy_engine = copy_engine};
+                        .side_sms = side_sms};
       const auto [it, added] = collective_entry.try_emplace(key, 0);
       if (added) {
         OpCost cost = collective_op_cost(s, op, topology, placements);
-        if (copy_engine) cost.sms = 0;
+        if (side_sms >= 0) cost.sms = side_sms;
         // A number per distinct collective, then per stage's links (none for a stage the schedule's info does not
         // count).
         key.stage = 0;
@@ -281,7 +287,7 @@ struct OpCostBuilder::State {
   ComputeEntries compute_entries;
   int32_t stages;
   std::vector<GroupPlacement> placements;
-  std::vector<char> copy_engine_stream;
+  std::vector<int8_t> side_sms_of_stream;
   OpCostTable costs;
   int32_t instant = 0;  // sync ops, receives, empty ops
   std::unordered_map<CollectiveKey, int32_t, CollectiveKeyHash> collective_class;  // its flow class on stage 0

@@ -167,6 +167,15 @@ void MegatronBuilder::add_persistent_buffers() {
     }
   }
   if (c.fsdp_double_buffer && shards_grads()) add_double_buffer_pools();
+  if (c.tp_comm_overlap && ctx_.layout.shape.tp > 1) {
+    // Userbuffers: TE's initialize_ub registers one buffer per overlapped GEMM of a layer (12: qkv, proj, fc1, fc2
+    // × fprop, dgrad, wgrad), each (sequence × micro-batch / cp) × hidden, uint8 for the 8 that all-gather FP8
+    // inputs under FP8 and bf16 otherwise (transformer_engine/pytorch/module/base.py @ d0067d0d; Megatron's
+    // _initialize_tp_communicators passes that shape). Allocated once, outside the caching allocator's pools.
+    const int64_t elems = c.micro_batch_size * c.seq_length / ctx_.layout.shape.cp * ctx_.model.hidden_size;
+    const int64_t gather_bytes = ctx_.layout.shape.compute_dtype == DType::fp8 ? 1 : 2;
+    ctx_.w.buffer("userbuffers", BufferCategory::comm_staging, elems * (8 * gather_bytes + 4 * 2), true);
+  }
 }
 
 void MegatronBuilder::add_double_buffer_pools() {

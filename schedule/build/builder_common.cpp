@@ -201,24 +201,40 @@ std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase p
     // PyTorch's announcement ("[Distributed w/ TorchTitan] Introducing Async Tensor Parallelism in PyTorch",
     // dev-discuss 2024) reports up to ~20% forward but ~8% end-to-end speedup on Llama3 70B: the backward's
     // collectives are not overlapped, and stay on the compute stream here.
+    //
+    // Transformer Engine's Userbuffers (tp_comm_overlap; TE transformer_engine/pytorch/module/base.py @ d0067d0d,
+    // initialize_ub's default methods) overlap a decoder layer's TE linears forward and backward: the all-gathers
+    // before qkv and fc1 and of the output gradient before proj's and fc2's data gradient by ring exchange over copy
+    // engines (whole, beside the GEMM, as async TP's); the reduce-scatters after proj and fc2 by its "pipeline"
+    // method, 4 splits on 16 SMs (the last split exposed); and in the backward the re-gather of qkv's and fc1's
+    // input and the reduce-scatter of their data gradient by its "bulk" method on 16 SMs, beside the data- and
+    // weight-gradient GEMMs. The embedding and the output layer are Megatron's own layers, not overlapped.
     const int32_t tp = ctx.layout.shape.tp;
-    const bool overlapped = ctx.config.async_tp && forward && !rerun && tp > 1 && c.group == GroupRole::tp &&
-                            (c.kind == OpKind::all_gather || c.kind == OpKind::reduce_scatter);
-    if (!overlapped) {
+    const bool tp_gemm_collective =
+        tp > 1 && c.group == GroupRole::tp && (c.kind == OpKind::all_gather || c.kind == OpKind::reduce_scatter);
+    const bool async = ctx.config.async_tp && forward && !rerun && tp_gemm_collective;
+    const bool userbuffers = ctx.config.tp_comm_overlap && !rerun && tp_gemm_collective && ctx.is_layer(unit);
+    if (!async && !userbuffers) {
       ids.push_back(ctx.w.add(std::move(op)));
       return;
     }
-    if (!ctx.tp_async.valid()) ctx.tp_async = ctx.w.stream(StreamRole::tp_async);
+    // Copy engines: async TP, and Userbuffers' ring exchanges (forward all-gathers, the backward's gradient gathers).
+    const bool ring_exchange = async || (c.kind == OpKind::all_gather && (forward || c.name.ends_with("_grad")));
+    const bool split = c.kind == OpKind::reduce_scatter && forward;  // only its last split is exposed
+    StreamId& side = ring_exchange ? ctx.tp_async : ctx.tp_overlap;
+    if (!side.valid()) side = ctx.w.stream(ring_exchange ? StreamRole::tp_async : StreamRole::tp_overlap);
     Op rest = op;
     rest.name = op_name(c.name, std::string(suffix) + ".async", cost.name, micro_batch);
-    rest.stream = ctx.tp_async;
-    if (c.kind == OpKind::all_gather) {
-      // The whole gather beside the unit's compute, once the compute stream has produced its input.
+    rest.stream = side;
+    if (!split) {
+      // The whole collective beside the unit's compute, once the compute stream has produced its input.
       if (const OpId input = ctx.w.tail(ctx.compute); input.valid()) rest.deps = {input};
     } else {
-      // The last of tp chunks after the matmul (on the compute stream), the rest beside it: split by whole chunks of
-      // the shard each rank receives.
-      const int64_t exposed = c.recv_bytes / tp, hidden = c.recv_bytes - exposed;
+      // The last chunk after the matmul (on the compute stream), the rest beside it: split by whole chunks of the
+      // shard each rank receives, tp of them for async TP, Userbuffers' 4 for its pipeline method.
+      constexpr int64_t kUserbuffersPipelineSplits = 4;
+      const int64_t splits = async ? tp : kUserbuffersPipelineSplits;
+      const int64_t exposed = c.recv_bytes / splits, hidden = c.recv_bytes - exposed;
       op.send_bytes = exposed * tp;
       op.recv_bytes = exposed;
       const OpId last_chunk = ctx.w.add(std::move(op));

@@ -33,8 +33,9 @@ struct BuildContext {
   ScheduleWriter w;
   StreamId compute;   ///< the compute (default) stream
   StreamId offload;   ///< the activation offload stream, when offloading
-  StreamId tp_async;  ///< async TP: the stream the overlapped TP chunks run on, once one does
-  /// Async TP: the overlapped chunks of the unit being built, which the op after its compute waits for.
+  StreamId tp_async;  ///< async TP and Userbuffers' ring exchange: the copy-engine TP stream, once one is used
+  StreamId tp_overlap;  ///< Userbuffers' SM-driven TP overlap (tp_comm_overlap), once one is used
+  /// Overlapped TP collectives of the unit being built, which the op after its compute waits for.
   std::vector<OpId> tp_async_pending;
   /// loop_holds_logits: the latest micro-batch's logits, which the next output forward or the optimizer frees.
   BufferId held_logits;
@@ -140,11 +141,13 @@ void run_actions(BuildContext& ctx, const StagePlan& plan, UnitRange& range, For
 /// Emits the unit's TP/CP/EP collectives of `phase` on the compute stream; returns their op ids. Under async TP a
 /// forward TP all-gather runs on the tp_async stream beside the unit's compute, and a forward reduce-scatter is split
 /// in two: the last of its tp chunks on the compute stream (no GEMM is left to hide it) and the rest on the tp_async
-/// stream; join_async_tp then makes the compute stream wait for them.
+/// stream. Under tp_comm_overlap a decoder layer's TP collectives, forward and backward, run beside its compute on
+/// the tp_async (ring exchange) or tp_overlap (SM kernels) stream, the forward reduce-scatters with the last of 4
+/// splits exposed. join_async_tp then makes the compute stream wait for them.
 std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch);
 
 /// After a unit's compute op: a sync op on the compute stream that waits for the unit's overlapped TP chunks (none
-/// without async TP).
+/// without async TP or tp_comm_overlap).
 void join_async_tp(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch);
 
 /// Model FLOPs and tokens of the step, and the other ScheduleInfo fields.

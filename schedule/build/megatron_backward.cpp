@@ -143,6 +143,7 @@ void MegatronBuilder::backward_unit(int32_t u, Activations& acts, int32_t mb) {
   // Post-backward (RegisterFSDPBackwardFunction): release the unit's gathered weights.
   if (zero3() && ctx_.is_layer(u)) release(groups, bwd);
   ctx_.w.add(std::move(bwd));
+  join_async_tp(ctx_, u, Phase::bwd, mb);
 }
 
 void MegatronBuilder::grad_buckets_for(int32_t u, Op& bwd, int32_t mb) {

@@ -272,6 +272,9 @@ const std::vector<KeyDef>& key_table() {
       bool_key("async_tp", &FsdpConfig::async_tp,
                "async tensor parallelism (torchtitan's enable_async_tensor_parallel): the forward's TP all-gathers "
                "and reduce-scatters overlap their GEMMs, the last of tp reduce-scatter chunks exposed"),
+      bool_key("tp_comm_overlap", &FsdpConfig::tp_comm_overlap,
+               "Transformer Engine's TP communication overlap (Megatron-LM's --tp-comm-overlap): each decoder "
+               "layer's TP all-gathers and reduce-scatters overlap its GEMMs forward and backward"),
       enum_key("loss_implementation", &FsdpConfig::loss_implementation, loss_impl_names(),
                "how the cross-entropy is computed; auto: megatron_vocab_parallel for megatron_fsdp, for fsdp2 "
                "compiled when fused_elementwise (torch.compile) else eager_fp32"),

@@ -166,6 +166,10 @@ struct FsdpConfig {
   /// forward's TP all-gathers and reduce-scatters run in tp chunks over copy engines beside the GEMMs they feed or
   /// follow (schedule/build/builder_common.cpp, emit_unit_collectives).
   bool async_tp = false;
+  /// Transformer Engine's TP communication overlap (Megatron-LM's --tp-comm-overlap, Userbuffers): each decoder
+  /// layer's TP all-gathers and reduce-scatters, forward and backward, run beside the GEMMs they feed or follow
+  /// (schedule/build/builder_common.cpp, emit_unit_collectives).
+  bool tp_comm_overlap = false;
   LossImpl loss_implementation = LossImpl::auto_select;  ///< schedule/model/loss.h; auto: see parallel_layout.cpp
   int32_t loss_chunks = 8;                               ///< chunked loss: torchtune's num_output_chunks
   /// The training loop keeps its reference to the model's output (`pred`) after the loss: the logits stay alive

@@ -185,6 +185,7 @@ const std::map<std::string, ConfigRule>& config_rules() {
       {"--fsdp-double-buffer",
        [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "fsdp_double_buffer", "true", f.name); }},
       {"--use-nccl-ub", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "nccl_ub", "true", f.name); }},
+      {"--tp-comm-overlap", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "tp_comm_overlap", "true", f.name); }},
       // CUDA graphs (Megatron-Core's CudaGraphManager, or TE's make_graphed_callables with the transformer_engine
       // implementation) replay captured layers: the host launches graphs rather than kernels.
       {"--enable-cuda-graph",

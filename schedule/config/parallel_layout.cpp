@@ -161,6 +161,15 @@ void check_combinations(const ModelSpec& model, const FsdpConfig& c) {
     reject(c, "outer_dp_sharding_strategy", "outer 'optim' needs an outer group",
            "set num_distributed_optimizer_instances to 2 or more");
   }
+  if (c.tp_comm_overlap && c.implementation != Implementation::megatron_fsdp) {
+    reject(c, "tp_comm_overlap",
+           "Transformer Engine's TP communication overlap is Megatron-LM's (--tp-comm-overlap), not FSDP2's",
+           "use async_tp: true for torchtitan's overlap, or implementation: megatron_fsdp");
+  }
+  if (c.tp_comm_overlap && c.async_tp) {
+    reject(c, "tp_comm_overlap", "tp_comm_overlap and async_tp are two implementations of the same overlap",
+           "set one of them");
+  }
   if (c.implementation == Implementation::fsdp2) {
     if (strategy != ShardingStrategy::optim_grads_params) {
       // fully_shard always shards parameters, gradients and optimizer state; what is closest to ZeRO-2 is keeping

@@ -41,7 +41,7 @@ constexpr EnumNames<BufferCategory, 10> kCategories{{{
     {BufferCategory::comm_staging, "comm_staging"},
 }}};
 
-constexpr EnumNames<StreamRole, 9> kStreamRoles{{{
+constexpr EnumNames<StreamRole, 10> kStreamRoles{{{
     {StreamRole::compute, "compute"},
     {StreamRole::ag, "ag"},
     {StreamRole::rs, "rs"},
@@ -51,6 +51,7 @@ constexpr EnumNames<StreamRole, 9> kStreamRoles{{{
     {StreamRole::outer_ar, "outer_ar"},
     {StreamRole::offload, "offload"},
     {StreamRole::tp_async, "tp_async"},
+    {StreamRole::tp_overlap, "tp_overlap"},
 }}};
 static_assert(kStreamRoles.name(StreamRole::compute) == kComputeStream);
 

@@ -251,7 +251,22 @@ struct ScheduleInfo {
 ///   ag_copy_in  FSDP2's all-gather copy-in stream
 ///   outer_rs, outer_ag, outer_ar   the HSDP/HFSDP outer collectives
 ///   offload     activation offload and reload
-enum class StreamRole : uint8_t { compute, ag, rs, ag_copy_in, outer_rs, outer_ag, outer_ar, offload, tp_async };
+///   tp_async    TP chunks overlapped with GEMMs over copy engines (async TP; Userbuffers' ring exchange): the
+///               simulator gives their collectives no SMs
+///   tp_overlap  TP collectives overlapped with GEMMs by Userbuffers' SM kernels (TE's pipeline and bulk overlaps):
+///               the simulator gives each TE's 16 SMs
+enum class StreamRole : uint8_t {
+  compute,
+  ag,
+  rs,
+  ag_copy_in,
+  outer_rs,
+  outer_ag,
+  outer_ar,
+  offload,
+  tp_async,
+  tp_overlap
+};
 
 /// The name of the compute stream: the IR's one stream with a meaning of its own (CUDA's default stream in the
 /// frameworks). Reports count the gaps on it as exposed communication; validation checks gradient reductions against

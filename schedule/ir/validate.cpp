@@ -310,9 +310,13 @@ class Checker {
         backward_ops[{op.unit, op.micro_batch}].push_back(op.id);
       }
     }
+    // Over the tensor-parallel group a backward reduce-scatter reduces an activation gradient, not the unit's weight
+    // gradients: Userbuffers (tp_comm_overlap) runs it beside the unit's backward.
+    const std::string tp_group(to_string(GroupRole::tp));
     for (const Op& op : s_.ops) {
+      const bool activation_gradient = op.group.valid() && s_.groups[op.group].name == tp_group;
       const bool grad_reduction = (op.kind == OpKind::reduce_scatter || op.kind == OpKind::all_reduce) &&
-                                  op.phase == Phase::bwd && op.unit >= 0 && !is_compute(op);
+                                  op.phase == Phase::bwd && op.unit >= 0 && !is_compute(op) && !activation_gradient;
       if (!grad_reduction) continue;
       const auto it = backward_ops.find({op.unit, op.micro_batch});
       if (it == backward_ops.end()) continue;
