@@ -162,9 +162,13 @@ void check_combinations(const ModelSpec& model, const FsdpConfig& c) {
            "set num_distributed_optimizer_instances to 2 or more");
   }
   if (c.tp_comm_overlap && c.implementation != Implementation::megatron_fsdp) {
+    // The FSDP2 builder does not join overlapped backward collectives nor hold Userbuffers' buffers: refused rather
+    // than timed wrongly, also for Megatron-LM's --use-torch-fsdp2.
     reject(c, "tp_comm_overlap",
-           "Transformer Engine's TP communication overlap is Megatron-LM's (--tp-comm-overlap), not FSDP2's",
-           "use async_tp: true for torchtitan's overlap, or implementation: megatron_fsdp");
+           "Transformer Engine's TP communication overlap (Megatron-LM's --tp-comm-overlap) is modelled for "
+           "Megatron-FSDP and DDP only, not under FSDP2 (torchtitan, or Megatron-LM's --use-torch-fsdp2)",
+           "use async_tp: true for torchtitan's overlap, leave tp_comm_overlap out, or implementation: "
+           "megatron_fsdp");
   }
   if (c.tp_comm_overlap && c.async_tp) {
     reject(c, "tp_comm_overlap", "tp_comm_overlap and async_tp are two implementations of the same overlap",
