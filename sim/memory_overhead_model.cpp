@@ -48,16 +48,10 @@ void add_pipeline_p2p(const Schedule& s, const Topology& t, MemoryOverheads& o) 
   const std::vector<int32_t> peers = pipeline_peers_per_stage(s);
   const int32_t busiest = *std::max_element(peers.begin(), peers.end());
   if (busiest == 0) return;
-  int32_t group = -1;
-  for (const Op& op : s.ops) {
-    if (op.kind == OpKind::send && op.group.valid()) {
-      group = op.group.value();
-      break;
-    }
-  }
-  const Group* pp = group >= 0 ? &s.groups[GroupId(group)] : nullptr;
-  const GroupPlacement placement = pp != nullptr ? place_group(t, s.info.world_size, pp->size, pp->stride)
-                                                 : place_group(t, s.info.world_size, s.info.pipeline_stages, 1);
+  // Every send names the pp group (validation requires a group on a send or receive).
+  const auto send = std::find_if(s.ops.begin(), s.ops.end(), [](const Op& op) { return op.kind == OpKind::send; });
+  const Group& pp = s.groups[send->group];
+  const GroupPlacement placement = place_group(t, s.info.world_size, pp.size, pp.stride);
   const int32_t per_peer = p2p_channels_per_peer(t, placement);
   ++o.communicators;
   o.p2p_peers = busiest;

@@ -171,7 +171,8 @@ void MegatronBuilder::add_persistent_buffers() {
     // Userbuffers: TE's initialize_ub registers one buffer per overlapped GEMM of a layer (12: qkv, proj, fc1, fc2
     // × fprop, dgrad, wgrad), each (sequence × micro-batch / cp) × hidden, uint8 for the 8 that all-gather FP8
     // inputs under FP8 and bf16 otherwise (transformer_engine/pytorch/module/base.py @ d0067d0d; Megatron's
-    // _initialize_tp_communicators passes that shape). Allocated once, outside the caching allocator's pools.
+    // _initialize_tp_communicators passes that shape). TE registers them outside PyTorch's caching allocator, once;
+    // one persistent buffer here counts the same bytes toward every peak.
     const int64_t elems = c.micro_batch_size * c.seq_length / ctx_.layout.shape.cp * ctx_.model.hidden_size;
     const int64_t gather_bytes = ctx_.layout.shape.compute_dtype == DType::fp8 ? 1 : 2;
     ctx_.w.buffer("userbuffers", BufferCategory::comm_staging, elems * (8 * gather_bytes + 4 * 2), true);
