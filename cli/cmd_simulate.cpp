@@ -87,7 +87,7 @@ void register_simulate(CLI::App& app) {
     Report report = pool_report(schedule, topology, sim, ReportDetail::full, options->margin, &run);
     report.straggler_cost_s = straggler_cost_s(schedule, topology, sim, report.step_time_s);
     report.read_not_modelled = read_not_modelled;
-    report.measured_tables = measured_table_lines(topology.gpu);
+    report.measured_tables = measured_table_lines(topology.gpu, schedule.info.query_heads_per_kv_head);
     std::cout << report_text(report);
     std::vector<AdviceItem> advice;
     if (report.oom && !options->no_advice && options->schedule_file.empty()) {

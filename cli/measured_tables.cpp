@@ -1,8 +1,11 @@
 #include "cli/measured_tables.h"
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "common/error.h"
+#include "common/text.h"
 #include "topologies/attention_table.h"
 #include "topologies/gemm_table.h"
 
@@ -38,11 +41,30 @@ void attach_measured_tables(const MeasuredTableOptions& options, GpuProfile& gpu
   }
 }
 
-std::vector<std::string> measured_table_lines(const GpuProfile& gpu) {
+std::vector<std::string> measured_table_lines(const GpuProfile& gpu, int64_t query_heads_per_kv_head) {
   std::vector<std::string> lines;
   if (gpu.gemm_table) lines.push_back("GEMMs: " + gpu.gemm_table->source);
   if (gpu.attention_table) {
-    lines.push_back("attention: " + gpu.attention_table->source + ", kernel " + gpu.attention_table->kernel);
+    std::string line = "attention: " + gpu.attention_table->source + ", kernel " + gpu.attention_table->kernel;
+    // Grouped-query rows are named, and so is a job whose group size the table did not measure.
+    const std::vector<AttentionGroup>& groups = gpu.attention_table->groups;
+    std::vector<std::string> sizes;
+    bool measured = false;
+    for (const AttentionGroup& g : groups) {
+      sizes.push_back(std::to_string(g.query_heads_per_kv_head));
+      measured = measured || g.query_heads_per_kv_head == query_heads_per_kv_head;
+    }
+    if (!measured || query_heads_per_kv_head != 1) {
+      line += " (query heads per key/value head: " + join(sizes, ", ");
+      if (!measured) {
+        const bool inside = !groups.empty() && groups.front().query_heads_per_kv_head < query_heads_per_kv_head &&
+                            query_heads_per_kv_head < groups.back().query_heads_per_kv_head;
+        line += "; this job's " + std::to_string(query_heads_per_kv_head) +
+                (inside ? " interpolated between them" : " timed at the nearest");
+      }
+      line += ")";
+    }
+    lines.push_back(line);
   }
   return lines;
 }

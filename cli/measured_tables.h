@@ -2,6 +2,7 @@
 /// The measured kernel tables a command can give a GPU profile (`--gemm-table`, `--attention-table`,
 /// `--attention-kernel`): simulate and fidelity take the same three options and attach them the same way.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,8 @@ void add_measured_table_options(CLI::App& cmd, MeasuredTableOptions& options);
 void attach_measured_tables(const MeasuredTableOptions& options, GpuProfile& gpu);
 
 /// What the report says timed the kernels: one line per table attached to `gpu` ("GEMMs: FILE", "attention: FILE,
-/// kernel K"), none when the profile's efficiencies did.
-std::vector<std::string> measured_table_lines(const GpuProfile& gpu);
+/// kernel K", with the table's group sizes where it or the job's `query_heads_per_kv_head` is not multi-head, and
+/// whether the job's was measured), none when the profile's efficiencies did.
+std::vector<std::string> measured_table_lines(const GpuProfile& gpu, int64_t query_heads_per_kv_head);
 
 }  // namespace fsdpsim::cli

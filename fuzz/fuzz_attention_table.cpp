@@ -13,8 +13,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const bool backward : {false, true}) {
       for (const int64_t seq : {int64_t{1}, int64_t{3000}, int64_t{1} << 20}) {
         for (const int64_t heads : {int64_t{1}, int64_t{40}, int64_t{4096}}) {
-          const double rate = table.flops_per_s(backward, seq, heads, 96);
-          if (!(std::isfinite(rate) && rate > 0)) std::abort();  // a lookup must give a real rate
+          for (const int64_t group : {int64_t{1}, int64_t{6}, int64_t{64}}) {
+            const double rate = table.flops_per_s(backward, seq, heads, 96, group);
+            if (!(std::isfinite(rate) && rate > 0)) std::abort();  // a lookup must give a real rate
+          }
         }
       }
     }

@@ -164,7 +164,7 @@ double attention_kernel_slowdown(AttentionKernel kernel, bool backward, GpuArch 
 }
 
 TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype, AttentionKernel kernel,
-                    Fp8GemmScaling scaling) {
+                    Fp8GemmScaling scaling, int64_t query_heads_per_kv_head) {
   const double flops = 2.0 * static_cast<double>(gemm.m) * static_cast<double>(gemm.n) * static_cast<double>(gemm.k) *
                        static_cast<double>(gemm.batch);
   if (flops <= 0) return 0;
@@ -182,7 +182,8 @@ TimeNs gemm_time_ns(const Gemm& gemm, const GpuProfile& gpu, DType dtype, Attent
     // A table's rows are the kernel that runs (--attention-kernel chooses them): FlashAttention-2 takes no share of
     // another kernel's rate there; the Triton kernel, which no table measures, keeps its ratio to the table's.
     if (kernel == AttentionKernel::flash_attn2) slowdown = 1.0;
-    const double rate = gpu.attention_table->flops_per_s(call->backward, call->seq, gemm.batch, call->head_dim);
+    const double rate = gpu.attention_table->flops_per_s(call->backward, call->seq, gemm.batch, call->head_dim,
+                                                         query_heads_per_kv_head);
     return ns_from_seconds(flops * slowdown / rate) + (call->first_product ? gpu.kernel_overhead_ns : 0);
   }
   if (gpu.gemm_table != nullptr && !gemm.attention) {
@@ -223,10 +224,10 @@ TimeNs memory_time_ns(int64_t bytes, const GpuProfile& gpu, KernelClassBytes cla
   return ns_from_seconds(seconds) + gpu.kernel_overhead_ns;
 }
 
-TimeNs compute_time_ns(const Op& op, const GpuProfile& gpu, DType dtype, AttentionKernel kernel,
-                       Fp8GemmScaling scaling) {
+TimeNs compute_time_ns(const Op& op, const GpuProfile& gpu, DType dtype, AttentionKernel kernel, Fp8GemmScaling scaling,
+                       int64_t query_heads_per_kv_head) {
   TimeNs total = 0;
-  for (const auto& g : op.gemms) total += gemm_time_ns(g, gpu, dtype, kernel, scaling);
+  for (const auto& g : op.gemms) total += gemm_time_ns(g, gpu, dtype, kernel, scaling, query_heads_per_kv_head);
   return total + memory_time_ns(op.bytes_touched, gpu, op.class_bytes);
 }
 

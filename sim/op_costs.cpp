@@ -92,11 +92,13 @@ OpCost p2p_cost(const Schedule& s, const Op& op, const Topology& topology, const
 // nanoseconds) and its cost entered once in the table.
 class ComputeEntries {
  public:
-  ComputeEntries(const GpuProfile& gpu, DType dtype, AttentionKernel kernel, Fp8GemmScaling scaling)
+  ComputeEntries(const GpuProfile& gpu, DType dtype, AttentionKernel kernel, Fp8GemmScaling scaling,
+                 int64_t query_heads_per_kv_head)
       : gpu_(gpu),
         dtype_(dtype),
         kernel_(kernel),
         scaling_(scaling),
+        query_heads_per_kv_head_(query_heads_per_kv_head),
         by_name_(gpu.gemm_table != nullptr || gpu.attention_table != nullptr || kernel != AttentionKernel::flash ||
                  (dtype == DType::fp8 && scaling == Fp8GemmScaling::rowwise_with_gw_hp)) {}
 
@@ -113,7 +115,7 @@ class ComputeEntries {
     const auto [it, added] = memo_.try_emplace(key_, 0);
     if (added) {
       OpCost cost;
-      cost.compute_ns = compute_time_ns(op, gpu_, dtype_, kernel_, scaling_);
+      cost.compute_ns = compute_time_ns(op, gpu_, dtype_, kernel_, scaling_, query_heads_per_kv_head_);
       cost.standalone_ns = cost.compute_ns;
       cost.model = cost.compute_ns > 0 ? CostModel::compute : CostModel::instant;
       it->second = table.add(cost);
@@ -133,6 +135,7 @@ class ComputeEntries {
   DType dtype_;
   AttentionKernel kernel_;
   Fp8GemmScaling scaling_;
+  int64_t query_heads_per_kv_head_;  // the schedule's one group size: not part of the key
   bool by_name_;
   std::vector<int64_t> key_;
   std::unordered_map<std::vector<int64_t>, int32_t, KeyHash> memo_;
@@ -215,7 +218,7 @@ struct OpCostBuilder::State {
       : s(schedule),
         topology(t),
         compute_entries(t.gpu, schedule.info.compute_dtype, schedule.info.attention_kernel,
-                        schedule.info.fp8_gemm_scaling),
+                        schedule.info.fp8_gemm_scaling, schedule.info.query_heads_per_kv_head),
         stages(std::max(1, schedule.info.pipeline_stages)) {
     for (const Group& g : s.groups) placements.push_back(place_group(topology, s.info.world_size, g.size, g.stride));
     costs.reset(s.ops.size());

@@ -35,6 +35,7 @@ struct Row {
   int line = 0;
   std::string kernel;
   int64_t batch = 0, seq = 0, heads = 0, head_dim = 0;
+  int64_t kv_heads = 0;  ///< = heads without grouped-query attention
   bool causal = false;
   double forward_us = 0;
   double backward_us = 0;  ///< 0: not published (a causal row whose backward is derived, see the header)
@@ -42,7 +43,7 @@ struct Row {
 
 const char* const kFix =
     "write the CSV bench/kernel_tables/measure_kernel_tables.py writes "
-    "(kernel,batch,seq,heads,head_dim,causal,forward_us,backward_us)";
+    "(kernel,batch,seq,heads,head_dim,causal,forward_us,backward_us, optionally kv_heads)";
 
 std::vector<Row> read_rows(const std::string& text, const std::string& source) {
   std::stringstream in(text);
@@ -52,6 +53,7 @@ std::vector<Row> read_rows(const std::string& text, const std::string& source) {
   const size_t header_cells = measured_table::split_csv(line).size();
   std::map<std::string, size_t> column = measured_table::header_columns(
       line, {"kernel", "batch", "seq", "heads", "head_dim", "causal", "forward_us", "backward_us"}, source, kFix);
+  const auto kv_column = column.find("kv_heads");
   std::vector<Row> rows;
   int line_no = 1;
   while (std::getline(in, line)) {
@@ -76,6 +78,17 @@ std::vector<Row> read_rows(const std::string& text, const std::string& source) {
     r.seq = whole("seq");
     r.heads = whole("heads");
     r.head_dim = whole("head_dim");
+    r.kv_heads = r.heads;
+    if (kv_column != column.end() && !cells[kv_column->second].empty()) {
+      r.kv_heads = whole("kv_heads");
+      if (r.kv_heads > r.heads || r.heads % r.kv_heads != 0) {
+        fail(source, line_no, "kv_heads",
+             std::to_string(r.kv_heads) + " key/value heads do not divide the row's " + std::to_string(r.heads) +
+                 " query heads into equal groups",
+             "write the key/value head count the call ran with (heads for multi-head attention, a divisor of heads "
+             "for grouped-query attention)");
+      }
+    }
     const std::string& causal = cells[column["causal"]];
     if (causal != "0" && causal != "1") {
       fail(source, line_no, "causal", "'" + causal + "' is not 0 or 1", "write 1 for a causal mask, 0 for none");
@@ -97,19 +110,25 @@ std::vector<Row> read_rows(const std::string& text, const std::string& source) {
 
 }  // namespace
 
-double AttentionTable::flops_per_s(bool backward, int64_t seq, int64_t batch_heads, int64_t head_dim) const {
-  std::vector<int64_t> dims;
-  for (const AttentionHeadDim& d : head_dims) dims.push_back(d.head_dim);
-  const double log_rate = interpolate(dims, head_dim, [&](size_t i) {
-    const AttentionHeadDim& d = head_dims[i];
-    std::vector<int64_t> seqs;
-    for (const AttentionSeqRow& s : d.seqs) seqs.push_back(s.seq);
-    return interpolate(seqs, seq, [&](size_t j) {
-      const AttentionSeqRow& s = d.seqs[j];
-      std::vector<int64_t> products;
-      for (const AttentionPoint& p : s.points) products.push_back(p.batch_heads);
-      return interpolate(products, batch_heads, [&](size_t k) {
-        return backward ? s.points[k].backward_log_rate : s.points[k].forward_log_rate;
+double AttentionTable::flops_per_s(bool backward, int64_t seq, int64_t batch_heads, int64_t head_dim,
+                                   int64_t query_heads_per_kv_head) const {
+  std::vector<int64_t> group_sizes;
+  for (const AttentionGroup& g : groups) group_sizes.push_back(g.query_heads_per_kv_head);
+  const double log_rate = interpolate(group_sizes, query_heads_per_kv_head, [&](size_t gi) {
+    const std::vector<AttentionHeadDim>& head_dims = groups[gi].head_dims;
+    std::vector<int64_t> dims;
+    for (const AttentionHeadDim& d : head_dims) dims.push_back(d.head_dim);
+    return interpolate(dims, head_dim, [&](size_t i) {
+      const AttentionHeadDim& d = head_dims[i];
+      std::vector<int64_t> seqs;
+      for (const AttentionSeqRow& s : d.seqs) seqs.push_back(s.seq);
+      return interpolate(seqs, seq, [&](size_t j) {
+        const AttentionSeqRow& s = d.seqs[j];
+        std::vector<int64_t> products;
+        for (const AttentionPoint& p : s.points) products.push_back(p.batch_heads);
+        return interpolate(products, batch_heads, [&](size_t k) {
+          return backward ? s.points[k].backward_log_rate : s.points[k].forward_log_rate;
+        });
       });
     });
   });
@@ -137,12 +156,12 @@ AttentionTable parse_attention_table_csv(const std::string& text, const std::str
          "choose one of those with --attention-kernel, or measure this kernel");
   }
   // The kernel's rows without a mask, by shape: a causal row without a backward time derives it from its shape's.
-  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, const Row*> unmasked;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>, const Row*> unmasked;
   for (const Row& r : rows) {
-    if (r.kernel == chosen && !r.causal) unmasked[{r.batch, r.seq, r.heads, r.head_dim}] = &r;
+    if (r.kernel == chosen && !r.causal) unmasked[{r.batch, r.seq, r.heads, r.kv_heads, r.head_dim}] = &r;
   }
-  // head dim → seq → batch·heads → (Σ ln forward rate, Σ ln backward rate, rows)
-  std::map<int64_t, std::map<int64_t, std::map<int64_t, std::tuple<double, double, int>>>> points;
+  // group size → head dim → seq → batch·heads → (Σ ln forward rate, Σ ln backward rate, rows)
+  std::map<int64_t, std::map<int64_t, std::map<int64_t, std::map<int64_t, std::tuple<double, double, int>>>>> points;
   for (const Row& r : rows) {
     if (r.kernel != chosen || !r.causal) continue;
     const double forward_flops = 4.0 * static_cast<double>(r.batch) * static_cast<double>(r.heads) *
@@ -153,11 +172,11 @@ AttentionTable parse_attention_table_csv(const std::string& text, const std::str
     if (r.backward_us > 0) {
       backward_rate = kBackwardFlopsPerForward * forward_flops / (r.backward_us * 1e-6);
     } else {
-      const auto found = unmasked.find({r.batch, r.seq, r.heads, r.head_dim});
+      const auto found = unmasked.find({r.batch, r.seq, r.heads, r.kv_heads, r.head_dim});
       if (found == unmasked.end()) {
         fail(source, r.line, "backward_us",
              "the causal row has no backward time and the table has no row of kernel '" + chosen +
-                 "' without the mask at the same batch, seq, heads and head_dim to derive it from",
+                 "' without the mask at the same batch, seq, heads, kv_heads and head_dim to derive it from",
              "write the measured backward time, or add the unmasked row of this shape");
       }
       // Masking costs the backward what it costs the forward: the unmasked backward rate times the causal forward's
@@ -172,7 +191,7 @@ AttentionTable parse_attention_table_csv(const std::string& text, const std::str
       fail(source, r.line, "forward_us", "the row's times give a rate no GPU runs at",
            "write the times in microseconds");
     }
-    auto& [fwd, bwd, count] = points[r.head_dim][r.seq][r.batch * r.heads];
+    auto& [fwd, bwd, count] = points[r.heads / r.kv_heads][r.head_dim][r.seq][r.batch * r.heads];
     fwd += std::log(forward_rate);
     bwd += std::log(backward_rate);
     ++count;
@@ -184,18 +203,22 @@ AttentionTable parse_attention_table_csv(const std::string& text, const std::str
   AttentionTable table;
   table.source = source;
   table.kernel = chosen;
-  for (const auto& [head_dim, by_seq] : points) {
-    AttentionHeadDim d{.head_dim = head_dim, .seqs = {}};
-    for (const auto& [seq, by_product] : by_seq) {
-      AttentionSeqRow s{.seq = seq, .points = {}};
-      for (const auto& [product, sums] : by_product) {
-        const auto& [fwd, bwd, count] = sums;
-        s.points.push_back(
-            AttentionPoint{.batch_heads = product, .forward_log_rate = fwd / count, .backward_log_rate = bwd / count});
+  for (const auto& [group_size, by_head_dim] : points) {
+    AttentionGroup g{.query_heads_per_kv_head = group_size, .head_dims = {}};
+    for (const auto& [head_dim, by_seq] : by_head_dim) {
+      AttentionHeadDim d{.head_dim = head_dim, .seqs = {}};
+      for (const auto& [seq, by_product] : by_seq) {
+        AttentionSeqRow s{.seq = seq, .points = {}};
+        for (const auto& [product, sums] : by_product) {
+          const auto& [fwd, bwd, count] = sums;
+          s.points.push_back(AttentionPoint{
+              .batch_heads = product, .forward_log_rate = fwd / count, .backward_log_rate = bwd / count});
+        }
+        d.seqs.push_back(std::move(s));
       }
-      d.seqs.push_back(std::move(s));
+      g.head_dims.push_back(std::move(d));
     }
-    table.head_dims.push_back(std::move(d));
+    table.groups.push_back(std::move(g));
   }
   return table;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Measure the kernel tables fsdpsim's compute model reads: GEMM time by shape, layout and dtype, and attention
-time by sequence length, heads, head dim, masking and kernel, on the one GPU at hand (through PyTorch, so the
+time by sequence length, heads, key/value heads, head dim, masking and kernel, on the one GPU at hand (through PyTorch, so the
 same cuBLAS, cuBLASLt, FlashAttention and cuDNN kernels a PyTorch training job calls).
 
 GEMMs are measured in the three roles of a training step's linear layer, with W [out, in] and x [tokens, in]:
@@ -15,6 +15,10 @@ and weight gradient are quantised again along the other axis, so all three roles
 Timing: CUDA events around groups of repeats after a warm-up, the median of five groups; operands rotate through
 eight places in large buffers so small GEMMs are not served from L2 (a training step reads each weight once);
 inputs are random, never zeros. Output: gemm.csv and attention.csv in --out.
+
+Attention runs each shape with one key/value head per query head (multi-head attention) and, at head dim 128, with
+one per 8 query heads (grouped-query attention as Llama-3 and Llama-3.1 run it, `enable_gqa`); the `kv_heads`
+column says which, so fsdpsim's table looks a call up by its group size.
 """
 
 import argparse
@@ -40,7 +44,7 @@ def parse_args():
     p.add_argument("--dtypes", default="bf16,fp8", help="GEMM dtypes, comma-separated: bf16, fp8, fp8_rowwise")
     p.add_argument("--attention-kernels", default="flash,cudnn", help="SDPA backends, comma-separated: flash, cudnn")
     p.add_argument("--gemm-seconds", type=float, default=180.0, help="stop measuring GEMMs after this long")
-    p.add_argument("--attention-seconds", type=float, default=90.0, help="stop measuring attention after this long")
+    p.add_argument("--attention-seconds", type=float, default=150.0, help="stop measuring attention after this long")
     return p.parse_args()
 
 
@@ -177,6 +181,30 @@ def measure_gemms(torch, out_path, quick, max_seconds, dtypes):
     print(f"gemm: {done} of {len(shapes)} shapes in {time.time() - t0:.0f} s -> {out_path}", flush=True)
 
 
+def attention_call_us(torch, F, sdpa_kernel, backend, batch, seq, heads, kv_heads, head_dim, causal, name):
+    """Forward and backward time of one SDPA call, or (None, None) where the kernel does not take the shape."""
+    q = torch.randn((batch, heads, seq, head_dim), device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    k, v = (torch.randn((batch, kv_heads, seq, head_dim), device="cuda", dtype=torch.bfloat16, requires_grad=True)
+            for _ in range(2))
+    gqa = {"enable_gqa": True} if kv_heads != heads else {}
+    try:
+        with sdpa_kernel([backend]):
+            do = torch.randn_like(q)
+
+            def fwd(_):
+                F.scaled_dot_product_attention(q, k, v, is_causal=causal, **gqa)
+
+            def fwd_bwd(_):
+                F.scaled_dot_product_attention(q, k, v, is_causal=causal, **gqa).backward(do)
+
+            f_us = time_us(torch, fwd, target_group_us=2000.0)
+            fb_us = time_us(torch, fwd_bwd, target_group_us=2000.0)
+    except (RuntimeError, TypeError) as e:  # a kernel (or a PyTorch before 2.5, for GQA) that does not take it
+        print(f"attention {name} {(batch, heads, kv_heads, seq, head_dim)} causal={causal}: {str(e).splitlines()[0]}")
+        return None, None
+    return f_us, fb_us - f_us
+
+
 def measure_attention(torch, out_path, quick, max_seconds, kernels):
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -189,41 +217,25 @@ def measure_attention(torch, out_path, quick, max_seconds, kernels):
     with open(out_path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["kernel", "batch", "seq", "heads", "head_dim", "causal", "forward_us", "backward_us",
-                    "forward_tflops"])
+                    "forward_tflops", "kv_heads"])
         for name, backend in backends.items():
             for seq in seqs:
                 for batch in ([1, 4] if seq <= 4096 else [1]):
                     for heads in [8, 16, 32, 64]:
                         for head_dim in [64, 128]:
-                            for causal in ([True, False] if seq <= 8192 else [True]):
-                                if time.time() - t0 > max_seconds:
-                                    break
-                                shape = (batch, heads, seq, head_dim)
-                                q, k, v = (torch.randn(shape, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-                                           for _ in range(3))
-                                try:
-                                    with sdpa_kernel([backend]):
-                                        o = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                                        do = torch.randn_like(o)
-
-                                        def fwd(_):
-                                            F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-
-                                        def fwd_bwd(_):
-                                            out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                                            out.backward(do)
-
-                                        f_us = time_us(torch, fwd, target_group_us=2000.0)
-                                        fb_us = time_us(torch, fwd_bwd, target_group_us=2000.0)
-                                except RuntimeError as e:  # a kernel that does not take this shape
-                                    print(f"attention {name} {shape} causal={causal}: {str(e).splitlines()[0]}")
-                                    continue
-                                flops = 4.0 * batch * heads * seq * seq * head_dim * (0.5 if causal else 1.0)
-                                w.writerow([name, batch, seq, heads, head_dim, int(causal), f"{f_us:.2f}",
-                                            f"{fb_us - f_us:.2f}", f"{flops / f_us / 1e6:.1f}"])
-                                rows += 1
-                                f.flush()
-                                del q, k, v, o, do
+                            for kv_heads in ([heads, heads // 8] if head_dim == 128 and heads >= 8 else [heads]):
+                                for causal in ([True, False] if seq <= 8192 else [True]):
+                                    if time.time() - t0 > max_seconds:
+                                        break
+                                    f_us, b_us = attention_call_us(torch, F, sdpa_kernel, backend, batch, seq, heads,
+                                                                   kv_heads, head_dim, causal, name)
+                                    if f_us is None:
+                                        continue
+                                    flops = 4.0 * batch * heads * seq * seq * head_dim * (0.5 if causal else 1.0)
+                                    w.writerow([name, batch, seq, heads, head_dim, int(causal), f"{f_us:.2f}",
+                                                f"{b_us:.2f}", f"{flops / f_us / 1e6:.1f}", kv_heads])
+                                    rows += 1
+                                    f.flush()
     print(f"attention: {rows} rows in {time.time() - t0:.0f} s -> {out_path}", flush=True)
 
 

@@ -162,6 +162,10 @@ ScheduleInfo make_schedule_info(const ModelSpec& model, const FsdpConfig& config
   info.model_flops_per_gpu = flops * layout.micro_batches;
   info.compute_dtype = layout.shape.compute_dtype;
   info.attention_kernel = config.attention_kernel;
+  // MLA gives every query head its own key and value (model_check.cpp); TP splits query and key/value heads alike.
+  if (!model.mla.enabled() && model.num_kv_heads > 0) {
+    info.query_heads_per_kv_head = model.num_attention_heads / model.num_kv_heads;
+  }
   info.host_dispatch = resolve_host_dispatch(config);
   if (info.compute_dtype == DType::fp8 && config.fp8_recipe == Fp8Recipe::rowwise) {
     info.fp8_gemm_scaling = Fp8GemmScaling::rowwise;

@@ -238,6 +238,9 @@ struct ScheduleInfo {
   std::string
       pipeline_schedule;  ///< gpipe | 1f1b | interleaved_1f1b | zbv | dualpipev; empty without pipeline parallelism
   AttentionKernel attention_kernel = AttentionKernel::flash;
+  /// Query heads per key/value head of the attention core: grouped-query attention's group size (Llama-3's 32 heads
+  /// over 8 key/value heads: 4), 1 for multi-head attention and MLA. A measured attention table looks a call up by it.
+  int32_t query_heads_per_kv_head = 1;
   Fp8GemmScaling fp8_gemm_scaling = Fp8GemmScaling::tensorwise;  ///< read only when compute_dtype is fp8
   HostDispatch host_dispatch = HostDispatch::eager;
   bool operator==(const ScheduleInfo&) const = default;

@@ -40,6 +40,9 @@ void emit_info(YAML::Emitter& out, const ScheduleInfo& info) {
   if (info.attention_kernel != AttentionKernel::flash) {
     out << YAML::Key << "attention_kernel" << YAML::Value << std::string(to_string(info.attention_kernel));
   }
+  if (info.query_heads_per_kv_head != 1) {
+    out << YAML::Key << "query_heads_per_kv_head" << YAML::Value << info.query_heads_per_kv_head;
+  }
   if (info.fp8_gemm_scaling != Fp8GemmScaling::tensorwise) {
     out << YAML::Key << "fp8_gemm_scaling" << YAML::Value << std::string(to_string(info.fp8_gemm_scaling));
   }
@@ -152,6 +155,7 @@ ScheduleInfo read_info(YamlMap map) {
     info.attention_kernel =
         kAttentionKernelNames.parse(map.get("attention_kernel").as_choice(kAttentionKernelNames.names())).value();
   }
+  info.query_heads_per_kv_head = static_cast<int32_t>(map.int_or("query_heads_per_kv_head", 1, 1, limits::kMaxHeads));
   if (map.has("fp8_gemm_scaling")) {
     info.fp8_gemm_scaling =
         kFp8GemmScalingNames.parse(map.get("fp8_gemm_scaling").as_choice(kFp8GemmScalingNames.names())).value();

@@ -2,6 +2,7 @@
 // times only the attention products with it.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -92,6 +93,48 @@ TEST(AttentionKernel, FlashAttention2sSharesAreThePublishedTablesOwn) {
   EXPECT_EQ(fa2.info.attention_kernel, AttentionKernel::flash_attn2);
   EXPECT_EQ(schedule_from_yaml(schedule_to_yaml(fa2), "fa2.yaml"), fa2);
   EXPECT_GT(compute_busy_ns(fa2), compute_busy_ns(tiny_job(job)));
+}
+
+// Grouped-query attention reaches the schedule as its group size (query heads per key/value head), survives the YAML,
+// and picks a measured table's rows of that group: a 4:1 model timed by a table of 1:1 and 4:1 rows computes exactly
+// as long as with the 4:1 rows alone, and a multi-head model as with the 1:1 rows alone.
+TEST(AttentionKernel, TheGroupedQueryShapeReachesTheScheduleAndPicksItsRowsOfATable) {
+  FsdpConfig c;
+  c.nodes = 1;
+  apply_override(c, "seq_length=8192");
+  apply_override(c, "micro_batch_size=1");
+  ModelSpec gqa_model = testing::tiny_llama(4);
+  gqa_model.num_kv_heads = 1;  // 4 query heads share one key/value head
+  const Schedule mha = build_schedule(testing::tiny_llama(4), c, 8);
+  const Schedule gqa = build_schedule(gqa_model, c, 8);
+  EXPECT_EQ(mha.info.query_heads_per_kv_head, 1);
+  EXPECT_EQ(gqa.info.query_heads_per_kv_head, 4);
+  EXPECT_EQ(schedule_from_yaml(schedule_to_yaml(gqa), "gqa.yaml"), gqa);
+  EXPECT_NE(schedule_to_yaml(gqa).find("query_heads_per_kv_head: 4"), std::string::npos);
+  EXPECT_EQ(schedule_to_yaml(mha).find("query_heads_per_kv_head"), std::string::npos);  // the default is not written
+
+  // Causal rows at head dim 64 (the tiny model's), sequence 8192, batch × heads 4: 1:1 at 100 TFLOP/s, 4:1 at 300.
+  const auto table_row = [](double tflops, int kv_heads) {
+    const double flops = 4.0 * 4 * 8192.0 * 8192.0 * 64 * 0.5;
+    return "cudnn,1,8192,4,64,1," + std::to_string(flops / (tflops * 1e6)) + "," +
+           std::to_string(2.5 * flops / (tflops * 1e6)) + "," + std::to_string(kv_heads) + "\n";
+  };
+  const std::string header = "kernel,batch,seq,heads,head_dim,causal,forward_us,backward_us,kv_heads\n";
+  const auto busy_with = [](const Schedule& s, const std::string& csv) {
+    Topology t = topology_preset("dgx-h100-ndr");
+    t.gpu.attention_table = std::make_shared<const AttentionTable>(parse_attention_table_csv(csv, "t.csv", ""));
+    const RunRecord r = run_schedule(s, t, SimOptions{});
+    TimeNs busy = 0;
+    for (const Op& op : s.ops) {
+      if (op.stream != s.compute_stream() || op.kind != OpKind::compute) continue;
+      busy += r.steps.back().ops[op.id].end_ns - r.steps.back().ops[op.id].start_ns;
+    }
+    return busy;
+  };
+  const std::string both = header + table_row(100, 4) + table_row(300, 1);
+  EXPECT_EQ(busy_with(gqa, both), busy_with(gqa, header + table_row(300, 1)));
+  EXPECT_EQ(busy_with(mha, both), busy_with(mha, header + table_row(100, 4)));
+  EXPECT_LT(busy_with(gqa, both), busy_with(gqa, header + table_row(100, 4)));
 }
 
 }  // namespace

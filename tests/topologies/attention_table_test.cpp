@@ -151,7 +151,7 @@ TEST(AttentionTable, AMaskedBackwardIsDerivedFromTheUnmaskedRowOfItsShape) {
                (void)parse_attention_table_csv(std::string(kHeader) + "cudnn,1,4096,16,128,1,5,,0\n", "a.csv", "");
              }),
              "a.csv:2: 'backward_us': the causal row has no backward time and the table has no row of kernel 'cudnn' "
-             "without the mask at the same batch, seq, heads and head_dim to derive it from");
+             "without the mask at the same batch, seq, heads, kv_heads and head_dim to derive it from");
   EXPECT_HAS(error_of([] {
                (void)parse_attention_table_csv(std::string(kHeader) + "cudnn,1,4096,16,128,0,5,,0\n", "a.csv", "");
              }),
@@ -191,16 +191,18 @@ TEST(AttentionTable, TheDerivedMaskedBackwardMatchesNvidiasPublishedOnes) {
     const std::string csv = read_file_bytes(dir + file, measured_table::kMaxTableBytes);
     const AttentionTable measured = parse_attention_table_csv(csv, file, kernel);
     const AttentionTable derived = parse_attention_table_csv(without_causal_backward(csv), file, kernel);
-    for (const AttentionHeadDim& d : measured.head_dims) {
+    ASSERT_EQ(measured.groups.size(), 1U) << file;
+    const int64_t group = measured.groups[0].query_heads_per_kv_head;
+    for (const AttentionHeadDim& d : measured.groups[0].head_dims) {
       for (const AttentionSeqRow& s : d.seqs) {
         for (const AttentionPoint& p : s.points) {
-          const double ratio = derived.flops_per_s(true, s.seq, p.batch_heads, d.head_dim) /
-                               measured.flops_per_s(true, s.seq, p.batch_heads, d.head_dim);
+          const double ratio = derived.flops_per_s(true, s.seq, p.batch_heads, d.head_dim, group) /
+                               measured.flops_per_s(true, s.seq, p.batch_heads, d.head_dim, group);
           EXPECT_NEAR(ratio, 1.0, 0.10) << file << " " << kernel << " seq " << s.seq;
           errors.push_back(std::abs(ratio - 1));
           // The forward is read as published either way.
-          EXPECT_DOUBLE_EQ(derived.flops_per_s(false, s.seq, p.batch_heads, d.head_dim),
-                           measured.flops_per_s(false, s.seq, p.batch_heads, d.head_dim));
+          EXPECT_DOUBLE_EQ(derived.flops_per_s(false, s.seq, p.batch_heads, d.head_dim, group),
+                           measured.flops_per_s(false, s.seq, p.batch_heads, d.head_dim, group));
         }
       }
     }
@@ -260,6 +262,65 @@ TEST(AttentionTable, ThePublishedBlackwellTablesGiveBackTheirRates) {
   const AttentionTable b200 = load_attention_table(dir + "b200-attention-cudnn-frontend-sdpa.csv", "cudnn");
   EXPECT_NEAR(b200.flops_per_s(false, 8192, 128, 128), 1171.278e12, 1e10);
   EXPECT_NEAR(b200.flops_per_s(true, 8192, 128, 128), 942.509e12, 1e10);
+}
+
+// Grouped-query attention: the optional kv_heads column puts each row in its group (query heads per key/value head;
+// absent or empty, multi-head attention), and a call is looked up between the two measured group sizes that bracket
+// its own, in log group size and log rate. Here multi-head rows run at 100 TFLOP/s and the 8:1 group's at 200, both
+// at sequence 4096 and 16 query heads of 128; a 4:1 call sits 2/3 of the way in log size from 1 to 8, so it runs at
+// 100^(1/3) · 200^(2/3) = 158.74 TFLOP/s forward (and half that backward: the row helper's backward).
+TEST(AttentionTable, AGroupedQueryCallIsLookedUpBetweenTheMeasuredGroupSizes) {
+  const std::string header = "kernel,batch,seq,heads,head_dim,causal,forward_us,backward_us,forward_tflops,kv_heads\n";
+  const auto grouped = [](const std::string& line, const std::string& kv_heads) {
+    return line.substr(0, line.size() - 1) + "," + kv_heads + "\n";
+  };
+  const std::string text =
+      header + grouped(row("cudnn", 1, 4096, 16, 100), "16") + grouped(row("cudnn", 1, 4096, 16, 200), "2");
+  const AttentionTable t = parse_attention_table_csv(text, "gqa.csv", "");
+  ASSERT_EQ(t.groups.size(), 2U);
+  EXPECT_EQ(t.groups[0].query_heads_per_kv_head, 1);
+  EXPECT_EQ(t.groups[1].query_heads_per_kv_head, 8);
+  EXPECT_NEAR(t.flops_per_s(false, 4096, 16, 128, 1), 100e12, 1e4);
+  EXPECT_NEAR(t.flops_per_s(false, 4096, 16, 128, 8), 200e12, 1e4);
+  EXPECT_NEAR(t.flops_per_s(false, 4096, 16, 128, 4), 158.7401e12, 1e8);
+  EXPECT_NEAR(t.flops_per_s(true, 4096, 16, 128, 4), 158.7401e12 / 2, 1e8);
+  // Beyond the measured sizes, the edge's; the default is multi-head attention.
+  EXPECT_NEAR(t.flops_per_s(false, 4096, 16, 128, 16), 200e12, 1e4);
+  EXPECT_NEAR(t.flops_per_s(false, 4096, 16, 128), 100e12, 1e4);
+  // An empty kv_heads cell is multi-head attention, as a table without the column is.
+  const AttentionTable empty_cell =
+      parse_attention_table_csv(header + grouped(row("cudnn", 1, 4096, 16, 100), ""), "gqa.csv", "");
+  ASSERT_EQ(empty_cell.groups.size(), 1U);
+  EXPECT_EQ(empty_cell.groups[0].query_heads_per_kv_head, 1);
+  const AttentionTable without_column = parse_attention_table_csv(small_table(), "a.csv", "");
+  ASSERT_EQ(without_column.groups.size(), 1U);
+  EXPECT_EQ(without_column.groups[0].query_heads_per_kv_head, 1);
+  // A table of one group size answers every call with it: the 8:1 rows of NVIDIA's GB200 table serve a multi-head
+  // call as they are.
+  const AttentionTable gb200 = load_attention_table(
+      std::string(FSDPSIM_SOURCE_DIR) + "/bench/kernel_tables/published/gb200-attention-cudnn-frontend-sdpa.csv", "");
+  ASSERT_EQ(gb200.groups.size(), 1U);
+  EXPECT_EQ(gb200.groups[0].query_heads_per_kv_head, 8);
+  EXPECT_DOUBLE_EQ(gb200.flops_per_s(false, 8192, 128, 128, 1), gb200.flops_per_s(false, 8192, 128, 128, 8));
+}
+
+TEST(AttentionTable, AKvHeadCountThatDoesNotDivideTheQueryHeadsIsRefused) {
+  const std::string header = "kernel,batch,seq,heads,head_dim,causal,forward_us,backward_us,kv_heads\n";
+  for (const char* kv : {"3", "32", "0", "-8", "two"}) {
+    const std::string error = error_of([&] {
+      (void)parse_attention_table_csv(header + "cudnn,1,4096,16,128,1,5,9," + std::string(kv) + "\n", "g.csv", "");
+    });
+    EXPECT_HAS(error, "g.csv:2: 'kv_heads'") << kv;
+  }
+  EXPECT_HAS(error_of([&] { (void)parse_attention_table_csv(header + "cudnn,1,4096,16,128,1,5,9,3\n", "g.csv", ""); }),
+             "g.csv:2: 'kv_heads': 3 key/value heads do not divide the row's 16 query heads into equal groups (write "
+             "the key/value head count the call ran with");
+  // A causal row's missing backward is derived only from the unmasked row of its own group.
+  EXPECT_HAS(error_of([&] {
+               (void)parse_attention_table_csv(header + "cudnn,1,4096,16,128,1,5,,2\ncudnn,1,4096,16,128,0,10,30,16\n",
+                                               "g.csv", "");
+             }),
+             "g.csv:2: 'backward_us': the causal row has no backward time");
 }
 
 }  // namespace

@@ -12,7 +12,8 @@ cudnn-frontend has published two layouts (benchmark/sdpa_benchmark_training/):
 
 Both count FLOPs as fsdpsim's table does — forward 4·batch·q_heads·seq²·head_dim, halved under a causal mask,
 backward 2.5× the forward — so this script keeps the published rate and writes time_us = FLOPs / rate (the rates
-carry more significant digits than the published times). Kept: BF16, non-deterministic backward, equal q/k and v head
+carry more significant digits than the published times). The FLOPs count query heads; `kv_heads` (the source's
+num_kv_heads) records the grouped-query shape the kernel ran, which a table looks calls up by. Kept: BF16, non-deterministic backward, equal q/k and v head
 dims, and the backends below; each is written under the kernel name fsdpsim's tables use.
 """
 
@@ -28,7 +29,8 @@ KERNELS = {
     "pyt_flash_attention": "flash",  # PyTorch's SDPA FLASH_ATTENTION backend: FlashAttention-2
     "flash_attention": "flash_attn2",  # Dao-AILab's flash-attn package, version 2
 }
-COLUMNS = ["kernel", "batch", "seq", "heads", "head_dim", "causal", "forward_us", "backward_us", "forward_tflops"]
+COLUMNS = ["kernel", "batch", "seq", "heads", "head_dim", "causal", "forward_us", "backward_us", "forward_tflops",
+           "kv_heads"]
 
 
 def forward_flops(batch, seq, heads, head_dim, causal):
@@ -47,8 +49,8 @@ def artifact_rows(rows):
         fwd, bwd = float(r["fwd_tflops_per_sec"]), float(r["bwd_tflops_per_sec"])
         if kernel is None or fwd <= 0 or bwd <= 0 or r["q_seqlen"] != r["kv_seqlen"]:
             continue
-        yield kernel, int(r["batch_size"]), int(r["q_seqlen"]), int(r["num_q_heads"]), int(r["head_dim"]), \
-            r["is_causal"] == "True", fwd, bwd
+        yield kernel, int(r["batch_size"]), int(r["q_seqlen"]), int(r["num_q_heads"]), int(r["num_kv_heads"]), \
+            int(r["head_dim"]), r["is_causal"] == "True", fwd, bwd
 
 
 def result_rows(rows):
@@ -62,8 +64,8 @@ def result_rows(rows):
             continue
         if r["sliding_window_size"]:
             continue
-        shape = (kernel, int(r["batch_size"]), int(r["q_seqlen"]), int(r["num_q_heads"]), int(r["head_dim_qk"]),
-                 r["attn_mask"] == "top_left")
+        shape = (kernel, int(r["batch_size"]), int(r["q_seqlen"]), int(r["num_q_heads"]), int(r["num_kv_heads"]),
+                 int(r["head_dim_qk"]), r["attn_mask"] == "top_left")
         if r["profile_pass"] == "both":  # v1.19's H200 run: both passes in one row
             passes.setdefault(shape, {}).update(fwd=float(r["fwd_tflops"]), bwd=float(r["bwd_tflops"]))
         else:
@@ -82,10 +84,10 @@ def main():
         sys.exit(f"{sys.argv[1]}: no rows")
     read = result_rows if "profile_pass" in rows[0] else artifact_rows
     out = []
-    for kernel, batch, seq, heads, head_dim, causal, fwd, bwd in read(rows):
+    for kernel, batch, seq, heads, kv_heads, head_dim, causal, fwd, bwd in read(rows):
         flops = forward_flops(batch, seq, heads, head_dim, causal)
         out.append([kernel, batch, seq, heads, head_dim, int(causal), time_us(flops, fwd), time_us(2.5 * flops, bwd),
-                    f"{fwd:.1f}"])
+                    f"{fwd:.1f}", kv_heads])
     # One order whatever the source's: kernel, mask (causal first), sequence.
     out.sort(key=lambda r: (r[0], -r[5], r[2], r[1], r[3], r[4]))
     with open(Path(sys.argv[2]), "w", newline="") as f:
