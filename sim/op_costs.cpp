@@ -230,13 +230,44 @@ struct OpCostBuilder::State {
     constexpr int8_t kUserbuffersSms = 16;
     side_sms_of_stream.assign(s.streams.size(), -1);
     const int32_t stages_named = std::max(1, s.info.pipeline_stages);
+    // A fused EP exchange (DistMoE) is the expert GEMMs' own loads and stores: no SMs of its own either.
     const std::string copy_engines(to_string(StreamRole::tp_async)), sm_overlap(to_string(StreamRole::tp_overlap));
+    const std::string ep_fused(to_string(StreamRole::ep_fused));
+    fused_ep_stream.assign(s.streams.size(), false);
     for (size_t st = 0; st < s.streams.size(); ++st) {
       const Stream& stream = s.streams[st];
       if (stream.name == stage_stream_name(copy_engines, stream.stage, stages_named)) side_sms_of_stream[st] = 0;
       if (stream.name == stage_stream_name(sm_overlap, stream.stage, stages_named)) {
         side_sms_of_stream[st] = kUserbuffersSms;
       }
+      if (stream.name == stage_stream_name(ep_fused, stream.stage, stages_named)) {
+        side_sms_of_stream[st] = 0;
+        fused_ep_stream[st] = true;
+      }
+    }
+  }
+
+  // DistMoE's kernels address their peers' HBM directly (symmetric memory over NVLink, SM100 and newer:
+  // torchtitan/components/dist_moe/README.md): a fused exchange needs its whole group in one NVLink domain of such
+  // GPUs. Checked once per collective entry.
+  void check_fused_ep(const Op& op) const {
+    const char* const fix =
+        "set ep_dispatch=all_to_all, or choose a Blackwell topology whose NVLink domain holds the "
+        "expert-parallel group";
+    if (topology.gpu.arch != GpuArch::blackwell) {
+      throw ConfigError(SourceLocation{"topology " + topology.name, 0, 0}, "ep_dispatch",
+                        "fused: DistMoE's kernels need NVLink peer memory on SM100 or newer, and " + topology.gpu.name +
+                            " is " + std::string(to_string(topology.gpu.arch)),
+                        fix);
+    }
+    const GroupPlacement& p = placements[op.group.index()];
+    if (p.domains > 1) {
+      throw ConfigError(SourceLocation{"topology " + topology.name, 0, 0}, "ep_dispatch",
+                        "fused: op '" + op.name + "' exchanges over " + std::to_string(p.domains) +
+                            " NVLink domains of " + topology.name +
+                            ", but DistMoE's kernels reach only peers in "
+                            "their own domain",
+                        fix);
     }
   }
 
@@ -254,6 +285,7 @@ struct OpCostBuilder::State {
                         .side_sms = side_sms};
       const auto [it, added] = collective_entry.try_emplace(key, 0);
       if (added) {
+        if (fused_ep_stream[op.stream.index()]) check_fused_ep(op);
         OpCost cost = collective_op_cost(s, op, topology, placements);
         if (side_sms >= 0) cost.sms = side_sms;
         // A number per distinct collective, then per stage's links (none for a stage the schedule's info does not
@@ -291,6 +323,7 @@ struct OpCostBuilder::State {
   int32_t stages;
   std::vector<GroupPlacement> placements;
   std::vector<int8_t> side_sms_of_stream;
+  std::vector<bool> fused_ep_stream;  // by stream: DistMoE's exchanges (ep_fused)
   OpCostTable costs;
   int32_t instant = 0;  // sync ops, receives, empty ops
   std::unordered_map<CollectiveKey, int32_t, CollectiveKeyHash> collective_class;  // its flow class on stage 0

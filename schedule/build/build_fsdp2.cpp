@@ -308,7 +308,7 @@ void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
       pg.unsharded = false;
     }
     acts.after_forward(u, ctx_.w.add(std::move(fwd)));
-    join_async_tp(ctx_, u, Phase::fwd, mb);
+    join_overlapped(ctx_, u, Phase::fwd, mb);
   }
   // The root's post-forward frees the last flat all-gather output.
   if (pending_flat_free_.valid()) {
@@ -399,6 +399,7 @@ void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
     for (const Part& part : groups_[static_cast<size_t>(group_of_unit(u))].parts) bwd.reads.push_back(part.unsharded);
     acts.on_backward(bwd, u);
     finish_unit_backward(u, mb, bwd);
+    join_overlapped(ctx_, u, Phase::bwd, mb);  // a fused EP exchange of this layer's backward
   }
   join_reductions(mb);
 }
@@ -431,6 +432,7 @@ void Fsdp2Builder::backward_input(int32_t mb, Activations& acts) {
       kept_for_weights_[{mb, u}] = b;
     }
     ctx_.w.add(std::move(input));
+    join_overlapped(ctx_, u, Phase::bwd, mb);
   }
 }
 

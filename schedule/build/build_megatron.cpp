@@ -419,7 +419,7 @@ void MegatronBuilder::forward(int32_t mb, Activations& acts) {
     if (zero3() && ctx_.is_layer(u)) release(groups, fwd);
     const OpId id = ctx_.w.add(std::move(fwd));
     acts.after_forward(u, id);
-    join_async_tp(ctx_, u, Phase::fwd, mb);
+    join_overlapped(ctx_, u, Phase::fwd, mb);
   }
 }
 

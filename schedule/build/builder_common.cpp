@@ -213,6 +213,22 @@ std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase p
     // method, 4 splits on 16 SMs (the last split exposed); and in the backward the re-gather of qkv's and fc1's
     // input and the reduce-scatter of their data gradient by its "bulk" method on 16 SMs, beside the data- and
     // weight-gradient GEMMs. The embedding and the output layer are Megatron's own layers, not overlapped.
+    // DistMoE (ep_dispatch: fused; meta-pytorch/dist_moe docs/mxfp8_execution.md and bf16_execution.md): the first
+    // grouped GEMM's producer gathers its rows from the peers' symmetric HBM and the last one's epilogue scatters its
+    // outputs into theirs, forward and backward, so the exchange runs inside the expert GEMMs' own kernels: whole,
+    // beside the layer's compute, with no SMs of its own, and the layer waits for it (join_overlapped). It may overlap
+    // the whole layer here, where DistMoE overlaps only the expert GEMMs (about half of a DeepSeek-V3 layer's FLOPs):
+    // an upper bound on what the fusion hides, as the all-to-alls on the compute stream are a lower bound.
+    if (ctx.config.ep_dispatch == EpDispatch::fused && c.group == GroupRole::ep && c.kind == OpKind::all_to_all) {
+      if (!ctx.ep_fused.valid()) ctx.ep_fused = ctx.w.stream(StreamRole::ep_fused);
+      op.name = op_name(c.name, std::string(suffix) + ".fused", cost.name, micro_batch);
+      op.stream = ctx.ep_fused;
+      if (const OpId input = ctx.w.tail(ctx.compute); input.valid()) op.deps = {input};
+      const OpId id = ctx.w.add(std::move(op));
+      ids.push_back(id);
+      ctx.overlapped_pending.push_back(id);
+      return;
+    }
     const int32_t tp = ctx.layout.shape.tp;
     const bool tp_gemm_collective =
         tp > 1 && c.group == GroupRole::tp && (c.kind == OpKind::all_gather || c.kind == OpKind::reduce_scatter);
@@ -250,7 +266,7 @@ std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase p
     }
     const OpId id = ctx.w.add(std::move(rest));
     ids.push_back(id);
-    ctx.tp_async_pending.push_back(id);
+    ctx.overlapped_pending.push_back(id);
   };
   if (phase == Phase::bwd && ctx.config.recompute_granularity == Recompute::selective && ctx.is_layer(unit)) {
     // A recomputed MoE block dispatches and combines its tokens again before its backward (megatron moe_layer.py).
@@ -266,13 +282,13 @@ std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase p
   return ids;
 }
 
-void join_async_tp(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch) {
-  if (ctx.tp_async_pending.empty()) return;
-  Op sync = make_sync(op_name("tp_async_join", ctx.units.at(static_cast<size_t>(unit)).name, micro_batch), phase,
-                      ctx.compute, std::move(ctx.tp_async_pending), {});
+void join_overlapped(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch) {
+  if (ctx.overlapped_pending.empty()) return;
+  Op sync = make_sync(op_name("overlap_join", ctx.units.at(static_cast<size_t>(unit)).name, micro_batch), phase,
+                      ctx.compute, std::move(ctx.overlapped_pending), {});
   sync.micro_batch = micro_batch;
   ctx.w.add(std::move(sync));
-  ctx.tp_async_pending.clear();
+  ctx.overlapped_pending.clear();
 }
 
 // ---------------------------------------------------------------------------------------------------------------

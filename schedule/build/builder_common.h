@@ -35,8 +35,9 @@ struct BuildContext {
   StreamId offload;   ///< the activation offload stream, when offloading
   StreamId tp_async;  ///< async TP and Userbuffers' ring exchange: the copy-engine TP stream, once one is used
   StreamId tp_overlap;  ///< Userbuffers' SM-driven TP overlap (tp_comm_overlap), once one is used
-  /// Overlapped TP collectives of the unit being built, which the op after its compute waits for.
-  std::vector<OpId> tp_async_pending;
+  StreamId ep_fused;    ///< DistMoE's dispatch and combine inside the expert GEMMs (ep_dispatch: fused), once used
+  /// Overlapped TP and EP collectives of the unit being built, which the op after its compute waits for.
+  std::vector<OpId> overlapped_pending;
   /// loop_holds_logits: the latest micro-batch's logits, which the next output forward or the optimizer frees.
   BufferId held_logits;
   /// Frees the held logits (if any) at the end of `op`: the step's last op that the loop's reference outlives.
@@ -143,12 +144,13 @@ void run_actions(BuildContext& ctx, const StagePlan& plan, UnitRange& range, For
 /// in two: the last of its tp chunks on the compute stream (no GEMM is left to hide it) and the rest on the tp_async
 /// stream. Under tp_comm_overlap a decoder layer's TP collectives, forward and backward, run beside its compute on
 /// the tp_async (ring exchange) or tp_overlap (SM kernels) stream, the forward reduce-scatters with the last of 4
-/// splits exposed. join_async_tp then makes the compute stream wait for them.
+/// splits exposed. Under ep_dispatch: fused a MoE layer's all-to-alls, forward and backward, run whole on the
+/// ep_fused stream beside its compute. join_overlapped then makes the compute stream wait for them.
 std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch);
 
-/// After a unit's compute op: a sync op on the compute stream that waits for the unit's overlapped TP chunks (none
-/// without async TP or tp_comm_overlap).
-void join_async_tp(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch);
+/// After a unit's compute op: a sync op on the compute stream that waits for the unit's overlapped TP chunks and EP
+/// exchanges (none without async TP, tp_comm_overlap or a fused EP dispatch).
+void join_overlapped(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch);
 
 /// Model FLOPs and tokens of the step, and the other ScheduleInfo fields.
 ScheduleInfo make_schedule_info(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout,

@@ -77,7 +77,7 @@ void MegatronBuilder::recompute_chunk(int32_t first_unit, int32_t last_unit, Act
     for (const int32_t g : groups) op.reads.push_back(ag_[static_cast<size_t>(g)].buffer);
     acts.on_recompute(op, u);
     ctx_.w.add(std::move(op));
-    join_async_tp(ctx_, u, Phase::recompute, mb);
+    join_overlapped(ctx_, u, Phase::recompute, mb);
     if (zero3() && u < last_unit) {
       for (const int32_t g : groups) {
         AgState& state = ag_[static_cast<size_t>(g)];
@@ -143,7 +143,7 @@ void MegatronBuilder::backward_unit(int32_t u, Activations& acts, int32_t mb) {
   // Post-backward (RegisterFSDPBackwardFunction): release the unit's gathered weights.
   if (zero3() && ctx_.is_layer(u)) release(groups, bwd);
   ctx_.w.add(std::move(bwd));
-  join_async_tp(ctx_, u, Phase::bwd, mb);
+  join_overlapped(ctx_, u, Phase::bwd, mb);
 }
 
 void MegatronBuilder::grad_buckets_for(int32_t u, Op& bwd, int32_t mb) {

@@ -49,6 +49,8 @@ constexpr EnumNames<HostDispatchSetting, 4> kHostDispatchSettings{
       {HostDispatchSetting::cuda_graphs, "cuda_graphs"}}}};
 constexpr EnumNames<Fsdp2Wrap, 2> kFsdp2Wraps{
     {{{Fsdp2Wrap::torchtitan, "torchtitan"}, {Fsdp2Wrap::blocks_and_root, "blocks_and_root"}}}};
+constexpr EnumNames<EpDispatch, 2> kEpDispatches{
+    {{{EpDispatch::all_to_all, "all_to_all"}, {EpDispatch::fused, "fused"}}}};
 constexpr EnumNames<GradSync, 2> kGradSyncs{
     {{{GradSync::every_micro_batch, "every_micro_batch"}, {GradSync::last_micro_batch, "last_micro_batch"}}}};
 constexpr EnumNames<OptimizerImpl, 2> kOptimizerImpls{
@@ -275,6 +277,11 @@ const std::vector<KeyDef>& key_table() {
       bool_key("tp_comm_overlap", &FsdpConfig::tp_comm_overlap,
                "Transformer Engine's TP communication overlap (Megatron-LM's --tp-comm-overlap): each decoder "
                "layer's TP all-gathers and reduce-scatters overlap its GEMMs forward and backward"),
+      enum_key("ep_dispatch", &FsdpConfig::ep_dispatch, kEpDispatches,
+               "how MoE tokens reach their experts: all_to_all (NCCL all-to-alls on the compute stream) or fused "
+               "(torchtitan's DistMoE: the expert GEMMs read and write the peers' symmetric HBM over NVLink; modelled "
+               "beside the whole layer's compute, an upper bound on what it hides; needs the expert-parallel group in "
+               "one NVLink domain of SM100 or newer GPUs)"),
       enum_key("loss_implementation", &FsdpConfig::loss_implementation, loss_impl_names(),
                "how the cross-entropy is computed; auto: megatron_vocab_parallel for megatron_fsdp, for fsdp2 "
                "compiled when fused_elementwise (torch.compile) else eager_fp32"),

@@ -86,6 +86,13 @@ constexpr bool is_v_shaped(PipelineSchedule s) {
 /// block, then the root holding embedding, final norm and output).
 enum class Fsdp2Wrap : uint8_t { torchtitan, blocks_and_root };
 
+/// How a MoE layer's tokens reach their experts and come back: NCCL all-to-alls on the compute stream before and after
+/// the expert GEMMs (Megatron's alltoall token dispatcher, torchtitan's AllToAllTokenDispatcher), or fused into the
+/// expert GEMMs themselves: the first grouped GEMM reads its rows straight from the peers' symmetric HBM and the
+/// last one's epilogue stores its results into theirs (torchtitan's DistMoE, meta-pytorch/dist_moe: "dispatch,
+/// local expert compute, and combine as one ordered operation"; NVLink peer memory on SM100 and newer).
+enum class EpDispatch : uint8_t { all_to_all, fused };
+
 /// One training job's parallel and FSDP settings. Defaults follow Megatron-FSDP at the reference snapshot.
 struct FsdpConfig {
   Implementation implementation = Implementation::megatron_fsdp;
@@ -170,6 +177,9 @@ struct FsdpConfig {
   /// layer's TP all-gathers and reduce-scatters, forward and backward, run beside the GEMMs they feed or follow
   /// (schedule/build/builder_common.cpp, emit_unit_collectives).
   bool tp_comm_overlap = false;
+  /// How the expert-parallel dispatch and combine run (EpDispatch): `fused` puts each MoE layer's all-to-alls beside
+  /// its compute on the ep_fused stream, with no SMs of their own (schedule/build/builder_common.cpp).
+  EpDispatch ep_dispatch = EpDispatch::all_to_all;
   LossImpl loss_implementation = LossImpl::auto_select;  ///< schedule/model/loss.h; auto: see parallel_layout.cpp
   int32_t loss_chunks = 8;                               ///< chunked loss: torchtune's num_output_chunks
   /// The training loop keeps its reference to the model's output (`pred`) after the loss: the logits stay alive

@@ -41,7 +41,7 @@ constexpr EnumNames<BufferCategory, 10> kCategories{{{
     {BufferCategory::comm_staging, "comm_staging"},
 }}};
 
-constexpr EnumNames<StreamRole, 10> kStreamRoles{{{
+constexpr EnumNames<StreamRole, 11> kStreamRoles{{{
     {StreamRole::compute, "compute"},
     {StreamRole::ag, "ag"},
     {StreamRole::rs, "rs"},
@@ -52,6 +52,7 @@ constexpr EnumNames<StreamRole, 10> kStreamRoles{{{
     {StreamRole::offload, "offload"},
     {StreamRole::tp_async, "tp_async"},
     {StreamRole::tp_overlap, "tp_overlap"},
+    {StreamRole::ep_fused, "ep_fused"},
 }}};
 static_assert(kStreamRoles.name(StreamRole::compute) == kComputeStream);
 

@@ -258,6 +258,8 @@ struct ScheduleInfo {
 ///               simulator gives their collectives no SMs
 ///   tp_overlap  TP collectives overlapped with GEMMs by Userbuffers' SM kernels (TE's pipeline and bulk overlaps):
 ///               the simulator gives each TE's 16 SMs
+///   ep_fused    a MoE layer's dispatch and combine done by its expert GEMMs' own peer loads and stores (DistMoE,
+///               ep_dispatch: fused): the simulator gives their collectives no SMs
 enum class StreamRole : uint8_t {
   compute,
   ag,
@@ -268,7 +270,8 @@ enum class StreamRole : uint8_t {
   outer_ar,
   offload,
   tp_async,
-  tp_overlap
+  tp_overlap,
+  ep_fused
 };
 
 /// The name of the compute stream: the IR's one stream with a meaning of its own (CUDA's default stream in the

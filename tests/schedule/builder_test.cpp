@@ -442,7 +442,7 @@ TEST(Builders, AsyncTpOverlapsTheForwardTpCollectives) {
   EXPECT_EQ(stream_of(async, rs_rest), "tp_async");
   // The forward, then the join waiting for the layer's overlapped collectives.
   const Op& fwd = find(async, "fwd.layer.3.mb0");
-  const Op& join = find(async, "tp_async_join.layer.3.mb0");
+  const Op& join = find(async, "overlap_join.layer.3.mb0");
   EXPECT_EQ(join.id.value(), fwd.id.value() + 1);
   EXPECT_EQ(join.stream, fwd.stream);
   EXPECT_EQ(join.deps.size(), 4U);  // two all-gathers and two reduce-scatter remainders
