@@ -294,13 +294,17 @@ void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
     }
     emit_unit_collectives(ctx_, u, Phase::fwd, mb);
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-    Op fwd = make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, cost.fwd_gemms,
+    ParamGroup& pg = groups_[static_cast<size_t>(g)];
+    std::vector<BufferId> reads;
+    for (const Part& part : pg.parts) reads.push_back(part.unsharded);
+    int32_t kernels = cost.fwd_kernels;
+    std::vector<Gemm> gemms = emit_fused_expert_gemms(ctx_, u, Phase::fwd, mb, cost.fwd_gemms, reads, {}, kernels);
+    Op fwd = make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, std::move(gemms),
                           cost.fwd_bytes_touched, cost.fwd_class_bytes);
-    fwd.kernels = cost.fwd_kernels;
+    fwd.kernels = kernels;
     fwd.unit = u;
     fwd.micro_batch = mb;
-    ParamGroup& pg = groups_[static_cast<size_t>(g)];
-    for (const Part& part : pg.parts) fwd.reads.push_back(part.unsharded);
+    fwd.reads = std::move(reads);
     acts.on_forward(fwd, u);
     // reshard_after_forward: free the group's unsharded parameters after its last unit's forward.
     if (pg.reshard_after_forward && u == pg.units.back()) {
@@ -391,12 +395,16 @@ void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
   for (int32_t u = range_.last; u >= range_.first; --u) {
     pre_backward(u, mb, acts);
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-    Op bwd = make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, cost.bwd_gemms,
+    std::vector<BufferId> reads;
+    for (const Part& part : groups_[static_cast<size_t>(group_of_unit(u))].parts) reads.push_back(part.unsharded);
+    int32_t kernels = cost.bwd_kernels;
+    std::vector<Gemm> gemms = emit_fused_expert_gemms(ctx_, u, Phase::bwd, mb, cost.bwd_gemms, reads, {}, kernels);
+    Op bwd = make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, std::move(gemms),
                           cost.bwd_bytes_touched, cost.bwd_class_bytes);
-    bwd.kernels = cost.bwd_kernels;
+    bwd.kernels = kernels;
     bwd.unit = u;
     bwd.micro_batch = mb;
-    for (const Part& part : groups_[static_cast<size_t>(group_of_unit(u))].parts) bwd.reads.push_back(part.unsharded);
+    bwd.reads = std::move(reads);
     acts.on_backward(bwd, u);
     finish_unit_backward(u, mb, bwd);
     join_overlapped(ctx_, u, Phase::bwd, mb);  // a fused EP exchange of this layer's backward
@@ -413,15 +421,18 @@ void Fsdp2Builder::backward_input(int32_t mb, Activations& acts) {
   for (int32_t u = range_.last; u >= range_.first; --u) {
     pre_backward(u, mb, acts);
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-    Op input = make_compute(op_name("bwd_input", cost.name, mb), Phase::bwd, ctx_.compute,
-                            backward_half(cost.bwd_gemms, false), cost.bwd_bytes_touched, cost.bwd_class_bytes);
+    std::vector<BufferId> reads;
+    for (const Part& part : groups_[static_cast<size_t>(group_of_unit(u))].parts) reads.push_back(part.unsharded);
     // The weight half launches the weight-gradient GEMMs; the input half the rest.
-    input.kernels = std::max(1, cost.bwd_kernels - static_cast<int32_t>(backward_half(cost.bwd_gemms, true).size()));
+    int32_t kernels = std::max(1, cost.bwd_kernels - static_cast<int32_t>(backward_half(cost.bwd_gemms, true).size()));
+    std::vector<Gemm> gemms =
+        emit_fused_expert_gemms(ctx_, u, Phase::bwd, mb, backward_half(cost.bwd_gemms, false), reads, {}, kernels);
+    Op input = make_compute(op_name("bwd_input", cost.name, mb), Phase::bwd, ctx_.compute, std::move(gemms),
+                            cost.bwd_bytes_touched, cost.bwd_class_bytes);
+    input.kernels = kernels;
     input.unit = u;
     input.micro_batch = mb;
-    for (const Part& part : groups_[static_cast<size_t>(group_of_unit(u))].parts) {
-      input.reads.push_back(part.unsharded);
-    }
+    input.reads = std::move(reads);
     acts.on_backward(input, u);
     if (const int64_t kept = weight_gradient_inputs_bytes(cost.bwd_gemms, ctx_.layout.shape.activation_dtype);
         kept > 0) {

@@ -407,13 +407,19 @@ void MegatronBuilder::forward(int32_t mb, Activations& acts) {
     // Pre-forward hook (every unit and every non-unit module with parameters): gather + forward prefetch.
     gather(groups, ctx_.config.overlap_param_gather ? Prefetch::forward : Prefetch::none, Phase::fwd, mb);
     emit_unit_collectives(ctx_, u, Phase::fwd, mb);
-    Op fwd = make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, cost.fwd_gemms,
+    std::vector<BufferId> reads;
+    for (const int32_t g : groups) reads.push_back(ag_[static_cast<size_t>(g)].buffer);
+    int32_t kernels = cost.fwd_kernels;
+    const std::vector<OpId> gathered = wait_for(groups);
+    std::vector<Gemm> gemms =
+        emit_fused_expert_gemms(ctx_, u, Phase::fwd, mb, cost.fwd_gemms, reads, gathered, kernels);
+    Op fwd = make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, std::move(gemms),
                           cost.fwd_bytes_touched, cost.fwd_class_bytes);
-    fwd.kernels = cost.fwd_kernels;
+    fwd.kernels = kernels;
     fwd.unit = u;
     fwd.micro_batch = mb;
-    fwd.deps = wait_for(groups);
-    for (const int32_t g : groups) fwd.reads.push_back(ag_[static_cast<size_t>(g)].buffer);
+    fwd.deps = gathered;
+    fwd.reads = std::move(reads);
     acts.on_forward(fwd, u);
     // Post-forward hook (units only, optim_grads_params): release the gathered weights at once.
     if (zero3() && ctx_.is_layer(u)) release(groups, fwd);

@@ -216,9 +216,8 @@ std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase p
     // DistMoE (ep_dispatch: fused; meta-pytorch/dist_moe docs/mxfp8_execution.md and bf16_execution.md): the first
     // grouped GEMM's producer gathers its rows from the peers' symmetric HBM and the last one's epilogue scatters its
     // outputs into theirs, forward and backward, so the exchange runs inside the expert GEMMs' own kernels: whole,
-    // beside the layer's compute, with no SMs of its own, and the layer waits for it (join_overlapped). It may overlap
-    // the whole layer here, where DistMoE overlaps only the expert GEMMs (about half of a DeepSeek-V3 layer's FLOPs):
-    // an upper bound on what the fusion hides, as the all-to-alls on the compute stream are a lower bound.
+    // with no SMs of its own, beside those GEMMs, which emit_fused_expert_gemms() then issues as their own op, and the
+    // layer's other work waits for it.
     if (ctx.config.ep_dispatch == EpDispatch::fused && c.group == GroupRole::ep && c.kind == OpKind::all_to_all) {
       if (!ctx.ep_fused.valid()) ctx.ep_fused = ctx.w.stream(StreamRole::ep_fused);
       op.name = op_name(c.name, std::string(suffix) + ".fused", cost.name, micro_batch);
@@ -280,6 +279,37 @@ std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase p
   }
   for (const UnitCollective& c : forward ? cost.fwd_collectives : cost.bwd_collectives) emit(c, false);
   return ids;
+}
+
+std::vector<Gemm> emit_fused_expert_gemms(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch,
+                                          std::vector<Gemm> gemms, const std::vector<BufferId>& reads,
+                                          const std::vector<OpId>& deps, int32_t& kernels) {
+  if (ctx.config.ep_dispatch != EpDispatch::fused || !ctx.ep_fused.valid()) return gemms;
+  std::vector<OpId> exchange, others;
+  for (const OpId id : ctx.overlapped_pending) (ctx.w.op(id).stream == ctx.ep_fused ? exchange : others).push_back(id);
+  // The routed experts' grouped GEMMs (model_units_gemms.cpp's "expert_*" blocks, forward or backward).
+  std::vector<Gemm> experts, rest;
+  for (Gemm& g : gemms) (g.name.starts_with("expert_") ? experts : rest).push_back(std::move(g));
+  if (exchange.empty() || experts.empty()) {
+    rest.insert(rest.end(), std::make_move_iterator(experts.begin()), std::make_move_iterator(experts.end()));
+    return rest;
+  }
+  const std::string& unit_name = ctx.units.at(static_cast<size_t>(unit)).name;
+  const auto count = static_cast<int32_t>(experts.size());
+  Op op = make_compute(op_name(std::string(to_string(phase)) + "_experts", unit_name, micro_batch), phase, ctx.compute,
+                       std::move(experts), 0);
+  op.kernels = count;
+  op.unit = unit;
+  op.micro_batch = micro_batch;
+  op.reads = reads;
+  op.deps = deps;
+  ctx.w.add(std::move(op));
+  Op sync = make_sync(op_name("ep_fused_join", unit_name, micro_batch), phase, ctx.compute, std::move(exchange), {});
+  sync.micro_batch = micro_batch;
+  ctx.w.add(std::move(sync));
+  ctx.overlapped_pending = std::move(others);
+  kernels = std::max(1, kernels - count);
+  return rest;
 }
 
 void join_overlapped(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch) {

@@ -145,8 +145,18 @@ void run_actions(BuildContext& ctx, const StagePlan& plan, UnitRange& range, For
 /// stream. Under tp_comm_overlap a decoder layer's TP collectives, forward and backward, run beside its compute on
 /// the tp_async (ring exchange) or tp_overlap (SM kernels) stream, the forward reduce-scatters with the last of 4
 /// splits exposed. Under ep_dispatch: fused a MoE layer's all-to-alls, forward and backward, run whole on the
-/// ep_fused stream beside its compute. join_overlapped then makes the compute stream wait for them.
+/// ep_fused stream, beside the expert GEMMs emit_fused_expert_gemms() issues next. join_overlapped then makes the
+/// compute stream wait for the TP ones.
 std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch);
+
+/// Under ep_dispatch: fused, before a MoE unit's compute op: its routed-expert GEMMs (those of `gemms` named
+/// "expert_*") become their own compute op, emitted now with `reads` and `deps`, beside which the unit's pending fused
+/// EP exchange runs, as DistMoE overlaps it with them and with nothing else; an `ep_fused_join` sync follows it.
+/// Returns the other GEMMs, for the unit's op, and takes the moved GEMMs' kernels off `kernels`. Without a pending
+/// fused exchange, returns `gemms` as they are and emits nothing.
+std::vector<Gemm> emit_fused_expert_gemms(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch,
+                                          std::vector<Gemm> gemms, const std::vector<BufferId>& reads,
+                                          const std::vector<OpId>& deps, int32_t& kernels);
 
 /// After a unit's compute op: a sync op on the compute stream that waits for the unit's overlapped TP chunks and EP
 /// exchanges (none without async TP, tp_comm_overlap or a fused EP dispatch).

@@ -68,13 +68,19 @@ void MegatronBuilder::recompute_chunk(int32_t first_unit, int32_t last_unit, Act
     const std::vector<int32_t>& groups = plan_.unit_groups[static_cast<size_t>(u)];
     gather(groups, Prefetch::none, Phase::recompute, mb);
     emit_unit_collectives(ctx_, u, Phase::recompute, mb);
-    Op op = make_compute(op_name("recompute", cost.name, mb), Phase::recompute, ctx_.compute, cost.fwd_gemms,
+    std::vector<BufferId> reads;
+    for (const int32_t g : groups) reads.push_back(ag_[static_cast<size_t>(g)].buffer);
+    int32_t kernels = cost.fwd_kernels;
+    const std::vector<OpId> gathered = wait_for(groups);
+    std::vector<Gemm> gemms =
+        emit_fused_expert_gemms(ctx_, u, Phase::recompute, mb, cost.fwd_gemms, reads, gathered, kernels);
+    Op op = make_compute(op_name("recompute", cost.name, mb), Phase::recompute, ctx_.compute, std::move(gemms),
                          cost.fwd_bytes_touched, cost.fwd_class_bytes);
-    op.kernels = cost.fwd_kernels;
+    op.kernels = kernels;
     op.unit = u;
     op.micro_batch = mb;
-    op.deps = wait_for(groups);
-    for (const int32_t g : groups) op.reads.push_back(ag_[static_cast<size_t>(g)].buffer);
+    op.deps = gathered;
+    op.reads = std::move(reads);
     acts.on_recompute(op, u);
     ctx_.w.add(std::move(op));
     join_overlapped(ctx_, u, Phase::recompute, mb);
@@ -114,17 +120,22 @@ void MegatronBuilder::backward_unit(int32_t u, Activations& acts, int32_t mb) {
   const int64_t fp8_transpose_bytes = fp8_transpose_cache() && ctx_.is_layer(u)
                                           ? linear_weight_elems(cost, false) + linear_weight_elems(cost, true)
                                           : 0;
-  Op bwd = make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, cost.bwd_gemms,
+  std::vector<BufferId> reads;
+  for (const int32_t g : groups) reads.push_back(ag_[static_cast<size_t>(g)].buffer);
+  int32_t kernels = cost.bwd_kernels;
+  const std::vector<OpId> gathered = wait_for(groups);
+  std::vector<Gemm> gemms = emit_fused_expert_gemms(ctx_, u, Phase::bwd, mb, cost.bwd_gemms, reads, gathered, kernels);
+  Op bwd = make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, std::move(gemms),
                         cost.bwd_bytes_touched + grad_copy_bytes + 2 * fp8_transpose_bytes, cost.bwd_class_bytes);
-  bwd.kernels = cost.bwd_kernels;
+  bwd.kernels = kernels;
   bwd.unit = u;
   bwd.micro_batch = mb;
   // Room for what the activations, the weight gradients and the gradient buckets add, allocated once.
   const size_t added = 6 + cost.bwd_transient_tensors.size() + groups.size();
   bwd.allocs.reserve(added);
   bwd.frees.reserve(added);
-  bwd.deps = wait_for(groups);
-  for (const int32_t g : groups) bwd.reads.push_back(ag_[static_cast<size_t>(g)].buffer);
+  bwd.deps = gathered;
+  bwd.reads = std::move(reads);
   acts.on_backward(bwd, u);
   if (fp8_transpose_bytes > 0) {
     const BufferId t = ctx_.w.buffer(op_name("fp8_transpose", cost.name, mb), BufferCategory::gathered_param,

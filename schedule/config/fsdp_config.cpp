@@ -279,9 +279,9 @@ const std::vector<KeyDef>& key_table() {
                "layer's TP all-gathers and reduce-scatters overlap its GEMMs forward and backward"),
       enum_key("ep_dispatch", &FsdpConfig::ep_dispatch, kEpDispatches,
                "how MoE tokens reach their experts: all_to_all (NCCL all-to-alls on the compute stream) or fused "
-               "(torchtitan's DistMoE: the expert GEMMs read and write the peers' symmetric HBM over NVLink; modelled "
-               "beside the whole layer's compute, an upper bound on what it hides; needs the expert-parallel group in "
-               "one NVLink domain of SM100 or newer GPUs)"),
+               "(torchtitan's DistMoE: the routed-expert GEMMs read and write the peers' symmetric HBM over NVLink, "
+               "so the exchange runs beside them; needs the expert-parallel group in one NVLink domain of SM100 or "
+               "newer GPUs)"),
       enum_key("loss_implementation", &FsdpConfig::loss_implementation, loss_impl_names(),
                "how the cross-entropy is computed; auto: megatron_vocab_parallel for megatron_fsdp, for fsdp2 "
                "compiled when fused_elementwise (torch.compile) else eager_fp32"),

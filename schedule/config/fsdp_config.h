@@ -177,8 +177,8 @@ struct FsdpConfig {
   /// layer's TP all-gathers and reduce-scatters, forward and backward, run beside the GEMMs they feed or follow
   /// (schedule/build/builder_common.cpp, emit_unit_collectives).
   bool tp_comm_overlap = false;
-  /// How the expert-parallel dispatch and combine run (EpDispatch): `fused` puts each MoE layer's all-to-alls beside
-  /// its compute on the ep_fused stream, with no SMs of their own (schedule/build/builder_common.cpp).
+  /// How the expert-parallel dispatch and combine run (EpDispatch): `fused` puts each MoE layer's all-to-alls on the
+  /// ep_fused stream beside its routed-expert GEMMs, with no SMs of their own (schedule/build/builder_common.cpp).
   EpDispatch ep_dispatch = EpDispatch::all_to_all;
   LossImpl loss_implementation = LossImpl::auto_select;  ///< schedule/model/loss.h; auto: see parallel_layout.cpp
   int32_t loss_chunks = 8;                               ///< chunked loss: torchtune's num_output_chunks

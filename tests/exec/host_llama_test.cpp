@@ -1,5 +1,6 @@
 // The executor's CI check: the same IR the simulator predicts, run by the host backend on threads as ranks. For every
-// sharding strategy of Megatron-FSDP and FSDP2, with and without HSDP, and for MoE, a Llama-3-8B-shaped model
+// sharding strategy of Megatron-FSDP and FSDP2, with and without HSDP, and for MoE (its all-to-alls on the compute
+// stream, or fused beside the layer as DistMoE runs them), a Llama-3-8B-shaped model
 // scaled down to run in seconds: no data problem on any rank, and with the predicted memory order the measured
 // steady-step peak allocated EQUALS the predicted one, byte for byte.
 #include <gtest/gtest.h>
@@ -39,6 +40,7 @@ struct Case {
   std::string name;
   std::vector<std::string> sets;
   bool moe = false;
+  std::string topology = "dgx-h100-ndr";
 };
 
 Schedule build(const Case& c) {
@@ -69,6 +71,15 @@ std::vector<Case> cases() {
   // 12 GPUs of 8-GPU nodes: a partial last node, 12 ranks.
   list.push_back({"megatron_partial_last_node", {"gpus=12", "global_batch_size=24"}});
   list.push_back({"megatron_offload", {"cpu_offloading_activations=true", "global_batch_size=16"}});
+  // DistMoE's fused exchange (ep_dispatch: fused): the all-to-alls beside each layer's compute on their own stream,
+  // on Blackwell GPUs, which the simulator requires of it.
+  for (const char* implementation : {"fsdp2", "megatron_fsdp"}) {
+    list.push_back(
+        {std::string(implementation) + "_moe_ep8_fused",
+         {std::string("implementation=") + implementation, "ep=8", "ep_dispatch=fused", "global_batch_size=16"},
+         true,
+         "hgx-b200-ndr"});
+  }
   return list;
 }
 
@@ -77,7 +88,7 @@ class HostMatchesSimulator : public ::testing::TestWithParam<Case> {};
 TEST_P(HostMatchesSimulator, SameIrSamePeakNoProblems) {
   const Schedule s = build(GetParam());
   ASSERT_EQ(s.info.micro_batches, 2);
-  const RunRecord predicted = run_schedule(s, topology_preset("dgx-h100-ndr"), SimOptions{});
+  const RunRecord predicted = run_schedule(s, topology_preset(GetParam().topology), SimOptions{});
   ASSERT_FALSE(predicted.oom.has_value());  // the equality is about a job that fits
   const StepRun& steady = predicted.steps.back();
 

@@ -1,7 +1,8 @@
 // A fused expert-parallel dispatch (ep_dispatch: fused, torchtitan's DistMoE): each MoE layer's all-to-alls leave the
-// compute stream for the ep_fused stream beside the layer's compute, forward and backward, hold no SMs, and the
-// layer waits for them; the step gets faster by at most what they took on the compute stream; a GPU without NVLink
-// peer memory (before SM100) or an expert-parallel group over several NVLink domains is refused.
+// compute stream for the ep_fused stream beside the layer's routed-expert GEMMs, forward and backward, hold no SMs,
+// and the layer waits for them before the rest of its work; the step gets faster by at most what they took on the
+// compute stream; a GPU without NVLink peer memory (before SM100) or an expert-parallel group over several NVLink
+// domains is refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -58,16 +59,31 @@ TEST(EpDispatch, FusedMovesEveryExchangeBesideItsLayerAndTheLayerWaitsForIt) {
       EXPECT_EQ(fused.streams[after[i]->stream].name, "ep_fused") << after[i]->name;
       EXPECT_EQ(after[i]->recv_bytes, before[i]->recv_bytes) << after[i]->name;  // the same bytes move
       EXPECT_NE(after[i]->name.find(".fused."), std::string::npos) << after[i]->name;
-      // A join on the compute stream waits for it, after the layer's compute of its phase.
+      // A join on the compute stream waits for it, right after the layer's routed-expert GEMMs of its phase, which
+      // run as their own op beside it (DistMoE overlaps the exchange with them only); the layer's op keeps the rest.
       const auto join = std::find_if(fused.ops.begin(), fused.ops.end(), [&](const Op& op) {
         return op.kind == OpKind::sync && op.stream == fused.compute_stream() &&
                std::find(op.deps.begin(), op.deps.end(), after[i]->id) != op.deps.end();
       });
       ASSERT_NE(join, fused.ops.end()) << after[i]->name;
-      EXPECT_EQ(join->phase == Phase::fwd, after[i]->phase == Phase::fwd) << after[i]->name;
+      EXPECT_EQ(join->phase, after[i]->phase) << after[i]->name;
       const std::string where = after[i]->name.substr(after[i]->name.find(".fused.") + 7);  // "layer.0.mb0"
-      EXPECT_EQ(join->name, "overlap_join." + where) << after[i]->name;
+      EXPECT_EQ(join->name, "ep_fused_join." + where) << after[i]->name;
+      const Op& experts = fused.ops[OpId(join->id.value() - 1)];
+      EXPECT_EQ(experts.name, std::string(to_string(after[i]->phase)) + "_experts." + where);
+      ASSERT_FALSE(experts.gemms.empty());
+      for (const Gemm& g : experts.gemms) EXPECT_TRUE(g.name.starts_with("expert_")) << g.name;
     }
+    // Every GEMM is still timed once: the layers' ops lost exactly the expert GEMMs the experts ops hold.
+    const auto gemm_count = [](const Schedule& s, bool expert) {
+      size_t n = 0;
+      for (const Op& op : s.ops) {
+        for (const Gemm& g : op.gemms) n += g.name.starts_with("expert_") == expert ? 1 : 0;
+      }
+      return n;
+    };
+    EXPECT_EQ(gemm_count(fused, true), gemm_count(plain, true));
+    EXPECT_EQ(gemm_count(fused, false), gemm_count(plain, false));
     // Forward and backward both.
     EXPECT_TRUE(std::any_of(after.begin(), after.end(), [](const Op* op) { return op->phase == Phase::bwd; }));
     EXPECT_EQ(schedule_from_yaml(schedule_to_yaml(fused), "fused.yaml"), fused);
