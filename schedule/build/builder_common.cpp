@@ -288,12 +288,10 @@ std::vector<Gemm> emit_fused_expert_gemms(BuildContext& ctx, int32_t unit, Phase
   std::vector<OpId> exchange, others;
   for (const OpId id : ctx.overlapped_pending) (ctx.w.op(id).stream == ctx.ep_fused ? exchange : others).push_back(id);
   // The routed experts' grouped GEMMs (model_units_gemms.cpp's "expert_*" blocks, forward or backward).
+  const auto is_expert = [](const Gemm& g) { return g.name.starts_with("expert_"); };
+  if (exchange.empty() || std::none_of(gemms.begin(), gemms.end(), is_expert)) return gemms;
   std::vector<Gemm> experts, rest;
-  for (Gemm& g : gemms) (g.name.starts_with("expert_") ? experts : rest).push_back(std::move(g));
-  if (exchange.empty() || experts.empty()) {
-    rest.insert(rest.end(), std::make_move_iterator(experts.begin()), std::make_move_iterator(experts.end()));
-    return rest;
-  }
+  for (Gemm& g : gemms) (is_expert(g) ? experts : rest).push_back(std::move(g));
   const std::string& unit_name = ctx.units.at(static_cast<size_t>(unit)).name;
   const auto count = static_cast<int32_t>(experts.size());
   Op op = make_compute(op_name(std::string(to_string(phase)) + "_experts", unit_name, micro_batch), phase, ctx.compute,
