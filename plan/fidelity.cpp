@@ -197,6 +197,8 @@ std::vector<FidelityResult> run_fidelity(const std::vector<FidelityRow>& rows) {
       const RunRecord run = run_schedule(s, topology, options);
       const Report rep = make_report(s, topology, run, ReportDetail::summary);
       r.simulated = true;
+      r.predicted_oom = rep.oom;
+      if (rep.oom) r.oom_detail = verdict_text(rep.memory);
       const FidelityMeasured& m = row.measured;
       // Throughput: tokens/s when the source gives it (no FLOP-counting convention involved), else its TFLOP/s or MFU.
       if (m.tokens_per_s_per_gpu) {
@@ -317,6 +319,18 @@ std::string fidelity_text(const std::vector<FidelityResult>& results, const std:
                     r.row->role.c_str(), p.metric.c_str(), p.measured, p.predicted, 100 * p.error());
       out << line;
     }
+    if (r.predicted_oom)
+      out << "  " << r.row->id << ": predicted out of memory, though the run ran: " << r.oom_detail << "\n";
+  }
+  size_t simulated = 0, oom = 0;
+  for (const auto& r : results) {
+    simulated += r.simulated ? 1 : 0;
+    oom += r.predicted_oom ? 1 : 0;
+  }
+  if (oom > 0) {
+    out << "\n"
+        << oom << " of " << simulated
+        << " simulated runs predicted out of memory, though each ran (README: \"Runs predicted not to fit\")\n";
   }
   out << "\nsummary (absolute relative error)\n";
   std::snprintf(line, sizeof line, "  %-22s %-11s %5s %9s %9s\n", "metric", "role", "rows", "median", "max");

@@ -55,6 +55,9 @@ struct FidelityResult {
   const FidelityRow* row = nullptr;
   bool simulated = false;
   std::string failure;  ///< why it could not be simulated
+  /// The prediction says the step does not fit, though the published run ran: a false OOM verdict.
+  bool predicted_oom = false;
+  std::string oom_detail;  ///< the verdict's line when predicted_oom
   std::vector<FidelityPoint> points;
 };
 

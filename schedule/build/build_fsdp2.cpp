@@ -82,6 +82,8 @@ class Fsdp2Builder {
   /// starts its gradient reduction.
   void finish_unit_backward(int32_t u, int32_t mb, Op& op);
   void join_reductions(int32_t mb);
+  /// Composer's training metrics (train_metric_cross_entropies) once the micro-batch's backward has returned.
+  void train_metrics(int32_t mb);
   void post_backward(int32_t g, int32_t mb);
   void optimizer_step();
   /// Adds an all-gather or reduce-scatter of the data-parallel mesh behind the previous one: FSDP2 issues both on
@@ -410,6 +412,28 @@ void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
     join_overlapped(ctx_, u, Phase::bwd, mb);  // a fused EP exchange of this layer's backward
   }
   join_reductions(mb);
+  train_metrics(mb);
+}
+
+// Composer's _train_microbatch updates the training metrics right after `loss.backward()` returns, from the outputs
+// it kept (composer/trainer/trainer.py, v0.16: _eval_train_metrics): one op on the compute stream that reads the held
+// logits and allocates each cross-entropy's fp32 temporaries; the metrics run one after another, so the op holds one
+// metric's temporaries at a time.
+void Fsdp2Builder::train_metrics(int32_t mb) {
+  const UnitCost& cost = ctx_.units.back();
+  if (cost.metric_kernels == 0 || !ctx_.held_logits.valid()) return;
+  Op op = make_compute(op_name("train_metrics", cost.name, mb), Phase::bwd, ctx_.compute, {}, cost.metric_bytes_touched,
+                       cost.metric_class_bytes);
+  op.kernels = cost.metric_kernels;
+  op.micro_batch = mb;  // no unit: it computes no gradient of the output unit
+  op.reads = {ctx_.held_logits};
+  for (size_t i = 0; i < cost.metric_transient_tensors.size(); ++i) {
+    const BufferId b = ctx_.w.buffer(op_name("tmp.metric", std::to_string(i), cost.name, mb), BufferCategory::workspace,
+                                     cost.metric_transient_tensors[i], false);
+    op.allocs.push_back(b);
+    op.frees.push_back(b);
+  }
+  ctx_.w.add(std::move(op));
 }
 
 // torch.distributed.pipelining's stage_backward_input / stage_backward_weight: the first computes the data

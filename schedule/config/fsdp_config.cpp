@@ -290,6 +290,10 @@ const std::vector<KeyDef>& key_table() {
       bool_key("loop_holds_logits", &FsdpConfig::loop_holds_logits,
                "the training loop still references the model's logits during backward and the optimizer step (no "
                "`del pred` before backward: torchtitan before PR #391, 2024-06-12)"),
+      int_key("train_metric_cross_entropies", &FsdpConfig::train_metric_cross_entropies, 0, 16,
+              "Composer's training metrics (llm-foundry's MPT computes 2: cross-entropy and perplexity): eager fp32 "
+              "cross-entropies without gradients over the 16-bit logits the trainer keeps, after each "
+              "micro-batch's backward; 0: none"),
       ratio_key("moe_routing_skew", &FsdpConfig::moe_routing_skew, 1024,
                 "MoE: the busiest expert-parallel rank's token-expert pairs / the mean (1: balanced); its memory and "
                 "time are the job's"),

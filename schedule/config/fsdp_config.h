@@ -186,6 +186,11 @@ struct FsdpConfig {
   /// through backward and the optimizer step until the next forward replaces them. torchtitan did until PR #391
   /// (e29b6b4d, 2024-06-12), which added `del pred` before backward to save 3.9 GiB on Llama 3 8B.
   bool loop_holds_logits = false;
+  /// Composer's training metrics (llm-foundry's MPT: LanguageCrossEntropy and LanguagePerplexity, 2): after each
+  /// micro-batch's backward the trainer runs this many eager cross-entropies, without gradients and under autocast
+  /// (an fp32 copy and an fp32 log-softmax each), over the 16-bit logits it keeps in `state.outputs` until the next
+  /// forward replaces them. 0: none.
+  int32_t train_metric_cross_entropies = 0;
   bool reshard_after_forward = true;                     ///< FSDP2 only
   Fsdp2Wrap fsdp2_wrap = Fsdp2Wrap::torchtitan;          ///< FSDP2 only
   GradSync gradient_sync = GradSync::every_micro_batch;  ///< FSDP2: torchtitan's default; see GradSync

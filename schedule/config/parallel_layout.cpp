@@ -376,6 +376,7 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
                       config.loss_chunks,
                       config.loop_holds_logits,
                       config.moe_routing_skew};
+  l.shape.train_metric_cross_entropies = config.train_metric_cross_entropies;
   l.shape.fp8_casts = fp8_casts_of(config);
   l.shape.fp8_gathered_weights = config.param_dtype == DType::fp8;
   l.shape.fp8_output_layer = config.fp8_output_layer;
@@ -391,6 +392,24 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
            std::string(to_string(l.shape.loss)) + " has no logits tensor for the training loop to hold",
            "set loop_holds_logits=false, or loss_implementation=eager_fp32 or chunked (the losses that receive the "
            "model's logits)");
+  }
+  if (config.train_metric_cross_entropies > 0) {
+    // Composer trains with torch FSDP and no pipeline; its trainer keeps the model's 16-bit output, which only the
+    // losses that leave the logits as they are (saved for backward, not overwritten) hand back unchanged.
+    if (config.implementation != Implementation::fsdp2 || config.pp > 1) {
+      reject(config, "train_metric_cross_entropies",
+             "Composer's training metrics run under torch FSDP without pipeline parallelism",
+             "set train_metric_cross_entropies=0, or implementation=fsdp2 with pp=1");
+    }
+    if (l.shape.loss != LossImpl::flash_attn_xentropy && l.shape.loss != LossImpl::compiled) {
+      reject(config, "train_metric_cross_entropies",
+             std::string(to_string(l.shape.loss)) + " does not leave the 16-bit logits the trainer's metrics read",
+             "set loss_implementation=flash_attn_xentropy (llm-foundry's MPT) or compiled");
+    }
+    if (config.loop_holds_logits) {
+      reject(config, "train_metric_cross_entropies", "loop_holds_logits already holds an fp32 copy of the logits",
+             "set loop_holds_logits=false (the metrics hold the 16-bit logits themselves)");
+    }
   }
   if (l.tp > 1 && (l.shape.loss == LossImpl::liger_fused_linear || l.shape.loss == LossImpl::cut_cross_entropy)) {
     reject(config, "loss_implementation",

@@ -17,7 +17,8 @@ constexpr EnumNames<LossImpl, kLossImplCount> kLossNames{
       {LossImpl::chunked, "chunked"},
       {LossImpl::liger_fused_linear, "liger_fused_linear"},
       {LossImpl::cut_cross_entropy, "cut_cross_entropy"},
-      {LossImpl::te_fused, "te_fused"}}}};
+      {LossImpl::te_fused, "te_fused"},
+      {LossImpl::flash_attn_xentropy, "flash_attn_xentropy"}}}};
 
 constexpr int64_t kFp32Bytes = 4;
 
@@ -159,7 +160,32 @@ LossMemory loss_memory(LossImpl impl, const LossDims& d) {
       m.fwd_bytes_touched = logits * 3 * a;
       m.bwd_bytes_touched = logits * 2 * a;
       break;
+    case LossImpl::flash_attn_xentropy:
+      // FlashAttention's SoftmaxCrossEntropyLossFn (flash_attn/losses/cross_entropy.py, v1.0.x over apex's
+      // xentropy_cuda_lib; a Triton kernel since v2 with the same tensors), which llm-foundry's MPT runs by default
+      // (modeling_mpt.py: loss_fn 'fused_crossentropy'): forward computes each token's loss and log-sum-exp in one
+      // kernel that reads the 16-bit logits twice (max, then the sum of exponentials) and saves the logits and the
+      // fp32 log-sum-exp; backward writes the gradient into a new 16-bit tensor (inplace_backward defaults to False,
+      // and llm-foundry leaves it so). No fp32 copy of the logits exists.
+      m.saved_bytes = logits * a + d.tokens * kFp32Bytes;
+      m.bwd_workspace_bytes = logits * a;
+      m.fwd_bytes_touched = logits * 2 * a;
+      m.bwd_bytes_touched = logits * 2 * a;
+      break;
   }
+  return m;
+}
+
+LossMemory metric_cross_entropy(const LossDims& d) {
+  // Composer's LanguageCrossEntropy.update (composer/metrics/nlp.py) calls torch.nn.CrossEntropyLoss on the logits
+  // under the trainer's autocast and torch.no_grad(): autocast runs log_softmax in fp32, so the logits are upcast
+  // into a temporary that lives until log_softmax has written its fp32 output; nll_loss then reads one entry per
+  // token. Nothing is kept. Bytes and kernel classes as eager_fp32's forward.
+  const int64_t logits = d.tokens * d.vocab_rank;
+  LossMemory m;
+  m.fwd_transient_tensors = {logits * kFp32Bytes, logits * kFp32Bytes};
+  m.fwd_bytes_touched = logits * (d.act_bytes + 16);
+  m.fwd_class_bytes = eager_cross_entropy_fwd_classes(logits, d.act_bytes);
   return m;
 }
 

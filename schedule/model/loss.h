@@ -28,6 +28,9 @@ namespace fsdpsim {
 ///   cut_cross_entropy        Apple's Cut Cross-Entropy: logits only in on-chip memory, recomputed in backward
 ///   te_fused                 Transformer Engine's fused cross-entropy (Megatron-LM --cross-entropy-loss-fusion
 ///                            --cross-entropy-fusion-impl te): the gradient is written over the 16-bit logits
+///   flash_attn_xentropy      FlashAttention's CrossEntropyLoss (flash_attn.losses.cross_entropy; llm-foundry's
+///                            MPT default, loss_fn: fused_crossentropy): one kernel over the 16-bit logits, which it
+///                            keeps with a log-sum-exp; backward writes a new 16-bit gradient
 enum class LossImpl : uint8_t {
   auto_select,
   megatron_vocab_parallel,
@@ -36,9 +39,10 @@ enum class LossImpl : uint8_t {
   chunked,
   liger_fused_linear,
   cut_cross_entropy,
-  te_fused
+  te_fused,
+  flash_attn_xentropy
 };
-inline constexpr size_t kLossImplCount = 8;
+inline constexpr size_t kLossImplCount = 9;
 
 /// The keys' spelling of each implementation ("auto", "eager_fp32", ...).
 const EnumNames<LossImpl, kLossImplCount>& loss_impl_names();
@@ -75,5 +79,10 @@ struct LossMemory {
 
 /// The loss's memory for a resolved implementation (not auto_select).
 LossMemory loss_memory(LossImpl impl, const LossDims& dims);
+
+/// One cross-entropy a trainer computes as a metric, without gradients and under autocast, over 16-bit logits it
+/// keeps (Composer's LanguageCrossEntropy): its forward terms only — an fp32 copy and an fp32 log-softmax, both
+/// transient.
+LossMemory metric_cross_entropy(const LossDims& dims);
 
 }  // namespace fsdpsim

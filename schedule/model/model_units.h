@@ -70,6 +70,7 @@ struct RankShape {
   /// Q, K, V and the gate and up projections run as separate matmuls (torchtitan's and Hugging Face's modules, which
   /// FSDP2 wraps); false: fused as Megatron-Core runs them. Only kernel counts read it: the GEMM list stays fused.
   bool separate_projections = false;
+  int32_t train_metric_cross_entropies = 0;  ///< FsdpConfig::train_metric_cross_entropies
 };
 
 /// Where a unit sits in the model.
@@ -156,6 +157,12 @@ struct UnitCost {
   /// Output unit only: the model's output that the training loop still references after the loss (loop_holds_logits),
   /// alive from this forward until the next micro-batch's forward replaces it or the optimizer step ends.
   int64_t held_output_bytes = 0;
+  /// Output unit only: the trainer's metric cross-entropies after each micro-batch's backward
+  /// (train_metric_cross_entropies), one op over the held logits: its transient tensors, bytes and kernels.
+  std::vector<int64_t> metric_transient_tensors;
+  int64_t metric_bytes_touched = 0;
+  KernelClassBytes metric_class_bytes;
+  int32_t metric_kernels = 0;
 
   [[nodiscard]] int64_t fwd_flops() const;
   [[nodiscard]] int64_t bwd_flops() const;

@@ -142,6 +142,8 @@ Counts loss_kernels(const UnitDims& d) {
       return {9, 4};
     case LossImpl::te_fused:
       return {1, 1};
+    case LossImpl::flash_attn_xentropy:  // the xentropy kernel, the ignored-label mask and fill, two sums and the
+      return {6, 5};                     // mean; backward: the mean's gradient, its copy, the mask and fill, the kernel
     case LossImpl::compiled:
     case LossImpl::liger_fused_linear:
     case LossImpl::cut_cross_entropy:

@@ -425,6 +425,22 @@ void add_output_memory(const UnitDims& d, UnitCost& unit) {
   unit.bwd_workspace_bytes = (tp ? t * h * a : 0) + t * h * a + loss.bwd_workspace_bytes;
   unit.fwd_transient_tensors = loss.fwd_transient_tensors;
   unit.bwd_transient_tensors = loss.bwd_transient_tensors;
+  if (d.shape.train_metric_cross_entropies > 0) {
+    // The trainer keeps the model's 16-bit output (Composer's `state.outputs`) until the next forward rebinds it or
+    // the step ends; the loss saves that same tensor (flash_attn_xentropy, compiled), so it moves from the loss's
+    // saved bytes to the held output. Each metric cross-entropy runs after the micro-batch's backward, one at a time.
+    const int64_t logits_bytes = t * d.vocab_rank * a;
+    unit.held_output_bytes = logits_bytes;
+    for (int64_t& s : unit.saved_activation_bytes) s -= logits_bytes;
+    const LossMemory metric = metric_cross_entropy(loss_dims(d));
+    const int32_t passes = d.shape.train_metric_cross_entropies;
+    unit.metric_transient_tensors = metric.fwd_transient_tensors;
+    unit.metric_bytes_touched = passes * metric.fwd_bytes_touched;
+    unit.metric_class_bytes = {.unvectorized = passes * metric.fwd_class_bytes.unvectorized,
+                               .reduction = passes * metric.fwd_class_bytes.reduction};
+    // Per metric: the upcast, log_softmax, nll_loss, the ignored-label mask, its sum and the running-sum update.
+    unit.metric_kernels = 6 * passes;
+  }
   if (d.shape.loop_holds_logits) {
     const int64_t logits = t * d.vocab_rank;
     if (d.shape.loss == LossImpl::eager_fp32) {

@@ -157,6 +157,27 @@ TEST(FidelityData, UnsupportedRowsAreListedNotSimulated) {
   EXPECT_TRUE(summarize_fidelity(results).empty());
 }
 
+// A published run ran, so a prediction that it does not fit is a memory error of its own: the row says so, with the
+// verdict, whether or not the source gave a peak.
+TEST(FidelityData, ARunPredictedOutOfMemoryIsFlagged) {
+  std::string fits = row_yaml("fits", "held_out", 1000, 40);
+  std::string oom = row_yaml("oom", "held_out", 1000, 40);
+  // Sixteen 8,192-token sequences per rank without recompute: far beyond an H100's 80 GB.
+  oom.replace(oom.find("micro_batch_size: 1, global_batch_size: 8"), 41,
+              "micro_batch_size: 16, global_batch_size: 128");
+  oom.replace(oom.find("selective_op"), 12, "none");
+  const std::vector<FidelityRow> rows = load_fidelity_rows(write_file("oom.yaml", "rows:\n" + fits + oom));
+  const std::vector<FidelityResult> results = run_fidelity(rows);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_FALSE(results[0].predicted_oom);
+  EXPECT_TRUE(results[1].predicted_oom);
+  EXPECT_NE(results[1].oom_detail.find("OUT OF MEMORY"), std::string::npos) << results[1].oom_detail;
+  const std::string text = fidelity_text(results, summarize_fidelity(results));
+  EXPECT_NE(text.find("oom: predicted out of memory, though the run ran"), std::string::npos) << text;
+  EXPECT_EQ(text.find("fits: predicted out of memory"), std::string::npos);
+  EXPECT_NE(text.find("1 of 2 simulated runs predicted out of memory"), std::string::npos) << text;
+}
+
 TEST(FidelitySummary, MedianAndMaximumPerMetricAndRole) {
   FidelityRow cal, held;
   cal.role = "calibration";

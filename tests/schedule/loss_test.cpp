@@ -75,6 +75,26 @@ TEST(LossMemory, TransformerEngineWritesTheGradientOverTheLogits) {
   EXPECT_EQ(m.peak_bytes(), 2'101'346'304);
 }
 
+TEST(LossMemory, FlashAttentionsCrossEntropyKeepsTheLogitsAndWritesANewGradient) {
+  const LossMemory m = at_8k(LossImpl::flash_attn_xentropy);
+  EXPECT_EQ(m.saved_bytes, 2'101'346'304 + 32'768);  // the bf16 logits and one fp32 log-sum-exp per token
+  EXPECT_TRUE(m.fwd_transient_tensors.empty());      // no fp32 copy
+  EXPECT_EQ(m.bwd_workspace_bytes, 2'101'346'304);   // inplace_backward=False: a new bf16 gradient
+  EXPECT_EQ(m.peak_bytes(), 4 * kLogits + 32'768);
+  // One kernel reads the logits twice forward; backward reads them and writes the gradient: 4 bytes each way.
+  EXPECT_EQ(m.fwd_bytes_touched, 4 * kLogits);
+  EXPECT_EQ(m.bwd_bytes_touched, 4 * kLogits);
+}
+
+TEST(LossMemory, AMetricCrossEntropyUpcastsAndKeepsNothing) {
+  const LossMemory m = metric_cross_entropy(LossDims{kTokens, kVocab, 4096, 2, 8});
+  EXPECT_EQ(m.saved_bytes, 0);
+  // Autocast's fp32 copy and log_softmax's fp32 output, alive together while log_softmax runs.
+  EXPECT_EQ(m.fwd_transient_tensors, (std::vector<int64_t>{4'202'692'608, 4'202'692'608}));
+  EXPECT_EQ(m.peak_bytes(), 8 * kLogits);
+  EXPECT_EQ(m.fwd_bytes_touched, 18 * kLogits);  // cast 2 + 4, log_softmax 4 + 4 + 4
+}
+
 TEST(LossMemory, OutputUnitCarriesTheLossTerms) {
   RankShape s;
   s.seq_length = kTokens;
