@@ -67,13 +67,17 @@ OpCost host_copy_cost(const Op& op, const Topology& topology) {
 }
 
 // A pipeline send/recv pair, costed on the send: the bytes cross the link between the two stages' ranks — NVLink
-// when the pp group's neighbours share an NVLink domain, else the network — and load that link on both GPUs. NCCL
-// runs a point-to-point transfer near the link's rate on a few channels (its p2p protocol, NCCL_NCHANNELS_PER_NET_PEER
-// = 2 by default), so the transfer is capped by the slower GPU's share of the link and holds two SMs.
-OpCost p2p_cost(const Schedule& s, const Op& op, const Topology& topology, const GroupPlacement& placement) {
+// when those two GPUs share an NVLink domain, else the network — and load that link on both GPUs. The ranks are those
+// of the pipeline that holds rank 0 (stage k at k × the pp group's stride, as every group is placed from rank 0): on
+// 72-GPU racks a 16-stage pipeline over 256 GPUs crosses a rack at 3 of its 15 hops, not at all of them. NCCL runs a
+// point-to-point transfer near the link's rate on a few channels (its p2p protocol, NCCL_NCHANNELS_PER_NET_PEER = 2 by
+// default), so the transfer is capped by the slower GPU's share of the link and holds two SMs.
+OpCost p2p_cost(const Schedule& s, const Op& op, const Topology& topology) {
   OpCost cost;
   if (op.kind == OpKind::recv) return cost;  // instant here; the engine ends it with its send
-  const bool network = placement.domains > 1;
+  const int64_t stride = s.groups[op.group.index()].stride;
+  const int64_t from_rank = s.stage_of(op) * stride, to_rank = s.stage_of(s.ops[op.peer]) * stride;
+  const bool network = from_rank / topology.nvlink_domain_gpus != to_rank / topology.nvlink_domain_gpus;
   const std::vector<double> caps = link_capacities(topology);
   const LinkId link = network ? LinkId::network : LinkId::nvlink;
   cost.model = CostModel::transfer;
@@ -301,7 +305,7 @@ struct OpCostBuilder::State {
     if (op.kind == OpKind::send) {  // its loads name both stages' links; the receive is costed here
       const auto [it, added] =
           p2p_entry.try_emplace({op.send_bytes, op.group, stage, s.stage_of(s.ops[op.peer])}, 0);
-      if (added) it->second = costs.add(p2p_cost(s, op, topology, placements[op.group.index()]));
+      if (added) it->second = costs.add(p2p_cost(s, op, topology));
       return it->second;
     }
     if (op.kind == OpKind::copy && (op.send_bytes > 0 || op.recv_bytes > 0)) {

@@ -237,8 +237,12 @@ std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase p
       ids.push_back(ctx.w.add(std::move(op)));
       return;
     }
-    // Copy engines: async TP, and Userbuffers' ring exchanges (forward all-gathers, the backward's gradient gathers).
-    const bool ring_exchange = async || (c.kind == OpKind::all_gather && (forward || c.name.ends_with("_grad")));
+    // Copy engines: async TP, and Userbuffers' ring exchanges (forward all-gathers, the backward's gradient gathers,
+    // and with tp_comm_overlap_ring_exchange_rs the forward reduce-scatters, sent chunk by chunk as the GEMM makes
+    // them, as async TP's are).
+    const bool ring_exchange_rs = ctx.config.tp_comm_overlap_ring_exchange_rs && forward;
+    const bool ring_exchange = async || (c.kind == OpKind::all_gather && (forward || c.name.ends_with("_grad"))) ||
+                               (c.kind == OpKind::reduce_scatter && ring_exchange_rs);
     const bool split = c.kind == OpKind::reduce_scatter && forward;  // only its last split is exposed
     StreamId& side = ring_exchange ? ctx.tp_async : ctx.tp_overlap;
     if (!side.valid()) side = ctx.w.stream(ring_exchange ? StreamRole::tp_async : StreamRole::tp_overlap);
@@ -252,7 +256,7 @@ std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase p
       // The last chunk after the matmul (on the compute stream), the rest beside it: split by whole chunks of the
       // shard each rank receives, tp of them for async TP, Userbuffers' 4 for its pipeline method.
       constexpr int64_t kUserbuffersPipelineSplits = 4;
-      const int64_t splits = async ? tp : kUserbuffersPipelineSplits;
+      const int64_t splits = async || ring_exchange_rs ? tp : kUserbuffersPipelineSplits;
       const int64_t exposed = c.recv_bytes / splits, hidden = c.recv_bytes - exposed;
       op.send_bytes = exposed * tp;
       op.recv_bytes = exposed;

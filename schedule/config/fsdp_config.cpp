@@ -277,6 +277,10 @@ const std::vector<KeyDef>& key_table() {
       bool_key("tp_comm_overlap", &FsdpConfig::tp_comm_overlap,
                "Transformer Engine's TP communication overlap (Megatron-LM's --tp-comm-overlap): each decoder "
                "layer's TP all-gathers and reduce-scatters overlap its GEMMs forward and backward"),
+      bool_key("tp_comm_overlap_ring_exchange_rs", &FsdpConfig::tp_comm_overlap_ring_exchange_rs,
+               "with tp_comm_overlap: the forward reduce-scatters after proj and fc2 run as Userbuffers' ring "
+               "exchange over copy engines, tp chunks with the last exposed (Megatron-Bridge's tuned "
+               "configurations), not TE's default 4-split pipeline on 16 SMs"),
       enum_key("ep_dispatch", &FsdpConfig::ep_dispatch, kEpDispatches,
                "how MoE tokens reach their experts: all_to_all (NCCL all-to-alls on the compute stream) or fused "
                "(torchtitan's DistMoE: the routed-expert GEMMs read and write the peers' symmetric HBM over NVLink, "

@@ -177,6 +177,10 @@ struct FsdpConfig {
   /// layer's TP all-gathers and reduce-scatters, forward and backward, run beside the GEMMs they feed or follow
   /// (schedule/build/builder_common.cpp, emit_unit_collectives).
   bool tp_comm_overlap = false;
+  /// With tp_comm_overlap: the forward reduce-scatters after proj and fc2 by Userbuffers' ring exchange over copy
+  /// engines (Megatron-Bridge's tuned configs: proj_fprop and fc2_fprop RingExchangeOverlapCfg) rather than TE's
+  /// default 4-split pipeline on 16 SMs.
+  bool tp_comm_overlap_ring_exchange_rs = false;
   /// How the expert-parallel dispatch and combine run (EpDispatch): `fused` puts each MoE layer's all-to-alls on the
   /// ep_fused stream beside its routed-expert GEMMs, with no SMs of their own (schedule/build/builder_common.cpp).
   EpDispatch ep_dispatch = EpDispatch::all_to_all;

@@ -170,6 +170,10 @@ void check_combinations(const ModelSpec& model, const FsdpConfig& c) {
            "use async_tp: true for torchtitan's overlap, leave tp_comm_overlap out, or implementation: "
            "megatron_fsdp");
   }
+  if (c.tp_comm_overlap_ring_exchange_rs && !c.tp_comm_overlap) {
+    reject(c, "tp_comm_overlap_ring_exchange_rs", "chooses a method of tp_comm_overlap, which is off",
+           "set tp_comm_overlap=true, or leave tp_comm_overlap_ring_exchange_rs out");
+  }
   if (c.tp_comm_overlap && c.async_tp) {
     reject(c, "tp_comm_overlap", "tp_comm_overlap and async_tp are two implementations of the same overlap",
            "set one of them");

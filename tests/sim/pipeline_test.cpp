@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <tuple>
+#include <utility>
 
 #include "memory/caching_allocator.h"
 #include "report/report.h"
@@ -62,6 +64,32 @@ TEST(Pipeline, EverySendHasItsReceiveOnTheNextStage) {
   }
   // Forward: 3 stage boundaries × 8 micro-batches; backward the same.
   EXPECT_EQ(sends, 2 * 3 * 8);
+}
+
+// A send crosses the network only where its two GPUs sit in different NVLink domains: 16 stages over 256 GPUs on
+// 72-GPU racks (stage k of rank 0's pipeline at rank 16k) cross a rack between stages 4 and 5 (ranks 64, 80),
+// 8 and 9 (128, 144) and 13 and 14 (208, 224), and stay on NVLink at the other twelve hops.
+TEST(Pipeline, ASendTakesTheNetworkOnlyWhereItsTwoStagesSitInDifferentRacks) {
+  const Topology topology = topology_preset("gb200-nvl72");
+  FsdpConfig c;
+  for (const char* set : {"gpus=256", "tp=4", "pp=16", "pipeline_schedule=1f1b", "global_batch_size=64"}) {
+    apply_override(c, set);
+  }
+  const Schedule s = build_schedule(testing::tiny_llama(32), c, topology.gpus_per_node);
+  const OpCostTable costs = compute_op_costs(s, topology);
+  std::set<std::pair<int32_t, int32_t>> network_hops, nvlink_hops;
+  for (const Op& op : s.ops) {
+    if (op.kind != OpKind::send) continue;
+    const int32_t from = s.stage_of(op), to = s.stage_of(s.ops[op.peer]);
+    const auto hop = std::minmax(from, to);
+    bool network = false;
+    for (const LinkLoad& load : costs[op.id.index()].loads.view()) {
+      network = network || load.first % kLinkCount == static_cast<int32_t>(LinkId::network);
+    }
+    (network ? network_hops : nvlink_hops).insert(hop);
+  }
+  EXPECT_EQ(network_hops, (std::set<std::pair<int32_t, int32_t>>{{4, 5}, {8, 9}, {13, 14}}));
+  EXPECT_EQ(nvlink_hops.size(), 12u);
 }
 
 TEST(Pipeline, SendsAndReceivesAreListedWhereTheFrameworksPostThem) {

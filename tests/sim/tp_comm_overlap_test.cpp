@@ -98,6 +98,31 @@ TEST(TpCommOverlap, EachLayerCollectiveRunsWhereTransformerEnginesDefaultMethodR
   }
 }
 
+// Megatron-Bridge's tuned FP8 configurations (comm_overlap.py: proj_fprop and fc2_fprop RingExchangeOverlapCfg) send
+// the forward reduce-scatters by ring exchange: tp chunks over copy engines as the GEMM makes them, the last exposed.
+TEST(TpCommOverlap, RingExchangeReduceScattersLeaveOneChunkOfTpOnTheComputeStream) {
+  FsdpConfig ring = config_of(true);
+  ring.tp_comm_overlap_ring_exchange_rs = true;
+  const auto before = layer_collectives(build_schedule(model_preset("llama3-8b"), config_of(false), 8));
+  const Schedule s = build_schedule(model_preset("llama3-8b"), ring, 8);
+  const auto after = layer_collectives(s);
+  for (const char* name : {"tp_rs_attn", "tp_rs_mlp"}) {
+    const int64_t whole = before.at(std::string(name) + ".layer.3.mb0").second;
+    const auto& last = after.at(std::string(name) + ".layer.3.mb0");
+    const auto& rest = after.at(std::string(name) + ".async.layer.3.mb0");
+    EXPECT_EQ(last.first, "compute");
+    EXPECT_EQ(last.second, whole / 4);  // tp = 4 chunks
+    EXPECT_EQ(rest.first, "tp_async");  // copy engines: no SMs
+    EXPECT_EQ(rest.second, whole - whole / 4);
+  }
+  // The backward's reduce-scatters keep the bulk method.
+  EXPECT_EQ(after.at("tp_rs_attn_grad.async.layer.3.mb0").first, "tp_overlap");
+  FsdpConfig alone;
+  apply_override(alone, "tp=4");
+  alone.tp_comm_overlap_ring_exchange_rs = true;
+  EXPECT_HAS(error_of([&] { (void)build_schedule(model_preset("llama3-8b"), alone, 8); }), "set tp_comm_overlap=true");
+}
+
 TEST(TpCommOverlap, RingExchangesTakeNoSmsAndTheOtherMethodsSixteen) {
   const SimulatedRun run = simulate(true);
   const OpCostTable costs = compute_op_costs(run.schedule, topology_preset("dgx-h100-ndr"));
