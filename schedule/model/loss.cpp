@@ -28,8 +28,12 @@ int64_t next_power_of_two(int64_t x) {
   return p;
 }
 
-// F.cross_entropy on upcast logits (eager_fp32, chunked): forward's upcast (read a, write 4) is unvectorized and its
-// log_softmax (12) reduces rows; backward's log_softmax_backward (12) reduces rows.
+// F.cross_entropy on upcast logits (eager_fp32, chunked, a trainer's metric): forward touches a + 16 bytes a logit,
+// its upcast (read a, write 4) unvectorized and its log_softmax (12) reducing rows; backward's log_softmax_backward
+// (12) reduces rows.
+int64_t eager_cross_entropy_fwd_bytes(int64_t logits, int64_t a) {
+  return logits * (a + 16);
+}
 KernelClassBytes eager_cross_entropy_fwd_classes(int64_t logits, int64_t a) {
   return {.unvectorized = logits * (a + kFp32Bytes), .reduction = logits * 12};
 }
@@ -96,7 +100,7 @@ LossMemory loss_memory(LossImpl impl, const LossDims& d) {
       m.fwd_workspace_bytes = logits * a;
       m.fwd_transient_tensors = {logits * kFp32Bytes};
       m.bwd_transient_tensors = {logits * kFp32Bytes, logits * kFp32Bytes};
-      m.fwd_bytes_touched = logits * (a + 16);
+      m.fwd_bytes_touched = eager_cross_entropy_fwd_bytes(logits, a);
       m.bwd_bytes_touched = logits * (a + 20);
       m.fwd_class_bytes = eager_cross_entropy_fwd_classes(logits, a);
       m.bwd_class_bytes = eager_cross_entropy_bwd_classes(logits);
@@ -107,6 +111,12 @@ LossMemory loss_memory(LossImpl impl, const LossDims& d) {
       // partitioner saves the 16-bit logits and the per-token log-sum-exp rather than any fp32 tensor; backward
       // recomputes the softmax from them and writes the 16-bit gradient directly. Bytes: two passes over the logits
       // forward; read and write once backward.
+    case LossImpl::flash_attn_xentropy:
+      // FlashAttention's SoftmaxCrossEntropyLossFn (flash_attn/losses/cross_entropy.py, v1.0.x over apex's
+      // xentropy_cuda_lib; a Triton kernel since v2 with the same tensors), which llm-foundry's MPT runs by default
+      // (modeling_mpt.py: loss_fn 'fused_crossentropy'), keeps the same tensors by hand: one kernel reads the 16-bit
+      // logits twice (max, then the sum of exponentials) and saves them with the fp32 log-sum-exp; backward writes
+      // the gradient into a new 16-bit tensor (inplace_backward defaults to False, and llm-foundry leaves it so).
       m.saved_bytes = logits * a + d.tokens * kFp32Bytes;
       m.bwd_workspace_bytes = logits * a;
       m.fwd_bytes_touched = logits * 2 * a;
@@ -122,7 +132,7 @@ LossMemory loss_memory(LossImpl impl, const LossDims& d) {
       m.fwd_workspace_bytes = logits * a;
       m.fwd_transient_tensors = {chunk * kFp32Bytes};
       m.bwd_transient_tensors = {chunk * kFp32Bytes, chunk * kFp32Bytes};
-      m.fwd_bytes_touched = logits * (a + 16);
+      m.fwd_bytes_touched = eager_cross_entropy_fwd_bytes(logits, a);
       m.bwd_bytes_touched = logits * (a + 20);
       m.fwd_class_bytes = eager_cross_entropy_fwd_classes(logits, a);
       m.bwd_class_bytes = eager_cross_entropy_bwd_classes(logits);
@@ -160,18 +170,6 @@ LossMemory loss_memory(LossImpl impl, const LossDims& d) {
       m.fwd_bytes_touched = logits * 3 * a;
       m.bwd_bytes_touched = logits * 2 * a;
       break;
-    case LossImpl::flash_attn_xentropy:
-      // FlashAttention's SoftmaxCrossEntropyLossFn (flash_attn/losses/cross_entropy.py, v1.0.x over apex's
-      // xentropy_cuda_lib; a Triton kernel since v2 with the same tensors), which llm-foundry's MPT runs by default
-      // (modeling_mpt.py: loss_fn 'fused_crossentropy'): forward computes each token's loss and log-sum-exp in one
-      // kernel that reads the 16-bit logits twice (max, then the sum of exponentials) and saves the logits and the
-      // fp32 log-sum-exp; backward writes the gradient into a new 16-bit tensor (inplace_backward defaults to False,
-      // and llm-foundry leaves it so). No fp32 copy of the logits exists.
-      m.saved_bytes = logits * a + d.tokens * kFp32Bytes;
-      m.bwd_workspace_bytes = logits * a;
-      m.fwd_bytes_touched = logits * 2 * a;
-      m.bwd_bytes_touched = logits * 2 * a;
-      break;
   }
   return m;
 }
@@ -184,7 +182,7 @@ LossMemory metric_cross_entropy(const LossDims& d) {
   const int64_t logits = d.tokens * d.vocab_rank;
   LossMemory m;
   m.fwd_transient_tensors = {logits * kFp32Bytes, logits * kFp32Bytes};
-  m.fwd_bytes_touched = logits * (d.act_bytes + 16);
+  m.fwd_bytes_touched = eager_cross_entropy_fwd_bytes(logits, d.act_bytes);
   m.fwd_class_bytes = eager_cross_entropy_fwd_classes(logits, d.act_bytes);
   return m;
 }
