@@ -58,7 +58,9 @@ void register_fidelity(CLI::App& app) {
   cmd->add_flag("--fit", o->fit,
                 "fit each profile's sustained_clock_fraction (and attention_efficiency) on the calibration rows and "
                 "print them; held-out rows are not read");
-  cmd->add_flag("--check", o->check, "exit non-zero when the held-out targets are missed or an outlier is unexplained");
+  cmd->add_flag("--check", o->check,
+                "exit non-zero when the held-out targets are missed, or an outlier or a run predicted out of memory is "
+                "unexplained");
   cmd->add_option("--memory-target", o->memory_target, "held-out median |error| allowed on peak memory")
       ->capture_default_str();
   cmd->add_option("--throughput-target", o->throughput_target, "held-out median |error| allowed on throughput")
@@ -83,6 +85,7 @@ void register_fidelity(CLI::App& app) {
     const std::vector<FidelitySummary> summary = summarize_fidelity(results);
     std::cout << fidelity_text(results, summary);
     std::vector<std::string> failures = unexplained_outliers(results, o->outlier_limit);
+    for (std::string& f : unexplained_out_of_memory(results)) failures.push_back(std::move(f));
     for (const auto& s : summary) {
       if (s.role != "held_out") continue;
       const double target = s.metric == "peak_memory_gib" ? o->memory_target

@@ -123,6 +123,7 @@ FidelityRow read_row(YamlMap r, const std::string& source) {
   src.allow({"repository", "path", "commit", "location", "quote"});
   src.finish();
   row.explanation = r.string_or("explanation", "");
+  row.oom_explanation = r.string_or("oom_explanation", "");
   row.unsupported = r.string_or("unsupported", "");
   if (!row.unsupported.empty()) {
     // Kept in the file (the measurement is real) but not simulated: say why and read nothing else.
@@ -296,6 +297,16 @@ std::vector<std::string> unexplained_outliers(const std::vector<FidelityResult>&
                       p.metric.c_str(), 100 * p.error());
         out.push_back(line);
       }
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> unexplained_out_of_memory(const std::vector<FidelityResult>& results) {
+  std::vector<std::string> out;
+  for (const auto& r : results) {
+    if (r.predicted_oom && r.row->oom_explanation.empty()) {
+      out.push_back(r.row->id + ": predicted out of memory, though the run ran, without an oom_explanation");
     }
   }
   return out;

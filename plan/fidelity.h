@@ -30,6 +30,8 @@ struct FidelityRow {
   std::string software;     ///< fsdp1 | fsdp2 | megatron_fsdp | deepspeed_zero3
   std::string source;       ///< url or repository:path@commit
   std::string explanation;  ///< why the prediction may be far off (required for rows off by more than 25%)
+  /// Why fsdpsim predicts this run out of memory although it ran (required for such a row under --check).
+  std::string oom_explanation;
   std::string unsupported;  ///< non-empty: fsdpsim cannot express this run (the reason); listed, never simulated
   ModelSpec model;
   Topology topology;
@@ -85,6 +87,8 @@ std::string error_bands_text(const ErrorBands& bands);
 std::string fidelity_text(const std::vector<FidelityResult>& results, const std::vector<FidelitySummary>& summary);
 /// Rows off by more than `limit` on some metric without a written explanation.
 std::vector<std::string> unexplained_outliers(const std::vector<FidelityResult>& results, double limit);
+/// Rows predicted out of memory (every row is a run that ran) without a written `oom_explanation`.
+std::vector<std::string> unexplained_out_of_memory(const std::vector<FidelityResult>& results);
 
 /// The constants of one GPU profile fitted on its calibration rows' throughput.
 struct FidelityFit {

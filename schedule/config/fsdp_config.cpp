@@ -42,6 +42,9 @@ constexpr EnumNames<Fp8Recipe, 7> kFp8Recipes{{{{Fp8Recipe::auto_recipe, "auto"}
 constexpr EnumNames<Fp8Library, 3> kFp8Libraries{{{{Fp8Library::auto_library, "auto"},
                                                    {Fp8Library::transformer_engine, "transformer_engine"},
                                                    {Fp8Library::torchao, "torchao"}}}};
+constexpr EnumNames<Fp8SavedInputs, 3> kFp8SavedInputs{{{{Fp8SavedInputs::auto_select, "auto"},
+                                                         {Fp8SavedInputs::fp8, "fp8"},
+                                                         {Fp8SavedInputs::high_precision, "high_precision"}}}};
 constexpr EnumNames<HostDispatchSetting, 4> kHostDispatchSettings{
     {{{HostDispatchSetting::auto_dispatch, "auto"},
       {HostDispatchSetting::eager, "eager"},
@@ -230,6 +233,9 @@ const std::vector<KeyDef>& key_table() {
       enum_key("fp8_library", &FsdpConfig::fp8_library, kFp8Libraries,
                "whose kernels cast GEMM operands to FP8: transformer_engine or torchao (torchtitan's float8); auto: "
                "torchao for rowwise recipes"),
+      enum_key("fp8_saved_inputs", &FsdpConfig::fp8_saved_inputs, kFp8SavedInputs,
+               "what an FP8 linear saves of its input for backward: fp8 (Transformer Engine, 1 byte an element) or "
+               "high_precision (torchao); auto: by fp8_library"),
       bool_key("fp8_output_layer", &FsdpConfig::fp8_output_layer,
                "FP8 GEMMs for the output layer too; false: BF16 (Megatron's output layer, torchtitan's filter_fqns)"),
       count_key("suggested_communication_unit_size", &FsdpConfig::suggested_communication_unit_size, 0,

@@ -45,6 +45,11 @@ enum class Fp8Recipe : uint8_t { auto_recipe, delayed, tensorwise, blockwise, mx
 /// torchao for its own recipes (rowwise, rowwise_with_gw_hp), Transformer Engine otherwise.
 enum class Fp8Library : uint8_t { auto_library, transformer_engine, torchao };
 
+/// What an FP8 linear keeps of its input for the weight gradient: `fp8`, the FP8 tensor it cast (Transformer Engine's
+/// linears, 1 byte an element), or `high_precision`, the 16-bit input, cast again in backward (torchao's
+/// Float8Linear). `auto`: by the library (fp8_library).
+enum class Fp8SavedInputs : uint8_t { auto_select, fp8, high_precision };
+
 /// How the host issues kernels (ir.h HostDispatch), or `auto`: compiled for FSDP2 with fused_elementwise (torchtitan's
 /// torch.compile), eager otherwise (PyTorch eager, and Megatron-Core's Transformer Engine modules, which launch their
 /// fused kernels from Python).
@@ -149,6 +154,7 @@ struct FsdpConfig {
   bool use_precision_aware_optimizer = false;  ///< Megatron: decoupled grads, no FP32 copy of the grad shard
   Fp8Recipe fp8_recipe = Fp8Recipe::auto_recipe;
   Fp8Library fp8_library = Fp8Library::auto_library;
+  Fp8SavedInputs fp8_saved_inputs = Fp8SavedInputs::auto_select;
   HostDispatchSetting host_dispatch = HostDispatchSetting::auto_dispatch;
   /// The output layer's GEMMs run in FP8 too. false: BF16, as Megatron runs it (its output_layer is Megatron's own
   /// ColumnParallelLinear, not a Transformer Engine module) and torchtitan's float8 did (a filter on "output", then

@@ -40,6 +40,13 @@ Fp8Casts fp8_casts_of(const FsdpConfig& config) {
   }
 }
 
+// Transformer Engine's linears keep the FP8 cast of their input for the weight gradient; torchao's Float8Linear keeps
+// the high-precision input (torchao/float8/float8_linear.py, matmul_with_hp_or_float8_args.forward).
+bool fp8_saves_fp8_inputs(const FsdpConfig& config) {
+  if (config.fp8_saved_inputs != Fp8SavedInputs::auto_select) return config.fp8_saved_inputs == Fp8SavedInputs::fp8;
+  return fp8_casts_of(config) == Fp8Casts::transformer_engine;
+}
+
 // The loss each framework computes unless told otherwise: Megatron-LM's vocab-parallel cross-entropy
 // (megatron/core/models/common/language_module: compute_language_model_loss); for FSDP2, torchtitan's
 // F.cross_entropy on fp32-upcast logits, compiled with the model when torch.compile is on (fused_elementwise stands
@@ -210,6 +217,15 @@ void check_combinations(const ModelSpec& model, const FsdpConfig& c) {
                " is a Transformer Engine recipe; torchao's float8 training has "
                "tensorwise, rowwise, rowwise_with_gw_hp and mxfp8",
            "use one of those, or fp8_library: transformer_engine");
+  }
+  if (c.fp8_saved_inputs == Fp8SavedInputs::fp8 &&
+      resolve_fp8_library(c.fp8_library, c.fp8_recipe) == Fp8Library::torchao) {
+    reject(c, "fp8_saved_inputs", "torchao's Float8Linear saves the high-precision input, not its FP8 cast",
+           "use fp8_saved_inputs: auto or high_precision with fp8_library: torchao");
+  }
+  if (c.fp8_saved_inputs != Fp8SavedInputs::auto_select && !c.fp8_compute && c.param_dtype != DType::fp8) {
+    reject(c, "fp8_saved_inputs", "chooses what FP8 linears save, but nothing computes in FP8",
+           "set fp8_compute: true, or leave fp8_saved_inputs out");
   }
   if (c.implementation == Implementation::megatron_fsdp &&
       resolve_fp8_library(c.fp8_library, c.fp8_recipe) == Fp8Library::torchao) {
@@ -382,6 +398,7 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
                       config.moe_routing_skew};
   l.shape.train_metric_cross_entropies = config.train_metric_cross_entropies;
   l.shape.fp8_casts = fp8_casts_of(config);
+  l.shape.fp8_saved_inputs = l.shape.compute_dtype == DType::fp8 && fp8_saves_fp8_inputs(config);
   l.shape.fp8_gathered_weights = config.param_dtype == DType::fp8;
   l.shape.fp8_output_layer = config.fp8_output_layer;
   l.shape.separate_projections = config.implementation == Implementation::fsdp2;

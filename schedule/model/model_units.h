@@ -71,6 +71,8 @@ struct RankShape {
   /// FSDP2 wraps); false: fused as Megatron-Core runs them. Only kernel counts read it: the GEMM list stays fused.
   bool separate_projections = false;
   int32_t train_metric_cross_entropies = 0;  ///< FsdpConfig::train_metric_cross_entropies
+  /// Under FP8 compute the linears save their inputs in FP8 (Transformer Engine's), not in 16 bits (torchao's).
+  bool fp8_saved_inputs = false;
 };
 
 /// Where a unit sits in the model.

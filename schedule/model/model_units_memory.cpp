@@ -111,10 +111,41 @@ int64_t eager_saved_extra(const UnitDims& d, bool moe) {
   return bytes;
 }
 
+// Transformer Engine's FP8 linears keep, for the weight gradient, the FP8 tensor they cast their input to, not the
+// 16-bit input: _Linear saves the FP8 cast or its FP8 transpose, _LayerNormLinear its norm output written as FP8 by
+// the fused norm (ln_out as uint8), 1 byte an element (transformer_engine/pytorch/module/linear.py and
+// layernorm_linear.py @ 3ec87875, the forward's save_for_backward; GroupedLinear keeps its experts' inputs alike).
+// So a norm output feeding only linears, and an activation output feeding the down-projection, are saved in FP8;
+// the attention output O stays saved in 16 bits for the attention backward, and the output projection keeps an FP8
+// copy of it besides. The signed change against the 16-bit terms above; 0 unless RankShape::fp8_saved_inputs
+// (torchao's Float8Linear saves the high-precision input and casts it again in backward).
+int64_t fp8_saved_inputs_change(const UnitDims& d, bool moe) {
+  if (!d.shape.fp8_saved_inputs) return 0;
+  constexpr int64_t kFp8Bytes = 1;
+  const ModelSpec& m = *d.model;
+  const int64_t less = d.act_bytes - kFp8Bytes;  // per element saved in FP8 instead of 16 bits
+  const int64_t h = m.hidden_size;
+  int64_t change = -d.sp_tokens * h * less;  // the attention's norm output
+  if (m.mla.enabled()) {
+    if (m.mla.q_lora_rank > 0) change -= d.sp_tokens * m.mla.q_lora_rank * less;  // q latent after its norm
+    change -= d.sp_tokens * m.mla.kv_lora_rank * less;                            // kv latent after its norm
+    change += d.tokens * d.heads * d.v_head_dim * kFp8Bytes;                      // O's FP8 copy
+  } else {
+    change += d.tokens * d.heads * m.head_dim * kFp8Bytes;
+  }
+  if (!moe) return change - d.sp_tokens * h * less - d.tokens * d.ffn * less;  // fc1's and fc2's inputs
+  // A MoE block's norm output stays saved in 16 bits for the router's BF16 linear; the shared experts' fc1 keeps an
+  // FP8 copy of it besides.
+  change -= d.expert_pairs * (h + d.expert_ffn) * less;  // the routed experts' fc1 and fc2 inputs
+  if (d.shared_ffn > 0) change += d.sp_tokens * h * kFp8Bytes - d.tokens * d.shared_ffn * less;
+  return change;
+}
+
 void set_layer_saved(const UnitDims& d, bool moe, UnitCost& unit) {
   const int64_t attention = d.model->mla.enabled() ? mla_saved(d) : gqa_saved(d);
   const int64_t core = attention_core_saved(d);
-  const int64_t mlp = mlp_norm_saved(d) + (moe ? moe_saved(d) : mlp_saved(d, d.tokens, d.ffn));
+  const int64_t mlp =
+      mlp_norm_saved(d) + (moe ? moe_saved(d) : mlp_saved(d, d.tokens, d.ffn)) + fp8_saved_inputs_change(d, moe);
   const auto none = static_cast<size_t>(Recompute::none);
   unit.saved_activation_bytes[none] = attention + core + mlp + eager_saved_extra(d, moe);
   unit.saved_activation_bytes[static_cast<size_t>(Recompute::selective)] = attention + mlp;

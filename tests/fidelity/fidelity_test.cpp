@@ -176,6 +176,15 @@ TEST(FidelityData, ARunPredictedOutOfMemoryIsFlagged) {
   EXPECT_NE(text.find("oom: predicted out of memory, though the run ran"), std::string::npos) << text;
   EXPECT_EQ(text.find("fits: predicted out of memory"), std::string::npos);
   EXPECT_NE(text.find("1 of 2 simulated runs predicted out of memory"), std::string::npos) << text;
+  // --check fails on it until the row says why.
+  EXPECT_EQ(unexplained_out_of_memory(results),
+            std::vector<std::string>{"oom: predicted out of memory, though the run ran, without an oom_explanation"});
+  std::string explained = oom;
+  explained.insert(explained.find("  measured:"), "  oom_explanation: the allocator model fragments\n");
+  const std::vector<FidelityRow> rows2 = load_fidelity_rows(write_file("oom2.yaml", "rows:\n" + fits + explained));
+  const std::vector<FidelityResult> results2 = run_fidelity(rows2);
+  ASSERT_TRUE(results2[1].predicted_oom);
+  EXPECT_TRUE(unexplained_out_of_memory(results2).empty());
 }
 
 TEST(FidelitySummary, MedianAndMaximumPerMetricAndRole) {

@@ -227,6 +227,31 @@ TEST(Layout, Fp8LibraryPicksTheCastKernels) {
   EXPECT_HAS(refused("fp8_library: torchao\n"), "j.yaml:1:14: 'fp8_library': Megatron-FSDP trains FP8");
 }
 
+// What FP8 linears save follows the library unless fp8_saved_inputs says otherwise; torchao's saving an FP8 input,
+// or the key without FP8 compute, is refused at the key.
+TEST(Layout, Fp8SavedInputsFollowTheLibrary) {
+  const auto saved_in_fp8 = [](const std::string& yaml) {
+    FsdpConfig c = parse_config_yaml(yaml, "j.yaml");
+    return resolve_layout(model_preset("llama3-8b"), c, 8).shape.fp8_saved_inputs;
+  };
+  EXPECT_TRUE(saved_in_fp8("fp8_compute: true\n"));  // Megatron-FSDP: Transformer Engine
+  EXPECT_TRUE(saved_in_fp8("param_dtype: fp8\n"));
+  EXPECT_FALSE(saved_in_fp8("fp8_compute: false\n"));
+  EXPECT_FALSE(saved_in_fp8("implementation: fsdp2\nfp8_compute: true\nfp8_library: torchao\n"));
+  EXPECT_FALSE(saved_in_fp8("fp8_compute: true\nfp8_saved_inputs: high_precision\n"));
+  EXPECT_TRUE(saved_in_fp8("implementation: fsdp2\nfp8_compute: true\nfp8_saved_inputs: fp8\n"));
+  const auto refused = [](const std::string& yaml) {
+    return error_of([&] {
+      FsdpConfig c = parse_config_yaml(yaml, "j.yaml");
+      (void)resolve_layout(model_preset("llama3-8b"), c, 8);
+    });
+  };
+  EXPECT_HAS(refused("implementation: fsdp2\nfp8_compute: true\nfp8_library: torchao\nfp8_saved_inputs: fp8\n"),
+             "j.yaml:4:19: 'fp8_saved_inputs': torchao's Float8Linear saves the high-precision input");
+  EXPECT_HAS(refused("fp8_saved_inputs: high_precision\n"),
+             "j.yaml:1:19: 'fp8_saved_inputs': chooses what FP8 linears save, but nothing computes in FP8");
+}
+
 TEST(Layout, ErrorsNameTheKeyWhereItWasSet) {
   const ModelSpec llama70 = model_preset("llama3-70b");
   std::string m = error_of([&] {

@@ -7,6 +7,7 @@ fsdpsim_test(test_schedule_model
     model_units_test.cpp
     model_units_moe_test.cpp
     model_units_pytorch_test.cpp
+    model_units_fp8_saved_test.cpp
     loss_test.cpp
   DEPS fsdpsim_schedule
   LABELS unit)
