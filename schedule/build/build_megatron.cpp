@@ -331,7 +331,9 @@ void MegatronBuilder::issue_all_gather(int32_t group, Phase phase, int32_t mb) {
                            .group = shard_group(g),
                            .group_size = g.shard_size,
                            .payload_bytes = g.shard_bytes(),
-                           .dtype = ctx_.config.param_dtype == DType::fp8 && !g.non_unit ? DType::fp8 : DType::bf16,
+                           .dtype = ctx_.config.param_dtype == DType::fp8 && !g.non_unit && g.fp8_padded_elems > 0
+                                        ? DType::fp8
+                                        : DType::bf16,
                            .reduce_op = ReduceOp::none});
   op.unit = unit;
   op.micro_batch = mb;

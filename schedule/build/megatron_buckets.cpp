@@ -124,7 +124,8 @@ int64_t linear_weight_elems(const UnitCost& unit, bool expert) {
   // A forward GEMM Y[m×n] = X[m×k]·W[k×n] has n·k weights per batch entry; attention GEMMs have no weights.
   int64_t total = 0;
   for (const auto& g : unit.fwd_gemms) {
-    if (g.attention || g.name.rfind("router", 0) == 0) continue;  // TE keeps the router in high precision
+    // TE keeps the router in high precision, and a layer left in BF16 under FP8 (Gemm::bf16_in_fp8) its weights.
+    if (g.attention || g.bf16_in_fp8 || g.name.rfind("router", 0) == 0) continue;
     const bool is_expert_gemm = g.name.rfind("expert", 0) == 0;
     if (is_expert_gemm != expert) continue;
     total += g.n * g.k * g.batch;

@@ -51,7 +51,8 @@ struct BucketPlan {
 BucketPlan plan_megatron_buckets(const std::vector<UnitCost>& units, const FsdpConfig& config,
                                  const ParallelLayout& layout);
 
-/// Elements of a unit's GEMM weights (what FP8 parameters store in one byte); the rest (norms, biases) stay BF16.
+/// Elements of a unit's GEMM weights (what FP8 parameters store in one byte); the rest (norms, biases) stay BF16, and
+/// so do the weights of a layer left in BF16 under FP8 (Gemm::bf16_in_fp8).
 int64_t linear_weight_elems(const UnitCost& unit, bool expert);
 
 }  // namespace fsdpsim

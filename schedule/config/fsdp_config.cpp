@@ -233,6 +233,10 @@ const std::vector<KeyDef>& key_table() {
       enum_key("fp8_library", &FsdpConfig::fp8_library, kFp8Libraries,
                "whose kernels cast GEMM operands to FP8: transformer_engine or torchao (torchtitan's float8); auto: "
                "torchao for rowwise recipes"),
+      int_key("fp8_bf16_layers_at_start", &FsdpConfig::fp8_bf16_layers_at_start, 0, limits::kMaxLayers,
+              "under FP8, the first decoder layers that run in BF16 (Megatron's --first-last-layers-bf16)"),
+      int_key("fp8_bf16_layers_at_end", &FsdpConfig::fp8_bf16_layers_at_end, 0, limits::kMaxLayers,
+              "under FP8, the last decoder layers that run in BF16 (Megatron's --first-last-layers-bf16)"),
       enum_key("fp8_saved_inputs", &FsdpConfig::fp8_saved_inputs, kFp8SavedInputs,
                "what an FP8 linear saves of its input for backward: fp8 (Transformer Engine, 1 byte an element) or "
                "high_precision (torchao); auto: by fp8_library"),

@@ -155,6 +155,10 @@ struct FsdpConfig {
   Fp8Recipe fp8_recipe = Fp8Recipe::auto_recipe;
   Fp8Library fp8_library = Fp8Library::auto_library;
   Fp8SavedInputs fp8_saved_inputs = Fp8SavedInputs::auto_select;
+  /// Under FP8, the first and the last decoder layers kept in BF16 (Megatron's --first-last-layers-bf16 with
+  /// --num-layers-at-start-in-bf16 / --num-layers-at-end-in-bf16, both 1 by default there).
+  int32_t fp8_bf16_layers_at_start = 0;
+  int32_t fp8_bf16_layers_at_end = 0;
   HostDispatchSetting host_dispatch = HostDispatchSetting::auto_dispatch;
   /// The output layer's GEMMs run in FP8 too. false: BF16, as Megatron runs it (its output_layer is Megatron's own
   /// ColumnParallelLinear, not a Transformer Engine module) and torchtitan's float8 did (a filter on "output", then

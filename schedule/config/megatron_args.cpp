@@ -236,6 +236,13 @@ const std::map<std::string, ConfigRule>& config_rules() {
          set_key(c, "fp8_compute", "true", f.name);
        }},
       {"--fp8-param-gather", [](FsdpConfig& c, const ParsedFlag& f) { set_key(c, "param_dtype", "fp8", f.name); }},
+      // Layers built in BF16 under FP8 (arguments.py: --first-last-layers-bf16, with --num-layers-at-start-in-bf16
+      // and --num-layers-at-end-in-bf16, 1 each by default, read only with it); resolved after all flags are read.
+      {"--first-last-layers-bf16", [](FsdpConfig&, const ParsedFlag&) {}},
+      {"--num-layers-at-start-in-bf16",
+       [](FsdpConfig&, const ParsedFlag& f) { (void)int_value(f, 0, limits::kMaxLayers); }},
+      {"--num-layers-at-end-in-bf16",
+       [](FsdpConfig&, const ParsedFlag& f) { (void)int_value(f, 0, limits::kMaxLayers); }},
       // Megatron-LM's loss: vocab_parallel_cross_entropy on fp32 logits, or under --cross-entropy-loss-fusion its
       // native fused kernel (the same tensors) or, with --cross-entropy-fusion-impl te, Transformer Engine's kernel
       // (language_module.py: compute_language_model_loss). The pair is resolved after all flags are read.
@@ -455,6 +462,25 @@ std::string last_value(const std::vector<ParsedFlag>& flags, const std::string& 
   return value;
 }
 
+// --first-last-layers-bf16 keeps the first --num-layers-at-start-in-bf16 and the last --num-layers-at-end-in-bf16
+// decoder layers (1 each unless given) out of FP8; without it, or without FP8, Megatron reads neither count.
+void resolve_bf16_layer_flags(const std::vector<ParsedFlag>& flags, const std::set<std::string>& given,
+                              FsdpConfig& config) {
+  if (given.count("--first-last-layers-bf16") == 0) return;
+  if (!config.fp8_compute && config.param_dtype != DType::fp8) return;
+  std::string start = "1", end = "1";
+  for (const auto& f : flags) {
+    if (f.name == "--num-layers-at-start-in-bf16") start = f.value;
+    if (f.name == "--num-layers-at-end-in-bf16") end = f.value;
+  }
+  if (config.origin.count("fp8_bf16_layers_at_start") == 0) {
+    set_key(config, "fp8_bf16_layers_at_start", start, "--first-last-layers-bf16");
+  }
+  if (config.origin.count("fp8_bf16_layers_at_end") == 0) {
+    set_key(config, "fp8_bf16_layers_at_end", end, "--first-last-layers-bf16");
+  }
+}
+
 // What Megatron-LM derives once every flag is read (arguments.py @ d98e8a64ddf3, validate_args, "Uneven virtual
 // pipeline parallelism"): at most one way to give the virtual stages (a --pipeline-model-parallel-layout gives them
 // by its chunk count, apply_pipeline_layout); --num-layers-per-virtual-pipeline-stage N makes them (num_layers [+1
@@ -642,6 +668,7 @@ MegatronArgsRead apply_megatron_args(const std::string& args, FsdpConfig& config
     set_key(config, "loss_implementation", fused && impl == "te" ? "te_fused" : "megatron_vocab_parallel",
             fused ? "--cross-entropy-loss-fusion" : "(Megatron-LM default)");
   }
+  resolve_bf16_layer_flags(flags, given, config);
   if (model.has_value() && given.count("--vocab-size") == 0) {
     for (const auto& f : flags) {
       const int64_t vocab = f.name == "--tokenizer-model" ? tokenizer_vocab_size(f.value) : 0;

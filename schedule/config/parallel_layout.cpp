@@ -47,6 +47,28 @@ bool fp8_saves_fp8_inputs(const FsdpConfig& config) {
   return fp8_casts_of(config) == Fp8Casts::transformer_engine;
 }
 
+// BF16 first and last layers need FP8 to differ from, and decoder layers to be; FSDP2's float8 all-gather of a layer
+// left in BF16 is not modelled (Megatron-FSDP gathers such a layer's weights in BF16).
+void check_bf16_layers(const ModelSpec& model, const FsdpConfig& config, bool fp8) {
+  const int32_t start = config.fp8_bf16_layers_at_start, end = config.fp8_bf16_layers_at_end;
+  if (start + end == 0) return;
+  const char* key = start > 0 ? "fp8_bf16_layers_at_start" : "fp8_bf16_layers_at_end";
+  if (!fp8) {
+    reject(config, key, "keeps layers in BF16 under FP8, but nothing computes in FP8",
+           "set fp8_compute: true, or leave fp8_bf16_layers_at_start and fp8_bf16_layers_at_end at 0");
+  }
+  if (start + end > model.num_layers) {
+    reject(config, key,
+           std::to_string(start) + " first and " + std::to_string(end) + " last layers in BF16, but " + model.name +
+               " has " + std::to_string(model.num_layers) + " decoder layers",
+           "keep fp8_bf16_layers_at_start + fp8_bf16_layers_at_end at most the number of layers");
+  }
+  if (config.implementation == Implementation::fsdp2 && config.param_dtype == DType::fp8) {
+    reject(config, key, "FSDP2's float8 all-gather of a layer left in BF16 is not modelled",
+           "set param_dtype: bf16, or implementation: megatron_fsdp");
+  }
+}
+
 // The loss each framework computes unless told otherwise: Megatron-LM's vocab-parallel cross-entropy
 // (megatron/core/models/common/language_module: compute_language_model_loss); for FSDP2, torchtitan's
 // F.cross_entropy on fp32-upcast logits, compiled with the model when torch.compile is on (fused_elementwise stands
@@ -399,6 +421,9 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
   l.shape.train_metric_cross_entropies = config.train_metric_cross_entropies;
   l.shape.fp8_casts = fp8_casts_of(config);
   l.shape.fp8_saved_inputs = l.shape.compute_dtype == DType::fp8 && fp8_saves_fp8_inputs(config);
+  check_bf16_layers(model, config, l.shape.compute_dtype == DType::fp8);
+  l.shape.bf16_layers_at_start = config.fp8_bf16_layers_at_start;
+  l.shape.bf16_layers_at_end = config.fp8_bf16_layers_at_end;
   l.shape.fp8_gathered_weights = config.param_dtype == DType::fp8;
   l.shape.fp8_output_layer = config.fp8_output_layer;
   l.shape.separate_projections = config.implementation == Implementation::fsdp2;

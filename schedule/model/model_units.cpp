@@ -236,6 +236,30 @@ UnitCost layer_unit(const UnitDims& d, int32_t layer) {
   return unit;
 }
 
+// Megatron's --first-last-layers-bf16 (--num-layers-at-start-in-bf16, --num-layers-at-end-in-bf16): those decoder
+// layers are built outside Transformer Engine's FP8 context (megatron/core/fp8_utils.py, get_fp8_context), so their
+// GEMMs run in BF16, nothing is cast to FP8 and their linears save their BF16 inputs.
+bool runs_in_bf16(const RankShape& shape, int32_t layer, int32_t num_layers) {
+  if (shape.compute_dtype != DType::fp8) return false;
+  return layer < shape.bf16_layers_at_start || layer >= num_layers - shape.bf16_layers_at_end;
+}
+
+// Such a layer: derived as in a BF16 job, its GEMMs marked to run in BF16 inside the FP8 schedule.
+UnitCost bf16_layer_unit(const ModelSpec& model, const RankShape& shape, int32_t layer) {
+  RankShape bf16 = shape;
+  bf16.compute_dtype = DType::bf16;
+  bf16.fp8_saved_inputs = false;
+  UnitCost unit = layer_unit(make_dims(model, bf16), layer);
+  const auto mark = [](std::vector<Gemm>& gemms) {
+    for (Gemm& g : gemms) g.bf16_in_fp8 = !g.attention;
+  };
+  mark(unit.fwd_gemms);
+  mark(unit.bwd_gemms);
+  mark(unit.op_sac_recompute_gemms);
+  for (ModuleRecompute& r : unit.module_recompute) mark(r.gemms);
+  return unit;
+}
+
 // A multi-token-prediction module (Megatron-Core MultiTokenPredictionLayer): the decoder's last layer again, after
 // enorm/hnorm of the shifted tokens' embeddings and of the hidden states and their 2h → h projection eh_proj.
 UnitCost mtp_unit(const UnitDims& d, const UnitCost& last_layer, int32_t k) {
@@ -375,11 +399,14 @@ std::vector<UnitCost> derive_units(const ModelSpec& model, const RankShape& shap
   std::vector<UnitCost> units;
   units.reserve(static_cast<size_t>(model.num_layers) + 2);
   units.push_back(embedding_unit(d));
-  // Every dense layer (and every MoE layer) of a rank is the same: derive one of each and copy it.
-  std::optional<UnitCost> dense_layer, moe_layer;
+  // Every dense layer (and every MoE layer) of a rank is the same: derive one of each and copy it; so is every such
+  // layer that runs in BF16 under FP8.
+  std::optional<UnitCost> dense_layer, moe_layer, dense_bf16_layer, moe_bf16_layer;
   for (int32_t layer = 0; layer < model.num_layers; ++layer) {
-    std::optional<UnitCost>& prototype = model.is_moe_layer(layer) ? moe_layer : dense_layer;
-    if (!prototype) prototype = layer_unit(d, layer);
+    const bool bf16 = runs_in_bf16(shape, layer, model.num_layers);
+    std::optional<UnitCost>& prototype =
+        model.is_moe_layer(layer) ? (bf16 ? moe_bf16_layer : moe_layer) : (bf16 ? dense_bf16_layer : dense_layer);
+    if (!prototype) prototype = bf16 ? bf16_layer_unit(model, shape, layer) : layer_unit(d, layer);
     UnitCost unit = *prototype;
     unit.name = "layer." + std::to_string(layer);
     unit.layer = layer;

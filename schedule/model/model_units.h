@@ -73,6 +73,9 @@ struct RankShape {
   int32_t train_metric_cross_entropies = 0;  ///< FsdpConfig::train_metric_cross_entropies
   /// Under FP8 compute the linears save their inputs in FP8 (Transformer Engine's), not in 16 bits (torchao's).
   bool fp8_saved_inputs = false;
+  /// Under FP8 compute, the first and the last decoder layers that run in BF16 (Megatron's --first-last-layers-bf16).
+  int32_t bf16_layers_at_start = 0;
+  int32_t bf16_layers_at_end = 0;
 };
 
 /// Where a unit sits in the model.

@@ -352,12 +352,18 @@ std::vector<Gemm> gemms_named(const UnitCost& unit, std::initializer_list<std::s
 void set_module_recompute(const UnitDims& d, bool moe, UnitCost& unit) {
   const ModelSpec& m = *d.model;
   const int64_t a = d.act_bytes, h = m.hidden_size;
+  // Under TE's FP8 the tensors a module frees are the ones fp8_saved_inputs_change() keeps in one byte: a linear's
+  // input saved as its FP8 cast.
+  const int64_t fp8_less = d.shape.fp8_saved_inputs ? a - 1 : 0;
+  const int64_t fp8_copy = d.shape.fp8_saved_inputs ? 1 : 0;
   auto& r = unit.module_recompute;
   const auto at = [&](RecomputeModule module) -> ModuleRecompute& { return r[static_cast<size_t>(module)]; };
   // core_attn: the attention core's own saved tensors; with FlashAttention its backward recomputes the scores anyway.
   at(RecomputeModule::core_attn).freed_bytes = attention_core_saved(d);
   // layernorm (CheckpointWithoutOutput): both norm outputs are dropped and recomputed from the kept inputs.
-  at(RecomputeModule::layernorm).freed_bytes = 2 * d.sp_tokens * h * a;
+  // A MoE block's norm output stays 16-bit (the router saves it); the shared experts' FP8 cast of it is theirs.
+  at(RecomputeModule::layernorm).freed_bytes =
+      d.sp_tokens * h * (a - fp8_less) + d.sp_tokens * h * (moe ? a : a - fp8_less);
   at(RecomputeModule::layernorm).bytes_touched = 2 * 2 * d.sp_tokens * h * a;
   if (m.mla.enabled()) {
     // mla_up_proj: Q, K, V from the up-projections and rotary are dropped and re-made from the kept latents.
@@ -372,14 +378,15 @@ void set_module_recompute(const UnitDims& d, bool moe, UnitCost& unit) {
   if (!moe) {
     // mlp: the checkpointed MLP keeps its input (the norm output, counted with the norm) and re-runs.
     ModuleRecompute& mlp = at(RecomputeModule::mlp);
-    mlp.freed_bytes = mlp_saved(d, d.tokens, d.ffn);
+    mlp.freed_bytes = mlp_saved(d, d.tokens, d.ffn) - d.tokens * d.ffn * fp8_less;  // fc2's input in FP8
     mlp.gemms = gemms_named(unit, {"mlp_"});
     mlp.bytes_touched = fwd;
     return;
   }
   // moe: the whole MoE block re-runs from its input, router, token dispatch and combine included.
   ModuleRecompute& block = at(RecomputeModule::moe);
-  block.freed_bytes = moe_saved(d);
+  block.freed_bytes = moe_saved(d) - d.expert_pairs * (h + d.expert_ffn) * fp8_less;
+  if (d.shared_ffn > 0) block.freed_bytes += d.sp_tokens * h * fp8_copy - d.tokens * d.shared_ffn * fp8_less;
   block.gemms = gemms_named(unit, {"router", "expert_", "shared_"});
   block.bytes_touched = fwd;
   for (const UnitCollective& c : unit.fwd_collectives) {
@@ -387,11 +394,11 @@ void set_module_recompute(const UnitDims& d, bool moe, UnitCost& unit) {
   }
   // moe_act: the routed experts' activation outputs (fc2's input) are dropped and re-made from fc1's outputs.
   ModuleRecompute& act = at(RecomputeModule::moe_act);
-  act.freed_bytes = d.expert_pairs * d.expert_ffn * a;
+  act.freed_bytes = d.expert_pairs * d.expert_ffn * (a - fp8_less);
   act.bytes_touched = act_factor(m, 3, 2) * d.expert_pairs * d.expert_ffn * a;
   if (d.shared_ffn > 0) {
     ModuleRecompute& shared = at(RecomputeModule::shared_experts);
-    shared.freed_bytes = mlp_saved(d, d.tokens, d.shared_ffn);
+    shared.freed_bytes = mlp_saved(d, d.tokens, d.shared_ffn) - d.tokens * d.shared_ffn * fp8_less;
     shared.gemms = gemms_named(unit, {"shared_"});
     shared.bytes_touched = act_factor(m, 3, 2) * d.tokens * d.shared_ffn * a;
   }

@@ -131,6 +131,23 @@ OpId first_op_named(const Schedule& s, const std::string& name) {
   return OpId::none();
 }
 
+// A layer left in BF16 under FP8 parameters (Megatron's --first-last-layers-bf16 with --fp8-param-gather) is not an
+// FP8 module: Megatron-FSDP gathers its weights in BF16, twice the bytes of an FP8 layer's GEMM weights.
+TEST(Builder, ALayerLeftInBf16GathersItsWeightsInBf16) {
+  const Schedule s = build_schedule(
+      model_preset("llama3-8b"),
+      config_of({"fp8_compute=true", "param_dtype=fp8", "fp8_bf16_layers_at_start=1", "global_batch_size=8"}), 8);
+  const Op& bf16 = s.ops[first_op_named(s, "ag.layer.0.mb0")];
+  const Op& fp8 = s.ops[first_op_named(s, "ag.layer.1.mb0")];
+  EXPECT_EQ(bf16.dtype, DType::bf16);
+  EXPECT_EQ(fp8.dtype, DType::fp8);
+  // 218,112,000 parameters a layer, 8,192 of them norm weights; each dtype's part padded to a multiple of 8 shards ×
+  // the 14,336-element longest row = 114,688 elements. BF16 layer: 1,902 × 114,688 elements × 2 bytes. FP8 layer: the
+  // 218,103,808 GEMM weights to 1,902 × 114,688 at 1 byte, the norm weights to 114,688 at 2 bytes.
+  EXPECT_EQ(bf16.recv_bytes, int64_t{1'902} * 114'688 * 2);
+  EXPECT_EQ(fp8.recv_bytes, int64_t{1'902} * 114'688 + 114'688 * 2);
+}
+
 TEST(MegatronBuilder, DefaultBudgetPrefetchesThreeLlama8bLayers) {
   // docs/architecture.md §4.6.2 at the snapshot: X = max(1e9, 2 × 218.1M) = 1e9 elements, S_AG = 5e8. Prefetching stops
   // once the listed units beyond the current one reach 5e8: 218M, 436M, 654M → k = 3.

@@ -4,6 +4,7 @@
 
 #include "schedule/config/parallel_layout.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -75,6 +76,31 @@ TEST(MegatronArgs, OverridesAPreset) {
   EXPECT_EQ(model->num_layers, 4);
   EXPECT_EQ(model->hidden_size, 4096);
   EXPECT_EQ(config.tp, 2);
+}
+
+// --first-last-layers-bf16 keeps one layer at each end in BF16 unless the counts say otherwise; Megatron reads the
+// counts only with it and only under FP8.
+TEST(MegatronArgs, FirstAndLastLayersInBf16) {
+  const auto layers = [](const std::string& args) {
+    FsdpConfig config;
+    std::optional<ModelSpec> model = model_preset("llama3-8b");
+    const MegatronArgsRead read = apply_megatron_args(args, config, model);
+    EXPECT_EQ(std::count(read.not_modelled.begin(), read.not_modelled.end(), "--first-last-layers-bf16"), 0);
+    return std::pair{config.fp8_bf16_layers_at_start, config.fp8_bf16_layers_at_end};
+  };
+  EXPECT_EQ(layers("--fp8-format hybrid --first-last-layers-bf16"), (std::pair{1, 1}));
+  EXPECT_EQ(layers("--fp8-format hybrid --first-last-layers-bf16 --num-layers-at-start-in-bf16 2 "
+                   "--num-layers-at-end-in-bf16 0"),
+            (std::pair{2, 0}));
+  EXPECT_EQ(layers("--fp8-format hybrid --num-layers-at-start-in-bf16 2"), (std::pair{0, 0}));
+  EXPECT_EQ(layers("--first-last-layers-bf16"), (std::pair{0, 0}));  // BF16 training: nothing to keep out of FP8
+  FsdpConfig config;
+  std::optional<ModelSpec> model = model_preset("llama3-8b");
+  EXPECT_NE(error_of([&] {
+              apply_megatron_args("--fp8-format hybrid --first-last-layers-bf16 --num-layers-at-end-in-bf16 -1", config,
+                                  model);
+            }).find("--num-layers-at-end-in-bf16"),
+            std::string::npos);
 }
 
 TEST(MegatronArgs, Errors) {

@@ -61,5 +61,56 @@ TEST(Fp8SavedInputs, MlaKeepsItsLatentsInOneByte) {
   EXPECT_EQ(bf16 - te, 29'360'128 + 6'291'456 + 2'097'152 - 67'108'864 + 29'360'128 + 75'497'472);
 }
 
+// What a recompute module frees is what the layer saved: under TE's FP8 the one-byte casts, not 16-bit tensors.
+TEST(Fp8SavedInputs, RecomputeModulesFreeTheFp8Casts) {
+  const auto freed = [](const UnitCost& l, RecomputeModule m) {
+    return l.module_recompute[static_cast<size_t>(m)].freed_bytes;
+  };
+  const UnitCost bf16 = layer("llama3-8b", 8192, DType::bf16, false);
+  const UnitCost te = layer("llama3-8b", 8192, DType::fp8, true);
+  // T = 8192, h = 4096, ffn 14336: the MLP keeps gate and up (2 bytes) and fc2's input (1 byte in FP8).
+  EXPECT_EQ(freed(bf16, RecomputeModule::mlp), 3 * 8192 * 14336 * 2);
+  EXPECT_EQ(freed(te, RecomputeModule::mlp), 5 * 8192 * 14336);
+  EXPECT_EQ(freed(bf16, RecomputeModule::layernorm), 2 * 8192 * 4096 * 2);  // the two norm outputs
+  EXPECT_EQ(freed(te, RecomputeModule::layernorm), 2 * 8192 * 4096);
+  // Mixtral, T = 4096, 8192 token-expert pairs of width 14336: the experts' SwiGLU output is fc2's FP8 input.
+  const UnitCost moe16 = layer("mixtral-8x7b", 4096, DType::bf16, false);
+  const UnitCost moe8 = layer("mixtral-8x7b", 4096, DType::fp8, true);
+  EXPECT_EQ(freed(moe16, RecomputeModule::moe_act), int64_t{8192} * 14336 * 2);
+  EXPECT_EQ(freed(moe8, RecomputeModule::moe_act), int64_t{8192} * 14336);
+  // The whole block frees what its saved bytes lost: 8192·(4096 + 14336) fewer.
+  EXPECT_EQ(freed(moe16, RecomputeModule::moe) - freed(moe8, RecomputeModule::moe), int64_t{8192} * (4096 + 14336));
+  // The MoE norm output stays 16-bit for the router.
+  EXPECT_EQ(freed(moe8, RecomputeModule::layernorm), int64_t{4096} * 4096 * (1 + 2));
+}
+
+// Megatron's --first-last-layers-bf16: the end layers are the BF16 job's layers, their GEMMs marked to run in BF16
+// inside the FP8 schedule; the layers between keep FP8.
+TEST(Fp8SavedInputs, LayersLeftInBf16AreTheBf16JobsLayers) {
+  RankShape s = shape(8192, DType::fp8, true);
+  s.bf16_layers_at_start = 1;
+  s.bf16_layers_at_end = 2;
+  const std::vector<UnitCost> units = derive_units(model_preset("llama3-8b"), s);
+  const UnitCost bf16 = layer("llama3-8b", 8192, DType::bf16, false);
+  const UnitCost fp8 = layer("llama3-8b", 8192, DType::fp8, true);
+  for (const size_t u : {size_t{1}, size_t{31}, size_t{32}}) {  // layer.0, layer.30, layer.31
+    const UnitCost& l = units.at(u);
+    SCOPED_TRACE(l.name);
+    EXPECT_EQ(l.saved_activation_bytes, bf16.saved_activation_bytes);
+    EXPECT_EQ(l.fwd_bytes_touched, bf16.fwd_bytes_touched);  // no FP8 casts
+    EXPECT_EQ(l.bwd_bytes_touched, bf16.bwd_bytes_touched);
+    EXPECT_EQ(l.fwd_kernels, bf16.fwd_kernels);
+    for (const Gemm& g : l.fwd_gemms) EXPECT_EQ(g.bf16_in_fp8, !g.attention) << g.name;
+    for (const Gemm& g : l.bwd_gemms) EXPECT_EQ(g.bf16_in_fp8, !g.attention) << g.name;
+  }
+  for (const size_t u : {size_t{2}, size_t{30}}) {  // layer.1, layer.29
+    const UnitCost& l = units.at(u);
+    EXPECT_EQ(l.saved_activation_bytes, fp8.saved_activation_bytes);
+    EXPECT_EQ(l.fwd_bytes_touched, fp8.fwd_bytes_touched);
+    for (const Gemm& g : l.fwd_gemms) EXPECT_FALSE(g.bf16_in_fp8) << g.name;
+  }
+  EXPECT_GT(fp8.fwd_bytes_touched, bf16.fwd_bytes_touched);  // the casts the BF16 layers do not run
+}
+
 }  // namespace
 }  // namespace fsdpsim
