@@ -27,6 +27,20 @@ int64_t act_factor(const ModelSpec& m, int64_t gated, int64_t plain) {
   return m.gated_mlp ? gated : plain;
 }
 
+// Transformer Engine's FP8 linears keep, for the weight gradient, the FP8 tensor they cast their input to, not the
+// 16-bit input: _Linear saves the FP8 cast or its FP8 transpose, _LayerNormLinear its norm output written as FP8 by
+// the fused norm (ln_out as uint8), 1 byte an element (transformer_engine/pytorch/module/linear.py and
+// layernorm_linear.py @ 3ec87875, the forward's save_for_backward; GroupedLinear keeps its experts' inputs alike).
+// torchao's Float8Linear saves the high-precision input and casts it again in backward (RankShape::fp8_saved_inputs
+// false). So a tensor saved only as a linear's input takes linear_input_bytes an element, and one another op also
+// keeps in 16 bits (O, for the attention backward) gains fp8_input_copy_bytes for the linear's own cast.
+int64_t linear_input_bytes(const UnitDims& d) {
+  return d.shape.fp8_saved_inputs ? 1 : d.act_bytes;
+}
+int64_t fp8_input_copy_bytes(const UnitDims& d) {
+  return d.shape.fp8_saved_inputs ? 1 : 0;
+}
+
 // Korthikanti's attention-core term, which selective recompute removes. FlashAttention (Dao et al. 2022, §3.1;
 // FlashAttention-2 keeps the row log-sum-exp) stores no s×s matrix, only O (counted as the projection input) and one
 // fp32 log-sum-exp per query row and head; without it the softmax output, b·(heads/t)·(s/cp)·s elements, is stored
@@ -42,12 +56,12 @@ int64_t gqa_saved(const UnitDims& d) {
   const int64_t a = d.act_bytes, h = m.hidden_size, hd = m.head_dim;
   int64_t bytes = d.sp_tokens * h * a;                      // norm input (Korthikanti: LayerNorm 2sbh/t)
   bytes += d.sp_tokens * norm_stat_bytes(m);                // norm statistics
-  bytes += d.sp_tokens * h * a;                             // QKV input, the norm output, SP shard (2sbh/t)
+  bytes += d.sp_tokens * h * linear_input_bytes(d);         // QKV input, the norm output, SP shard (2sbh/t)
   bytes += d.tokens * (d.heads + 2 * d.kv_heads) * hd * a;  // Q, K, V (4sbh/t + 2sbh/t, K and V with kv heads)
   if (m.qk_norm) {
     bytes += d.tokens * (d.heads + d.kv_heads) * (hd * a + kFp32Bytes);  // Q, K before their norms + statistics
   }
-  bytes += d.tokens * d.heads * hd * a;  // O, the output projection's input (2sbh/t)
+  bytes += d.tokens * d.heads * hd * (a + fp8_input_copy_bytes(d));  // O, the output projection's input (2sbh/t)
   return bytes;
 }
 
@@ -57,12 +71,13 @@ int64_t mla_saved(const UnitDims& d) {
   const MlaSpec& l = m.mla;
   const int64_t a = d.act_bytes, h = m.hidden_size, stat = norm_stat_bytes(m);
   int64_t bytes = d.sp_tokens * (h * a + stat);  // norm input + statistics
-  bytes += d.sp_tokens * h * a;                  // norm output: the down-projections' input
-  if (l.q_lora_rank > 0) bytes += d.sp_tokens * (2 * l.q_lora_rank * a + stat);  // q latent before/after its norm
-  bytes += d.sp_tokens * ((l.kv_lora_rank + l.qk_rope_head_dim) * a + stat);     // kv_a output (+ rotary key)
-  bytes += d.sp_tokens * l.kv_lora_rank * a;                                     // kv latent after its norm
-  bytes += d.tokens * d.heads * (2 * d.qk_head_dim + d.v_head_dim) * a;          // Q, K, V
-  bytes += d.tokens * d.heads * d.v_head_dim * a;                                // O
+  const int64_t in = linear_input_bytes(d);
+  bytes += d.sp_tokens * h * in;  // norm output: the down-projections' input
+  if (l.q_lora_rank > 0) bytes += d.sp_tokens * (l.q_lora_rank * (a + in) + stat);  // q latent before/after its norm
+  bytes += d.sp_tokens * ((l.kv_lora_rank + l.qk_rope_head_dim) * a + stat);        // kv_a output (+ rotary key)
+  bytes += d.sp_tokens * l.kv_lora_rank * in;                                       // kv latent after its norm
+  bytes += d.tokens * d.heads * (2 * d.qk_head_dim + d.v_head_dim) * a;             // Q, K, V
+  bytes += d.tokens * d.heads * d.v_head_dim * (a + fp8_input_copy_bytes(d));       // O
   return bytes;
 }
 
@@ -70,12 +85,14 @@ int64_t mla_saved(const UnitDims& d) {
 // activation's inputs) plus the activation output (fc2's input) — Korthikanti's GeLU input 8sbh and fc2 input 8sbh
 // at width ffn — or, without gating, the fc1 output and the GeLU output.
 int64_t mlp_saved(const UnitDims& d, int64_t rows, int64_t width) {
-  return act_factor(*d.model, 3, 2) * rows * width * d.act_bytes;
+  return (act_factor(*d.model, 3, 2) - 1) * rows * width * d.act_bytes + rows * width * linear_input_bytes(d);
 }
 
-int64_t mlp_norm_saved(const UnitDims& d) {
+// Norm input + stats + norm output; a MoE block's norm output stays 16-bit, the router's BF16 linear saves it.
+int64_t mlp_norm_saved(const UnitDims& d, bool moe) {
   const ModelSpec& m = *d.model;
-  return d.sp_tokens * (2 * m.hidden_size * d.act_bytes + norm_stat_bytes(m));  // norm input + stats + norm output
+  const int64_t out = moe ? d.act_bytes : linear_input_bytes(d);
+  return d.sp_tokens * (m.hidden_size * (d.act_bytes + out) + norm_stat_bytes(m));
 }
 
 // MoE block: router probabilities (fp32), the dispatched tokens (expert fc1 input), expert intermediates for every
@@ -85,10 +102,12 @@ int64_t moe_saved(const UnitDims& d) {
   const ModelSpec& m = *d.model;
   const int64_t a = d.act_bytes, h = m.hidden_size;
   int64_t bytes = d.sp_tokens * m.moe.num_experts * kFp32Bytes;  // router probabilities
-  bytes += d.expert_pairs * h * a;                               // dispatched tokens
+  bytes += d.expert_pairs * h * linear_input_bytes(d);           // dispatched tokens
   bytes += mlp_saved(d, d.expert_pairs, d.expert_ffn);           // expert intermediates
   bytes += d.dispatch_tokens * h * a;                            // expert outputs returned for the combine
-  if (d.shared_ffn > 0) bytes += mlp_saved(d, d.tokens, d.shared_ffn);
+  if (d.shared_ffn > 0) {  // and the shared experts' own FP8 cast of the norm output
+    bytes += mlp_saved(d, d.tokens, d.shared_ffn) + d.sp_tokens * h * fp8_input_copy_bytes(d);
+  }
   return bytes;
 }
 
@@ -111,41 +130,10 @@ int64_t eager_saved_extra(const UnitDims& d, bool moe) {
   return bytes;
 }
 
-// Transformer Engine's FP8 linears keep, for the weight gradient, the FP8 tensor they cast their input to, not the
-// 16-bit input: _Linear saves the FP8 cast or its FP8 transpose, _LayerNormLinear its norm output written as FP8 by
-// the fused norm (ln_out as uint8), 1 byte an element (transformer_engine/pytorch/module/linear.py and
-// layernorm_linear.py @ 3ec87875, the forward's save_for_backward; GroupedLinear keeps its experts' inputs alike).
-// So a norm output feeding only linears, and an activation output feeding the down-projection, are saved in FP8;
-// the attention output O stays saved in 16 bits for the attention backward, and the output projection keeps an FP8
-// copy of it besides. The signed change against the 16-bit terms above; 0 unless RankShape::fp8_saved_inputs
-// (torchao's Float8Linear saves the high-precision input and casts it again in backward).
-int64_t fp8_saved_inputs_change(const UnitDims& d, bool moe) {
-  if (!d.shape.fp8_saved_inputs) return 0;
-  constexpr int64_t kFp8Bytes = 1;
-  const ModelSpec& m = *d.model;
-  const int64_t less = d.act_bytes - kFp8Bytes;  // per element saved in FP8 instead of 16 bits
-  const int64_t h = m.hidden_size;
-  int64_t change = -d.sp_tokens * h * less;  // the attention's norm output
-  if (m.mla.enabled()) {
-    if (m.mla.q_lora_rank > 0) change -= d.sp_tokens * m.mla.q_lora_rank * less;  // q latent after its norm
-    change -= d.sp_tokens * m.mla.kv_lora_rank * less;                            // kv latent after its norm
-    change += d.tokens * d.heads * d.v_head_dim * kFp8Bytes;                      // O's FP8 copy
-  } else {
-    change += d.tokens * d.heads * m.head_dim * kFp8Bytes;
-  }
-  if (!moe) return change - d.sp_tokens * h * less - d.tokens * d.ffn * less;  // fc1's and fc2's inputs
-  // A MoE block's norm output stays saved in 16 bits for the router's BF16 linear; the shared experts' fc1 keeps an
-  // FP8 copy of it besides.
-  change -= d.expert_pairs * (h + d.expert_ffn) * less;  // the routed experts' fc1 and fc2 inputs
-  if (d.shared_ffn > 0) change += d.sp_tokens * h * kFp8Bytes - d.tokens * d.shared_ffn * less;
-  return change;
-}
-
 void set_layer_saved(const UnitDims& d, bool moe, UnitCost& unit) {
   const int64_t attention = d.model->mla.enabled() ? mla_saved(d) : gqa_saved(d);
   const int64_t core = attention_core_saved(d);
-  const int64_t mlp =
-      mlp_norm_saved(d) + (moe ? moe_saved(d) : mlp_saved(d, d.tokens, d.ffn)) + fp8_saved_inputs_change(d, moe);
+  const int64_t mlp = mlp_norm_saved(d, moe) + (moe ? moe_saved(d) : mlp_saved(d, d.tokens, d.ffn));
   const auto none = static_cast<size_t>(Recompute::none);
   unit.saved_activation_bytes[none] = attention + core + mlp + eager_saved_extra(d, moe);
   unit.saved_activation_bytes[static_cast<size_t>(Recompute::selective)] = attention + mlp;
@@ -352,10 +340,6 @@ std::vector<Gemm> gemms_named(const UnitCost& unit, std::initializer_list<std::s
 void set_module_recompute(const UnitDims& d, bool moe, UnitCost& unit) {
   const ModelSpec& m = *d.model;
   const int64_t a = d.act_bytes, h = m.hidden_size;
-  // Under TE's FP8 the tensors a module frees are the ones fp8_saved_inputs_change() keeps in one byte: a linear's
-  // input saved as its FP8 cast.
-  const int64_t fp8_less = d.shape.fp8_saved_inputs ? a - 1 : 0;
-  const int64_t fp8_copy = d.shape.fp8_saved_inputs ? 1 : 0;
   auto& r = unit.module_recompute;
   const auto at = [&](RecomputeModule module) -> ModuleRecompute& { return r[static_cast<size_t>(module)]; };
   // core_attn: the attention core's own saved tensors; with FlashAttention its backward recomputes the scores anyway.
@@ -363,7 +347,7 @@ void set_module_recompute(const UnitDims& d, bool moe, UnitCost& unit) {
   // layernorm (CheckpointWithoutOutput): both norm outputs are dropped and recomputed from the kept inputs.
   // A MoE block's norm output stays 16-bit (the router saves it); the shared experts' FP8 cast of it is theirs.
   at(RecomputeModule::layernorm).freed_bytes =
-      d.sp_tokens * h * (a - fp8_less) + d.sp_tokens * h * (moe ? a : a - fp8_less);
+      d.sp_tokens * h * (linear_input_bytes(d) + (moe ? a : linear_input_bytes(d)));
   at(RecomputeModule::layernorm).bytes_touched = 2 * 2 * d.sp_tokens * h * a;
   if (m.mla.enabled()) {
     // mla_up_proj: Q, K, V from the up-projections and rotary are dropped and re-made from the kept latents.
@@ -378,15 +362,14 @@ void set_module_recompute(const UnitDims& d, bool moe, UnitCost& unit) {
   if (!moe) {
     // mlp: the checkpointed MLP keeps its input (the norm output, counted with the norm) and re-runs.
     ModuleRecompute& mlp = at(RecomputeModule::mlp);
-    mlp.freed_bytes = mlp_saved(d, d.tokens, d.ffn) - d.tokens * d.ffn * fp8_less;  // fc2's input in FP8
+    mlp.freed_bytes = mlp_saved(d, d.tokens, d.ffn);
     mlp.gemms = gemms_named(unit, {"mlp_"});
     mlp.bytes_touched = fwd;
     return;
   }
   // moe: the whole MoE block re-runs from its input, router, token dispatch and combine included.
   ModuleRecompute& block = at(RecomputeModule::moe);
-  block.freed_bytes = moe_saved(d) - d.expert_pairs * (h + d.expert_ffn) * fp8_less;
-  if (d.shared_ffn > 0) block.freed_bytes += d.sp_tokens * h * fp8_copy - d.tokens * d.shared_ffn * fp8_less;
+  block.freed_bytes = moe_saved(d);
   block.gemms = gemms_named(unit, {"router", "expert_", "shared_"});
   block.bytes_touched = fwd;
   for (const UnitCollective& c : unit.fwd_collectives) {
@@ -394,11 +377,11 @@ void set_module_recompute(const UnitDims& d, bool moe, UnitCost& unit) {
   }
   // moe_act: the routed experts' activation outputs (fc2's input) are dropped and re-made from fc1's outputs.
   ModuleRecompute& act = at(RecomputeModule::moe_act);
-  act.freed_bytes = d.expert_pairs * d.expert_ffn * (a - fp8_less);
+  act.freed_bytes = d.expert_pairs * d.expert_ffn * linear_input_bytes(d);
   act.bytes_touched = act_factor(m, 3, 2) * d.expert_pairs * d.expert_ffn * a;
   if (d.shared_ffn > 0) {
     ModuleRecompute& shared = at(RecomputeModule::shared_experts);
-    shared.freed_bytes = mlp_saved(d, d.tokens, d.shared_ffn) - d.tokens * d.shared_ffn * fp8_less;
+    shared.freed_bytes = mlp_saved(d, d.tokens, d.shared_ffn);
     shared.gemms = gemms_named(unit, {"shared_"});
     shared.bytes_touched = act_factor(m, 3, 2) * d.tokens * d.shared_ffn * a;
   }
