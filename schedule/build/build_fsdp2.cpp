@@ -81,10 +81,12 @@ class Fsdp2Builder {
   /// After a unit's backward (or weight-gradient half): reshards the group on its last unit when the step allows, and
   /// starts its gradient reduction.
   void finish_unit_backward(int32_t u, int32_t mb, Op& op);
+  /// Autograd's unsharded gradients of unit `u`, written by `op`.
+  void add_unsharded_grads(int32_t u, int32_t mb, Op& op);
   void join_reductions(int32_t mb);
   /// Composer's training metrics (train_metric_cross_entropies) once the micro-batch's backward has returned.
   void train_metrics(int32_t mb);
-  void post_backward(int32_t g, int32_t mb);
+  void post_backward(int32_t g, int32_t mb, Phase phase = Phase::bwd);
   void optimizer_step();
   /// Adds an all-gather or reduce-scatter of the data-parallel mesh behind the previous one: FSDP2 issues both on
   /// the same process group, whose collectives ProcessGroupNCCL runs in host order on one internal stream.
@@ -308,12 +310,17 @@ void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
     fwd.micro_batch = mb;
     fwd.reads = std::move(reads);
     acts.on_forward(fwd, u);
-    // reshard_after_forward: free the group's unsharded parameters after its last unit's forward.
-    if (pg.reshard_after_forward && u == pg.units.back()) {
+    const bool grads_now = cost.weight_grads_in_forward && cost.params() > 0;
+    if (grads_now) add_unsharded_grads(u, mb, fwd);
+    // reshard_after_forward: free the group's unsharded parameters after its last unit's forward. torchtitan's
+    // chunked loss reshards the [norm, lm_head] group after its loop (ChunkedLossWrapper: lm_head.reshard()).
+    if ((pg.reshard_after_forward || grads_now) && u == pg.units.back()) {
       for (const Part& part : pg.parts) fwd.frees.push_back(part.unsharded);
       pg.unsharded = false;
     }
     acts.after_forward(u, ctx_.w.add(std::move(fwd)));
+    // The last chunk re-enables gradient sync: the projection's gradient is reduce-scattered inside the forward.
+    if (grads_now && u == pg.units.front()) post_backward(g, mb, Phase::fwd);
     join_overlapped(ctx_, u, Phase::fwd, mb);
   }
   // The root's post-forward frees the last flat all-gather output.
@@ -360,14 +367,9 @@ void Fsdp2Builder::finish_unit_backward(int32_t u, int32_t mb, Op& op) {
   const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
   ParamGroup& pg = groups_[static_cast<size_t>(g)];
   // Autograd writes the unsharded gradients in the parameter dtype (none for a pipeline stage's empty
-  // stage_input / stage_output).
-  if (cost.params() > 0) {
-    const BufferId grads = ctx_.w.buffer(op_name("grads", cost.name, mb), BufferCategory::unsharded_grad,
-                                         cost.params() * weight_bytes(), false);
-    op.allocs.push_back(grads);
-    op.writes.push_back(grads);
-    pg.grads.push_back(grads);
-  }
+  // stage_input / stage_output, none left for a unit whose weight gradients the forward made).
+  const bool grads_here = cost.params() > 0 && !cost.weight_grads_in_forward;
+  if (grads_here) add_unsharded_grads(u, mb, op);
   const bool group_done = u == pg.units.front();  // a two-level root's backward ends with the embedding
   // Under pipeline parallelism torch.distributed.pipelining runs every backward but the last with
   // set_reshard_after_backward(False) (_PipelineStageBase.backward_maybe_with_nosync): the group stays unsharded
@@ -378,7 +380,17 @@ void Fsdp2Builder::finish_unit_backward(int32_t u, int32_t mb, Op& op) {
     pg.unsharded = false;
   }
   ctx_.w.add(std::move(op));
-  if (group_done && !pg.parts.empty()) post_backward(g, mb);
+  // The final norm's few gradients, which torchtitan's chunked loss leaves to the backward, are not reduced again.
+  if (group_done && !pg.parts.empty() && !pg.grads.empty()) post_backward(g, mb);
+}
+
+void Fsdp2Builder::add_unsharded_grads(int32_t u, int32_t mb, Op& op) {
+  const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
+  const BufferId grads = ctx_.w.buffer(op_name("grads", cost.name, mb), BufferCategory::unsharded_grad,
+                                       cost.params() * weight_bytes(), false);
+  op.allocs.push_back(grads);
+  op.writes.push_back(grads);
+  groups_[static_cast<size_t>(group_of_unit(u))].grads.push_back(grads);
 }
 
 // Root post-backward (is_last_backward): the compute stream waits on every group's post-reduce event and the last
@@ -488,7 +500,7 @@ void Fsdp2Builder::backward_weight(int32_t mb) {
   join_reductions(mb);
 }
 
-void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
+void Fsdp2Builder::post_backward(int32_t g, int32_t mb, Phase phase) {
   ParamGroup& pg = groups_[static_cast<size_t>(g)];
   int64_t elems = 0;
   for (const Part& part : pg.parts) elems += part.padded_elems;
@@ -496,7 +508,7 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
   if (ctx_.config.gradient_sync == GradSync::last_micro_batch && !last_mb) {
     // set_requires_gradient_sync(False): no reduce-scatter; the unsharded gradient is kept, in the reduce dtype when
     // it differs from the parameter's (FSDPParam.to_accumulated_grad_if_needed), and summed over micro-batches.
-    Op acc = make_memory_op(OpKind::copy, op_name("grad_accumulate", pg.name, mb), Phase::bwd, ctx_.compute,
+    Op acc = make_memory_op(OpKind::copy, op_name("grad_accumulate", pg.name, mb), phase, ctx_.compute,
                             elems * (weight_bytes() + 2 * reduce_bytes()));
     acc.unit = pg.units.front();
     acc.micro_batch = mb;
@@ -517,14 +529,14 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
   // The compute stream waits on the previous reduce-scatter and drops its input (one RS input in flight).
   if (rs_in_flight_op_.valid()) {
     Op sync =
-        make_sync(op_name("rs_wait", pg.name, mb), Phase::bwd, ctx_.compute, {rs_in_flight_op_}, {rs_in_flight_input_});
+        make_sync(op_name("rs_wait", pg.name, mb), phase, ctx_.compute, {rs_in_flight_op_}, {rs_in_flight_input_});
     sync.micro_batch = mb;
     ctx_.w.add(std::move(sync));
   }
   // chunk_cat the gradients into the RS input (cast to the reduce dtype) on the compute stream.
   const BufferId input =
       ctx_.w.buffer(op_name("rs_in", pg.name, mb), BufferCategory::unsharded_grad, elems * reduce_bytes(), false);
-  Op copy = make_memory_op(OpKind::copy, op_name("rs_copy_in", pg.name, mb), Phase::bwd, ctx_.compute,
+  Op copy = make_memory_op(OpKind::copy, op_name("rs_copy_in", pg.name, mb), phase, ctx_.compute,
                            elems * (weight_bytes() + reduce_bytes()));
   copy.unit = pg.units.front();
   copy.micro_batch = mb;
@@ -549,7 +561,7 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
     // FSDP2 reduces with ncclAvg for FP32/BF16 (which rules out NVLS, PAT and symmetric kernels).
     Op rs = make_collective({.kind = OpKind::reduce_scatter,
                              .name = op_name("rs", name, mb),
-                             .phase = Phase::bwd,
+                             .phase = phase,
                              .stream = rs_stream_,
                              .group = ctx_.group(part.expert ? GroupRole::edp : GroupRole::dp_shard),
                              .group_size = part.shard,
@@ -567,7 +579,7 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
     if (ar_stream_.valid()) {
       Op ar = make_collective({.kind = OpKind::all_reduce,
                                .name = op_name("outer_ar", name, mb),
-                               .phase = Phase::bwd,
+                               .phase = phase,
                                .stream = ar_stream_,
                                .group = ctx_.group(part.expert ? GroupRole::edp_outer : GroupRole::dp_outer),
                                .group_size = ctx_.layout.outer,
@@ -589,7 +601,7 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb) {
     const int64_t shard_elems = part.padded_elems / part.shard;
     int64_t acc_bytes = reduce_bytes() != shard_elem_bytes() ? shard_elems * (reduce_bytes() + shard_elem_bytes()) : 0;
     if (part.grad_shard_live) acc_bytes += shard_elems * 3 * shard_elem_bytes();
-    Op acc = make_compute(op_name("grad_accum", name, mb), Phase::bwd, ar_stream_.valid() ? ar_stream_ : rs_stream_, {},
+    Op acc = make_compute(op_name("grad_accum", name, mb), phase, ar_stream_.valid() ? ar_stream_ : rs_stream_, {},
                           acc_bytes);
     acc.unit = pg.units.front();
     acc.micro_batch = mb;

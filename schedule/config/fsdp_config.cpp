@@ -300,7 +300,12 @@ const std::vector<KeyDef>& key_table() {
                "how the cross-entropy is computed; auto: megatron_vocab_parallel for megatron_fsdp, for fsdp2 "
                "compiled when fused_elementwise (torch.compile) else eager_fp32"),
       int_key("loss_chunks", &FsdpConfig::loss_chunks, 1, 1 << 16,
-              "loss_implementation=chunked: chunks of tokens (torchtune's num_output_chunks, 8 in its recipes)"),
+              "loss_implementation=chunked or loss_chunked_backward: chunks of tokens (torchtune's "
+              "num_output_chunks, 8 in its recipes; torchtitan's loss.num_chunks, 8 by default)"),
+      bool_key("loss_chunked_backward", &FsdpConfig::loss_chunked_backward,
+               "torchtitan's ChunkedLossWrapper (its config registries' loss since 2026-04): the output projection, "
+               "the cross-entropy (loss_implementation eager_fp32 or compiled) and their backward run chunk by "
+               "chunk in the forward, with an fp32 gradient accumulator; the logits never exist whole"),
       bool_key("loop_holds_logits", &FsdpConfig::loop_holds_logits,
                "the training loop still references the model's logits during backward and the optimizer step (no "
                "`del pred` before backward: torchtitan before PR #391, 2024-06-12)"),

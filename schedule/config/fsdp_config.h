@@ -195,7 +195,10 @@ struct FsdpConfig {
   /// ep_fused stream beside its routed-expert GEMMs, with no SMs of their own (schedule/build/builder_common.cpp).
   EpDispatch ep_dispatch = EpDispatch::all_to_all;
   LossImpl loss_implementation = LossImpl::auto_select;  ///< schedule/model/loss.h; auto: see parallel_layout.cpp
-  int32_t loss_chunks = 8;                               ///< chunked loss: torchtune's num_output_chunks
+  int32_t loss_chunks = 8;  ///< chunked losses: torchtune's num_output_chunks, torchtitan's loss.num_chunks
+  /// torchtitan's ChunkedLossWrapper around loss_implementation (eager_fp32 or compiled): projection, loss and their
+  /// backward chunk by chunk inside the forward (schedule/model/loss.h chunked_backward_loss_memory).
+  bool loss_chunked_backward = false;
   /// The training loop keeps its reference to the model's output (`pred`) after the loss: the logits stay alive
   /// through backward and the optimizer step until the next forward replaces them. torchtitan did until PR #391
   /// (e29b6b4d, 2024-06-12), which added `del pred` before backward to save 3.9 GiB on Llama 3 8B.

@@ -419,6 +419,7 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
                       config.loop_holds_logits,
                       config.moe_routing_skew};
   l.shape.train_metric_cross_entropies = config.train_metric_cross_entropies;
+  l.shape.loss_chunked_backward = config.loss_chunked_backward;
   l.shape.fp8_casts = fp8_casts_of(config);
   l.shape.fp8_saved_inputs = l.shape.compute_dtype == DType::fp8 && fp8_saves_fp8_inputs(config);
   check_bf16_layers(model, config, l.shape.compute_dtype == DType::fp8);
@@ -438,6 +439,24 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
            std::string(to_string(l.shape.loss)) + " has no logits tensor for the training loop to hold",
            "set loop_holds_logits=false, or loss_implementation=eager_fp32 or chunked (the losses that receive the "
            "model's logits)");
+  }
+  if (config.loss_chunked_backward) {
+    // torchtitan's ChunkedLossWrapper wraps its CrossEntropyLoss, eager or under torch.compile.
+    if (l.shape.loss != LossImpl::eager_fp32 && l.shape.loss != LossImpl::compiled) {
+      reject(config, "loss_chunked_backward",
+             "torchtitan's chunked loss wraps its own cross-entropy (eager or compiled), not " +
+                 std::string(to_string(l.shape.loss)),
+             "set loss_implementation=eager_fp32 or compiled, or loss_chunked_backward=false");
+    }
+    if (config.implementation != Implementation::fsdp2 || config.fsdp2_wrap != Fsdp2Wrap::torchtitan) {
+      reject(config, "loss_chunked_backward", "torchtitan's chunked loss runs under torchtitan's FSDP2 wrapping",
+             "set implementation=fsdp2 and fsdp2_wrap=torchtitan, or loss_chunked_backward=false");
+    }
+    if (config.loop_holds_logits || config.train_metric_cross_entropies > 0) {
+      reject(config, "loss_chunked_backward",
+             "the chunked loss leaves no whole logits for the loop or a metric to hold",
+             "set loop_holds_logits=false and train_metric_cross_entropies=0, or loss_chunked_backward=false");
+    }
   }
   if (config.train_metric_cross_entropies > 0) {
     // Composer trains with torch FSDP and no pipeline; its trainer keeps the model's 16-bit output, which only the

@@ -174,6 +174,37 @@ LossMemory loss_memory(LossImpl impl, const LossDims& d) {
   return m;
 }
 
+LossMemory chunked_backward_loss_memory(LossImpl inner, const LossDims& d) {
+  FSDPSIM_CHECK(inner == LossImpl::eager_fp32 || inner == LossImpl::compiled,
+                "chunked_backward_loss_memory: torchtitan's CrossEntropyLoss runs eager or compiled");
+  const int64_t a = d.act_bytes;
+  const int64_t chunks = std::max<int64_t>(1, d.chunks);
+  LossDims chunk_dims = d;
+  chunk_dims.tokens = ceil_div(d.tokens, chunks);
+  const LossMemory chunk = loss_memory(inner, chunk_dims);
+  const int64_t chunk_logit_bytes = chunk_dims.tokens * d.vocab_rank * a;
+  // One chunk at its largest: the loss's own saved and working tensors, and for the eager loss the 16-bit logits as
+  // well, which the loop's `logits` variable keeps through the chunk's backward (the compiled loss saves that very
+  // tensor, so it is counted once).
+  const int64_t chunk_peak = chunk.peak_bytes() + (inner == LossImpl::eager_fp32 ? chunk_logit_bytes : 0);
+  LossMemory m;
+  // GradAccumulator: zeros_like(hidden states, fp32) for the whole loop. At the end it is cast to the 16-bit
+  // gradient that _DecoderOutputGradientBackProp saves: the same size as the projection's input, which it replaces
+  // (the trainer drops `pred` before backward). The output projection's unsharded weight gradient, accumulated over
+  // the chunks and reduce-scattered at the last (set_requires_gradient_sync), is the builders' to place
+  // (UnitCost::weight_grads_in_forward), as every unit's is.
+  const int64_t hidden_bytes = d.tokens * d.hidden;
+  m.fwd_workspace_bytes = hidden_bytes * kFp32Bytes;
+  m.fwd_transient_tensors = {std::max(chunk_peak, hidden_bytes * a)};
+  // Every chunk's forward and backward run here: the loss's bytes of both passes, each chunk's input gradient
+  // copied into the accumulator (read a, write 4) and the final cast (read 4, write a).
+  m.fwd_bytes_touched = chunks * (chunk.fwd_bytes_touched + chunk.bwd_bytes_touched) + 2 * hidden_bytes * (a + 4);
+  m.fwd_class_bytes = {
+      .unvectorized = chunks * (chunk.fwd_class_bytes.unvectorized + chunk.bwd_class_bytes.unvectorized),
+      .reduction = chunks * (chunk.fwd_class_bytes.reduction + chunk.bwd_class_bytes.reduction)};
+  return m;
+}
+
 LossMemory metric_cross_entropy(const LossDims& d) {
   // Composer's LanguageCrossEntropy.update (composer/metrics/nlp.py) calls torch.nn.CrossEntropyLoss on the logits
   // under the trainer's autocast and torch.no_grad(): autocast runs log_softmax in fp32, so the logits are upcast

@@ -316,6 +316,12 @@ UnitCost output_unit(const UnitDims& d) {
   unit.kind = UnitKind::output;
   set_params(output_tensors(*d.model), d, true, unit);
   add_output_gemms(d, unit);
+  if (d.shape.loss_chunked_backward) {
+    // torchtitan's ChunkedLossWrapper runs each chunk's projection backward inside the forward's loop.
+    unit.fwd_gemms.insert(unit.fwd_gemms.end(), unit.bwd_gemms.begin(), unit.bwd_gemms.end());
+    unit.bwd_gemms.clear();
+    unit.weight_grads_in_forward = true;
+  }
   add_output_collectives(d, unit);
   add_output_memory(d, unit);
   add_output_kernels(d, unit);
@@ -427,7 +433,11 @@ std::vector<UnitCost> derive_units(const ModelSpec& model, const RankShape& shap
     for (size_t i = 0; i < units.size(); ++i) units[i].model_flops = mean_rank[i].model_flops;
     return units;
   }
-  for (UnitCost& unit : units) unit.model_flops = 3 * unit.fwd_flops();
+  // torchtitan's chunked loss runs the output projection's backward GEMMs in the forward: its forward and backward
+  // GEMMs together are the three passes.
+  for (UnitCost& unit : units) {
+    unit.model_flops = unit.weight_grads_in_forward ? unit.fwd_flops() + unit.bwd_flops() : 3 * unit.fwd_flops();
+  }
   return units;
 }
 

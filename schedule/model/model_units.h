@@ -56,7 +56,7 @@ struct RankShape {
   bool fused_elementwise = true;
   /// How the cross-entropy is computed (schedule/model/loss.h); resolved, never auto_select.
   LossImpl loss = LossImpl::megatron_vocab_parallel;
-  int32_t loss_chunks = 8;  ///< LossImpl::chunked only
+  int32_t loss_chunks = 8;         ///< LossImpl::chunked and loss_chunked_backward
   bool loop_holds_logits = false;  ///< FsdpConfig::loop_holds_logits (eager_fp32 and chunked losses)
   /// MoE: this rank's experts receive this many times the mean token-expert pairs (the busiest expert-parallel rank
   /// of a skewed routing; 1: balanced).
@@ -76,6 +76,8 @@ struct RankShape {
   /// Under FP8 compute, the first and the last decoder layers that run in BF16 (Megatron's --first-last-layers-bf16).
   int32_t bf16_layers_at_start = 0;
   int32_t bf16_layers_at_end = 0;
+  /// torchtitan's ChunkedLossWrapper around `loss` (FsdpConfig::loss_chunked_backward), `loss_chunks` chunks.
+  bool loss_chunked_backward = false;
 };
 
 /// Where a unit sits in the model.
@@ -162,6 +164,10 @@ struct UnitCost {
   /// Output unit only: the model's output that the training loop still references after the loss (loop_holds_logits),
   /// alive from this forward until the next micro-batch's forward replaces it or the optimizer step ends.
   int64_t held_output_bytes = 0;
+  /// Output unit under torchtitan's chunked loss (RankShape::loss_chunked_backward): the projection's backward GEMMs
+  /// run in the forward (they are in fwd_gemms), so its weight gradient exists, and is reduce-scattered, there; the
+  /// backward only runs the final norm's.
+  bool weight_grads_in_forward = false;
   /// Output unit only: the trainer's metric cross-entropies after each micro-batch's backward
   /// (train_metric_cross_entropies), one op over the held logits: its transient tensors, bytes and kernels.
   std::vector<int64_t> metric_transient_tensors;

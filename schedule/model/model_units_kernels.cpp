@@ -132,7 +132,7 @@ int32_t elementwise_share(const UnitCost& unit, int64_t bytes) {
   return std::max(1, static_cast<int32_t>(std::lround(share * unit.fwd_elementwise_kernels)));
 }
 
-Counts loss_kernels(const UnitDims& d) {
+Counts inner_loss_kernels(const UnitDims& d) {
   switch (d.shape.loss) {
     case LossImpl::eager_fp32:  // upcast, log_softmax, nll_loss; nll_loss's zeroed gradient, its backward, the cast
       return {3, 4};
@@ -151,6 +151,16 @@ Counts loss_kernels(const UnitDims& d) {
       return {2, 2};
   }
   return {2, 2};
+}
+
+Counts loss_kernels(const UnitDims& d) {
+  if (d.shape.loss_chunked_backward) {
+    // torchtitan's ChunkedLossWrapper: per chunk the loss's forward and backward kernels and the copy into the fp32
+    // accumulator, all in the forward; then the cast to 16 bits. Backward hands the saved gradient on.
+    const Counts inner = inner_loss_kernels(d);
+    return {d.shape.loss_chunks * (inner.fwd + inner.bwd + 1) + 1, 0};
+  }
+  return inner_loss_kernels(d);
 }
 
 }  // namespace

@@ -427,10 +427,15 @@ LossDims loss_dims(const UnitDims& d) {
 void add_output_memory(const UnitDims& d, UnitCost& unit) {
   const ModelSpec& m = *d.model;
   const int64_t a = d.act_bytes, h = m.hidden_size, t = d.tokens;
-  const LossMemory loss = loss_memory(d.shape.loss, loss_dims(d));
+  const bool chunked_backward = d.shape.loss_chunked_backward;
+  const LossMemory loss = chunked_backward ? chunked_backward_loss_memory(d.shape.loss, loss_dims(d))
+                                           : loss_memory(d.shape.loss, loss_dims(d));
   // Final norm input and statistics, its output (the logits GEMM input, SP shard), and the target ids and mask; the
   // loss adds what its implementation keeps (schedule/model/loss.cpp). Not recomputed: the same under every mode.
-  const int64_t saved = d.sp_tokens * (2 * h * a + norm_stat_bytes(m)) + t * (kIndexBytes + 1) + loss.saved_bytes;
+  // The chunked loss's saved gradient has the norm output's shape after the SP all-gather: t tokens, not sp_tokens.
+  const int64_t chunked_gradient_extra = chunked_backward ? (t - d.sp_tokens) * h * a : 0;
+  const int64_t saved = d.sp_tokens * (2 * h * a + norm_stat_bytes(m)) + t * (kIndexBytes + 1) + loss.saved_bytes +
+                        chunked_gradient_extra;
   unit.saved_activation_bytes = {saved, saved, saved, saved};
   const NormBytes norm = norm_bytes(d);  // the final norm
   const Fp8CastBytes casts = unit_fp8_cast_bytes(d, unit);

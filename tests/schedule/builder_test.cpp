@@ -360,6 +360,38 @@ TEST(Fsdp2Builder, TorchtitanWrapsEmbeddingAloneAndNormWithOutput) {
   EXPECT_NE(std::find(deps.begin(), deps.end(), last_compute_before), deps.end());
 }
 
+TEST(Fsdp2Builder, TorchtitansChunkedLossReducesTheOutputGradientInTheForward) {
+  // ChunkedLossWrapper (torchtitan/components/loss.py @ b5bcd76c): lm_head's backward runs chunk by chunk inside the
+  // loss's forward, gradient sync is re-enabled for the last chunk, and lm_head.reshard() follows the loop; the
+  // decoder's backward then meets the final norm, whose pre-backward gathers [norm, lm_head] again.
+  const Schedule s = build_schedule(model_preset("llama3-8b"),
+                                    config_of({"implementation=fsdp2", "loss_implementation=eager_fp32",
+                                               "loss_chunked_backward=true", "global_batch_size=16"}),
+                                    8);
+  const auto fwd_rs = ops_of(s, OpKind::reduce_scatter, Phase::fwd, 0);
+  ASSERT_EQ(fwd_rs.size(), 1u);
+  EXPECT_EQ(fwd_rs.front()->name, "rs.output.mb0");
+  EXPECT_GT(fwd_rs.front()->id, first_op_named(s, "fwd.output.mb0"));
+  EXPECT_EQ(ops_of(s, OpKind::reduce_scatter, Phase::bwd, 0).size(), 33u);  // the 32 layers and the embedding
+  // The forward op runs all three of the projection's GEMMs and writes its unsharded gradient (128,256 × 4,096
+  // + 4,096 norm weights, bf16); the backward op runs none and writes no gradient.
+  const Op& fwd = s.ops[first_op_named(s, "fwd.output.mb0")];
+  EXPECT_EQ(fwd.gemms.size(), 3u);
+  int64_t grad_bytes = 0;
+  for (const BufferId b : fwd.allocs) {
+    if (s.buffers[b].name == "grads.output.mb0") grad_bytes = s.buffers[b].size_bytes;
+  }
+  EXPECT_EQ(grad_bytes, (int64_t{128'256} * 4096 + 4096) * 2);
+  const Op& bwd = s.ops[first_op_named(s, "bwd.output.mb0")];
+  EXPECT_TRUE(bwd.gemms.empty());
+  for (const BufferId b : bwd.allocs) EXPECT_NE(s.buffers[b].category, BufferCategory::unsharded_grad);
+  // Backward gathers [norm, output] again (without the chunked loss it stays gathered from the forward).
+  const auto bwd_ags = ops_of(s, OpKind::all_gather, Phase::bwd, 0);
+  EXPECT_EQ(bwd_ags.size(), 34u);
+  EXPECT_EQ(bwd_ags.front()->name, "ag.bwd.output.mb0");
+  EXPECT_NO_THROW(validate_or_throw(s, "chunked loss"));
+}
+
 TEST(Fsdp2Builder, HsdpAccumulatesOnTheAllReduceStreamAndCollectivesQueueOnTheirGroup) {
   // _fsdp_collectives.py foreach_reduce: the reduce-scatter event is recorded right after the reduce-scatter; under
   // HSDP the all-reduce and the cast/accumulate run on the all-reduce stream, and the next group's post-backward waits

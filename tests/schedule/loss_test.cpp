@@ -137,6 +137,71 @@ TEST(LossMemory, AHeldOutputIsTheTensorTheForwardMadeNotAnotherOne) {
   }
 }
 
+// torchtitan's ChunkedLossWrapper at 8 chunks: 1,024 tokens a chunk, 131,334,144 logits a chunk.
+constexpr int64_t kChunkLogits = 1024 * kVocab;
+
+TEST(LossMemory, TorchtitansChunkedLossHoldsOneChunkAndTheGradientAccumulator) {
+  const LossDims dims{kTokens, kVocab, 4096, 2, 8};
+  const LossMemory eager = chunked_backward_loss_memory(LossImpl::eager_fp32, dims);
+  EXPECT_EQ(kChunkLogits, 131'334'144);
+  EXPECT_EQ(eager.saved_bytes, 0);  // nothing logit-sized outlives the forward
+  // The fp32 accumulator, 8,192 × 4,096 × 4 = 134,217,728 (the output weight's gradient is the builders' to place).
+  EXPECT_EQ(eager.fwd_workspace_bytes, 134'217'728);
+  // One chunk of the eager loss: its 16-bit logits (2 B), the saved fp32 log-softmax (4 B) and the two fp32
+  // gradients of its backward (8 B): 14 B a chunk logit.
+  EXPECT_EQ(eager.fwd_transient_tensors, (std::vector<int64_t>{14 * kChunkLogits}));
+  // Against 12 × kLogits = 12,608,077,824 unchunked:
+  EXPECT_EQ(eager.peak_bytes(), int64_t{134'217'728} + 1'838'678'016);
+  EXPECT_EQ(eager.bwd_bytes_touched, 0);
+  const LossMemory compiled = chunked_backward_loss_memory(LossImpl::compiled, dims);
+  // The compiled loss saves the chunk's 16-bit logits and log-sum-exp (1,024 × 4 B) and writes a 16-bit gradient.
+  EXPECT_EQ(compiled.fwd_transient_tensors, (std::vector<int64_t>{2 * kChunkLogits + 4096 + 2 * kChunkLogits}));
+  EXPECT_EQ(compiled.peak_bytes(), 134'217'728 + 525'340'672);
+}
+
+TEST(LossMemory, TheChunkedLossLeavesTheOutputUnitNoLogitsToKeep) {
+  RankShape s;
+  s.seq_length = kTokens;
+  s.loss = LossImpl::eager_fp32;
+  const UnitCost whole = derive_units(model_preset("llama3-8b"), s).back();
+  s.loss_chunked_backward = true;
+  const UnitCost chunked = derive_units(model_preset("llama3-8b"), s).back();
+  EXPECT_EQ(whole.saved_activation_bytes[0] - chunked.saved_activation_bytes[0], 4 * kLogits);  // the log-softmax
+  EXPECT_EQ(chunked.fwd_transient_tensors, (std::vector<int64_t>{14 * kChunkLogits}));
+  EXPECT_TRUE(chunked.bwd_transient_tensors.empty());
+  // The same GEMMs and FLOPs: the projection's backward (its data- and weight-gradient GEMMs) moves into the
+  // forward's loop, and with it the weight gradient (the builders allocate and reduce it there).
+  EXPECT_EQ(chunked.model_flops, whole.model_flops);
+  EXPECT_EQ(whole.bwd_gemms.size(), 2U);
+  EXPECT_TRUE(chunked.bwd_gemms.empty());
+  EXPECT_EQ(chunked.fwd_gemms.size(), whole.fwd_gemms.size() + 2);
+  EXPECT_TRUE(chunked.weight_grads_in_forward);
+  EXPECT_FALSE(whole.weight_grads_in_forward);
+  // Per chunk 3 + 4 eager kernels and the accumulator copy, then the cast, and the two GEMMs: all in the forward.
+  EXPECT_EQ(chunked.fwd_kernels - whole.fwd_kernels, (8 * 8 + 1 - 3) + 2);
+  EXPECT_EQ(whole.bwd_kernels - chunked.bwd_kernels, 4 + 2);
+}
+
+TEST(LossImplementation, TheChunkedLossWrapsOnlyTorchtitansCrossEntropy) {
+  FsdpConfig c;
+  c.implementation = Implementation::fsdp2;
+  c.loss_chunked_backward = true;
+  c.loss_implementation = LossImpl::te_fused;
+  try {
+    (void)resolve_layout(model_preset("llama3-8b"), c, 8);
+    FAIL() << "the chunked loss around TE's fused cross-entropy should be refused";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), "loss_chunked_backward");
+  }
+  c.loss_implementation = LossImpl::eager_fp32;
+  EXPECT_TRUE(resolve_layout(model_preset("llama3-8b"), c, 8).shape.loss_chunked_backward);
+  c.implementation = Implementation::megatron_fsdp;  // torchtitan's loss, under torchtitan's FSDP2 wrapping only
+  EXPECT_THROW((void)resolve_layout(model_preset("llama3-8b"), c, 8), ConfigError);
+  c.implementation = Implementation::fsdp2;
+  c.loop_holds_logits = true;
+  EXPECT_THROW((void)resolve_layout(model_preset("llama3-8b"), c, 8), ConfigError);
+}
+
 TEST(LossImplementation, AutoFollowsTheFramework) {
   const ModelSpec model = model_preset("llama3-8b");
   FsdpConfig megatron;
