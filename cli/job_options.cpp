@@ -16,6 +16,10 @@ void add_job_options(CLI::App& command, JobOptions& options) {
   command.add_option("--torchtitan-config", options.torchtitan_config,
                      "a torchtitan job TOML (its [model] flavor, [parallelism], [training], [activation_checkpoint], "
                      "[compile] and float8/MX converters are read)");
+  command.add_option("--torchtitan-args", options.torchtitan_args,
+                     "a torchtitan command line (--module M --config F and its --section.option flags, as torchtitan "
+                     "runs jobs since its configurations moved into Python; NGPU= or torchrun's --nnodes and "
+                     "--nproc_per_node give the GPUs)");
   command.add_option("--set,-s", options.sets, "override one configuration key: --set nodes=8 (repeatable)");
   command.add_flag("--print-config", options.print_config, "print the effective configuration");
 }

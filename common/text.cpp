@@ -160,4 +160,41 @@ std::string shortest_decimal(double value) {
   return std::string(text.data(), end);
 }
 
+std::optional<std::vector<std::string>> split_shell_words(std::string_view text) {
+  std::vector<std::string> words;
+  std::string current;
+  bool in_word = false;
+  char quote = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote != 0) {
+      if (c == quote)
+        quote = 0;
+      else
+        current += c;
+      continue;
+    }
+    if (c == '\\' && i + 1 < text.size() && (text[i + 1] == '\n' || text[i + 1] == '\r')) {
+      ++i;
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      quote = c;
+      in_word = true;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      if (in_word) words.push_back(current);
+      current.clear();
+      in_word = false;
+      continue;
+    }
+    current += c;
+    in_word = true;
+  }
+  if (quote != 0) return std::nullopt;
+  if (in_word) words.push_back(current);
+  return words;
+}
+
 }  // namespace fsdpsim

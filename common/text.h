@@ -1,6 +1,7 @@
 #pragma once
 /// Small string helpers shared by the parsers and reports.
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,5 +39,9 @@ bool is_plain_text(std::string_view text, size_t* bad_byte);
 
 /// Parses a parameter or element count: an integer, or scientific notation that is a whole number ("1e9", "5e8").
 bool parse_count(std::string_view text, long long* out);
+
+/// Splits a pasted shell command line into words: white space separates them, single or double quotes group them, a
+/// backslash-newline joins lines. Nothing is expanded. nullopt when a quote is left open.
+std::optional<std::vector<std::string>> split_shell_words(std::string_view text);
 
 }  // namespace fsdpsim

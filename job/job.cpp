@@ -9,6 +9,7 @@
 #include "job/placement_check.h"
 #include "schedule/build/builder.h"
 #include "schedule/config/megatron_args.h"
+#include "schedule/config/torchtitan_args.h"
 #include "schedule/config/torchtitan_config.h"
 #include "schedule/ir/ir_yaml.h"
 #include "schedule/ir/validate.h"
@@ -24,12 +25,17 @@ JobInputs load_job_inputs(const JobOptions& options) {
     read_not_modelled = apply_megatron_args(options.megatron_args, config, model).not_modelled;
   }
   std::optional<TorchtitanWorld> torchtitan;
+  if (!options.torchtitan_config.empty() && !options.torchtitan_args.empty()) {
+    throw ConfigError("--torchtitan-config and --torchtitan-args both describe the job: give one of them");
+  }
   if (!options.torchtitan_config.empty())
     torchtitan = apply_torchtitan_config(options.torchtitan_config, config, model);
+  if (!options.torchtitan_args.empty()) torchtitan = apply_torchtitan_args(options.torchtitan_args, config, model);
   for (const auto& assignment : options.sets) apply_override(config, assignment);
   if (!model) {
     throw ConfigError(
-        "no model: give --model PRESET|FILE, --torchtitan-config FILE, or --megatron-args with --num-layers, "
+        "no model: give --model PRESET|FILE, --torchtitan-config FILE, --torchtitan-args, or --megatron-args with "
+        "--num-layers, "
         "--hidden-size, --num-attention-heads and --vocab-size");
   }
   JobInputs in{std::move(*model), load_topology(options.topology), std::move(config), std::move(read_not_modelled)};

@@ -23,6 +23,7 @@ struct JobOptions {
   std::string config;
   std::string megatron_args;
   std::string torchtitan_config;  ///< a torchtitan job TOML (--torchtitan-config)
+  std::string torchtitan_args;    ///< a torchtitan command line (--torchtitan-args)
   std::vector<std::string> sets;
   bool print_config = false;
 };
@@ -51,7 +52,8 @@ struct JobInputs {
 /// from the others; that is refused. Idempotent: the result given again gives itself.
 Topology topology_for_gpus(const Topology& topology, FsdpConfig& config);
 
-/// Loads model, topology and configuration: config file, then Megatron-LM flags, then a torchtitan TOML, then --set
+/// Loads model, topology and configuration: config file, then Megatron-LM flags, then a torchtitan TOML or command
+/// line, then --set
 /// overrides (last wins; the TOML's degrees then fix or check the node count).
 JobInputs load_job_inputs(const JobOptions& options);
 /// Loads and checks everything: the inputs, then the layout.

@@ -13,6 +13,7 @@ Inputs, as the command line takes them:
     config             a dict of configuration keys (each becomes --set key=value) or a configuration YAML path
     megatron_args      a Megatron-LM command line (str)
     torchtitan_config  a torchtitan job TOML path
+    torchtitan_args=   a torchtitan command line (str), through **options: --module, --config and its flags
     **options          any other option of the command: steps=4 is --steps 4, expandable_segments=True the flag,
                        a list repeats the option
 

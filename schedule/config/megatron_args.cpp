@@ -544,39 +544,9 @@ void resolve_pipeline_flags(const std::vector<ParsedFlag>& flags, const std::set
 }  // namespace
 
 std::vector<std::string> split_command_line(const std::string& text) {
-  std::vector<std::string> words;
-  std::string current;
-  bool in_word = false;
-  char quote = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quote != 0) {
-      if (c == quote)
-        quote = 0;
-      else
-        current += c;
-      continue;
-    }
-    if (c == '\\' && i + 1 < text.size() && (text[i + 1] == '\n' || text[i + 1] == '\r')) {
-      ++i;
-      continue;
-    }
-    if (c == '"' || c == '\'') {
-      quote = c;
-      in_word = true;
-      continue;
-    }
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-      if (in_word) words.push_back(current);
-      current.clear();
-      in_word = false;
-      continue;
-    }
-    current += c;
-    in_word = true;
-  }
-  if (quote != 0) throw ConfigError(kWhere, "", "unterminated quote in the Megatron-LM arguments", "close the quote");
-  if (in_word) words.push_back(current);
+  const std::optional<std::vector<std::string>> split = split_shell_words(text);
+  if (!split) throw ConfigError(kWhere, "", "unterminated quote in the Megatron-LM arguments", "close the quote");
+  const std::vector<std::string>& words = *split;
   // Drop the launcher and the script ("torchrun --nproc-per-node 8 pretrain_gpt.py --num-layers ..."): what follows
   // the last *.py word, or else what starts at the first flag.
   auto start = std::find_if(words.rbegin(), words.rend(), [](const std::string& w) {

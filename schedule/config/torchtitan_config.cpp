@@ -875,7 +875,9 @@ void apply_output_filter(const Toml& t, FsdpConfig& c, const std::string& table)
   const std::string path = table + ".filter_fqns";
   const std::optional<std::vector<std::string>> filtered = t.strings(path);
   if (!filtered) return;
-  const bool output_converted = std::find(filtered->begin(), filtered->end(), "output") == filtered->end();
+  // The output layer is "output" in torchtitan's modules until 2026, "lm_head" since.
+  const bool output_converted = std::find(filtered->begin(), filtered->end(), "output") == filtered->end() &&
+                                std::find(filtered->begin(), filtered->end(), "lm_head") == filtered->end();
   set_key(c, t, "fp8_output_layer", output_converted ? "true" : "false", path);
 }
 
@@ -954,13 +956,21 @@ TorchtitanWorld apply_torchtitan_config(const std::string& path, FsdpConfig& con
 
 void settle_torchtitan_world(const TorchtitanWorld& world, FsdpConfig& config, int32_t gpus_per_node) {
   const int64_t gpn = gpus_per_node;
-  const bool nodes_given = config.origin.count("nodes") != 0;
-  const int64_t given_gpus = int64_t{config.nodes} * gpn;
+  if (world.launcher_gpus > 0 && config.gpus == 0 && config.origin.count("nodes") == 0) {
+    config.gpus = static_cast<int32_t>(world.launcher_gpus);
+    config.origin["gpus"] = world.launcher_where;
+  }
+  // A GPU count (a launcher's, or --set gpus) stands for the nodes it fills.
+  const bool gpus_given = config.gpus != 0;
+  const bool nodes_given = config.origin.count("nodes") != 0 || gpus_given;
+  const int64_t given_gpus = gpus_given ? int64_t{config.gpus} : int64_t{config.nodes} * gpn;
+  const std::string given_text = gpus_given
+                                     ? "gpus=" + std::to_string(config.gpus) + " (" + config.where("gpus").str() + ")"
+                                     : "nodes=" + std::to_string(config.nodes) + " × " + std::to_string(gpn) +
+                                           " GPUs = " + std::to_string(given_gpus) + " GPUs";
   if (world.gpus == 0) {  // data_parallel_shard_degree = -1: the shard fills what the nodes give
     if (given_gpus % world.fixed_degrees != 0) {
-      throw ConfigError(world.where, world.key,
-                        "nodes=" + std::to_string(config.nodes) + " × " + std::to_string(gpn) +
-                            " GPUs = " + std::to_string(given_gpus) + " GPUs is not a multiple of " + world.degrees,
+      throw ConfigError(world.where, world.key, given_text + " is not a multiple of " + world.degrees,
                         "set nodes (--set nodes=N) so that the GPUs divide by " + std::to_string(world.fixed_degrees));
     }
     // With pipeline parallelism and global_batch_size = -1, apply_batch left the local batch: now × dp.
@@ -974,11 +984,15 @@ void settle_torchtitan_world(const TorchtitanWorld& world, FsdpConfig& config, i
     return;
   }
   if (nodes_given && given_gpus != world.gpus) {
-    throw ConfigError(
-        world.where, world.key,
-        world.degrees + " but nodes=" + std::to_string(config.nodes) + " (" + config.where("nodes").str() + ") gives " +
-            std::to_string(given_gpus) + " GPUs",
-        "drop nodes, set it to " + std::to_string(world.gpus / gpn) + ", or write data_parallel_shard_degree = -1");
+    throw ConfigError(world.where, world.key,
+                      world.degrees + " but " +
+                          (gpus_given ? given_text
+                                      : "nodes=" + std::to_string(config.nodes) + " (" + config.where("nodes").str() +
+                                            ") gives " + std::to_string(given_gpus) + " GPUs"),
+                      gpus_given
+                          ? "give " + std::to_string(world.gpus) + " GPUs, or write data_parallel_shard_degree = -1"
+                          : "drop nodes, set it to " + std::to_string(world.gpus / gpn) +
+                                ", or write data_parallel_shard_degree = -1");
   }
   if (world.gpus % gpn != 0) {
     // Part of one node (fine-tuning on 1, 2 or 4 GPUs of a box) or a partial last node: job/job.h topology_for_gpus.

@@ -25,6 +25,10 @@ struct TorchtitanWorld {
   SourceLocation where;       ///< data_parallel_shard_degree in the file (or the file), for messages
   std::string key;            ///< its key path ("parallelism.data_parallel_shard_degree")
   std::string degrees;        ///< "data_parallel_replicate_degree 1 × ... = 64", for messages
+  /// The GPUs a pasted launcher starts (torchtitan_args.h: NGPU, torchrun's --nnodes × --nproc_per_node); 0 when
+  /// none was given. They size the job unless --set or --config gives nodes or gpus.
+  int64_t launcher_gpus = 0;
+  SourceLocation launcher_where;
 };
 
 /// Applies a torchtitan job TOML read from `path` to `config` and `model`. When `model` is empty the TOML's [model]

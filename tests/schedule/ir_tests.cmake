@@ -7,6 +7,7 @@ fsdpsim_test(test_schedule_ir
     config_test.cpp
     megatron_args_test.cpp
     torchtitan_config_test.cpp
+    torchtitan_args_test.cpp
     builder_test.cpp
     builder_memory_test.cpp
     builder_megatron_code_test.cpp
