@@ -81,11 +81,12 @@ struct LossMemory {
 LossMemory loss_memory(LossImpl impl, const LossDims& dims);
 
 /// torchtitan's ChunkedLossWrapper (torchtitan/components/loss.py: ChunkedCELoss from PR #2937, 2026-04-27, the
-/// wrapper since PR #3779, 2026-06-26; the loss of every llama3, qwen3 and deepseek_v3 configuration in its registries): the hidden states are split into
-/// `dims.chunks` chunks of tokens, and for each chunk the output projection, the cross-entropy `inner` (eager_fp32, or
-/// compiled when torch.compile covers the loss) and their backward run at once, inside the forward; the chunk's input
-/// gradient lands in an fp32 accumulator. The logits never exist whole, and the loss keeps nothing logit-sized for
-/// the backward. Throws InternalError for an `inner` other than eager_fp32 or compiled.
+/// wrapper since PR #3779, 2026-06-26; the loss of every llama3, qwen3 and deepseek_v3 configuration in its
+/// registries): the hidden states are split into `dims.chunks` chunks of tokens, and for each chunk the output
+/// projection, the cross-entropy `inner` (eager_fp32, or compiled when torch.compile covers the loss) and their
+/// backward run at once, inside the forward; the chunk's input gradient lands in an fp32 accumulator. The logits never
+/// exist whole, and the loss keeps nothing logit-sized for the backward. Throws InternalError for an `inner` other than
+/// eager_fp32 or compiled.
 LossMemory chunked_backward_loss_memory(LossImpl inner, const LossDims& dims);
 
 /// One cross-entropy a trainer computes as a metric, without gradients and under autocast, over 16-bit logits it
