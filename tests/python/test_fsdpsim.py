@@ -50,6 +50,13 @@ def test_a_model_given_as_a_dict_is_read_like_its_yaml_file(tmp_path):
     assert from_dict["model"] == "tiny"
 
 
+def test_a_torchtitan_command_line_is_read_as_the_program_reads_it(tmp_path):
+    line = "CONFIG=llama3_8b ./run_train.sh --parallelism.tensor_parallel_degree 2"
+    report = fsdpsim.simulate(torchtitan_args=line)
+    assert report == cli_json(tmp_path, "simulate", "--torchtitan-args", line, "--no-advice")
+    assert report["model"] == "llama3-8b" and report["world_size"] == 8  # run_train.sh's NGPU default
+
+
 def test_bad_input_raises_config_error_with_the_programs_message():
     with pytest.raises(fsdpsim.ConfigError) as raised:
         fsdpsim.simulate(model="llama3-8b", config={"tp": 3})
