@@ -316,7 +316,14 @@ std::pair<std::string, bool> option_name(const std::string& raw) {
   return {raw, false};
 }
 
-CommandLine read_command_line(const std::string& args) {
+CommandLine read_command_line(std::string args) {
+  // A pasted script may end its lines in CR LF; any other control byte (a NUL, an escape) is not a command line.
+  args.erase(std::remove(args.begin(), args.end(), '\r'), args.end());
+  if (size_t bad = 0; !is_plain_text(args, &bad)) {
+    fail_at(kCommandLine, "",
+            "the text has a control character or is not valid UTF-8 (byte " + std::to_string(bad) + ")",
+            "paste the command line as plain text");
+  }
   const std::optional<std::vector<std::string>> split = split_shell_words(args);
   if (!split) fail_at(kCommandLine, "", "unterminated quote in the torchtitan command line", "close the quote");
   const std::vector<std::string>& w = *split;

@@ -170,6 +170,10 @@ TEST(TorchtitanArgs, ErrorsNameTheFlag) {
              "--parallelism.pipeline_parallel_schedule (torchtitan command line)");
   EXPECT_HAS(error_for("--module llama3 --config llama3_8b activation_checkpoint:memory-budget"),
              "memory-budget partitioning is not modelled");
+  // A NUL or another control byte in the pasted text (the fuzzer's find) is refused before any word is read.
+  EXPECT_HAS(error_for(std::string("--module llama3 --confi\0g llama3_8b", 35)),
+             "torchtitan command line: the text has a control character or is not valid UTF-8 (byte 23)");
+  EXPECT_EQ(read("--module llama3 --config llama3_8b \\\r\n--training.steps 10").model.name, "llama3-8b");  // CR LF
   // Qwen3 has no fsdpsim preset: the message asks for the model file.
   EXPECT_HAS(error_for("--module qwen3 --config qwen3_32b"), "give --model FILE");
 }
