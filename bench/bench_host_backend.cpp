@@ -5,9 +5,9 @@
 #include <chrono>
 #include <string>
 
+#include "builders/builder.h"
 #include "exec/host/host_runner.h"
-#include "schedule/build/builder.h"
-#include "schedule/model/model.h"
+#include "model/model.h"
 #include "topologies/hardware.h"
 
 #include "tests/support/llama_shaped.h"

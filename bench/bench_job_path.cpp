@@ -1,13 +1,13 @@
 // The one job path's cost per configuration (job/job.h): building a schedule, and checking it against every IR
-// invariant (schedule/ir/validate.h). A sweep pays both at every point, so they must stay small next to the
+// invariant (schedule/validate.h). A sweep pays both at every point, so they must stay small next to the
 // simulation itself (bench_simulate).
 #include <benchmark/benchmark.h>
 
 #include <string>
 
-#include "schedule/build/builder.h"
-#include "schedule/ir/validate.h"
-#include "schedule/model/model.h"
+#include "builders/builder.h"
+#include "model/model.h"
+#include "schedule/validate.h"
 #include "topologies/hardware.h"
 
 namespace {

@@ -5,8 +5,8 @@
 #include <chrono>
 #include <string>
 
-#include "schedule/build/builder.h"
-#include "schedule/model/model.h"
+#include "builders/builder.h"
+#include "model/model.h"
 #include "sim/engine.h"
 #include "topologies/hardware.h"
 

@@ -6,7 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
-#include "schedule/config/fsdp_config.h"
+#include "config/fsdp_config.h"
 
 namespace fsdpsim::cli {
 namespace {

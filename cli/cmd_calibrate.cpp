@@ -10,7 +10,7 @@
 #include "sim/calibration.h"
 #include "topologies/hardware.h"
 #ifdef FSDPSIM_HAVE_CUDA
-#include "exec/cuda/cuda_runner.h"
+#include "exec/cuda/cuda_loader.h"
 #endif
 
 namespace fsdpsim::cli {
@@ -59,8 +59,8 @@ GpuMeasurements measure(bool gpu) {
   if (!gpu) return m;
 #ifdef FSDPSIM_HAVE_CUDA
   std::string why;
-  if (!cuda_device_available(&why)) throw ConfigError("--gpu: no GPU can be measured here: " + why);
-  m = measure_gpus({});
+  if (!cuda_backend_device_available(&why)) throw ConfigError("--gpu: no GPU can be measured here: " + why);
+  m = cuda_backend().measure_gpus({});
 #else
   throw ConfigError("--gpu: this fsdpsim was built without the CUDA backend (configure with -DFSDPSIM_CUDA=ON)");
 #endif

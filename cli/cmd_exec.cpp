@@ -11,7 +11,7 @@
 #include "plan/exec_checks.h"
 #include "report/report.h"
 #ifdef FSDPSIM_HAVE_CUDA
-#include "exec/cuda/cuda_runner.h"
+#include "exec/cuda/cuda_loader.h"
 #endif
 
 namespace fsdpsim::cli {
@@ -87,16 +87,17 @@ ExecResult run_on_gpus(const Schedule& schedule, const Topology& topology, const
   cuda.check = o.check;
   cuda.devices = o.devices;
   cuda.mpi = o.mpi;
-  load_kernels_eagerly_for_pipelines(schedule, cuda);  // before the first CUDA call
+  const CudaBackendApi& backend = cuda_backend();              // loads libfsdpsim_cuda.so, or says why it cannot
+  backend.load_kernels_eagerly_for_pipelines(schedule, cuda);  // before the first CUDA call
   std::string why;
-  if (!cuda_device_available(&why)) throw Error("--backend cuda: no GPU can be used here: " + why);
+  if (!backend.device_available(&why)) throw Error("--backend cuda: no GPU can be used here: " + why);
   if (const TimeNs timeout_ns = collective_timeout_ns(o); timeout_ns > 0) cuda.collective_timeout_ns = timeout_ns;
   // An out-of-memory report compares with the simulator's steady-step peak, simulated only when that happens.
   cuda.predicted_peak = [&schedule, &topology, &o] { return predicted_steady_peak(schedule, topology, o.steps); };
   cuda.predict_with_memory = [&schedule, &topology, &o](int64_t bytes) {
     return predicted_fit_with_memory(schedule, topology, o.steps, bytes);
   };
-  return run_cuda(schedule, cuda);
+  return backend.run(schedule, cuda);
 #else
   (void)schedule;
   (void)topology;

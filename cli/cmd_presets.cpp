@@ -6,9 +6,9 @@
 
 #include "cli/commands.h"
 #include "cli/output.h"
-#include "schedule/config/fsdp_config.h"
-#include "schedule/config/megatron_args.h"
-#include "schedule/model/model.h"
+#include "config/fsdp_config.h"
+#include "frontends/megatron_args.h"
+#include "model/model.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim::cli {

@@ -2,15 +2,15 @@
 #include <iostream>
 #include <memory>
 
+#include "builders/builder.h"
 #include "cli/commands.h"
 #include "cli/job_options.h"
 #include "cli/output.h"
 #include "cli/yaml_as_json.h"
 #include "common/error.h"
-#include "schedule/build/builder.h"
-#include "schedule/ir/ir_yaml.h"
-#include "schedule/ir/summary.h"
-#include "schedule/ir/validate.h"
+#include "schedule/ir_yaml.h"
+#include "schedule/summary.h"
+#include "schedule/validate.h"
 
 namespace fsdpsim::cli {
 namespace {

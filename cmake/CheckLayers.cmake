@@ -2,23 +2,28 @@
 # folders below it. Runs at configure time (a violation stops the build) and as the ctest Layering.IncludesPointDown
 # (a violation added after configuring fails the tests). Usage: cmake -DSOURCE_DIR=<repository> -P CheckLayers.cmake
 #
-#   common ← schedule, topologies ← memory ← run ← report;  schedule, topologies ← job
-#   memory, run ← sim, exec (siblings: exec includes nothing from sim) ← plan ← cli
-# and inside schedule/: ir ← model ← config ← build; inside exec/cuda/: runtime ← gemm, nccl ← the backend.
+#   common ← schedule (the IR) ← model ← config ← frontends, builders (siblings)
+#   common ← topologies;  schedule ← memory ← run ← report;  frontends, builders, topologies ← job
+#   memory, run, topologies ← sim, exec (siblings: exec includes nothing from sim) ← plan ← cli
+# and inside exec/cuda/: runtime ← gemm, nccl ← the backend.
 # tests/, bench/ and fuzz/ may include anything.
 cmake_policy(SET CMP0057 NEW)
 set(_allowed_common common)
 set(_allowed_schedule common schedule)
+set(_allowed_model common schedule model)
+set(_allowed_config common schedule model config)
+set(_allowed_frontends common schedule model config frontends)
+set(_allowed_builders common schedule model config builders)
 set(_allowed_topologies common topologies)
 set(_allowed_memory common schedule memory)
 set(_allowed_run common schedule memory run)
 set(_allowed_report common schedule topologies memory run report)
-set(_allowed_job common schedule topologies job)
+set(_allowed_job common schedule model config frontends builders topologies job)
 set(_allowed_sim common schedule topologies memory run sim)
 set(_allowed_exec common schedule topologies memory run exec)
-set(_allowed_plan common schedule topologies memory run report job sim plan)
-set(_allowed_cli common schedule topologies memory run report job sim exec plan cli)
-set(_layers common schedule topologies memory run report job sim exec plan cli)
+set(_allowed_plan common schedule model config frontends builders topologies memory run report job sim plan)
+set(_allowed_cli common schedule model config frontends builders topologies memory run report job sim exec plan cli)
+set(_layers common schedule model config frontends builders topologies memory run report job sim exec plan cli)
 
 # check_room(DIR PREFIX ROOMS ALLOWED_PREFIX): every `#include "PREFIX<room>/..."` in DIR/ must name a room of ROOMS
 # that the list variable ALLOWED_PREFIX<this room> holds; a violation is appended to _violations.
@@ -42,15 +47,6 @@ endfunction()
 set(_violations "")
 foreach(_layer IN LISTS _layers)
   check_room("${_layer}" "" "${_layers}" _allowed_ "${_layer}")
-endforeach()
-# Inside schedule/ the sub-rooms are layered too: ir ← model ← config ← build.
-set(_allowed_schedule_ir ir)
-set(_allowed_schedule_model ir model)
-set(_allowed_schedule_config ir model config)
-set(_allowed_schedule_pipeline ir model config pipeline)
-set(_allowed_schedule_build ir model config pipeline build)
-foreach(_room ir model config pipeline build)
-  check_room("schedule/${_room}" "schedule/" "ir;model;config;pipeline;build" _allowed_schedule_ "${_room}")
 endforeach()
 # Inside exec/cuda/ the sub-rooms too: runtime ← gemm, nccl (siblings) ← the backend in exec/cuda/ itself.
 set(_allowed_exec_cuda_runtime runtime)

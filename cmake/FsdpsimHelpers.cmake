@@ -43,6 +43,12 @@ function(fsdpsim_library name)
   set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 endfunction()
 
+# fsdpsim_no_unity(FILE ...): keeps these sources out of the unity build's batches (FSDPSIM_UNITY_BUILD): each
+# defines a file-local name (a helper in an anonymous namespace, a type alias) that one of its batch mates defines too.
+function(fsdpsim_no_unity)
+  set_source_files_properties(${ARGN} DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}" PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+endfunction()
+
 # fsdpsim_embed(OUTPUT file.cpp NAMESPACE ns FUNCTION fn FILES a.yaml b.yaml): compiles data files into a table
 # `std::span<const EmbeddedFile> fn()` so presets ship inside the binary and stay editable as YAML.
 function(fsdpsim_embed)

@@ -5,7 +5,7 @@
 # The CUDA backend stays with the program: its libraries are the GPU machine's, not a dependency to export.
 include(CMakePackageConfigHelpers)
 
-set(_fsdpsim_exported common schedule topology memory run report job sim exec plan)
+set(_fsdpsim_exported common schedule model config frontends builders topology memory run report job sim exec plan)
 set(_fsdpsim_targets fsdpsim_warnings fsdpsim_sanitizers)
 foreach(_name IN LISTS _fsdpsim_exported)
   set_target_properties(fsdpsim_${_name} PROPERTIES EXPORT_NAME ${_name})
@@ -13,8 +13,12 @@ foreach(_name IN LISTS _fsdpsim_exported)
 endforeach()
 
 install(TARGETS fsdpsim RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(TARGET fsdpsim_cuda)
+  # The CUDA backend's module, loaded by the program on first use (exec/cuda/cuda_loader.h).
+  install(TARGETS fsdpsim_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/fsdpsim)
+endif()
 install(TARGETS ${_fsdpsim_targets} EXPORT fsdpsimTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(DIRECTORY common schedule topologies memory run report job sim exec plan
+install(DIRECTORY common schedule model config frontends builders topologies memory run report job sim exec plan
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/fsdpsim
   FILES_MATCHING PATTERN "*.h"
   PATTERN "cuda" EXCLUDE)

@@ -2,7 +2,7 @@
 /// The one mechanism for a struct whose fields are keys of a YAML mapping: a table, one row per key, that says
 /// whether the key must be there, how its value is read and checked, and how it is written back. The table drives
 /// the list of allowed keys (so a typo gets "did you mean"), the reader (rows in table order) and the writer (the
-/// same order), so a key is named once. The model is the configuration's key table (schedule/config/fsdp_config.cpp).
+/// same order), so a key is named once. The model is the configuration's key table (config/fsdp_config.cpp).
 
 #include <cstdint>
 #include <functional>

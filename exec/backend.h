@@ -11,7 +11,7 @@
 #include "common/units.h"
 #include "memory/memory_tracker.h"
 #include "run/run_record.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim {
 

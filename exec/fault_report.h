@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "memory/memory_tracker.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim {
 
@@ -58,7 +58,7 @@ std::string describe_predicted_peak(const Schedule& schedule, const std::optiona
 std::string describe_ranks(const std::vector<int32_t>& ranks);
 
 /// The ranks of the instance of `group` that `rank` belongs to, in group order: r0, r0 + stride, ... (Megatron's
-/// rank order; see Group in schedule/ir/ir.h).
+/// rank order; see Group in schedule/ir.h).
 std::vector<int32_t> group_members(const Group& group, int32_t rank);
 
 /// "'dp_shard' [0, 1, 2, 3]" for messages.

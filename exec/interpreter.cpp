@@ -1,7 +1,7 @@
 #include "exec/interpreter.h"
 
 #include "common/error.h"
-#include "schedule/ir/schedule_graph.h"
+#include "schedule/schedule_graph.h"
 
 namespace fsdpsim {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "exec/backend.h"
 #include "run/run_record.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "run/run_record.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim {
 

@@ -2,8 +2,8 @@
 // configuration; the result must resolve, build and simulate a tiny job or be refused with a ConfigError.
 #include <sstream>
 
+#include "config/fsdp_config.h"
 #include "fuzz/fuzz_target.h"
-#include "schedule/config/fsdp_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text = fsdpsim::fuzz::text_of(data, size);

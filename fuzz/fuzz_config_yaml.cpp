@@ -1,7 +1,7 @@
 // Fuzz target: configuration YAML (parse_config_yaml). A configuration that parses must print (--print-config) to
 // YAML that parses to the same values, and then resolve, build and simulate a tiny dense and a tiny MoE job.
+#include "config/fsdp_config.h"
 #include "fuzz/fuzz_target.h"
-#include "schedule/config/fsdp_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text = fsdpsim::fuzz::text_of(data, size);

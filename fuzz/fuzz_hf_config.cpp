@@ -1,5 +1,6 @@
 // Fuzz target: a Hugging Face config.json (import_hf_config). An imported model must count its parameters and write
 // itself back as fsdpsim model YAML that parses to the same spec.
+#include "frontends/model_files.h"
 #include "fuzz/fuzz_target.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

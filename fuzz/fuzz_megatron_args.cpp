@@ -2,8 +2,8 @@
 // on top of a tiny preset-like model; whatever it sets must resolve and build a small job or be refused.
 #include <optional>
 
+#include "frontends/megatron_args.h"
 #include "fuzz/fuzz_target.h"
-#include "schedule/config/megatron_args.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text = fsdpsim::fuzz::text_of(data, size);

@@ -1,7 +1,7 @@
 // Fuzz target: model YAML (parse_model_yaml). A model that parses must count its parameters, write itself back to
 // YAML that parses to the same spec, and derive its units for a small rank shape.
 #include "fuzz/fuzz_target.h"
-#include "schedule/model/model_units.h"
+#include "model/model_units.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text = fsdpsim::fuzz::text_of(data, size);

@@ -3,7 +3,7 @@
 // JSON report must read back and compare with itself.
 #include "fuzz/fuzz_target.h"
 #include "report/report_compare.h"
-#include "schedule/ir/ir_yaml.h"
+#include "schedule/ir_yaml.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text = fsdpsim::fuzz::text_of(data, size);

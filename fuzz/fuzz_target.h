@@ -9,14 +9,14 @@
 #include <cstdlib>
 #include <string>
 
+#include "builders/builder.h"
 #include "common/error.h"
 #include "common/limits.h"
+#include "config/parallel_layout.h"
 #include "job/placement_check.h"
+#include "model/model.h"
 #include "report/report.h"
-#include "schedule/build/builder.h"
-#include "schedule/config/parallel_layout.h"
-#include "schedule/ir/validate.h"
-#include "schedule/model/model.h"
+#include "schedule/validate.h"
 #include "sim/engine.h"
 #include "topologies/hardware.h"
 

@@ -3,8 +3,8 @@
 // be refused with a ConfigError that names torchtitan's flag or function.
 #include <optional>
 
+#include "frontends/torchtitan_args.h"
 #include "fuzz/fuzz_target.h"
-#include "schedule/config/torchtitan_args.h"
 
 namespace {
 

@@ -3,8 +3,8 @@
 // refused with a ConfigError that names the TOML.
 #include <optional>
 
+#include "frontends/torchtitan_config.h"
 #include "fuzz/fuzz_target.h"
-#include "schedule/config/torchtitan_config.h"
 
 namespace {
 

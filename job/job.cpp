@@ -3,16 +3,17 @@
 #include <algorithm>
 #include <optional>
 
+#include "builders/builder.h"
 #include "common/error.h"
 #include "common/int_math.h"
 #include "common/yaml_reader.h"
+#include "frontends/megatron_args.h"
+#include "frontends/model_files.h"
+#include "frontends/torchtitan_args.h"
+#include "frontends/torchtitan_config.h"
 #include "job/placement_check.h"
-#include "schedule/build/builder.h"
-#include "schedule/config/megatron_args.h"
-#include "schedule/config/torchtitan_args.h"
-#include "schedule/config/torchtitan_config.h"
-#include "schedule/ir/ir_yaml.h"
-#include "schedule/ir/validate.h"
+#include "schedule/ir_yaml.h"
+#include "schedule/validate.h"
 
 namespace fsdpsim {
 

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "schedule/build/budget_range.h"
-#include "schedule/config/fsdp_config.h"
-#include "schedule/config/parallel_layout.h"
-#include "schedule/ir/ir.h"
-#include "schedule/model/model.h"
+#include "builders/budget_range.h"
+#include "config/fsdp_config.h"
+#include "config/parallel_layout.h"
+#include "model/model.h"
+#include "schedule/ir.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {
@@ -59,14 +59,14 @@ JobInputs load_job_inputs(const JobOptions& options);
 /// Loads and checks everything: the inputs, then the layout.
 Job resolve_job(const JobOptions& options);
 
-/// Whether a built schedule is checked against every IR invariant (schedule/ir/validate.h) before it is returned. The
+/// Whether a built schedule is checked against every IR invariant (schedule/validate.h) before it is returned. The
 /// builders' own tests prove their output valid; a sweep of thousands of points may skip the check to stay fast.
 enum class ScheduleCheck : uint8_t { validate, trust_builder };
 
 /// The one path from a configuration to a runnable schedule: resolve the layout (which applies the overrides
 /// Megatron-FSDP forces to `config`), build, validate, then check that every group can be placed on `topology`
 /// (blaming the configuration key that sized a group that cannot). Throws ConfigError or ScheduleError. `budgets`,
-/// when given, receives the communication budgets that build the same schedule (schedule/build/budget_range.h).
+/// when given, receives the communication budgets that build the same schedule (builders/budget_range.h).
 Schedule build_job_schedule(const ModelSpec& model, FsdpConfig& config, const Topology& topology,
                             ScheduleCheck check = ScheduleCheck::validate, BudgetRange* budgets = nullptr);
 /// The same for a resolved job.

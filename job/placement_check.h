@@ -3,8 +3,8 @@
 /// simulator places it (symmetric over NVLink domains), and blames the configuration key that sized a group that
 /// cannot: the simulator alone would only know the group, not which setting made it.
 
-#include "schedule/config/fsdp_config.h"
-#include "schedule/ir/ir.h"
+#include "config/fsdp_config.h"
+#include "schedule/ir.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {

@@ -12,7 +12,7 @@
 
 #include "common/units.h"
 #include "memory/caching_allocator.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim {
 

@@ -9,7 +9,7 @@
 
 #include "common/units.h"
 #include "memory/memory_tracker.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim {
 

@@ -10,7 +10,7 @@
 
 #include "memory/memory_tracker.h"
 #include "run/run_record.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {

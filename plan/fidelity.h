@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "config/fsdp_config.h"
+#include "model/model.h"
 #include "report/memory_verdict.h"
-#include "schedule/config/fsdp_config.h"
-#include "schedule/model/model.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {

@@ -8,7 +8,7 @@
 #include "common/error.h"
 #include "common/text.h"
 #include "common/units.h"
-#include "schedule/config/parallel_layout.h"
+#include "config/parallel_layout.h"
 
 namespace fsdpsim {
 namespace {

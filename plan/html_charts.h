@@ -8,7 +8,7 @@
 
 #include "plan/sweep.h"
 #include "report/report.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 #include "sim/engine.h"
 
 namespace fsdpsim::html {

@@ -9,7 +9,7 @@
 #include "common/units.h"
 #include "plan/html_charts.h"
 #include "plan/html_svg.h"
-#include "schedule/ir/summary.h"
+#include "schedule/summary.h"
 
 namespace fsdpsim {
 namespace {

@@ -8,11 +8,11 @@
 #include <string_view>
 #include <vector>
 
+#include "config/fsdp_config.h"
 #include "plan/advice.h"
 #include "plan/sweep.h"
 #include "report/report.h"
-#include "schedule/config/fsdp_config.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 #include "sim/engine.h"
 
 namespace fsdpsim {

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim::html {
 

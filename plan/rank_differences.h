@@ -8,9 +8,9 @@
 
 #include "report/report.h"
 
+#include "config/fsdp_config.h"
 #include "run/run_record.h"
-#include "schedule/config/fsdp_config.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 #include "sim/engine.h"
 #include "topologies/hardware.h"
 

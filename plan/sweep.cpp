@@ -9,15 +9,15 @@
 #include <string_view>
 #include <thread>
 
+#include "builders/builder.h"
 #include "common/error.h"
 #include "common/limits.h"
 #include "common/text.h"
 #include "common/units.h"
+#include "config/parallel_layout.h"
 #include "job/job.h"
 #include "plan/rank_differences.h"
 #include "report/report.h"
-#include "schedule/build/builder.h"
-#include "schedule/config/parallel_layout.h"
 #include "sim/engine.h"
 
 namespace fsdpsim {

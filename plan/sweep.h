@@ -8,11 +8,11 @@
 #include <utility>
 #include <vector>
 
+#include "builders/budget_range.h"
+#include "config/fsdp_config.h"
+#include "model/model.h"
 #include "plan/training_cost.h"
 #include "report/memory_verdict.h"
-#include "schedule/build/budget_range.h"
-#include "schedule/config/fsdp_config.h"
-#include "schedule/model/model.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {

@@ -8,7 +8,7 @@
 #include "common/units.h"
 #include "plan/fit.h"
 #include "plan/sweep.h"
-#include "schedule/ir/summary.h"
+#include "schedule/summary.h"
 
 namespace fsdpsim {
 namespace {

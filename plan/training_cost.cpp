@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "schedule/ir/dtype.h"
+#include "schedule/dtype.h"
 
 namespace fsdpsim {
 

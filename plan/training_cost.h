@@ -17,7 +17,7 @@
 
 #include <cstdint>
 
-#include "schedule/config/fsdp_config.h"
+#include "config/fsdp_config.h"
 
 namespace fsdpsim {
 

@@ -17,7 +17,7 @@
 #include "report/report.h"
 #include "report/snapshot_categories.h"
 #include "run/run_record.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "schedule/ir/dtype.h"
+#include "schedule/dtype.h"
 
 namespace fsdpsim {
 namespace {

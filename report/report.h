@@ -12,8 +12,8 @@
 #include "memory/memory_overheads.h"
 #include "report/memory_verdict.h"
 #include "run/run_record.h"
-#include "schedule/ir/ir.h"
-#include "schedule/ir/summary.h"
+#include "schedule/ir.h"
+#include "schedule/summary.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim {
 

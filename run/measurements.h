@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "common/error.h"
-#include "schedule/ir/dtype.h"
-#include "schedule/ir/ir.h"
+#include "schedule/dtype.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim {
 

@@ -5,7 +5,7 @@ Usage: scripts/megatron_flags.py MEGATRON_LM_CHECKOUT [--table | --list]
 
 Builds the real parser (megatron/training/arguments.py: add_megatron_arguments) with every third-party import
 (torch, Transformer Engine, ...) replaced by a permissive stand-in, so no GPU stack is needed, and prints each
-`--flag` with its argparse nargs. --table (the default) writes schedule/config/megatron_flag_table.inc; --list
+`--flag` with its argparse nargs. --table (the default) writes frontends/megatron_flag_table.inc; --list
 writes the plain list the tests read (tests/data/megatron/).
 """
 import argparse

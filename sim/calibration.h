@@ -10,8 +10,8 @@
 
 #include "common/error.h"
 #include "run/measurements.h"
-#include "schedule/ir/dtype.h"
-#include "schedule/ir/ir.h"
+#include "schedule/dtype.h"
+#include "schedule/ir.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {

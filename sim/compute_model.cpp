@@ -20,7 +20,7 @@ constexpr double kReferenceK = 8192.0;
 // takes a finite time instead of an unbounded one; the shapes of transformer layers are far above it.
 constexpr double kMinGemmEfficiency = 0.01;
 
-// One product of the attention core (schedule/model/model_units_gemms.cpp, attention_core) read back as the call it
+// One product of the attention core (model/model_units_gemms.cpp, attention_core) read back as the call it
 // belongs to: the queries q and keys kv of the product's rows and columns, the head dim, and the direction. The
 // builder writes q·kv as the causal pair count of one sequence, q = s/(2cp) rows of s + 1 keys (or s rows of
 // (s + 1)/2 keys for an odd s), so the sequence is kv − 1 when kv > q, else q.

@@ -4,8 +4,8 @@
 /// its own efficiency, and memory-bound work (norms, casts, the optimizer) from bytes touched and HBM bandwidth.
 
 #include "common/units.h"
-#include "schedule/ir/dtype.h"
-#include "schedule/ir/ir.h"
+#include "schedule/dtype.h"
+#include "schedule/ir.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {

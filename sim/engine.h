@@ -10,7 +10,7 @@
 
 #include "common/units.h"
 #include "run/run_record.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 #include "sim/op_costs.h"
 #include "topologies/hardware.h"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/units.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 #include "sim/op_costs.h"
 
 namespace fsdpsim {

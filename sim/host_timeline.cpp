@@ -85,7 +85,7 @@ HostTimeline host_timeline(const Schedule& s, const HostCosts& host) {
   const TimeNs per_kernel = per_kernel_ns(s.info.host_dispatch, host);
   t.issue_ns.assign(s.ops.size(), 0);
   // Each stage's host reaches its ops in id order: builders list them in program order (a pipeline's sends and
-  // receives where the frameworks post them, schedule/build/build_pipeline.cpp).
+  // receives where the frameworks post them, builders/build_pipeline.cpp).
   for (size_t i = 0; i < s.ops.size(); ++i) {
     const Op& op = s.ops[i];
     const size_t stage = stage_index(s, op, stages);

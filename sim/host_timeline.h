@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/units.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 #include "topologies/hardware.h"
 
 namespace fsdpsim {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "memory/memory_overheads.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 #include "sim/flat_ops.h"
 #include "topologies/hardware.h"
 

@@ -16,7 +16,7 @@
 #include <span>
 #include <vector>
 
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 #include "sim/flat_ops.h"
 #include "sim/op_costs.h"
 

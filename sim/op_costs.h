@@ -13,7 +13,7 @@
 
 #include "common/error.h"
 #include "common/units.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 #include "sim/flow_solver.h"
 #include "sim/nccl/collective_model.h"
 #include "topologies/hardware.h"

@@ -71,7 +71,7 @@ struct GpuProfile {
   int64_t gemm_k_half = 256;          ///< k at which the k-loop efficiency is half its maximum
   double attention_efficiency = 0.5;  ///< fused attention (flash/cuDNN) achieved/peak
   double memory_efficiency = 0.8;     ///< achieved/peak HBM bandwidth for elementwise kernels
-  /// Achieved/peak HBM bandwidth of the kernel classes of KernelClassBytes (schedule/ir/ir.h): PyTorch's unvectorized
+  /// Achieved/peak HBM bandwidth of the kernel classes of KernelClassBytes (schedule/ir.h): PyTorch's unvectorized
   /// elementwise kernels and its row reductions. 0: `memory_efficiency` (no measurement for this GPU).
   double unvectorized_memory_efficiency = 0;
   double reduction_memory_efficiency = 0;

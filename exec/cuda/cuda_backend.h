@@ -1,6 +1,6 @@
 #pragma once
 /// The CUDA/NCCL Backend of one rank (internal to exec/cuda; run_cuda() drives one per GPU). It runs the IR exactly as
-/// schedule/ir/ir.h says: a cudaStream_t per IR stream (priority from Stream::priority), two events per op (start and
+/// schedule/ir.h says: a cudaStream_t per IR stream (priority from Stream::priority), two events per op (start and
 /// end, re-used every step; `wait` is cudaStreamWaitEvent on the end event), the IR's buffers from a dedicated
 /// stream-ordered pool (cudaMallocFromPoolAsync / cudaFreeAsync on the op's stream, release threshold UINT64_MAX so
 /// the memory stays reserved; persistent buffers at setup), nccl_registered buffers from ncclMemAlloc held for the

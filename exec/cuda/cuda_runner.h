@@ -16,8 +16,8 @@
 #include "exec/backend.h"
 #include "exec/fault_report.h"
 #include "run/measurements.h"  // GemmSample, CollectiveSample, GpuMeasurements: one definition, shared with calibrate
-#include "schedule/ir/dtype.h"
-#include "schedule/ir/ir.h"
+#include "schedule/dtype.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim {
 

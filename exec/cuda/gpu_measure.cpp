@@ -30,8 +30,8 @@ struct Shape {
 
 // Square GEMMs 1024…16384, then m = 4096 and 8192 tokens against the (n, k) of the linear layers of Llama-3-8B
 // (hidden 4096, FFN 14336, 32 heads, 8 KV heads of 128) and Llama-3-70B (hidden 8192, FFN 28672, 64 heads, 8 KV
-// heads): schedule/model/models/llama3-{8b,70b}.yaml, with the fused QKV (n = (heads + 2·kv)·128) and fused gate+up
-// (n = 2·FFN) of schedule/model/model_units_gemms.cpp.
+// heads): model/models/llama3-{8b,70b}.yaml, with the fused QKV (n = (heads + 2·kv)·128) and fused gate+up
+// (n = 2·FFN) of model/model_units_gemms.cpp.
 std::vector<Shape> gemm_shapes() {
   std::vector<Shape> shapes;
   for (int64_t s = 1024; s <= 16384; s *= 2) shapes.push_back({s, s, s});

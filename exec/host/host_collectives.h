@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim {
 

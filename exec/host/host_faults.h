@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/units.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim {
 

@@ -22,7 +22,7 @@
 #include "exec/fault_report.h"
 #include "exec/host/host_plan.h"
 #include "memory/memory_tracker.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim {
 

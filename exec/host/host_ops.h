@@ -13,7 +13,7 @@
 #include "exec/host/host_plan.h"
 #include "exec/host/host_runner.h"
 #include "exec/host/host_world.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim {
 

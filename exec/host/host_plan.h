@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "exec/fault_report.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim {
 

@@ -10,7 +10,7 @@
 #include "common/error.h"
 #include "exec/host/host_backend.h"
 #include "exec/interpreter.h"
-#include "schedule/ir/schedule_graph.h"
+#include "schedule/schedule_graph.h"
 
 namespace fsdpsim {
 namespace {

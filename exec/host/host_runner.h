@@ -16,7 +16,7 @@
 #include "exec/fault_report.h"
 #include "exec/host/host_faults.h"
 #include "run/run_record.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim {
 

@@ -89,7 +89,7 @@ TEST(RecordedPrediction, Fsdp2KernelTimeByPhaseWithinFivePercentWithTheMeasuredT
   }
 }
 
-// The host model's kernel counts (schedule/model/model_units_kernels.cpp) against the kernels the recorded steps ran:
+// The host model's kernel counts (model/model_units_kernels.cpp) against the kernels the recorded steps ran:
 // 977 predicted against 1,248 measured at 8 ranks and 881 against 1,113 at 32 (the counts leave out some of FSDP2's
 // per-parameter copies and fills and eager PyTorch's small kernels). What the host's CPU time per kernel was fitted
 // against is the counts, so what matters is that they miss by the same share in both runs, and by less than a quarter.

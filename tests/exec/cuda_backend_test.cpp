@@ -5,7 +5,7 @@
 
 #include "common/units.h"
 #include "exec/cuda/cuda_runner.h"
-#include "schedule/ir/validate.h"
+#include "schedule/validate.h"
 
 namespace fsdpsim {
 namespace {

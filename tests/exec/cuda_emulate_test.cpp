@@ -4,10 +4,10 @@
 // pipeline parallelism, each stage's first GPU in turn.
 #include <gtest/gtest.h>
 
+#include "builders/builder.h"
 #include "common/units.h"
 #include "exec/cuda/cuda_runner.h"
-#include "schedule/build/builder.h"
-#include "schedule/model/model.h"
+#include "model/model.h"
 #include "sim/engine.h"
 #include "topologies/hardware.h"
 

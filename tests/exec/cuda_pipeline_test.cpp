@@ -5,9 +5,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include "builders/builder.h"
 #include "exec/cuda/cuda_runner.h"
-#include "schedule/build/builder.h"
-#include "schedule/model/model.h"
+#include "model/model.h"
 
 namespace fsdpsim {
 namespace {

@@ -7,9 +7,9 @@
 
 #include <algorithm>
 
+#include "builders/builder.h"
 #include "exec/host/host_runner.h"
-#include "schedule/build/builder.h"
-#include "schedule/model/model.h"
+#include "model/model.h"
 #include "sim/engine.h"
 #include "topologies/hardware.h"
 

@@ -8,7 +8,7 @@
 #include "common/error.h"
 #include "exec/interpreter.h"
 #include "exec/stage_runs.h"
-#include "schedule/ir/schedule_graph.h"
+#include "schedule/schedule_graph.h"
 #include "tests/support/shaped_schedule.h"
 
 namespace fsdpsim {

@@ -15,10 +15,10 @@
 #include <sstream>
 #include <string>
 
+#include "builders/builder.h"
+#include "model/model.h"
 #include "plan/html_report.h"
 #include "report/report.h"
-#include "schedule/build/builder.h"
-#include "schedule/model/model.h"
 #include "sim/engine.h"
 
 namespace fsdpsim {

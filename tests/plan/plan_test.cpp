@@ -75,7 +75,7 @@ TEST(Sweep, AValueListedTwiceIsSimulatedOnceAndCopied) {
 
 TEST(Sweep, BudgetsThatBuildTheSameScheduleGiveWhatEachPointGivesAlone) {
   // The sweep simulates one communication budget per range of budgets that build the same schedule
-  // (schedule/build/budget_range.h) and copies its result to the others: every point must read as if simulated alone.
+  // (builders/budget_range.h) and copies its result to the others: every point must read as if simulated alone.
   SweepSpec spec = llama8b_spec();
   apply_override(spec.base, "global_batch_size=64");
   spec.axes = {parse_grid_axis("data_parallel_sharding_strategy=no_shard,optim_grads,optim_grads_params"),

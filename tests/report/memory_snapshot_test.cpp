@@ -5,9 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include "builders/builder.h"
 #include "common/pickle.h"
-#include "schedule/build/builder.h"
-#include "schedule/model/model.h"
+#include "model/model.h"
 #include "sim/engine.h"
 #include "tests/support/error_of.h"
 #include "topologies/hardware.h"

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "schedule/build/builder.h"
-#include "schedule/model/model.h"
+#include "builders/builder.h"
+#include "model/model.h"
 #include "sim/engine.h"
 #include "tests/support/error_of.h"
 #include "topologies/hardware.h"

@@ -3,10 +3,10 @@
 
 #include <algorithm>
 
+#include "builders/builder.h"
 #include "common/error.h"
+#include "model/model.h"
 #include "report/report_compare.h"
-#include "schedule/build/builder.h"
-#include "schedule/model/model.h"
 #include "sim/calibration.h"
 #include "sim/engine.h"
 #include "sim/nccl/collective_model.h"

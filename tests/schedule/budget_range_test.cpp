@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "schedule/build/budget_range.h"
-#include "schedule/build/builder.h"
-#include "schedule/model/model.h"
+#include "builders/budget_range.h"
+#include "builders/builder.h"
+#include "model/model.h"
 #include "tests/schedule/tiny_llama.h"
 
 namespace fsdpsim {

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "schedule/build/builder.h"
-#include "schedule/model/model.h"
+#include "builders/builder.h"
+#include "model/model.h"
 #include "tests/schedule/tiny_llama.h"
 
 namespace fsdpsim {

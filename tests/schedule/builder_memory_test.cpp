@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
-#include "schedule/build/builder.h"
-#include "schedule/ir/summary.h"
-#include "schedule/model/model.h"
+#include "builders/builder.h"
+#include "model/model.h"
+#include "schedule/summary.h"
 #include "tests/schedule/tiny_llama.h"
 
 namespace fsdpsim {

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <map>
 
-#include "schedule/build/builder.h"
-#include "schedule/ir/validate.h"
-#include "schedule/model/model.h"
+#include "builders/builder.h"
+#include "model/model.h"
+#include "schedule/validate.h"
 #include "tests/support/error_of.h"
 
 namespace fsdpsim {

@@ -1,11 +1,11 @@
-#include "schedule/config/fsdp_config.h"
+#include "config/fsdp_config.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "schedule/config/parallel_layout.h"
-#include "schedule/model/model.h"
+#include "config/parallel_layout.h"
+#include "model/model.h"
 #include "tests/support/error_of.h"
 
 namespace fsdpsim {

@@ -1,4 +1,4 @@
-// Typed ids of the IR (schedule/ir/ids.h): each kind of id is its own type, none converts to another or from an
+// Typed ids of the IR (schedule/ids.h): each kind of id is its own type, none converts to another or from an
 // int without saying so, and an IdVector is indexed by its own kind only.
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <type_traits>
 
 #include "common/error.h"
-#include "schedule/ir/ids.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ids.h"
+#include "schedule/ir.h"
 #include "tests/schedule/tiny_schedule.h"
 
 namespace fsdpsim {

@@ -12,5 +12,5 @@ fsdpsim_test(test_schedule_ir
     builder_memory_test.cpp
     builder_megatron_code_test.cpp
     budget_range_test.cpp
-  DEPS fsdpsim_schedule)
+  DEPS fsdpsim_builders fsdpsim_frontends)
 add_dependencies(test_schedule_ir fsdpsim)  # the torchtitan tests run the program

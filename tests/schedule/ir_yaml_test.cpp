@@ -1,10 +1,10 @@
-#include "schedule/ir/ir_yaml.h"
+#include "schedule/ir_yaml.h"
 
 #include <gtest/gtest.h>
 
-#include "schedule/build/builder.h"
-#include "schedule/ir/validate.h"
-#include "schedule/model/model.h"
+#include "builders/builder.h"
+#include "model/model.h"
+#include "schedule/validate.h"
 #include "tests/schedule/tiny_schedule.h"
 
 namespace fsdpsim {

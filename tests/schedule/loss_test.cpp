@@ -1,12 +1,12 @@
 // Each loss implementation's memory at 8,192 tokens and Llama 3's 128,256-entry vocabulary (hidden 4,096, bf16),
-// derived by hand from the tensors each implementation allocates (schedule/model/loss.cpp cites the code).
+// derived by hand from the tensors each implementation allocates (model/loss.cpp cites the code).
 #include <gtest/gtest.h>
 
-#include "schedule/config/fsdp_config.h"
-#include "schedule/config/parallel_layout.h"
-#include "schedule/model/loss.h"
-#include "schedule/model/model.h"
-#include "schedule/model/model_units.h"
+#include "config/fsdp_config.h"
+#include "config/parallel_layout.h"
+#include "model/loss.h"
+#include "model/model.h"
+#include "model/model_units.h"
 
 namespace fsdpsim {
 namespace {

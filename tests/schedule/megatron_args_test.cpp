@@ -1,8 +1,8 @@
-#include "schedule/config/megatron_args.h"
+#include "frontends/megatron_args.h"
 
 #include <gtest/gtest.h>
 
-#include "schedule/config/parallel_layout.h"
+#include "config/parallel_layout.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,8 +10,8 @@
 #include <set>
 #include <sstream>
 
-#include "schedule/build/builder.h"
-#include "schedule/ir/summary.h"
+#include "builders/builder.h"
+#include "schedule/summary.h"
 #include "tests/support/error_of.h"
 
 namespace fsdpsim {

@@ -1,7 +1,7 @@
 // Parameter counts of the presets, derived by hand per component and checked against the published figures.
 #include <gtest/gtest.h>
 
-#include "schedule/model/model.h"
+#include "model/model.h"
 
 namespace fsdpsim {
 namespace {

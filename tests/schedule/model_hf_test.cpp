@@ -6,7 +6,8 @@
 #include <sstream>
 
 #include "common/error.h"
-#include "schedule/model/model.h"
+#include "frontends/model_files.h"
+#include "model/model.h"
 #include "tests/support/error_of.h"
 
 namespace fsdpsim {

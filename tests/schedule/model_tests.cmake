@@ -9,5 +9,5 @@ fsdpsim_test(test_schedule_model
     model_units_pytorch_test.cpp
     model_units_fp8_saved_test.cpp
     loss_test.cpp
-  DEPS fsdpsim_schedule
+  DEPS fsdpsim_builders fsdpsim_frontends
   LABELS unit)

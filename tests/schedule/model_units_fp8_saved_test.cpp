@@ -3,7 +3,7 @@
 // the 16-bit terms that model_units_test.cpp and model_units_moe_test.cpp derive.
 #include <gtest/gtest.h>
 
-#include "schedule/model/model_units.h"
+#include "model/model_units.h"
 
 namespace fsdpsim {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
-#include "schedule/model/model_units.h"
+#include "model/model_units.h"
 #include "tests/support/error_of.h"
 
 namespace fsdpsim {

@@ -4,8 +4,8 @@
 // fp32-upcast logits.
 #include <gtest/gtest.h>
 
-#include "schedule/build/builder.h"
-#include "schedule/model/model_units.h"
+#include "builders/builder.h"
+#include "model/model_units.h"
 
 namespace fsdpsim {
 namespace {

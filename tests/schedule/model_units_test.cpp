@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
-#include "schedule/model/model_units.h"
+#include "model/model_units.h"
 #include "tests/support/error_of.h"
 
 namespace fsdpsim {
@@ -267,7 +267,7 @@ TEST(ModelUnits, Fp8AddsCasts) {
 //   X  = 8192 · (4096 + 4096 + 4096 + 14336)            = 218,103,808
 //   W  = 4096 · 6144 + 4096 · 4096 + 4096 · 28672 + 14336 · 4096 = 218,103,808
 //   dY = 8192 · (6144 + 4096 + 28672 + 4096)            = 352,321,536
-// and the byte counts of torchao's roofline model (schedule/model/fp8_casts.h), compiled (first reads fused):
+// and the byte counts of torchao's roofline model (model/fp8_casts.h), compiled (first reads fused):
 TEST(ModelUnits, TorchaoFp8RecipesCastByTheirKernels) {
   RankShape s = shape_8k();
   s.compute_dtype = DType::fp8;
@@ -410,7 +410,7 @@ TEST(ModelUnits, AnMtpModuleIsTheLastLayerPlusItsProjectionAndNorms) {
 }
 
 // Kernels per micro-batch of a Llama-3-8B layer (GQA, SwiGLU, RMSNorm, FlashAttention), counted kernel by kernel
-// (schedule/model/model_units_kernels.cpp):
+// (model/model_units_kernels.cpp):
 //   Megatron-Core, fused (TE): forward GEMMs qkv, proj, fc1, fc2 (4) + attention (1); two norms (1 each), two residual
 //     adds, rotary on Q and K (2), SwiGLU (1): 5 + 7 = 12. Backward: eight GEMMs + attention's three kernels; norms 2
 //     each, two adds, rotary 2, SwiGLU 1: 11 + 9 = 20.

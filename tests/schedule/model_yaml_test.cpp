@@ -5,7 +5,8 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "schedule/model/model.h"
+#include "frontends/model_files.h"
+#include "model/model.h"
 #include "tests/support/error_of.h"
 
 namespace fsdpsim {

@@ -1,7 +1,7 @@
 // Pipeline orders and layer splits against orders and splits derived by hand from Megatron-core's schedules
 // (forward_backward_pipelining_{without,with}_interleaving, get_pp_rank_microbatches, get_schedule_table) and its
 // layer split (get_num_layers_to_build, get_transformer_layer_offset).
-#include "schedule/pipeline/pipeline_order.h"
+#include "builders/pipeline_order.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "common/error.h"
-#include "schedule/config/pipeline_layout.h"
+#include "config/pipeline_layout.h"
 #include "tests/support/error_of.h"
 
 namespace fsdpsim {

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "schedule/model/model.h"
+#include "model/model.h"
 
 namespace fsdpsim::testing {
 

@@ -1,7 +1,7 @@
 #pragma once
 // A hand-built valid schedule of one FSDP unit for tests: all-gather → forward → backward → reduce-scatter.
 
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim::testing {
 

@@ -1,11 +1,11 @@
 // torchtitan command lines (--torchtitan-args): the config-registry functions of torchtitan b5bcd76c and its frozen
 // --section.option flags, read into the model and the configuration. Each registry function's settings are quoted in
 // the comments from torchtitan/models/<module>/config_registry.py at that commit.
-#include "schedule/config/torchtitan_args.h"
+#include "frontends/torchtitan_args.h"
 
 #include <gtest/gtest.h>
 
-#include "schedule/config/parallel_layout.h"
+#include "config/parallel_layout.h"
 #include "tests/support/error_of.h"
 #include "tests/support/run_fsdpsim.h"
 

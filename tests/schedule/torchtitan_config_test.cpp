@@ -1,13 +1,13 @@
 // torchtitan job TOMLs (--torchtitan-config): torchtitan's own shipped configs (tests/data/torchtitan/, see its
 // README) read key by key into fsdpsim's model and configuration, each built and simulated, and the errors.
-#include "schedule/config/torchtitan_config.h"
+#include "frontends/torchtitan_config.h"
 
 #include <gtest/gtest.h>
 
+#include "builders/builder.h"
 #include "common/yaml_reader.h"
-#include "schedule/build/builder.h"
-#include "schedule/config/parallel_layout.h"
-#include "schedule/ir/validate.h"
+#include "config/parallel_layout.h"
+#include "schedule/validate.h"
 #include "tests/support/error_of.h"
 #include "tests/support/run_fsdpsim.h"
 

@@ -1,11 +1,11 @@
 // One negative test per validate() rule: each breaks the tiny valid schedule in one way and checks that the
 // report names the rule and the op or buffer.
-#include "schedule/ir/validate.h"
+#include "schedule/validate.h"
 
 #include <gtest/gtest.h>
 
 #include "common/error.h"
-#include "schedule/ir/schedule_graph.h"
+#include "schedule/schedule_graph.h"
 #include "tests/schedule/tiny_schedule.h"
 
 namespace fsdpsim {

@@ -9,8 +9,8 @@
 #include <string>
 #include <tuple>
 
+#include "builders/pipeline_order.h"
 #include "common/error.h"
-#include "schedule/pipeline/pipeline_order.h"
 #include "tests/support/error_of.h"
 
 namespace fsdpsim {

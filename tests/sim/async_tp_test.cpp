@@ -6,9 +6,9 @@
 #include <set>
 #include <string>
 
+#include "builders/builder.h"
+#include "model/model.h"
 #include "report/report.h"
-#include "schedule/build/builder.h"
-#include "schedule/model/model.h"
 #include "sim/engine.h"
 #include "sim/op_costs.h"
 

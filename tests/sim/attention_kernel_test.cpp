@@ -7,9 +7,9 @@
 #include <tuple>
 #include <vector>
 
+#include "builders/builder.h"
 #include "common/error.h"
-#include "schedule/build/builder.h"
-#include "schedule/ir/ir_yaml.h"
+#include "schedule/ir_yaml.h"
 #include "sim/compute_model.h"
 #include "sim/engine.h"
 #include "tests/schedule/tiny_llama.h"

@@ -9,8 +9,8 @@
 
 #include "common/error.h"
 #include "common/units.h"
-#include "schedule/ir/dtype.h"
-#include "schedule/ir/ir.h"
+#include "schedule/dtype.h"
+#include "schedule/ir.h"
 #include "sim/nccl/collective_model.h"
 #include "topologies/hardware.h"
 

@@ -5,7 +5,7 @@
 #include <functional>
 #include <vector>
 
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 #include "sim/engine.h"
 #include "sim/op_costs.h"
 #include "topologies/hardware.h"

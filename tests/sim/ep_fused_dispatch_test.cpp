@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "builders/builder.h"
+#include "model/model.h"
 #include "report/report.h"
-#include "schedule/build/builder.h"
-#include "schedule/ir/ir_yaml.h"
-#include "schedule/model/model.h"
+#include "schedule/ir_yaml.h"
 #include "sim/engine.h"
 #include "sim/op_costs.h"
 #include "tests/support/error_of.h"

@@ -2,9 +2,9 @@
 // its GPUs can offload at once.
 #include <gtest/gtest.h>
 
+#include "builders/builder.h"
+#include "model/model.h"
 #include "report/report.h"
-#include "schedule/build/builder.h"
-#include "schedule/model/model.h"
 #include "sim/engine.h"
 
 namespace fsdpsim {

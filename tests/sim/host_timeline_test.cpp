@@ -11,11 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "builders/builder.h"
 #include "common/units.h"
+#include "frontends/model_files.h"
+#include "model/model.h"
 #include "report/report.h"
-#include "schedule/build/builder.h"
-#include "schedule/ir/validate.h"
-#include "schedule/model/model.h"
+#include "schedule/validate.h"
 #include "sim/engine.h"
 #include "tests/schedule/tiny_llama.h"
 #include "tests/schedule/tiny_schedule.h"

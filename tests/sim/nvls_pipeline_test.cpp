@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "common/units.h"
-#include "schedule/ir/dtype.h"
-#include "schedule/ir/ir.h"
+#include "schedule/dtype.h"
+#include "schedule/ir.h"
 #include "sim/nccl/collective_model.h"
 #include "topologies/hardware.h"
 

@@ -4,10 +4,10 @@
 // per GPU; NCCL_BUFFSIZE 4 MiB).
 #include <gtest/gtest.h>
 
+#include "builders/builder.h"
 #include "report/report.h"
 #include "report/report_compare.h"
-#include "schedule/build/builder.h"
-#include "schedule/ir/validate.h"
+#include "schedule/validate.h"
 #include "sim/engine.h"
 #include "sim/memory_overhead_model.h"
 #include "tests/schedule/tiny_llama.h"

@@ -9,11 +9,11 @@
 #include <tuple>
 #include <utility>
 
+#include "builders/builder.h"
 #include "memory/caching_allocator.h"
 #include "report/report.h"
-#include "schedule/build/builder.h"
-#include "schedule/ir/ir_yaml.h"
-#include "schedule/ir/validate.h"
+#include "schedule/ir_yaml.h"
+#include "schedule/validate.h"
 #include "sim/engine.h"
 #include "sim/op_costs.h"
 #include "tests/schedule/tiny_llama.h"

@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <map>
 
+#include "builders/builder.h"
 #include "common/error.h"
-#include "schedule/build/builder.h"
-#include "schedule/ir/ir_yaml.h"
-#include "schedule/ir/validate.h"
+#include "schedule/ir_yaml.h"
+#include "schedule/validate.h"
 #include "sim/engine.h"
 #include "tests/schedule/tiny_llama.h"
 #include "topologies/hardware.h"

@@ -8,7 +8,7 @@
 #include "job/job.h"
 #include "plan/rank_differences.h"
 #include "report/report.h"
-#include "schedule/ir/ir_yaml.h"
+#include "schedule/ir_yaml.h"
 #include "sim/engine.h"
 #include "tests/support/error_of.h"
 #include "tests/support/job_of.h"

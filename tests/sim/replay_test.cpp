@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "schedule/build/builder.h"
-#include "schedule/model/model.h"
+#include "builders/builder.h"
+#include "model/model.h"
 #include "sim/engine.h"
 #include "sim/flat_ops.h"
 #include "sim/micro_batch_translation.h"

@@ -4,9 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "builders/builder.h"
+#include "model/model.h"
 #include "report/report.h"
-#include "schedule/build/builder.h"
-#include "schedule/model/model.h"
 #include "sim/engine.h"
 
 namespace fsdpsim {

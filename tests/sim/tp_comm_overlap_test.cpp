@@ -8,10 +8,10 @@
 #include <optional>
 #include <string>
 
+#include "builders/builder.h"
+#include "frontends/megatron_args.h"
+#include "model/model.h"
 #include "report/report.h"
-#include "schedule/build/builder.h"
-#include "schedule/config/megatron_args.h"
-#include "schedule/model/model.h"
 #include "sim/engine.h"
 #include "sim/op_costs.h"
 #include "tests/support/error_of.h"

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "run/bus_bandwidth.h"
-#include "schedule/ir/dtype.h"
-#include "schedule/ir/ir.h"
+#include "schedule/dtype.h"
+#include "schedule/ir.h"
 #include "sim/nccl/collective_model.h"
 #include "topologies/hardware.h"
 #include "topologies/measured_table.h"

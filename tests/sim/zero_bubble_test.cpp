@@ -8,10 +8,10 @@
 #include <set>
 #include <string>
 
+#include "builders/builder.h"
 #include "common/error.h"
 #include "report/report.h"
-#include "schedule/build/builder.h"
-#include "schedule/ir/validate.h"
+#include "schedule/validate.h"
 #include "sim/engine.h"
 #include "sim/op_costs.h"
 #include "tests/schedule/tiny_llama.h"

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "schedule/build/builder.h"
-#include "schedule/config/fsdp_config.h"
-#include "schedule/model/model.h"
+#include "builders/builder.h"
+#include "config/fsdp_config.h"
+#include "model/model.h"
 #include "tests/support/llama_shaped.h"
 #include "topologies/hardware.h"
 

@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/error.h"
-#include "schedule/ir/dtype.h"
+#include "schedule/dtype.h"
 
 namespace fsdpsim {
 namespace {

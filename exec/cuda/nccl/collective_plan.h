@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim {
 
 /// This rank's place in one instance of an IR group. Members of an instance are r0, r0+stride, …,
-/// r0+(size−1)·stride in Megatron's tp-cp-ep-dp order (schedule/ir/ir.h, Group), so instances tile the world in blocks
+/// r0+(size−1)·stride in Megatron's tp-cp-ep-dp order (schedule/ir.h, Group), so instances tile the world in blocks
 /// of size·stride ranks, each holding `stride` interleaved instances.
 struct GroupMembership {
   int32_t color = 0;  ///< index of the instance: (rank / (size·stride))·stride + rank mod stride

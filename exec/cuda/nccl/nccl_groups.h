@@ -25,7 +25,7 @@
 #include "exec/cuda/nccl/collective_plan.h"
 #include "exec/cuda/nccl/nccl_nonblocking.h"
 #include "exec/cuda/nccl/p2p_plan.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim {
 

@@ -5,7 +5,7 @@
 /// of a pipeline's sends and receives on one communicator (the IR's pp group), a stage issuing its forward send before
 /// its backward receive while its neighbour issues them the other way round would deadlock — which is why Megatron
 /// batches each step's exchanges into one batch_isend_irecv. The IR instead gives every direction between two stages
-/// its own pair of streams (schedule/build/build_pipeline.cpp), and the simulator runs those streams independently;
+/// its own pair of streams (builders/build_pipeline.cpp), and the simulator runs those streams independently;
 /// so the executor gives each such pair — a channel — its own two-rank communicator. The k-th send of a channel's
 /// sending stream then meets the k-th receive of its receiving stream, exactly the pairs the IR names, and nothing
 /// orders one channel's calls behind another's.
@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim {
 

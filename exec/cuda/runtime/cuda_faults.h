@@ -11,7 +11,7 @@
 
 #include "common/units.h"
 #include "exec/fault_report.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 
 namespace fsdpsim {
 
