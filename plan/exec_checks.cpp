@@ -9,6 +9,7 @@ RunRecord predict_steps(const Schedule& schedule, const Topology& topology, int3
   SimOptions sim;
   sim.steps = steps;
   sim.record_timeline = false;
+  sim.record_memory_order = true;  // the host backend follows it (predicted_memory_order)
   return run_schedule(schedule, topology, sim);
 }
 

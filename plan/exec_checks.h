@@ -15,7 +15,8 @@
 
 namespace fsdpsim {
 
-/// The simulator's run of `steps` steps of `schedule`, without the memory timeline (only peaks are compared).
+/// The simulator's run of `steps` steps of `schedule`, without the memory timeline (only peaks are compared), with
+/// the memory order the host backend follows (Prediction::memory_order).
 RunRecord predict_steps(const Schedule& schedule, const Topology& topology, int32_t steps);
 
 /// The steady step's predicted allocated peak.

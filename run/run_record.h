@@ -58,6 +58,13 @@ struct Straggler {
   [[nodiscard]] bool any() const { return compute_slowdown != 1.0 || nic_slowdown != 1.0; }
 };
 
+/// One memory event of an op: its allocations (at its start) or its releases (at its end).
+struct MemoryEvent {
+  OpId op;
+  bool end = false;
+  bool operator==(const MemoryEvent&) const = default;
+};
+
 /// A run the simulator predicted.
 struct Prediction {
   IdVector<OpId, CollectiveChoice> collectives;  ///< by op id
@@ -69,6 +76,10 @@ struct Prediction {
   /// Stage 0's host walk of a whole step and the kernels it issues (0 without a host model).
   TimeNs host_step_ns = 0;
   int64_t host_kernels_per_step = 0;
+  /// The last step's memory events in the order the simulator performed them: the start of every op that allocates
+  /// and the end of every op that frees (SimOptions::record_memory_order; empty when not recorded). The host
+  /// backend performs its allocations and releases in this order, so its measured peak equals the predicted one.
+  std::vector<MemoryEvent> memory_order;
 };
 
 /// Device memory a GPU run measured beyond the IR's buffers.

@@ -183,6 +183,7 @@ class Engine {
       prediction.host_kernels_per_step = host_.kernels.front();
       prediction.host_issue_ns = std::move(host_.issue_ns);  // the run is over: the engine needs them no more
     }
+    prediction.memory_order = std::move(memory_order_);
     result.origin = std::move(prediction);
     result.timeline = memory.timeline();
     result.oom = memory.oom();
@@ -215,6 +216,8 @@ class Engine {
     for (size_t st = 0; st < flat_.streams.size(); ++st) to_check_.push_back(st);
     last_boundary_.reset();
     recording_ = false;
+    memory_order_.clear();
+    window_memory_order_.clear();
     boundary_pending_ = false;
     arm_boundary(replay_enabled_ ? 1 : -1);  // from the second micro-batch's start
     TimeNs now = start;
@@ -292,6 +295,7 @@ class Engine {
     (*timings_)[static_cast<size_t>(recv)].start_ns = now;
     if (recording_) started_.emplace_back(recv, now);
     if (recv == boundary_op_) boundary_pending_ = true;
+    if (r.allocs_end > r.allocs_begin) note_memory_event(recv, false);
     for (int32_t i = r.allocs_begin; i < r.allocs_end; ++i) {
       const BufferId b = flat_.buffer_ids[static_cast<size_t>(i)];
       memory_of(b).allocate(b, OpId(recv), StreamId(r.stream), now, step_);
@@ -309,6 +313,7 @@ class Engine {
     if (op_id == boundary_op_) boundary_pending_ = true;
     MemoryTracker& memory = memories_[static_cast<size_t>(stream_stage_[static_cast<size_t>(op.stream)])];
     const int64_t mallocs_before = memory.allocator_stats().cuda_malloc_calls;
+    if (op.allocs_end > op.allocs_begin) note_memory_event(op_id, false);
     for (int32_t i = op.allocs_begin; i < op.allocs_end; ++i) {
       memory.allocate(flat_.buffer_ids[static_cast<size_t>(i)], OpId(op_id), StreamId(op.stream), now, step_);
     }
@@ -371,6 +376,7 @@ class Engine {
     const FlatOp& op = flat_.ops[static_cast<size_t>(op_id)];
     (*timings_)[static_cast<size_t>(op_id)].end_ns = now;
     if (recording_) finished_.emplace_back(op_id, now);
+    if (op.frees_end > op.frees_begin) note_memory_event(op_id, true);
     for (int32_t i = op.frees_begin; i < op.frees_end; ++i) {
       const BufferId b = flat_.buffer_ids[static_cast<size_t>(i)];
       memory_of(b).release(b, now);
@@ -528,9 +534,8 @@ class Engine {
     const auto same_stream = [&](const RunningSend& send) { return send.stream == stream; };
     if (a.transfer && peer >= 0 && std::none_of(running_sends_.begin(), running_sends_.end(), same_stream)) {
       const auto there = stream_stage_[static_cast<size_t>(flat_.ops[static_cast<size_t>(peer)].stream)];
-      running_sends_.push_back(RunningSend{.stream = stream,
-                                           .here = static_cast<size_t>(stream_stage_[stream]),
-                                           .there = static_cast<size_t>(there)});
+      running_sends_.push_back(RunningSend{
+          .stream = stream, .here = static_cast<size_t>(stream_stage_[stream]), .there = static_cast<size_t>(there)});
     }
   }
   void mark_idle(size_t stream) {
@@ -567,6 +572,14 @@ class Engine {
     return compute_speed_[stage];
   }
   MemoryTracker& memory_of(BufferId b) { return memories_[static_cast<size_t>(s_.buffers[b].stage)]; }
+
+  // An op allocates (at its start) or frees (at its end): the memory order records it, and so does the window a
+  // replay copies.
+  void note_memory_event(int32_t op, bool end) {
+    if (!o_.record_memory_order) return;
+    memory_order_.push_back(MemoryEvent{OpId(op), end});
+    if (recording_) window_memory_order_.push_back(MemoryEvent{OpId(op), end});
+  }
 
   // Gives a running activity a new rate: what it did at the old rate is booked, and its completion is rescheduled.
   void set_rate(size_t st, double rate, TimeNs now) {
@@ -672,6 +685,7 @@ class Engine {
         recording_ = false;
         started_.clear();
         finished_.clear();
+        window_memory_order_.clear();
         host_waited_ = false;
         arm_boundary(here.micro_batch + windows + 1);
         return now + shift;
@@ -680,6 +694,7 @@ class Engine {
     last_boundary_ = std::move(here);
     started_.clear();
     finished_.clear();
+    window_memory_order_.clear();
     host_waited_ = false;
     recording_ = true;
     return now;
@@ -870,6 +885,8 @@ class Engine {
         timings[static_cast<size_t>(translation_.op_after(op, i))].start_ns = t + shift;
       for (const auto& [op, t] : finished_)
         timings[static_cast<size_t>(translation_.op_after(op, i))].end_ns = t + shift;
+      for (const MemoryEvent& e : window_memory_order_)
+        memory_order_.push_back(MemoryEvent{OpId(translation_.op_after(e.op.value(), i)), e.end});
     }
     const TimeNs shift = windows * period;
     events_ += static_cast<uint64_t>(windows) * (cur.events - prev.events);
@@ -948,9 +965,9 @@ class Engine {
     size_t here = 0, there = 0;
   };
   std::vector<RunningSend> running_sends_;
-  std::vector<size_t> changed_;                        // rerate_changed_stages: the running streams it re-rates
-  std::vector<size_t> fresh_;                          // streams whose compute op started since the last re-rating
-  std::vector<size_t> to_check_;                       // streams whose head may be able to start
+  std::vector<size_t> changed_;           // rerate_changed_stages: the running streams it re-rates
+  std::vector<size_t> fresh_;             // streams whose compute op started since the last re-rating
+  std::vector<size_t> to_check_;          // streams whose head may be able to start
   bool comm_changed_ = true;              // the set of running communication changed since the last re-rating
   bool flows_changed_ = true;             // ... and with it the set of flowing transfers (what the solver sees)
   std::vector<double> compute_speed_;     // per stage
@@ -962,8 +979,8 @@ class Engine {
   int32_t step_ = 0;
   TimeNs step_start_ = 0;
   uint64_t events_ = 0;
-  HostTimeline host_;             // when the host has issued each op, from its step's start (no issue times: no model)
-  bool host_waited_ = false;      // an op waited for the host since the last boundary
+  HostTimeline host_;         // when the host has issued each op, from its step's start (no issue times: no model)
+  bool host_waited_ = false;  // an op waited for the host since the last boundary
   // Replaying repeated micro-batches.
   MicroBatchTranslation translation_;
   bool replay_enabled_ = false;
@@ -975,6 +992,8 @@ class Engine {
   bool boundary_pending_ = false;  // it started; the boundary is the first instant with no event left
   bool recording_ = false;         // record starts and ends since the last boundary
   std::vector<std::pair<int32_t, TimeNs>> started_, finished_;
+  std::vector<MemoryEvent> window_memory_order_;  // the memory events since the last boundary (record_memory_order)
+  std::vector<MemoryEvent> memory_order_;         // this step's memory events, in order (record_memory_order)
   std::optional<Boundary> last_boundary_;
   std::vector<int32_t> waiting_ops_;  // repeatable_windows: ops that must still wait after the replayed windows
   std::vector<size_t> moved_head_;    // waiting_ops_still_wait: each stream's head after the replayed windows

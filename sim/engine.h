@@ -26,6 +26,9 @@ struct SimOptions {
   /// Write micro-batch windows that repeat the last one exactly as its moved copies instead of simulating them
   /// (engine.cpp, "Replaying repeated micro-batches"): the same record, faster. Off only to check that.
   bool replay_repeats = true;
+  /// Record the last step's memory events in the order the engine performs them (Prediction::memory_order), which
+  /// the host backend follows; off by default, so that sweeps pay nothing for it.
+  bool record_memory_order = false;
 };
 
 /// `topology` as the straggler sees it: compute peaks and memory bandwidth divided by its compute slowdown, kernel

@@ -20,21 +20,9 @@
 
 namespace fsdpsim {
 
-/// One memory event of an op: its allocations (at its start) or its releases (at its end).
-struct MemoryEvent {
-  OpId op;
-  bool end = false;
-  bool operator==(const MemoryEvent&) const = default;
-};
-
-/// The order in which the simulator performed the memory events of a predicted step: every op that allocates (its
-/// start) or frees (its end), replayed from the step's timings with the engine's own processing rules (an op's end
-/// and frees before the starts it unblocks, instant ops finished inside their start, streams looked at in the
-/// engine's stack order; see host_memory_order.cpp). Throws ScheduleError when the timings are not of `schedule`.
-/// `host_issue_ns`: the prediction's host issue times (Prediction::host_issue_ns), empty without a host model.
-std::vector<MemoryEvent> predicted_memory_order(const Schedule& schedule, const StepRun& predicted_step,
-                                                const std::vector<TimeNs>& host_issue_ns = {});
-/// The same for the last step of a predicted run, with its host issue times.
+/// The order in which the simulator performed the memory events of the last step of a predicted run: every op that
+/// allocates (its start) or frees (its end), as the engine recorded it (Prediction::memory_order). Throws
+/// ScheduleError when the run did not record it (SimOptions::record_memory_order) or when it is not `schedule`'s.
 std::vector<MemoryEvent> predicted_memory_order(const Schedule& schedule, const RunRecord& predicted);
 
 /// What makes `order` unusable as HostOptions::memory_order for `schedule` (an event of an op that has no

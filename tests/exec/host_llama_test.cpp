@@ -18,6 +18,13 @@
 namespace fsdpsim {
 namespace {
 
+// The simulator's options with the memory order recorded: the host backend follows it.
+SimOptions recording_memory_order() {
+  SimOptions o;
+  o.record_memory_order = true;
+  return o;
+}
+
 // llama_shaped_yaml() with every layer MoE: 8 experts of the dense FFN width, 2 per token (Mixtral's routing).
 constexpr const char* kMoeShaped = R"(name: moe-shaped
 num_layers: 32
@@ -88,7 +95,7 @@ class HostMatchesSimulator : public ::testing::TestWithParam<Case> {};
 TEST_P(HostMatchesSimulator, SameIrSamePeakNoProblems) {
   const Schedule s = build(GetParam());
   ASSERT_EQ(s.info.micro_batches, 2);
-  const RunRecord predicted = run_schedule(s, topology_preset(GetParam().topology), SimOptions{});
+  const RunRecord predicted = run_schedule(s, topology_preset(GetParam().topology), recording_memory_order());
   ASSERT_FALSE(predicted.oom.has_value());  // the equality is about a job that fits
   const StepRun& steady = predicted.steps.back();
 
@@ -139,7 +146,7 @@ TEST(HostLlama, EmulatedRankOfA1024GpuJobMatchesThePrediction) {
   // 128 nodes × 8 GPUs; rank 0 alone stands in for every rank of every collective.
   const Schedule s = build({"emulated", {"nodes=128", "global_batch_size=2048"}});
   ASSERT_EQ(s.info.world_size, 1024);
-  const RunRecord predicted = run_schedule(s, topology_preset("dgx-h100-ndr"), SimOptions{});
+  const RunRecord predicted = run_schedule(s, topology_preset("dgx-h100-ndr"), recording_memory_order());
   HostOptions o;
   o.bytes_scale = kBytesScale;
   o.emulate = true;

@@ -1,29 +1,46 @@
-// predicted_memory_order replays the simulator's processing order; memory_order_problems says what makes an order
-// unusable.
+// predicted_memory_order gives the order the engine recorded (Prediction::memory_order) as it ran the step;
+// memory_order_problems says what makes an order unusable.
 #include <gtest/gtest.h>
 
 #include "common/error.h"
 #include "exec/host/host_runner.h"
+#include "sim/engine.h"
 #include "tests/schedule/tiny_schedule.h"
+#include "tests/sim/hand_costs.h"
 
 namespace fsdpsim {
 namespace {
 
-StepRun step_of(const std::vector<OpTiming>& timings) {
-  StepRun step;
-  step.ops = timings;
-  for (const OpTiming& t : timings) step.end_ns = std::max(step.end_ns, t.end_ns);
-  return step;
+using testing::compute_cost;
+
+// No host pacing, no cudaMalloc delay, no side-stream slowdown: each op takes exactly the cost it is given.
+Topology plain_topology() {
+  Topology t = topology_preset("dgx-h100-ndr");
+  t.gpu.cuda_malloc_ns = 0;
+  t.gpu.host = {};
+  t.gpu.side_stream_memory_speed = 1.0;
+  return t;
+}
+
+// Runs `s` for two steps with each op's cost given (an instant op: a default OpCost), recording the memory order.
+RunRecord run_recorded(const Schedule& s, std::vector<OpCost> costs, bool record = true) {
+  SimOptions o;
+  o.record_memory_order = record;
+  const Topology t = plain_topology();
+  return run_schedule_with_costs(s, t, o, std::move(costs), link_capacities(t));
 }
 
 TEST(PredictedMemoryOrder, TinyScheduleFollowsTheChain) {
   // AG [0, 10], fwd [10, 20], bwd [20, 30], RS [30, 40]. The RS allocates nothing, so only its end (frees 3) is
   // an event; the AG frees nothing, so only its start (allocs 1) is.
   const Schedule s = testing::tiny_schedule();
-  const auto order = predicted_memory_order(s, step_of({{0, 10}, {10, 20}, {20, 30}, {30, 40}}));
+  const RunRecord r = run_recorded(s, {compute_cost(10), compute_cost(10), compute_cost(10), compute_cost(10)});
+  const auto order = predicted_memory_order(s, r);
   const std::vector<MemoryEvent> expected{{OpId(0), false}, {OpId(1), false}, {OpId(1), true},
                                           {OpId(2), false}, {OpId(2), true},  {OpId(3), true}};
   EXPECT_EQ(order, expected);
+  // The last step's events only: the first step's are not repeated before them.
+  EXPECT_EQ(r.prediction()->memory_order, expected);
 }
 
 // Streams A (0) and B (1). op0 on A and op1 on B each allocate and free a buffer and run [0, 10]; op2 on A is
@@ -48,34 +65,67 @@ Schedule two_stream_schedule() {
   return s;
 }
 
-TEST(PredictedMemoryOrder, ReplaysTheEnginesStackAndQueueOrder) {
+TEST(PredictedMemoryOrder, IsTheEnginesStackAndQueueOrder) {
   const Schedule s = two_stream_schedule();
-  const auto order = predicted_memory_order(s, step_of({{0, 10}, {0, 10}, {10, 10}, {10, 20}}));
-  // t = 0: the engine looks at the streams from the top of its stack, B before A: op1 starts, then op0; both end
-  //   at 10, in the order they were queued (op1 first).
+  // op0 runs [0, 11] here, so that op1 ends first.
+  const RunRecord r = run_recorded(s, {compute_cost(11), compute_cost(10), OpCost{}, compute_cost(10)});
+  const StepRun& step = r.steps.back();
+  ASSERT_EQ(step.ops[OpId(2)].start_ns, step.ops[OpId(2)].end_ns);  // op2 is instant
+  ASSERT_EQ(step.ops[OpId(3)].end_ns - step.start_ns, 20);
+  const auto order = predicted_memory_order(s, r);
+  // t = 0: the engine looks at the streams from the top of its stack, B before A: op1 starts, then op0.
   // t = 10: op1's end frees its buffer and unblocks op2 (A) and op3 (B's next op): the stack is then [B, A] with
-  //   A on top, but A is still busy with op0, so B's op3 starts. Then op0's end frees, A's op2 starts and, being
-  //   instant, ends at once. op3 ends at 20.
-  // A sort by time with ends first and ties by id would instead give 0s 1s | 0e 1e 2s 3s 2e | 3e.
+  //   A on top, but A is still busy with op0, so B's op3 starts.
+  // t = 11: op0's end frees, A's op2 starts and, being instant, ends at once. op3 ends at 20.
+  // A sort by time with ends first and ties by id would instead give 0s 1s | 1e 3s | 0e 2s 2e | 3e.
   const std::vector<MemoryEvent> expected{{OpId(1), false}, {OpId(0), false}, {OpId(1), true}, {OpId(3), false},
                                           {OpId(0), true},  {OpId(2), false}, {OpId(2), true}, {OpId(3), true}};
   EXPECT_EQ(order, expected);
   EXPECT_TRUE(memory_order_problems(s, order).empty());
 }
 
-TEST(PredictedMemoryOrder, TimingsOfAnotherScheduleAreRejected) {
+TEST(PredictedMemoryOrder, EndsAtTheSameInstantComeInTheOrderTheirRatesWereSet) {
+  const Schedule s = two_stream_schedule();
+  // op0 and op1 both run [0, 10].
+  const RunRecord r = run_recorded(s, {compute_cost(10), compute_cost(10), OpCost{}, compute_cost(10)});
+  const auto order = predicted_memory_order(s, r);
+  // t = 0: op1 starts, then op0 (stack order, as above); then the step's first re-rating gives the running streams
+  //   their rates in stream order, A before B, which queues op0's end before op1's (a copy of the engine's loop
+  //   that queued ends in start order had op1's first here).
+  // t = 10: op0's end frees; op2 still waits on op1. op1's end frees and unblocks op2 (A) and op3 (B): A is on top
+  //   of the stack, so op2 starts and, being instant, ends at once; then op3 starts. op3 ends at 20.
+  const std::vector<MemoryEvent> expected{{OpId(1), false}, {OpId(0), false}, {OpId(0), true},  {OpId(1), true},
+                                          {OpId(2), false}, {OpId(2), true},  {OpId(3), false}, {OpId(3), true}};
+  EXPECT_EQ(order, expected);
+}
+
+TEST(PredictedMemoryOrder, ARunThatDidNotRecordItIsRefused) {
   const Schedule s = testing::tiny_schedule();
+  const RunRecord r = run_recorded(s, {compute_cost(10), compute_cost(10), compute_cost(10), compute_cost(10)}, false);
+  EXPECT_TRUE(r.prediction()->memory_order.empty());
   try {
-    predicted_memory_order(s, step_of({{0, 10}, {10, 20}, {20, 30}}));
+    predicted_memory_order(s, r);
     FAIL() << "expected ScheduleError";
   } catch (const ScheduleError& e) {
-    EXPECT_NE(std::string(e.what()).find("the step has timings for 3 ops but the schedule has 4 (simulate this "
-                                         "schedule and pass one of its steps)"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("SimOptions::record_memory_order"), std::string::npos) << e.what();
+  }
+  RunRecord measured;
+  measured.origin = Measurement{};
+  EXPECT_THROW(predicted_memory_order(s, measured), ScheduleError);
+}
+
+TEST(PredictedMemoryOrder, TheOrderOfAnotherScheduleIsRefused) {
+  // The two-stream schedule's order names ops 0-3 with events the tiny schedule's ops do not have (the AG frees
+  // nothing), and lacks the tiny schedule's own.
+  const Schedule other = two_stream_schedule();
+  const RunRecord r = run_recorded(other, {compute_cost(10), compute_cost(10), OpCost{}, compute_cost(10)});
+  try {
+    predicted_memory_order(testing::tiny_schedule(), r);
+    FAIL() << "expected ScheduleError";
+  } catch (const ScheduleError& e) {
+    EXPECT_NE(std::string(e.what()).find("the prediction's memory order is not this schedule's"), std::string::npos)
         << e.what();
   }
-  // The forward cannot start at 5 when its all-gather ends at 10.
-  EXPECT_THROW(predicted_memory_order(s, step_of({{0, 10}, {5, 20}, {20, 30}, {30, 40}})), ScheduleError);
 }
 
 TEST(MemoryOrderProblems, NamesEveryUnusableEvent) {

@@ -16,6 +16,13 @@
 namespace fsdpsim {
 namespace {
 
+// The simulator's options with the memory order recorded: the host backend follows it.
+SimOptions recording_memory_order() {
+  SimOptions o;
+  o.record_memory_order = true;
+  return o;
+}
+
 constexpr int64_t kBytesScale = 16384;  // as host_llama_test.cpp: real data checks, a short run
 
 struct Case {
@@ -52,7 +59,7 @@ class HostPipelineMatchesSimulator : public ::testing::TestWithParam<Case> {};
 TEST_P(HostPipelineMatchesSimulator, EveryStagesPeakEqualsThePrediction) {
   const Schedule s = build(GetParam());
   ASSERT_EQ(s.info.pipeline_stages, GetParam().stages);
-  const RunRecord predicted = run_schedule(s, topology_preset("dgx-h100-ndr"), SimOptions{});
+  const RunRecord predicted = run_schedule(s, topology_preset("dgx-h100-ndr"), recording_memory_order());
   ASSERT_FALSE(predicted.oom.has_value());
   const StepRun& steady = predicted.steps.back();
   ASSERT_EQ(steady.stage_peaks.size(), static_cast<size_t>(GetParam().stages));

@@ -8,7 +8,7 @@ fsdpsim_test(test_exec_host
     host_memory_order_test.cpp
     host_runner_test.cpp
     stage_runs_test.cpp
-  DEPS fsdpsim_exec fsdpsim_builders
+  DEPS fsdpsim_exec fsdpsim_sim fsdpsim_builders
   LABELS unit)
 fsdpsim_test(test_exec_host_llama
   SOURCES host_llama_test.cpp host_pipeline_test.cpp

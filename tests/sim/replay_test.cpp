@@ -65,6 +65,10 @@ void expect_same_record(const RunRecord& replayed, const RunRecord& simulated) {
   EXPECT_EQ(replayed.allocator.cuda_malloc_calls, simulated.allocator.cuda_malloc_calls);
   EXPECT_EQ(replayed.events, simulated.events);
   EXPECT_EQ(replayed.memory_stage, simulated.memory_stage);
+  ASSERT_NE(replayed.prediction(), nullptr);
+  ASSERT_NE(simulated.prediction(), nullptr);
+  EXPECT_TRUE(replayed.prediction()->memory_order == simulated.prediction()->memory_order)
+      << "the memory orders differ";
 }
 
 struct Job {
@@ -132,6 +136,7 @@ TEST_P(Replay, GivesTheRecordSimulatingEveryWindowGives) {
   ASSERT_GE(schedule.info.micro_batches, 4);
   SimOptions replaying = job.options, simulating = job.options;
   simulating.replay_repeats = false;
+  replaying.record_memory_order = simulating.record_memory_order = true;
   const RunRecord replayed = run_schedule(schedule, topology, replaying);
   const RunRecord simulated = run_schedule(schedule, topology, simulating);
   EXPECT_EQ(simulated.replayed_windows, 0u);
@@ -173,6 +178,7 @@ TEST(Replay, SimulatesAMicroBatchThatDiffersInOneOp) {
 
   SimOptions replaying, simulating;
   simulating.replay_repeats = false;
+  replaying.record_memory_order = simulating.record_memory_order = true;
   const auto links = link_capacities(topology);
   const RunRecord replayed = run_schedule_with_costs(schedule, topology, replaying, costs, links);
   const RunRecord simulated = run_schedule_with_costs(schedule, topology, simulating, costs, links);
@@ -182,6 +188,35 @@ TEST(Replay, SimulatesAMicroBatchThatDiffersInOneOp) {
   const StepRun& step = replayed.steps.back();
   const OpId before(slowed.value() - translation.op_offset());
   EXPECT_GT(step.ops[slowed].end_ns - step.ops[slowed].start_ns, step.ops[before].end_ns - step.ops[before].start_ns);
+}
+
+// The memory order a replay writes (the recorded window's events moved, window after window) is the one simulating
+// every window records: the host backend follows it to measure the predicted peak.
+TEST(Replay, RecordsTheMemoryOrderSimulatingEveryWindowRecords) {
+  const Topology topology = topology_preset("dgx-h100-ndr");
+  FsdpConfig config;
+  for (const char* set : {"gpus=8", "global_batch_size=128"}) apply_override(config, set);
+  const Schedule schedule = build_schedule(model_preset("llama3-8b"), config, topology.gpus_per_node);
+  ASSERT_EQ(schedule.info.micro_batches, 16);
+  SimOptions replaying, simulating;
+  replaying.record_memory_order = simulating.record_memory_order = true;
+  simulating.replay_repeats = false;
+  const RunRecord replayed = run_schedule(schedule, topology, replaying);
+  const RunRecord simulated = run_schedule(schedule, topology, simulating);
+  ASSERT_GT(replayed.replayed_windows, 0u);
+  const std::vector<MemoryEvent>& order = replayed.prediction()->memory_order;
+  // One event per op that allocates (its start) and one per op that frees (its end), of the last step only.
+  size_t events = 0;
+  for (const Op& op : schedule.ops) events += (op.allocs.empty() ? 0 : 1) + (op.frees.empty() ? 0 : 1);
+  EXPECT_EQ(order.size(), events);
+  ASSERT_EQ(order.size(), simulated.prediction()->memory_order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    ASSERT_EQ(order[i], simulated.prediction()->memory_order[i]) << "memory event " << i;
+  }
+  // Without record_memory_order nothing is recorded, and the run is the same.
+  const RunRecord unrecorded = run_schedule(schedule, topology, SimOptions{});
+  EXPECT_TRUE(unrecorded.prediction()->memory_order.empty());
+  EXPECT_EQ(unrecorded.steps.back().end_ns, replayed.steps.back().end_ns);
 }
 
 }  // namespace
