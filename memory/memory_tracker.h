@@ -48,7 +48,8 @@ struct OomEvent {
   CategoryBytes breakdown{};
 };
 
-/// What a tracker holds at one moment, as the engine's replay of repeating micro-batches compares it (sim/engine.cpp).
+/// What a tracker holds at one moment, as the engine's replay of repeating micro-batches compares it
+/// (sim/replay_boundary.h).
 struct MemoryState {
   AllocatorLayout layout;
   std::vector<BufferId> block_buffers;  ///< per layout block: the buffer it holds (none for a free block)

@@ -106,8 +106,8 @@ struct RunRecord {
   std::optional<OomEvent> oom;
   AllocatorStats allocator;
   uint64_t events = 0;  ///< events the simulator processed (its speed); 0 for a measured run
-  /// Micro-batch windows the simulator wrote as copies of an identical one instead of simulating (engine.cpp);
-  /// their events count in `events`.
+  /// Micro-batch windows the simulator wrote as copies of an identical one instead of simulating
+  /// (sim/micro_batch_replay.h); their events count in `events`.
   uint64_t replayed_windows = 0;
   /// The pipeline stage whose memory the peaks, timeline, OOM and allocator figures describe: the one out of memory,
   /// else the highest reserved peak (0 without pipeline parallelism).

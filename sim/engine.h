@@ -24,7 +24,7 @@ struct SimOptions {
   int64_t allocator_capacity_bytes = 0;  ///< what the allocator may reserve; 0: the GPU's memory less the overheads
   Straggler straggler;                   ///< simulate a rank this much slower than the topology's (none by default)
   /// Write micro-batch windows that repeat the last one exactly as its moved copies instead of simulating them
-  /// (engine.cpp, "Replaying repeated micro-batches"): the same record, faster. Off only to check that.
+  /// (sim/micro_batch_replay.h): the same record, faster. Off only to check that.
   bool replay_repeats = true;
   /// Record the last step's memory events in the order the engine performs them (Prediction::memory_order), which
   /// the host backend follows; off by default, so that sweeps pay nothing for it.

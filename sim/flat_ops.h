@@ -3,8 +3,8 @@
 /// lists live scattered on the heap, and a 16-micro-batch step of Llama-3-405B walks 36,565 of them several times
 /// per simulated step. Each op's stream, neighbours, list ranges and cost entry sit in one 64-byte record; its
 /// dependencies, dependents and buffers in shared arrays; the few distinct costs' event-loop fields in a short list.
-/// Built once per run by the engine (sim/engine.cpp, on the same walk that costs the ops), and compared op by op by
-/// MicroBatchTranslation.
+/// Built once per run by the engine (sim/engine.cpp, on the same walk that costs the ops), read by its event loop and
+/// rate assignment, and compared op by op by MicroBatchTranslation.
 
 #include <cstdint>
 #include <span>

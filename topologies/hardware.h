@@ -94,7 +94,7 @@ struct GpuProfile {
   int64_t allocator_segment_reserve_bytes = 0;  ///< estimated fragmentation floor; only checked against hbm_bytes
 
   // Interference: SMs a communication kernel occupies while it runs (docs/architecture.md §6.11), taken from compute
-  // (sim/engine.cpp, §5.4).
+  // (sim/rate_assignment.h, §5.4).
   int32_t ring_sms = 24;       ///< ring/tree kernels (NCCL channels = CTAs)
   int32_t nvls_sms = 16;       ///< NVLS kernels without registered buffers (0: the GPU has no NVLS, e.g. Ampere)
   int32_t registered_sms = 6;  ///< NVLS / IB SHARP / symmetric kernels with registered buffers (nccl_ub); 0: none

@@ -45,7 +45,7 @@ void HostBackend::setup(const Schedule& schedule) {
   FSDPSIM_CHECK(schedule.ops.size() == schedule_.ops.size(), "the backend runs the schedule it was made for");
   const int64_t capacity = options_.allocator_capacity_bytes > 0 ? options_.allocator_capacity_bytes : kUnlimitedBytes;
   memory_ = std::make_unique<RankMemory>(schedule_, plan_, rank_, AllocatorConfig{capacity, false, 0}, log_);
-  // Like the simulator: persistent buffers first, on their stage's compute stream (sim/engine.cpp, Engine::run).
+  // Like the simulator: persistent buffers first, on their stage's compute stream (sim/stage_memories.cpp, StageMemories::allocate_persistent).
   memory_->setup_persistent();
   done_steps_.assign(schedule_.ops.size(), 0);
   start_turn_.assign(schedule_.ops.size(), -1);

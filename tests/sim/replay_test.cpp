@@ -1,4 +1,4 @@
-// Replaying repeated micro-batches (sim/engine.cpp): windows whose state and ops repeat the last one exactly are
+// Replaying repeated micro-batches (sim/micro_batch_replay.h): windows whose state and ops repeat the last one exactly are
 // written as its moved copies instead of being simulated. The record must be the one simulating every window gives,
 // to the nanosecond and the byte, on every kind of schedule the builders make; and a micro-batch that differs in a
 // single op must be simulated, not copied.
