@@ -12,7 +12,7 @@
 
 #include "memory/memory_overheads.h"
 #include "run/run_record.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 #include "sim/engine.h"
 #include "sim/flat_ops.h"
 #include "sim/host_timeline.h"

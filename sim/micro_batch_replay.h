@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 #include "sim/engine.h"
 #include "sim/flat_ops.h"
 #include "sim/host_timeline.h"

@@ -11,7 +11,7 @@
 #include "memory/memory_overheads.h"
 #include "memory/memory_tracker.h"
 #include "run/run_record.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 #include "sim/engine.h"
 #include "sim/flat_ops.h"
 #include "sim/micro_batch_translation.h"

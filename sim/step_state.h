@@ -11,7 +11,7 @@
 
 #include "common/units.h"
 #include "run/run_record.h"
-#include "schedule/ir/ir.h"
+#include "schedule/ir.h"
 #include "sim/event_queue.h"
 
 namespace fsdpsim {

@@ -11,8 +11,8 @@
 #include "report/report.h"
 #include "sim/engine.h"
 #include "sim/nccl/collective_model.h"
-#include "topologies/hardware.h"
 #include "tests/support/job_of.h"
+#include "topologies/hardware.h"
 
 namespace fsdpsim {
 namespace {
