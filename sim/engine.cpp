@@ -58,12 +58,12 @@ CostedOps cost_and_flatten(const Schedule& s, const Topology& t) {
 
 // Runs the loop over the costed ops and completes its prediction: the collectives' algorithms, the overheads outside
 // the allocator, the straggler and the host's walk.
-RunRecord simulate(const Schedule& s, const Topology& t, const SimOptions& o, const CostedOps& costed,
+RunRecord simulate(const Schedule& s, const Topology& t, const SimOptions& o, CostedOps costed,
                    std::span<const double> link_caps) {
   FSDPSIM_CHECK(costed.costs.size() == s.ops.size() && costed.flat.ops.size() == s.ops.size(), "one cost per op");
   const MemoryOverheads overheads = memory_overheads(s, t, costed.flat);
   HostTimeline host = host_timeline(s, t.gpu.host);
-  RunRecord result = EventLoop(s, t, o, costed.costs, costed.flat, overheads, host, link_caps).run();
+  RunRecord result = EventLoop(s, t, o, costed.costs, std::move(costed.flat), overheads, host, link_caps).run();
   Prediction& prediction = std::get<Prediction>(result.origin);
   prediction.collectives = collective_choices(costed.costs);
   prediction.overheads = overheads;

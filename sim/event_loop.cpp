@@ -2,22 +2,23 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "common/error.h"
 
 namespace fsdpsim {
 
 EventLoop::EventLoop(const Schedule& schedule, const Topology& topology, const SimOptions& options,
-                     const OpCostTable& costs, const FlatOps& flat, const MemoryOverheads& overheads,
-                     const HostTimeline& host, std::span<const double> link_capacities_bytes_per_s)
+                     const OpCostTable& costs, FlatOps flat, const MemoryOverheads& overheads, const HostTimeline& host,
+                     std::span<const double> link_capacities_bytes_per_s)
     : s_(schedule),
       o_(options),
-      flat_(flat),
+      flat_(std::move(flat)),
       host_(host),
       stages_(schedule),
-      memories_(schedule, topology, options, overheads, flat, stages_),
-      rates_(flat, costs, topology.gpu, stages_, link_capacities_bytes_per_s, state_),
-      replay_(schedule, flat, costs, host, options, state_, rates_, memories_) {
+      memories_(schedule, topology, options, overheads, flat_, stages_),
+      rates_(flat_, costs, topology.gpu, stages_, link_capacities_bytes_per_s, state_),
+      replay_(schedule, flat_, costs, host, options, state_, rates_, memories_) {
   state_.acts.resize(schedule.streams.size());
   state_.queue = EventQueue(schedule.streams.size());
 }
@@ -91,6 +92,19 @@ StepRun EventLoop::run_step(int32_t step, TimeNs start) {
   return run;
 }
 
+// The op heading stream `st` is ready on the GPU before the host has issued it: the stream waits (an activity with
+// no work, which ends at the issue time and no rate touches).
+inline bool EventLoop::waits_for_host(size_t st, int32_t op, TimeNs now) {
+  if (host_.issue_ns.empty()) return false;
+  const TimeNs issued = state_.step_start_ns + host_.issue_ns[static_cast<size_t>(op)];
+  if (now >= issued) return false;
+  Activity& a = state_.acts[st];
+  a = Activity{.op = op, .active = true, .host_wait = true, .since = now, .version = a.version + 1};
+  state_.queue.set(static_cast<int32_t>(st), issued, a.version);
+  replay_.host_waited();
+  return true;
+}
+
 // Starts every op that heads its stream with its deps done (sync and empty ops finish at once and may unblock
 // others), then re-rates what runs. Only streams whose head or whose head's deps changed are looked at.
 void EventLoop::advance(TimeNs now) {
@@ -114,19 +128,6 @@ void EventLoop::advance(TimeNs now) {
     start(op, now);
   }
   rates_.rerate(now);
-}
-
-// The op heading stream `st` is ready on the GPU before the host has issued it: the stream waits (an activity with
-// no work, which ends at the issue time and no rate touches).
-bool EventLoop::waits_for_host(size_t st, int32_t op, TimeNs now) {
-  if (host_.issue_ns.empty()) return false;
-  const TimeNs issued = state_.step_start_ns + host_.issue_ns[static_cast<size_t>(op)];
-  if (now >= issued) return false;
-  Activity& a = state_.acts[st];
-  a = Activity{.op = op, .active = true, .host_wait = true, .since = now, .version = a.version + 1};
-  state_.queue.set(static_cast<int32_t>(st), issued, a.version);
-  replay_.host_waited();
-  return true;
 }
 
 // The send carries the transfer; the recv waits on its stream until the send ends (finish()).

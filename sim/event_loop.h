@@ -28,11 +28,15 @@ namespace fsdpsim {
 /// One run of a schedule.
 class EventLoop {
  public:
-  /// Everything given must outlive this; `costs` and `flat` are the schedule's ops costed and flattened, `overheads`
-  /// the memory outside the allocator, `host` the host's issue times, `link_capacities_bytes_per_s` by link index.
+  /// Everything given by reference must outlive this; `costs` and `flat` are the schedule's ops costed and flattened
+  /// (the loop keeps `flat`: it reads it at every event), `overheads` the memory outside the allocator, `host` the
+  /// host's issue times, `link_capacities_bytes_per_s` by link index.
   EventLoop(const Schedule& schedule, const Topology& topology, const SimOptions& options, const OpCostTable& costs,
-            const FlatOps& flat, const MemoryOverheads& overheads, const HostTimeline& host,
+            FlatOps flat, const MemoryOverheads& overheads, const HostTimeline& host,
             std::span<const double> link_capacities_bytes_per_s);
+  /// Its parts hold references to its members: it stays where it was made.
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
 
   /// Runs options.steps steps: their op timings, the worst stage's memory figures and the events processed, with a
   /// Prediction that holds the last step's memory order (when recorded) for the caller to complete.
@@ -51,7 +55,7 @@ class EventLoop {
 
   const Schedule& s_;
   const SimOptions& o_;
-  const FlatOps& flat_;
+  const FlatOps flat_;
   const HostTimeline& host_;
   StreamStages stages_;
   StepState state_;

@@ -1,8 +1,8 @@
 #pragma once
 /// Which micro-batches of a schedule repeat the one before them exactly, op for op, so that the engine may replay a
-/// stretch of the run it has already simulated instead of simulating it again (sim/micro_batch_replay.h, "Replaying repeated
-/// micro-batches"). A 16-micro-batch step of Llama-3-405B is sixteen copies of one micro-batch's 2,285 ops; once
-/// the engine's whole state repeats from one micro-batch to the next, every later copy runs the same way, P
+/// stretch of the run it has already simulated instead of simulating it again (sim/micro_batch_replay.h, "Replaying
+/// repeated micro-batches"). A 16-micro-batch step of Llama-3-405B is sixteen copies of one micro-batch's 2,285 ops;
+/// once the engine's whole state repeats from one micro-batch to the next, every later copy runs the same way, P
 /// nanoseconds later.
 ///
 /// Micro-batch m + 1 repeats micro-batch m when it has as many ops, at a uniform id offset (the same for every

@@ -97,14 +97,4 @@ bool boundary_states_repeat(const Boundary& prev, const Boundary& cur, const Mic
          prev.rates == cur.rates && memories_repeat(prev, cur, translation);
 }
 
-int32_t unfinished_deps(const FlatOps& flat, int32_t op, const std::vector<size_t>& heads) {
-  int32_t unfinished = 0;
-  const FlatOp& r = flat.ops[static_cast<size_t>(op)];
-  for (int32_t i = r.deps_begin; i < r.deps_end; ++i) {
-    const FlatOp& d = flat.ops[static_cast<size_t>(flat.op_ids[static_cast<size_t>(i)])];
-    unfinished += static_cast<size_t>(d.position) >= heads[static_cast<size_t>(d.stream)] ? 1 : 0;
-  }
-  return unfinished;
-}
-
 }  // namespace fsdpsim

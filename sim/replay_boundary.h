@@ -48,7 +48,15 @@ Boundary capture_boundary(int32_t micro_batch, TimeNs now, const StepState& stat
 bool boundary_states_repeat(const Boundary& prev, const Boundary& cur, const MicroBatchTranslation& translation);
 
 /// How many of `op`'s dependencies are not finished when each stream's head is at `heads` (an op is finished once
-/// its stream's head has passed it).
-int32_t unfinished_deps(const FlatOps& flat, int32_t op, const std::vector<size_t>& heads);
+/// its stream's head has passed it). Inline: a replay recounts every op still to run.
+inline int32_t unfinished_deps(const FlatOps& flat, int32_t op, const std::vector<size_t>& heads) {
+  int32_t unfinished = 0;
+  const FlatOp& r = flat.ops[static_cast<size_t>(op)];
+  for (int32_t i = r.deps_begin; i < r.deps_end; ++i) {
+    const FlatOp& d = flat.ops[static_cast<size_t>(flat.op_ids[static_cast<size_t>(i)])];
+    unfinished += static_cast<size_t>(d.position) >= heads[static_cast<size_t>(d.stream)] ? 1 : 0;
+  }
+  return unfinished;
+}
 
 }  // namespace fsdpsim

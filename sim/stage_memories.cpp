@@ -56,31 +56,11 @@ void StageMemories::end_step(StepRun& run) {
   }
 }
 
-TimeNs StageMemories::allocate_buffers(int32_t op_id, const FlatOp& op, TimeNs now, int32_t step) {
-  MemoryTracker& memory = memories_[stages_.stage_of(static_cast<size_t>(op.stream))];
-  const int64_t mallocs_before = memory.allocator_stats().cuda_malloc_calls;
-  note(op_id, false);
-  for (int32_t i = op.allocs_begin; i < op.allocs_end; ++i) {
-    memory.allocate(flat_.buffer_ids[static_cast<size_t>(i)], OpId(op_id), StreamId(op.stream), now, step);
-  }
-  // A new allocator segment is a synchronous cudaMalloc on the host before the op can be enqueued: it delays the
-  // op (this is what makes a first step slower than the steady state).
-  return (memory.allocator_stats().cuda_malloc_calls - mallocs_before) * cuda_malloc_ns_;
-}
-
 void StageMemories::allocate_at_rendezvous(int32_t recv, const FlatOp& r, TimeNs now, int32_t step) {
   if (r.allocs_end > r.allocs_begin) note(recv, false);
   for (int32_t i = r.allocs_begin; i < r.allocs_end; ++i) {
     const BufferId b = flat_.buffer_ids[static_cast<size_t>(i)];
     memory_of(b).allocate(b, OpId(recv), StreamId(r.stream), now, step);
-  }
-}
-
-void StageMemories::release_buffers(int32_t op_id, const FlatOp& op, TimeNs now) {
-  note(op_id, true);
-  for (int32_t i = op.frees_begin; i < op.frees_end; ++i) {
-    const BufferId b = flat_.buffer_ids[static_cast<size_t>(i)];
-    memory_of(b).release(b, now);
   }
 }
 

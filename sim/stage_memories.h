@@ -67,6 +67,7 @@ class StageMemories {
   void finish_record(RunRecord& result, std::vector<MemoryEvent>& order);
 
  private:
+  // Inline below: they run at the start and end of every op that allocates or frees.
   TimeNs allocate_buffers(int32_t op_id, const FlatOp& op, TimeNs now, int32_t step);
   void release_buffers(int32_t op_id, const FlatOp& op, TimeNs now);
   MemoryTracker& memory_of(BufferId b) { return memories_[static_cast<size_t>(schedule_.buffers[b].stage)]; }
@@ -85,5 +86,25 @@ class StageMemories {
   std::vector<std::vector<int64_t>> mallocs_;   // per stage, per step: new segments
   std::vector<MemoryEvent> order_;              // this step's memory events, in order (record_memory_order)
 };
+
+inline TimeNs StageMemories::allocate_buffers(int32_t op_id, const FlatOp& op, TimeNs now, int32_t step) {
+  MemoryTracker& memory = memories_[stages_.stage_of(static_cast<size_t>(op.stream))];
+  const int64_t mallocs_before = memory.allocator_stats().cuda_malloc_calls;
+  note(op_id, false);
+  for (int32_t i = op.allocs_begin; i < op.allocs_end; ++i) {
+    memory.allocate(flat_.buffer_ids[static_cast<size_t>(i)], OpId(op_id), StreamId(op.stream), now, step);
+  }
+  // A new allocator segment is a synchronous cudaMalloc on the host before the op can be enqueued: it delays the
+  // op (this is what makes a first step slower than the steady state).
+  return (memory.allocator_stats().cuda_malloc_calls - mallocs_before) * cuda_malloc_ns_;
+}
+
+inline void StageMemories::release_buffers(int32_t op_id, const FlatOp& op, TimeNs now) {
+  note(op_id, true);
+  for (int32_t i = op.frees_begin; i < op.frees_end; ++i) {
+    const BufferId b = flat_.buffer_ids[static_cast<size_t>(i)];
+    memory_of(b).release(b, now);
+  }
+}
 
 }  // namespace fsdpsim
