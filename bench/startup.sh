@@ -14,9 +14,12 @@ measure() {
   local samples
   local samples="" start end rss
   for ((i = 0; i < runs; ++i)); do
-    start=$EPOCHREALTIME  # microseconds; GNU time's wall clock has 10 ms steps
-    rss=$(/usr/bin/time -f "%M" "$@" 2>&1 >/dev/null | tail -n 1)
+    # The wall time of the program alone (microseconds; GNU time's clock has 10 ms steps and its own fork in it),
+    # then its peak resident memory from a second run under GNU time.
+    start=$EPOCHREALTIME
+    "$@" >/dev/null 2>&1
     end=$EPOCHREALTIME
+    rss=$(/usr/bin/time -f "%M" "$@" 2>&1 >/dev/null | tail -n 1)
     samples+="$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", (b - a) * 1000}') $rss"$'\n'
   done
   printf '%-40s %7.1f ms %6.1f MB   (median of %d)\n' "$label" \
