@@ -3,7 +3,6 @@
 /// in Megatron-Core's layout, and the consistency checks with a hook that says where each key was written.
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 

@@ -1,13 +1,11 @@
 // Built-in model presets (model/models/*.yaml, compiled in by cmake/EmbedFiles.cmake).
-#include <filesystem>
-#include <fstream>
 #include <span>
-#include <sstream>
+#include <string>
+#include <vector>
 
 #include "common/embedded.h"
 #include "common/error.h"
 #include "common/text.h"
-#include "common/yaml_reader.h"
 #include "model/model.h"
 
 namespace fsdpsim {
