@@ -1,9 +1,10 @@
 // The built-in topologies and GPU profiles: YAML files under topologies/presets/ and topologies/profiles/, compiled
-// into the binary (cmake/EmbedFiles.cmake) and parsed once, on first use.
+// into the binary (cmake/EmbedFiles.cmake); each is parsed the first time it is used.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <sstream>
@@ -28,40 +29,51 @@ std::string preset_source(std::string_view name) {
   return "<preset " + std::string(name) + ">";
 }
 
-// Keyed by file name; std::map keeps the names sorted, so listings are deterministic.
-const std::map<std::string, GpuProfile>& profile_table() {
-  static const std::map<std::string, GpuProfile> table = [] {
-    std::map<std::string, GpuProfile> out;
-    for (const auto& file : embedded_gpu_profiles()) {
-      GpuProfile profile = parse_gpu_profile_yaml(std::string(file.text), preset_source(file.name));
-      FSDPSIM_CHECK(profile.name == file.name,
-                    "profile file '" + std::string(file.name) + "' names itself '" + profile.name + "'");
-      out.emplace(std::string(file.name), std::move(profile));
-    }
-    return out;
-  }();
-  return table;
-}
-
-const std::map<std::string, Topology>& topology_table() {
-  static const std::map<std::string, Topology> table = [] {
-    std::map<std::string, Topology> out;
-    for (const auto& file : embedded_topology_presets()) {
-      Topology topology = parse_topology_yaml(std::string(file.text), preset_source(file.name));
-      FSDPSIM_CHECK(topology.name == file.name,
-                    "topology file '" + std::string(file.name) + "' names itself '" + topology.name + "'");
-      out.emplace(std::string(file.name), std::move(topology));
-    }
-    return out;
-  }();
-  return table;
-}
-
+// The presets of one kind, each parsed the first time it is asked for: parsing every embedded file up front cost a
+// `simulate` three quarters of its instructions (yaml-cpp reads ~2 MB/s), for the one topology and one GPU profile it
+// uses. Sweep threads ask concurrently, hence the mutex; std::map's nodes never move, so references stay valid.
 template <typename T>
-std::vector<std::string> names_of(const std::map<std::string, T>& table) {
-  std::vector<std::string> names;
-  for (const auto& entry : table) names.push_back(entry.first);
-  return names;
+class LazyPresets {
+ public:
+  using Parse = T (*)(const std::string& text, const std::string& source);
+  LazyPresets(std::span<const EmbeddedFile> files, Parse parse, const char* kind)
+      : files_(files), parse_(parse), kind_(kind) {
+    for (const auto& file : files_) names_.emplace_back(file.name);
+    std::sort(names_.begin(), names_.end());  // listings are deterministic
+  }
+
+  /// The preset named `name`, or nullptr when there is none.
+  const T* find(const std::string& name) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (const auto it = parsed_.find(name); it != parsed_.end()) return &it->second;
+    for (const auto& file : files_) {
+      if (file.name != name) continue;
+      T preset = parse_(std::string(file.text), preset_source(file.name));
+      FSDPSIM_CHECK(preset.name == file.name, std::string(kind_) + " file '" + std::string(file.name) +
+                                                  "' names itself '" + preset.name + "'");
+      return &parsed_.emplace(name, std::move(preset)).first->second;
+    }
+    return nullptr;
+  }
+  [[nodiscard]] const std::vector<std::string>& names() const { return names_; }
+
+ private:
+  std::span<const EmbeddedFile> files_;
+  Parse parse_;
+  const char* kind_;
+  std::vector<std::string> names_;
+  std::mutex mutex_;
+  std::map<std::string, T> parsed_;
+};
+
+LazyPresets<GpuProfile>& profiles() {
+  static LazyPresets<GpuProfile> presets(embedded_gpu_profiles(), &parse_gpu_profile_yaml, "profile");
+  return presets;
+}
+
+LazyPresets<Topology>& topologies() {
+  static LazyPresets<Topology> presets(embedded_topology_presets(), &parse_topology_yaml, "topology");
+  return presets;
 }
 
 [[noreturn]] void unknown_name(const std::string& kind, const std::string& name,
@@ -91,10 +103,9 @@ std::string read_file_or_fail(const std::string& kind, const std::string& name_o
 namespace hardware_yaml {
 
 std::optional<GpuProfile> find_gpu_profile_preset(const std::string& name) {
-  const auto& table = profile_table();
-  const auto it = table.find(name);
-  if (it == table.end()) return std::nullopt;
-  return it->second;
+  const GpuProfile* profile = profiles().find(name);
+  if (profile == nullptr) return std::nullopt;
+  return *profile;
 }
 
 }  // namespace hardware_yaml
@@ -104,37 +115,33 @@ std::string_view to_string(GpuArch arch) {
 }
 
 std::vector<std::string> topology_preset_names() {
-  return names_of(topology_table());
+  return topologies().names();
 }
 
 std::vector<std::string> gpu_profile_names() {
-  return names_of(profile_table());
+  return profiles().names();
 }
 
 Topology topology_preset(const std::string& name) {
-  const auto& table = topology_table();
-  const auto it = table.find(name);
-  if (it == table.end()) unknown_name("topology preset", name, names_of(table));
-  return it->second;
+  const Topology* topology = topologies().find(name);
+  if (topology == nullptr) unknown_name("topology preset", name, topologies().names());
+  return *topology;
 }
 
 GpuProfile gpu_profile(const std::string& name) {
-  const auto& table = profile_table();
-  const auto it = table.find(name);
-  if (it == table.end()) unknown_name("GPU profile", name, names_of(table));
-  return it->second;
+  const GpuProfile* profile = profiles().find(name);
+  if (profile == nullptr) unknown_name("GPU profile", name, profiles().names());
+  return *profile;
 }
 
 Topology load_topology(const std::string& name_or_path) {
-  const auto& table = topology_table();
-  if (const auto it = table.find(name_or_path); it != table.end()) return it->second;
-  return parse_topology_yaml(read_file_or_fail("topology", name_or_path, names_of(table)), name_or_path);
+  if (const Topology* topology = topologies().find(name_or_path)) return *topology;
+  return parse_topology_yaml(read_file_or_fail("topology", name_or_path, topologies().names()), name_or_path);
 }
 
 GpuProfile load_gpu_profile(const std::string& name_or_path) {
-  const auto& table = profile_table();
-  if (const auto it = table.find(name_or_path); it != table.end()) return it->second;
-  return parse_gpu_profile_yaml(read_file_or_fail("GPU profile", name_or_path, names_of(table)), name_or_path);
+  if (const GpuProfile* profile = profiles().find(name_or_path)) return *profile;
+  return parse_gpu_profile_yaml(read_file_or_fail("GPU profile", name_or_path, profiles().names()), name_or_path);
 }
 
 }  // namespace fsdpsim
