@@ -4,11 +4,9 @@
 #include <limits>
 #include <stdexcept>
 
+#include "cli/mpi_module_api.h"
 #include "common/error.h"
-
-#if FSDPSIM_HAVE_MPI
-#include <mpi.h>
-#endif
+#include "common/module_loader.h"
 
 namespace fsdpsim::cli {
 namespace {
@@ -23,18 +21,29 @@ std::optional<int> env_int(const char* name) {
 }
 
 #if FSDPSIM_HAVE_MPI
-void check(int status, const char* call) {
-  if (status == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING] = {};
-  int length = 0;
-  (void)MPI_Error_string(status, text, &length);
-  throw std::runtime_error(std::string(call) + " failed: " + text);
-}
-
-void finalize_mpi() {
-  int finalized = 0;
-  (void)MPI_Finalized(&finalized);
-  if (!finalized) (void)MPI_Finalize();
+const MpiModuleApi& mpi_module() {
+  static const LoadedModule loaded = [] {
+    ModuleSearch search;
+    search.file_name = "libfsdpsim_mpi.so";
+    search.env_variable = "FSDPSIM_MPI_MODULE";
+    search.from_bindir = FSDPSIM_MPI_MODULE_FROM_BINDIR;
+    search.build_path = FSDPSIM_MPI_MODULE_BUILD_PATH;
+    search.entry_symbol = kMpiModuleEntrySymbol;
+    search.mismatch = [](const void* table) -> std::string {
+      const auto& api = *static_cast<const MpiModuleApi*>(table);
+      if (api.abi_version != kMpiModuleAbiVersion || api.start == nullptr || api.gather_texts_to_rank0 == nullptr) {
+        return "it was built from another fsdpsim; use the module built with this program";
+      }
+      return "";
+    };
+    return load_module(search);
+  }();
+  if (loaded.table == nullptr) {
+    throw Error("the MPI launcher could not be loaded; looked at:" + loaded.places_tried +
+                "\n  It needs Open MPI's libmpi (Debian: libopenmpi3): install it, or point FSDPSIM_MPI_MODULE at the "
+                "libfsdpsim_mpi.so built with this program; or run one process per shard with --shard i/N and merge.");
+  }
+  return *static_cast<const MpiModuleApi*>(loaded.table);
 }
 #endif
 
@@ -63,15 +72,8 @@ std::optional<MpiLaunch> mpi_launch_from_environment() {
 #if FSDPSIM_HAVE_MPI
 
 void start_mpi(const MpiLaunch& launch) {
-  int initialized = 0;
-  check(MPI_Initialized(&initialized), "MPI_Initialized");
-  if (!initialized) {
-    check(MPI_Init(nullptr, nullptr), "MPI_Init");
-    (void)std::atexit(finalize_mpi);
-  }
   int rank = 0, size = 0;
-  check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
-  check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+  if (const std::string error = mpi_module().start(&rank, &size); !error.empty()) throw std::runtime_error(error);
   if (rank != launch.rank || size != launch.size) {
     // srun without an MPI plugin starts N singletons: each would sweep everything and print it.
     throw ConfigError(SourceLocation{"<mpi>", 0, 0}, "",
@@ -82,31 +84,9 @@ void start_mpi(const MpiLaunch& launch) {
 }
 
 std::vector<std::string> gather_texts_to_rank0(const std::string& mine) {
-  int rank = 0, size = 0;
-  check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
-  check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
-  if (mine.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
-    throw std::runtime_error("a rank's sweep part exceeds 2 GiB; run more ranks or shard with --shard");
-  }
-  int length = static_cast<int>(mine.size());
-  std::vector<int> lengths(rank == 0 ? static_cast<size_t>(size) : 0);
-  check(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Gather");
-  std::vector<int> offsets(lengths.size());
-  long long all = 0;
-  for (size_t r = 0; r < lengths.size(); ++r) {
-    offsets[r] = static_cast<int>(all);
-    all += lengths[r];
-    if (all > std::numeric_limits<int>::max()) {
-      throw std::runtime_error("the gathered sweep parts exceed 2 GiB; shard with --shard and merge instead");
-    }
-  }
-  std::string joined(static_cast<size_t>(all), '\0');
-  check(MPI_Gatherv(mine.data(), length, MPI_CHAR, joined.data(), lengths.data(), offsets.data(), MPI_CHAR, 0,
-                    MPI_COMM_WORLD),
-        "MPI_Gatherv");
   std::vector<std::string> texts;
-  for (size_t r = 0; r < lengths.size(); ++r) {
-    texts.push_back(joined.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lengths[r])));
+  if (const std::string error = mpi_module().gather_texts_to_rank0(mine, &texts); !error.empty()) {
+    throw std::runtime_error(error);
   }
   return texts;
 }

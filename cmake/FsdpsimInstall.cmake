@@ -17,6 +17,10 @@ if(TARGET fsdpsim_cuda)
   # The CUDA backend's module, loaded by the program on first use (exec/cuda/cuda_loader.h).
   install(TARGETS fsdpsim_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/fsdpsim)
 endif()
+if(TARGET fsdpsim_mpi)
+  # The MPI launcher's module, loaded by the program only under mpirun/srun (cli/mpi_sweep.h).
+  install(TARGETS fsdpsim_mpi LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/fsdpsim)
+endif()
 install(TARGETS ${_fsdpsim_targets} EXPORT fsdpsimTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY common schedule model config frontends builders topologies memory run report job sim exec plan
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/fsdpsim

@@ -78,7 +78,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     dist_info = f"{_NAME}-{version}.dist-info"
     files = {f"{_NAME}/{name}": (package / name).read_bytes() for name in ("__init__.py", "__main__.py")}
     files[f"{_NAME}/{extension.name}"] = extension.read_bytes()
-    for module in sorted(package.glob("libfsdpsim_cuda.so")):  # the CUDA backend, loaded on first use
+    for module in sorted(package.glob("libfsdpsim_*.so")):  # the CUDA backend and MPI launcher, loaded on first use
         files[f"{_NAME}/{module.name}"] = module.read_bytes()
     files[f"{dist_info}/METADATA"] = (
         f"Metadata-Version: 2.1\nName: {_NAME}\nVersion: {version}\n"

@@ -17,7 +17,7 @@ namespace fsdpsim {
 /// Bumped whenever a function's signature or a type handed across changes shape.
 inline constexpr int32_t kCudaBackendAbiVersion = 1;
 
-/// The C symbol the module exports: `const CudaBackendApi* fsdpsim_cuda_backend_api()`.
+/// The C symbol the module exports: `const void* fsdpsim_cuda_backend_api()`, a `const CudaBackendApi*`.
 inline constexpr const char* kCudaBackendEntrySymbol = "fsdpsim_cuda_backend_api";
 
 /// The functions of exec/cuda/cuda_runner.h that the program's commands call.

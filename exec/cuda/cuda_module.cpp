@@ -11,9 +11,11 @@ fsdpsim::ExecResult run(const fsdpsim::Schedule& schedule, const fsdpsim::CudaOp
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const fsdpsim::CudaBackendApi* fsdpsim_cuda_backend_api();
+// Returns the table as `const void*`: the loader (common/module_loader.h) calls every module's entry through that one
+// type, and a call through a pointer of another function type is undefined behaviour.
+extern "C" __attribute__((visibility("default"))) const void* fsdpsim_cuda_backend_api();
 
-extern "C" __attribute__((visibility("default"))) const fsdpsim::CudaBackendApi* fsdpsim_cuda_backend_api() {
+extern "C" __attribute__((visibility("default"))) const void* fsdpsim_cuda_backend_api() {
   static const fsdpsim::CudaBackendApi api = [] {
     fsdpsim::CudaBackendApi a = fsdpsim::cuda_backend_api_shape();
     a.device_available = &fsdpsim::cuda_device_available;
