@@ -8,6 +8,7 @@
 #include "common/units.h"
 #include "plan/fit.h"
 #include "plan/sweep.h"
+#include "plan/sweep_row.h"
 #include "schedule/summary.h"
 
 namespace fsdpsim {
@@ -18,44 +19,6 @@ std::string csv_field(const std::string& s) {
   std::string out = "\"";
   for (const char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
-}
-
-// Every field of one point, as sweep_json and fit_json write it.
-nlohmann::ordered_json point_json(const SweepResult& r) {
-  return nlohmann::ordered_json{{"configuration", r.assignments},
-                                {"valid", r.valid},
-                                {"invalid_reason", r.invalid_reason},
-                                {"fits", r.fits()},
-                                {"verdict", r.valid ? to_string(r.memory.fit) : ""},
-                                {"gpus", r.gpus},
-                                {"micro_batches", r.micro_batches},
-                                {"step_time_s", r.step_time_s},
-                                {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
-                                {"tflops_per_gpu", r.tflops_per_gpu},
-                                {"mfu", r.mfu},
-                                {"exposed_comm_s", r.exposed_comm_s},
-                                {"peak_allocated_bytes", r.peak_allocated_bytes},
-                                {"needed_bytes", r.needed_bytes},
-                                {"band_low_bytes", r.memory.band_low_bytes},
-                                {"band_high_bytes", r.memory.band_high_bytes},
-                                {"band_published_runs", r.memory.band.runs},
-                                {"gpu_memory_bytes", r.gpu_memory_bytes},
-                                {"gpu_seconds_per_million_tokens", r.gpu_seconds_per_million_tokens},
-                                {"params_per_rank", r.params_per_rank},
-                                {"topology", r.topology},
-                                {"gpu", r.gpu},
-                                {"over_budget", r.over_budget},
-                                {"checkpoint_bytes", r.checkpoint_bytes},
-                                {"checkpoint_write_s", r.cost.checkpoint_write_s},
-                                {"mtbf_s", r.cost.mtbf_s},
-                                {"checkpoint_interval_s", r.cost.checkpoint_interval_s},
-                                {"lost_fraction", r.cost.lost_fraction},
-                                {"goodput", r.cost.goodput},
-                                {"days", r.cost.days},
-                                {"gpu_hours", r.cost.gpu_hours},
-                                {"priced", r.priced},
-                                {"price_per_million_tokens", r.cost.price_per_million_tokens},
-                                {"run_price", r.cost.price}};
 }
 
 }  // namespace
@@ -149,7 +112,7 @@ std::string sweep_json(const std::vector<SweepResult>& results, const std::vecto
   size_t rank = 0;
   for (const size_t i : order) {
     nlohmann::ordered_json point{{"rank", ++rank}};
-    point.update(point_json(results[i]));
+    point.update(sweep_row_json(results[i]));
     j.push_back(std::move(point));
   }
   return j.dump(2) + "\n";
@@ -159,7 +122,7 @@ std::string fit_json(const FitAnswer& answer) {
   nlohmann::ordered_json tried = nlohmann::ordered_json::array();
   for (const auto& [assignment, result] : answer.tried) {
     nlohmann::ordered_json t{{"assignment", assignment}};
-    t.update(point_json(result));
+    t.update(sweep_row_json(result));
     tried.push_back(std::move(t));
   }
   const nlohmann::ordered_json j{{"target", answer.target == FitTarget::gpus               ? "gpus"
@@ -169,7 +132,7 @@ std::string fit_json(const FitAnswer& answer) {
                                  {"assignment", answer.assignment},
                                  {"explanation", answer.explanation},
                                  {"note", answer.note},
-                                 {"result", point_json(answer.result)},
+                                 {"result", sweep_row_json(answer.result)},
                                  {"tried", tried}};
   return j.dump(2) + "\n";
 }
