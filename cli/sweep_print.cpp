@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <set>
 
 #include "cli/output.h"
 #include "common/text.h"
@@ -26,6 +27,12 @@ std::string hardware_name(const SweepSpec& spec) {
   return tops + gpus;
 }
 
+// "fixed: seq_length=8192 ...", or nothing for a part written before the header held it.
+std::string fixed_line(const std::map<std::string, std::string>& header) {
+  const std::string fixed = header_value(header, "fixed");
+  return fixed.empty() ? "" : "fixed: " + fixed + "\n";
+}
+
 // What the run columns rest on, what a cost ranking means without prices, and the GPU budget.
 std::string run_note(const std::map<std::string, std::string>& header, const std::vector<SweepResult>& results,
                      RankBy by) {
@@ -45,6 +52,36 @@ std::string run_note(const std::map<std::string, std::string>& header, const std
         std::to_string(over) + " points need more than --max-gpus " + max_gpus + " GPUs and rank after the others\n";
   }
   return note;
+}
+
+// The settings every point shares that decide its layout, memory and speed, as "key=value" (keys a --grid axis or a
+// --compare-pp plan varies are left out): the table and the HTML page say what the ranking holds fixed.
+std::string fixed_settings(const SweepSpec& spec) {
+  std::set<std::string> varied;
+  for (const GridAxis& axis : spec.axes) varied.insert(axis.key);
+  for (const auto& point : spec.points) {
+    for (const std::string& assignment : point) varied.insert(assignment.substr(0, assignment.find('=')));
+  }
+  const FsdpConfig& c = spec.base;
+  std::vector<std::string> keys{c.gpus > 0 ? "gpus" : "nodes",
+                                "implementation",
+                                "data_parallel_sharding_strategy",
+                                "tp",
+                                "cp",
+                                "ep",
+                                "pp"};
+  if (c.pp > 1) keys.insert(keys.end(), {"virtual_pipeline_stages", "pipeline_schedule"});
+  keys.insert(keys.end(), {"seq_length", "micro_batch_size", "global_batch_size", "param_dtype", "fp8_compute",
+                           "recompute_granularity"});
+  if (c.recompute_granularity == Recompute::selective) keys.emplace_back("recompute_modules");
+  if (c.cpu_offloading_activations) keys.emplace_back("cpu_offloading_activations");
+  // Sweeping gpus varies nodes too, and the other way round.
+  if (varied.count("gpus") + varied.count("nodes") > 0) varied.insert({"gpus", "nodes"});
+  std::vector<std::string> fixed;
+  for (const std::string& key : keys) {
+    if (varied.count(key) == 0) fixed.push_back(key + "=" + config_value(c, key));
+  }
+  return join(fixed, " ");
 }
 
 }  // namespace
@@ -68,6 +105,7 @@ std::map<std::string, std::string> sweep_header(const SweepSpec& spec, const std
                         format_bandwidth(spec.run.storage_write_bytes_per_s) + " at the Young-Daly interval";
   }
   if (spec.max_gpus > 0) header["max_gpus"] = std::to_string(spec.max_gpus);
+  header["fixed"] = fixed_settings(spec);
   return header;
 }
 
@@ -85,11 +123,13 @@ void print_sweep(const std::map<std::string, std::string>& header, const std::ve
   std::cout << "sweep of " << results.size() << " configurations of " << header_value(header, "model") << " on "
             << header_value(header, "hardware") << ": " << valid << " can be built, " << fits << " fit, " << at_risk
             << " at risk (ranked by " << outputs.rank_by << ")\n"
-            << header_value(header, "compared") << run_note(header, results, by) << "\n";
+            << fixed_line(header) << header_value(header, "compared") << run_note(header, results, by) << "\n";
   std::cout << sweep_table(results, order, outputs.top);
   if (!outputs.csv.empty()) write_text_file(outputs.csv, sweep_csv(results, order), "--csv");
   if (!outputs.json.empty()) write_text_file(outputs.json, sweep_json(results, order), "--json");
-  if (!outputs.html.empty()) write_text_file(outputs.html, html_sweep_report(results, order, title), "--html");
+  if (!outputs.html.empty()) {
+    write_text_file(outputs.html, html_sweep_report(results, order, title, header_value(header, "fixed")), "--html");
+  }
 }
 
 }  // namespace fsdpsim::cli

@@ -23,9 +23,10 @@ namespace fsdpsim {
 std::string html_run_report(const Schedule& schedule, const RunRecord& run, const Report& report,
                             const std::vector<AdviceItem>& advice, const FsdpConfig* config = nullptr);
 
-/// The report of a sweep: the ranked table and memory against throughput with the Pareto front.
+/// The report of a sweep: the ranked table and memory against throughput with the Pareto front. `fixed_settings`
+/// ("seq_length=8192 global_batch_size=512 ...") says what every point shares; empty leaves it out.
 std::string html_sweep_report(const std::vector<SweepResult>& results, const std::vector<size_t>& order,
-                              const std::string& title);
+                              const std::string& title, const std::string& fixed_settings = "");
 
 /// Indices of the fitting results (valid and fits) on the Pareto front of needed memory (less is better) and tokens/s
 /// per GPU (more is better): those that no other fitting result dominates (needs no more memory, gives no fewer

@@ -1,5 +1,6 @@
 // The sweep report: the ranked table, and needed memory against throughput with the Pareto front.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <set>
 
@@ -17,6 +18,7 @@ constexpr double kTopPx = 14;
 constexpr double kPlotHeightPx = 380;
 constexpr double kAxisHeightPx = 44;
 constexpr const char* kFitsColour = "#59a14f";
+constexpr const char* kRiskColour = "#f28e2b";
 constexpr const char* kOomColour = "#e15759";
 constexpr const char* kFrontColour = "#000000";
 constexpr const char* kGpuMemoryColour = "#777777";
@@ -24,30 +26,56 @@ constexpr size_t kTableRows = 50;
 
 struct Frame {
   double xmax_bytes = 1;
-  double ymax = 1;  // tokens/s per GPU
+  double ymin = 0;  // tokens/s per GPU
+  double ymax = 1;
   /// Memory beyond the axis is drawn at its right edge (see off_chart()).
   [[nodiscard]] double x(double bytes) const {
     return kMarginLeftPx + std::min(bytes, xmax_bytes) / xmax_bytes * kPlotWidthPx;
   }
-  [[nodiscard]] double y(double tps) const { return kTopPx + kPlotHeightPx * (1.0 - tps / ymax); }
+  [[nodiscard]] double y(double tps) const { return kTopPx + kPlotHeightPx * (1.0 - (tps - ymin) / (ymax - ymin)); }
   [[nodiscard]] bool off_chart(int64_t bytes) const { return static_cast<double>(bytes) > xmax_bytes; }
 };
+
+// The throughput axis starts at 0 when the points spread over more than half of it; when they sit close together
+// (797-823 tokens/s) a zero-based axis draws them as one flat line, so it then spans the points with a tenth of their
+// spread to spare on each side, cut at round ticks. The tick labels show where it starts.
+void fit_throughput_axis(double low, double high, Frame* f) {
+  if (!(high > 0) || !(low >= 0.5 * high)) return;
+  const double spread = high > low ? high - low : 0.1 * high;
+  const double pad = 0.1 * spread;
+  const std::vector<double> steps = nice_ticks(spread + 2 * pad, 6);
+  const double step = steps.size() > 1 ? steps[1] : spread;
+  f->ymin = std::max(0.0, std::floor((low - pad) / step) * step);
+  f->ymax = std::ceil((high + pad) / step) * step;
+}
+
+// The tick values of the throughput axis: multiples of a 1-2-5 step from ymin to ymax.
+std::vector<double> throughput_ticks(const Frame& f) {
+  const std::vector<double> steps = nice_ticks(f.ymax - f.ymin, 6);
+  const double step = steps.size() > 1 ? steps[1] : f.ymax - f.ymin;
+  std::vector<double> ticks;
+  for (double v = std::ceil(f.ymin / step) * step; v <= f.ymax * (1 + 1e-9); v += step) ticks.push_back(v);
+  return ticks;
+}
 
 // The memory axis spans the fitting points and the GPU memory lines, with 10 % to spare: a reader chooses among the
 // fitting points, and one OOM point needing many times the memory would squash them all against the left edge. Points
 // beyond the axis are drawn clipped at its right edge. Only with no fitting point and no known GPU memory do the OOM
 // points set the axis.
 Frame scatter_frame(const std::vector<SweepResult>& results) {
-  double fitting_x = 0, any_x = 0, y = 0;
+  double fitting_x = 0, any_x = 0, y_low = std::numeric_limits<double>::infinity(), y_high = 0;
   for (const SweepResult& r : results) {
     if (!r.valid) continue;
     any_x = std::max(any_x, static_cast<double>(r.needed_bytes));
     fitting_x = std::max(fitting_x, static_cast<double>(r.gpu_memory_bytes));
     if (r.fits()) fitting_x = std::max(fitting_x, static_cast<double>(r.needed_bytes));
-    y = std::max(y, r.tokens_per_s_per_gpu);
+    y_low = std::min(y_low, r.tokens_per_s_per_gpu);
+    y_high = std::max(y_high, r.tokens_per_s_per_gpu);
   }
   const double x = fitting_x > 0 ? fitting_x : any_x;
-  return Frame{x > 0 ? x * 1.1 : 1.0, y > 0 ? y * 1.1 : 1.0};
+  Frame f{x > 0 ? x * 1.1 : 1.0, 0.0, y_high > 0 ? y_high * 1.1 : 1.0};
+  fit_throughput_axis(y_low, y_high, &f);
+  return f;
 }
 
 std::string axes(const Frame& f) {
@@ -66,7 +94,7 @@ std::string axes(const Frame& f) {
            "\" stroke=\"#0001\"/>\n<text x=\"" + x + "\" y=\"" + px(bottom + 16) + "\" text-anchor=\"middle\">" +
            fixed(v, xdec) + unit_name + "</text>\n";
   }
-  for (const double v : nice_ticks(f.ymax, 6)) {
+  for (const double v : throughput_ticks(f)) {
     const std::string y = px(f.y(v));
     out += "<line x1=\"" + px(kMarginLeftPx - 4) + "\" y1=\"" + y + "\" x2=\"" + px(kMarginLeftPx + kPlotWidthPx) +
            "\" y2=\"" + y + "\" stroke=\"#0001\"/>\n<text x=\"" + px(kMarginLeftPx - 6) + "\" y=\"" + y +
@@ -104,6 +132,10 @@ std::string point_title(const std::vector<SweepResult>& results, size_t i, bool 
                      grouped(r.tokens_per_s_per_gpu) + " tokens/s per GPU, step " + seconds(r.step_time_s));
 }
 
+const char* point_colour(const SweepResult& r) {
+  return r.memory.fit == MemoryFit::fits ? kFitsColour : r.memory.fit == MemoryFit::at_risk ? kRiskColour : kOomColour;
+}
+
 std::string points(const std::vector<SweepResult>& results, const std::vector<size_t>& front, const Frame& f) {
   std::vector<bool> on_front(results.size(), false);
   for (const size_t i : front) on_front[i] = true;
@@ -120,7 +152,7 @@ std::string points(const std::vector<SweepResult>& results, const std::vector<si
       out += "<circle data-point=\"1\" data-index=\"" + std::to_string(i) + "\" data-fits=\"" + (r.fits() ? "1" : "0") +
              "\" data-pareto=\"" + (front_pass ? "1" : "0") + "\"" + (off ? " data-off-chart=\"1\"" : "") + " cx=\"" +
              px(f.x(static_cast<double>(r.needed_bytes))) + "\" cy=\"" + px(f.y(r.tokens_per_s_per_gpu)) + "\" r=\"" +
-             (front_pass ? "6" : "4") + "\" fill=\"" + (r.fits() ? kFitsColour : kOomColour) + "\" " + stroke +
+             (front_pass ? "6" : "4") + "\" fill=\"" + point_colour(r) + "\" " + stroke +
              "><title>" + point_title(results, i, off) + "</title></circle>\n";
     }
   }
@@ -161,7 +193,10 @@ std::string ranked_row(const SweepResult& r, size_t rank, size_t index) {
                     html_escape(join(r.assignments, " ")) + "</td>";
   if (!r.valid) return out + "<td colspan=\"11\">invalid: " + html_escape(r.invalid_reason) + "</td></tr>\n";
   const auto num = [](const std::string& v) { return "<td class=\"num\">" + v + "</td>"; };
-  return out + "<td>" + verdict_label(r.memory.fit) + "</td>" + num(std::to_string(r.gpus)) +
+  const std::string verdict = sweep_verdict_label(r);
+  const std::string verdict_cell = verdict.back() == '*' ? "<td title=\"" + html_escape(kAllocatorFailedNote) + "\">" + verdict + "</td>"
+                                                          : "<td>" + verdict + "</td>";
+  return out + verdict_cell + num(std::to_string(r.gpus)) +
          num(std::to_string(r.micro_batches)) + num(seconds(r.step_time_s)) + num(grouped(r.tokens_per_s_per_gpu)) +
          num(fixed(r.tflops_per_gpu, 1)) + num(percent(r.mfu)) + num(seconds(r.exposed_comm_s)) +
          num(format_bytes(r.needed_bytes)) + num(format_bytes(r.gpu_memory_bytes)) +
@@ -189,11 +224,13 @@ std::string scatter_chart(const std::vector<SweepResult>& results, const std::ve
   const double width = kMarginLeftPx + kPlotWidthPx + kMarginRightPx;
   const double height = kTopPx + kPlotHeightPx + kAxisHeightPx;
   std::string out = "<div id=\"scatter\">\n" + legend({{kFitsColour, "fits"},
+                                                       {kRiskColour, "at risk (within the margin of GPU memory)"},
                                                        {kOomColour, "does not fit (OOM)"},
                                                        {kFrontColour, "Pareto front of the fitting points (outlined)"},
                                                        {kGpuMemoryColour, "GPU memory"}});
   out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + px(width) + "\" height=\"" + px(height) +
          "\" viewBox=\"0 0 " + px(width) + " " + px(height) + "\" data-memory-axis-bytes=\"" + fixed(f.xmax_bytes, 0) +
+         "\" data-throughput-axis=\"" + fixed(f.ymin, 0) + " " + fixed(f.ymax, 0) +
          "\" role=\"img\" aria-label=\"memory against throughput\">\n";
   out += axes(f) + gpu_memory_lines(results, f) + front_line(results, front, f) + points(results, front, f);
   out += "</svg>\n";
@@ -244,7 +281,7 @@ std::vector<size_t> pareto_front(const std::vector<SweepResult>& results) {
 }
 
 std::string html_sweep_report(const std::vector<SweepResult>& results, const std::vector<size_t>& order,
-                              const std::string& title) {
+                              const std::string& title, const std::string& fixed_settings) {
   size_t valid = 0, fitting = 0;
   for (const SweepResult& r : results) {
     valid += r.valid ? 1 : 0;
@@ -256,6 +293,9 @@ std::string html_sweep_report(const std::vector<SweepResult>& results, const std
          std::to_string(fitting) + " fit, " + std::to_string(valid - fitting) + " do not fit, " +
          std::to_string(results.size() - valid) + " invalid; " + std::to_string(front.size()) +
          " fitting on the Pareto front of memory and throughput.</p>\n";
+  if (!fixed_settings.empty()) {
+    out += "<p class=\"sub\" id=\"fixed\">Every point shares: " + html_escape(fixed_settings) + "</p>\n";
+  }
   out += "<h2>Ranking</h2>\n" + html::ranked_table(results, order);
   out +=
       "<h2>Memory against throughput</h2>\n<p class=\"note\">Every valid point; a fitting point is on the Pareto "

@@ -64,6 +64,14 @@ struct SweepResult {
   [[nodiscard]] bool fits() const { return valid && memory.fit == MemoryFit::fits; }
 };
 
+/// The verdict as the sweep's tables write it: "fits", "risk", "OOM", or "OOM*" when the simulated caching allocator
+/// failed an allocation although the memory needed is within the GPU's (fragmentation), which a table would
+/// otherwise show as an OOM needing less than an "at risk" point beside it.
+[[nodiscard]] std::string sweep_verdict_label(const SweepResult& r);
+/// The footnote that explains "OOM*".
+inline constexpr const char* kAllocatorFailedNote =
+    "OOM*: the caching allocator failed an allocation (fragmentation) although the memory needed is within the GPU's";
+
 /// How to rank: fitting configurations always come first. `cost` is money per token at the goodput where the points
 /// have a price (GPU-seconds per token at the goodput otherwise); `time` is the whole job's tokens per second at the
 /// goodput (days to train).

@@ -23,6 +23,12 @@ std::string csv_field(const std::string& s) {
 
 }  // namespace
 
+std::string sweep_verdict_label(const SweepResult& r) {
+  const bool fragmented = r.memory.fit == MemoryFit::out_of_memory && r.memory.allocator_failed &&
+                          r.memory.needed_bytes <= r.memory.gpu_memory_bytes;
+  return verdict_label(r.memory.fit) + (fragmented ? "*" : "");
+}
+
 std::string sweep_table(const std::vector<SweepResult>& results, const std::vector<size_t>& order, size_t limit) {
   // The run's columns appear only when the sweep costs a run: days with --tokens, money with a price.
   bool with_days = false, with_price = false;
@@ -39,6 +45,7 @@ std::string sweep_table(const std::vector<SweepResult>& results, const std::vect
   if (with_price) out << (with_days ? "  cost/Mtok     run cost" : "  cost/Mtok");
   out << "  configuration\n";
   size_t shown = 0;
+  bool any_fragmented = false;
   for (const size_t i : order) {
     if (shown++ == limit) break;
     const SweepResult& r = results[i];
@@ -50,8 +57,9 @@ std::string sweep_table(const std::vector<SweepResult>& results, const std::vect
       continue;
     }
     if (r.over_budget) config += " (over --max-gpus)";
+    any_fragmented = any_fragmented || sweep_verdict_label(r).back() == '*';
     std::snprintf(line, sizeof line, "%5zu  %-4s %6d %9s %9.3fs %6.1f%% %12.0f %5.1f%% %10s %19s %10s %9.0f", shown,
-                  verdict_label(r.memory.fit).c_str(), r.gpus, format_count(r.params_per_rank).c_str(), r.step_time_s,
+                  sweep_verdict_label(r).c_str(), r.gpus, format_count(r.params_per_rank).c_str(), r.step_time_s,
                   100 * r.cost.goodput, r.tokens_per_s_per_gpu, 100 * r.mfu, format_bytes(r.needed_bytes).c_str(),
                   band_range(r.memory).c_str(), format_bytes(r.gpu_memory_bytes).c_str(),
                   r.gpu_seconds_per_million_tokens);
@@ -75,6 +83,7 @@ std::string sweep_table(const std::vector<SweepResult>& results, const std::vect
     out << "  " << config << "\n";
   }
   if (order.size() > limit) out << "  ... " << order.size() - limit << " more in the CSV/JSON output\n";
+  if (any_fragmented) out << "  " << kAllocatorFailedNote << "\n";
   return out.str();
 }
 

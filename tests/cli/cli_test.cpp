@@ -75,6 +75,15 @@ TEST(Cli, SweepComparesTheFsdpOnlyPlanWithItsPipelinePlans) {
   EXPECT_TRUE(contains(r.output, "sweep of 9 configurations")) << r.output;
   EXPECT_TRUE(contains(r.output, "every plan runs 16 GPUs and a global batch of 16 sequences")) << r.output;
   EXPECT_TRUE(contains(r.output, "pp=16 pipeline_schedule=interleaved_1f1b")) << r.output;
+  // What every plan shares is stated; what --compare-pp varies (pp, its schedule and stages) and the GPUs are not.
+  EXPECT_TRUE(contains(r.output, "fixed: nodes=2 implementation=megatron_fsdp")) << r.output;
+  EXPECT_TRUE(contains(r.output, "seq_length=4096 micro_batch_size=1")) << r.output;
+  EXPECT_FALSE(contains(r.output, " pp=1 ")) << r.output;
+  const Result grid = run("sweep --model llama3-8b --set seq_length=8192 --set recompute_granularity=selective "
+                          "--grid tp=1,2");
+  EXPECT_TRUE(contains(grid.output, "ep=1 pp=1 seq_length=8192")) << grid.output;
+  EXPECT_TRUE(contains(grid.output, "recompute_granularity=selective recompute_modules=core_attn\n")) << grid.output;
+  EXPECT_FALSE(contains(grid.output, "tp=1 cp")) << grid.output;
   const Result nothing = run("sweep --model llama3-8b");
   EXPECT_NE(nothing.exit_code, 0);
   EXPECT_TRUE(contains(nothing.output, "'--grid': nothing to sweep")) << nothing.output;

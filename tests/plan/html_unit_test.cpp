@@ -503,6 +503,40 @@ TEST(HtmlSweep, WithoutFittingPointsOrGpuMemoryTheOomPointsSetTheAxis) {
   EXPECT_EQ(occurrences(html, "data-pareto=\"1\""), 0u);
 }
 
+TEST(HtmlSweep, AThroughputAxisFittedToPointsThatSitCloseTogether) {
+  // 797-823 tokens/s: spread 26, a tenth of it (2.6) spare each side, 1-2-5 ticks over 31.2 step by 10: the axis
+  // runs 790-830, not 0-905 where the points would be one flat line.
+  const std::vector<SweepResult> close = {pt(10, 797), pt(20, 810), pt(30, 823)};
+  EXPECT_NE(html_sweep_report(close, {2, 1, 0}, "sweep").find("data-throughput-axis=\"790 830\""), std::string::npos);
+  // 100-1000 tokens/s spread over more than half the axis: it starts at 0 and ends at 1000 × 1.1.
+  const std::vector<SweepResult> spread = {pt(10, 100), pt(20, 1000)};
+  EXPECT_NE(html_sweep_report(spread, {1, 0}, "sweep").find("data-throughput-axis=\"0 1100\""), std::string::npos);
+}
+
+TEST(HtmlSweep, AtRiskPointsHaveTheirOwnColourAndLegendEntry) {
+  std::vector<SweepResult> results = {pt(10, 100), pt(78, 120), pt(90, 130)};
+  results[1].memory.fit = MemoryFit::at_risk;
+  const std::string html = html_sweep_report(results, {0, 1, 2}, "sweep");
+  EXPECT_NE(html.find("at risk (within the margin of GPU memory)"), std::string::npos);
+  const auto fill_of = [&](size_t index) {
+    const size_t at = html.find("<circle data-point=\"1\" data-index=\"" + std::to_string(index) + "\"");
+    const size_t fill = html.find("fill=\"", at);
+    return html.substr(fill + 6, 7);
+  };
+  EXPECT_EQ(fill_of(0), "#59a14f");  // fits
+  EXPECT_EQ(fill_of(1), "#f28e2b");  // at risk
+  EXPECT_EQ(fill_of(2), "#e15759");  // out of memory
+}
+
+TEST(HtmlSweep, StatesTheSettingsEveryPointShares) {
+  const std::vector<SweepResult> results = {pt(10, 100)};
+  EXPECT_NE(html_sweep_report(results, {0}, "sweep", "seq_length=8192 global_batch_size=<512>")
+                .find("<p class=\"sub\" id=\"fixed\">Every point shares: seq_length=8192 "
+                      "global_batch_size=&lt;512&gt;</p>"),
+            std::string::npos);
+  EXPECT_EQ(html_sweep_report(results, {0}, "sweep").find("id=\"fixed\""), std::string::npos);
+}
+
 TEST(HtmlFormat, TicksAndNumbers) {
   // 1000 / 10 = 100 → step 100: 0, 100, ..., 1000 (11 ticks).
   EXPECT_EQ(html::nice_ticks(1000, 10).size(), 11u);

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "common/error.h"
+#include "common/units.h"
 #include "plan/advice.h"
 #include "plan/fit.h"
 #include "plan/sweep.h"
@@ -213,6 +214,32 @@ TEST(Sweep, RankingPutsFittingFirstThenByTheCriterion) {
   EXPECT_EQ(rank_results(r, RankBy::throughput), (std::vector<size_t>{3, 0, 1, 2}));
   EXPECT_EQ(rank_results(r, RankBy::cost), (std::vector<size_t>{0, 3, 1, 2}));
   EXPECT_EQ(rank_results(r, RankBy::memory), (std::vector<size_t>{0, 3, 1, 2}));
+}
+
+TEST(Sweep, AnAllocationThatFailedBelowTheGpusMemoryIsMarkedInTheTable) {
+  // Two OOM points: one needs more than the GPU holds, the other failed an allocation while needing less
+  // (fragmentation), which the table would otherwise show as an OOM beside an at-risk point needing more.
+  std::vector<SweepResult> r(3);
+  for (SweepResult& p : r) {
+    p.valid = true;
+    p.memory.gpu_memory_bytes = 80 * kGiB;
+  }
+  r[0].memory.fit = MemoryFit::out_of_memory;
+  r[0].memory.needed_bytes = 90 * kGiB;
+  r[0].memory.allocator_failed = true;
+  r[1].memory.fit = MemoryFit::out_of_memory;
+  r[1].memory.needed_bytes = 78 * kGiB;
+  r[1].memory.allocator_failed = true;
+  r[2].memory.fit = MemoryFit::at_risk;
+  r[2].memory.needed_bytes = 79 * kGiB;
+  EXPECT_EQ(sweep_verdict_label(r[0]), "OOM");
+  EXPECT_EQ(sweep_verdict_label(r[1]), "OOM*");
+  EXPECT_EQ(sweep_verdict_label(r[2]), "risk");
+  const std::string table = sweep_table(r, {2, 1, 0}, 10);
+  EXPECT_NE(table.find(" OOM* "), std::string::npos) << table;
+  EXPECT_NE(table.find(kAllocatorFailedNote), std::string::npos) << table;
+  // Without such a point, no footnote.
+  EXPECT_EQ(sweep_table(r, {2, 0}, 10).find(kAllocatorFailedNote), std::string::npos);
 }
 
 TEST(Fit, SmallestGpuCountFitsAndOneNodeFewerDoesNot) {
