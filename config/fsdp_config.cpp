@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <iostream>
+#include <iterator>
 #include <sstream>
 
 #include "common/enum_names.h"
@@ -152,8 +153,9 @@ KeyDef layout_key(const std::string& name, std::string FsdpConfig::*field, const
                 [=](const FsdpConfig& c) { return c.*field; }};
 }
 
-const std::vector<KeyDef>& key_table() {
-  static const std::vector<KeyDef> table{
+// The implementation, its sharding and the sizes of the parallel groups.
+std::vector<KeyDef> parallelism_keys() {
+  return {
       enum_key("implementation", &FsdpConfig::implementation, kImplementations,
                "which schedule builder: Megatron-FSDP or PyTorch FSDP2 (fully_shard)"),
       enum_key("data_parallel_sharding_strategy", &FsdpConfig::data_parallel_sharding_strategy, kStrategies,
@@ -172,6 +174,12 @@ const std::vector<KeyDef>& key_table() {
       int_key("etp", &FsdpConfig::etp, 1, 1024, "expert-tensor-parallel size"),
       int_key("pp", &FsdpConfig::pp, 1, 1024,
               "pipeline-parallel stages (outermost in Megatron's tp-cp-ep-dp-pp order)"),
+  };
+}
+
+// Pipeline parallelism: the virtual stages, the schedule and the split of the layers over the stages.
+std::vector<KeyDef> pipeline_keys() {
+  return {
       int_key("virtual_pipeline_stages", &FsdpConfig::virtual_pipeline_stages, 1, 64,
               "model chunks per pipeline rank (Megatron's --num-virtual-stages-per-pipeline-rank); more than 1 "
               "interleaves them"),
@@ -194,11 +202,23 @@ const std::vector<KeyDef>& key_table() {
       layout_key("pipeline_layout", &FsdpConfig::pipeline_layout,
                  "layers of each model chunk, Megatron's --pipeline-model-parallel-layout (\"Etttt|(tttt|)*14tL\"); "
                  "sets virtual_pipeline_stages; empty: the split of the keys above"),
+  };
+}
+
+// The batch: micro-batches, the global batch and the sequence length.
+std::vector<KeyDef> batch_keys() {
+  return {
       count_key("micro_batch_size", &FsdpConfig::micro_batch_size, 1, limits::kMaxMicroBatchSize,
                 "sequences per micro-batch per rank"),
       count_key("global_batch_size", &FsdpConfig::global_batch_size, 0, limits::kMaxTokensPerStep,
                 "sequences per optimizer step over the job; 0 means micro_batch_size × data-parallel size"),
       count_key("seq_length", &FsdpConfig::seq_length, 1, int64_t{1} << 50, "tokens per sequence"),
+  };
+}
+
+// Dtypes of the compute weights, the main weights and gradients, and Adam's moments.
+std::vector<KeyDef> precision_keys() {
+  return {
       enum_key("param_dtype", &FsdpConfig::param_dtype, kDTypeNames,
                "compute weight dtype: bf16, or fp8 for FP8 parameters (fp8_param_gather)"),
       bool_key("fp8_compute", &FsdpConfig::fp8_compute,
@@ -212,6 +232,12 @@ const std::vector<KeyDef>& key_table() {
           "gradient reduce-scatter dtype; auto: the main-grads dtype (Megatron-FSDP), fp32 (FSDP2 as torchtitan)"),
       enum_key("exp_avg_dtype", &FsdpConfig::exp_avg_dtype, kDTypeNames, "Adam first-moment dtype"),
       enum_key("exp_avg_sq_dtype", &FsdpConfig::exp_avg_sq_dtype, kDTypeNames, "Adam second-moment dtype"),
+  };
+}
+
+// Megatron's buffers, buckets and collective overlap, and how gradients reach the optimizer.
+std::vector<KeyDef> buffer_and_overlap_keys() {
+  return {
       bool_key("fsdp_double_buffer", &FsdpConfig::fsdp_double_buffer,
                "persistent double buffers for gathered params and grads (caps prefetch at one unit)"),
       bool_key("nccl_ub", &FsdpConfig::nccl_ub,
@@ -227,6 +253,12 @@ const std::vector<KeyDef>& key_table() {
                "TE wgrad fusion into main_grad (no param.grad, no copy); false: --no-gradient-accumulation-fusion"),
       bool_key("use_precision_aware_optimizer", &FsdpConfig::use_precision_aware_optimizer,
                "Megatron: the optimizer reads the grad shard as is (no FP32 copy at the step)"),
+  };
+}
+
+// FP8 training: the recipe, whose kernels, and which layers stay in BF16.
+std::vector<KeyDef> fp8_keys() {
+  return {
       enum_key("fp8_recipe", &FsdpConfig::fp8_recipe, kFp8Recipes,
                "FP8 recipe: mxfp8 all-gathers a transpose buffer in backward, the others build a transpose cache; "
                "rowwise and rowwise_with_gw_hp (torchao, FSDP2) scale per row; auto: mxfp8 on Blackwell"),
@@ -242,11 +274,23 @@ const std::vector<KeyDef>& key_table() {
                "high_precision (torchao); auto: by fp8_library"),
       bool_key("fp8_output_layer", &FsdpConfig::fp8_output_layer,
                "FP8 GEMMs for the output layer too; false: BF16 (Megatron's output layer, torchtitan's filter_fqns)"),
+  };
+}
+
+// The communication budget that sets prefetch depth and the reduce-scatter queue.
+std::vector<KeyDef> communication_budget_keys() {
+  return {
       count_key("suggested_communication_unit_size", &FsdpConfig::suggested_communication_unit_size, 0,
                 limits::kMaxParameters,
                 "communication budget in elements (sets prefetch depth and the reduce-scatter queue); 0: default"),
       enum_key("communication_budget_rule", &FsdpConfig::communication_budget_rule, kBudgetRules,
                "default budget: floor = max(1e9, 2×unit) (snapshot), cap = min(1e9, 2×unit) (PR #7134)"),
+  };
+}
+
+// Activation recompute.
+std::vector<KeyDef> recompute_keys() {
+  return {
       enum_key("recompute_granularity", &FsdpConfig::recompute_granularity, kRecompute,
                "activation recompute: none, selective (attention core), full (whole layers), "
                "selective_op (torchtitan op-level SAC)"),
@@ -257,16 +301,34 @@ const std::vector<KeyDef>& key_table() {
       modules_key("recompute_modules", &FsdpConfig::recompute_modules,
                   "selective recompute: modules re-run in backward, e.g. mlp,moe,mla_up_proj,layernorm (Megatron's "
                   "--recompute-modules)"),
+  };
+}
+
+// Megatron-LM's initialization and gradient-reduction switches.
+std::vector<KeyDef> megatron_switch_keys() {
+  return {
       bool_key("init_model_with_meta_device", &FsdpConfig::init_model_with_meta_device,
                "initialize layer by layer from the meta device (lower initialization peak)"),
       bool_key("calculate_per_token_loss", &FsdpConfig::calculate_per_token_loss,
                "sum gradients without scaling (no BF16 pre-scaling pass; ncclSum)"),
       bool_key("average_in_collective", &FsdpConfig::average_in_collective,
                "average in the reduce-scatter (ncclAvg: rules out NVLS/PAT)"),
+  };
+}
+
+// Offloading saved activations to host memory.
+std::vector<KeyDef> activation_offload_keys() {
+  return {
       bool_key("cpu_offloading_activations", &FsdpConfig::cpu_offloading_activations,
                "offload saved activations to host memory during forward, reload in backward"),
       int_key("cpu_offloading_num_layers", &FsdpConfig::cpu_offloading_num_layers, 0, 1 << 20,
               "decoder layers whose activations are offloaded; 0: all but the last"),
+  };
+}
+
+// Kernels and how the host issues them, and the overlap of TP and expert-parallel communication with them.
+std::vector<KeyDef> kernel_keys() {
+  return {
       bool_key("flash_attention", &FsdpConfig::flash_attention, "fused attention: no s×s scores are stored"),
       enum_key("attention_kernel", &FsdpConfig::attention_kernel, kAttentionKernelNames,
                "the fused attention kernel: flash (the GPU's best: FlashAttention-3, cuDNN or TE on Hopper and "
@@ -296,6 +358,12 @@ const std::vector<KeyDef>& key_table() {
                "(torchtitan's DistMoE: the routed-expert GEMMs read and write the peers' symmetric HBM over NVLink, "
                "so the exchange runs beside them; needs the expert-parallel group in one NVLink domain of SM100 or "
                "newer GPUs)"),
+  };
+}
+
+// The loss and what the training loop keeps of the logits.
+std::vector<KeyDef> loss_keys() {
+  return {
       enum_key("loss_implementation", &FsdpConfig::loss_implementation, loss_impl_names(),
                "how the cross-entropy is computed; auto: megatron_vocab_parallel for megatron_fsdp, for fsdp2 "
                "compiled when fused_elementwise (torch.compile) else eager_fp32"),
@@ -313,6 +381,12 @@ const std::vector<KeyDef>& key_table() {
               "Composer's training metrics (llm-foundry's MPT computes 2: cross-entropy and perplexity): eager fp32 "
               "cross-entropies without gradients over the 16-bit logits the trainer keeps, after each "
               "micro-batch's backward; 0: none"),
+  };
+}
+
+// Imbalance between ranks: MoE routing skew and stragglers.
+std::vector<KeyDef> imbalance_keys() {
+  return {
       ratio_key("moe_routing_skew", &FsdpConfig::moe_routing_skew, 1024,
                 "MoE: the busiest expert-parallel rank's token-expert pairs / the mean (1: balanced); its memory and "
                 "time are the job's"),
@@ -320,6 +394,12 @@ const std::vector<KeyDef>& key_table() {
                 "one rank's compute takes this many times as long (1.11: a GPU at 90% clock); every rank waits for it"),
       ratio_key("straggler_nic_slowdown", &FsdpConfig::straggler_nic_slowdown, 100,
                 "one rank's NICs run this many times slower; a ring runs at its slowest hop"),
+  };
+}
+
+// FSDP2's own options: resharding, gradient sync, the optimizer's kernels, wrapping and prefetch.
+std::vector<KeyDef> fsdp2_keys() {
+  return {
       bool_key("reshard_after_forward", &FsdpConfig::reshard_after_forward,
                "FSDP2: free gathered params after forward (true) or keep them until backward (false)"),
       enum_key("gradient_sync", &FsdpConfig::gradient_sync, kGradSyncs,
@@ -334,6 +414,21 @@ const std::vector<KeyDef>& key_table() {
       int_key("backward_prefetch", &FsdpConfig::backward_prefetch, 0, 64,
               "FSDP2: units all-gathered ahead in backward"),
   };
+}
+
+// Every key, section by section: this order is the order of config_to_yaml (--print-config) and presets --keys.
+const std::vector<KeyDef>& key_table() {
+  static const std::vector<KeyDef> table = [] {
+    std::vector<KeyDef> all;
+    for (std::vector<KeyDef> (*section)() :
+         {parallelism_keys, pipeline_keys, batch_keys, precision_keys, buffer_and_overlap_keys, fp8_keys,
+          communication_budget_keys, recompute_keys, megatron_switch_keys, activation_offload_keys, kernel_keys,
+          loss_keys, imbalance_keys, fsdp2_keys}) {
+      std::vector<KeyDef> keys = section();
+      all.insert(all.end(), std::make_move_iterator(keys.begin()), std::make_move_iterator(keys.end()));
+    }
+    return all;
+  }();
   return table;
 }
 

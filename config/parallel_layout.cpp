@@ -180,7 +180,9 @@ void check_pipeline(const FsdpConfig& c, int64_t world) {
   }
 }
 
-void check_combinations(const ModelSpec& model, const FsdpConfig& c) {
+// HSDP's outer group: sharding the optimizer state over it too (HFSDP) needs fully sharded inner groups and an outer
+// group to shard over.
+void check_outer_group(const FsdpConfig& c) {
   const auto strategy = c.data_parallel_sharding_strategy;
   if (c.outer_dp_sharding_strategy == OuterStrategy::optim && strategy != ShardingStrategy::optim_grads_params) {
     reject(c, "outer_dp_sharding_strategy", "outer 'optim' (HFSDP) requires optim_grads_params",
@@ -190,6 +192,10 @@ void check_combinations(const ModelSpec& model, const FsdpConfig& c) {
     reject(c, "outer_dp_sharding_strategy", "outer 'optim' needs an outer group",
            "set num_distributed_optimizer_instances to 2 or more");
   }
+}
+
+// Overlapping TP communication with the GEMMs: Transformer Engine's (Megatron) or async TP (torchtitan), not both.
+void check_tp_overlap(const FsdpConfig& c) {
   if (c.tp_comm_overlap && c.implementation != Implementation::megatron_fsdp) {
     // The FSDP2 builder does not join overlapped backward collectives nor hold Userbuffers' buffers: refused rather
     // than timed wrongly, also for Megatron-LM's --use-torch-fsdp2.
@@ -207,24 +213,31 @@ void check_combinations(const ModelSpec& model, const FsdpConfig& c) {
     reject(c, "tp_comm_overlap", "tp_comm_overlap and async_tp are two implementations of the same overlap",
            "set one of them");
   }
-  if (c.implementation == Implementation::fsdp2) {
-    if (strategy != ShardingStrategy::optim_grads_params) {
-      // fully_shard always shards parameters, gradients and optimizer state; what is closest to ZeRO-2 is keeping
-      // the gathered parameters from forward to backward.
-      reject(c, "data_parallel_sharding_strategy",
-             "FSDP2 (fully_shard) always shards parameters, gradients and optimizer state",
-             "use optim_grads_params, with reshard_after_forward: false for ZeRO-2-like behaviour, or "
-             "implementation: megatron_fsdp");
-    }
-    if (c.outer_dp_sharding_strategy == OuterStrategy::optim) {
-      reject(c, "outer_dp_sharding_strategy", "FSDP2's HSDP replicates across the outer group",
-             "use outer_dp_sharding_strategy: no_shard with implementation: fsdp2");
-    }
-    if (c.fsdp_double_buffer || c.nccl_ub) {
-      reject(c, c.nccl_ub ? "nccl_ub" : "fsdp_double_buffer", "this is a Megatron-FSDP option",
-             "remove it or use implementation: megatron_fsdp");
-    }
+}
+
+// What FSDP2 (fully_shard) does not have: other sharding strategies, a sharded outer group, Megatron-FSDP's buffers.
+void check_fsdp2_options(const FsdpConfig& c) {
+  if (c.implementation != Implementation::fsdp2) return;
+  if (c.data_parallel_sharding_strategy != ShardingStrategy::optim_grads_params) {
+    // fully_shard always shards parameters, gradients and optimizer state; what is closest to ZeRO-2 is keeping
+    // the gathered parameters from forward to backward.
+    reject(c, "data_parallel_sharding_strategy",
+           "FSDP2 (fully_shard) always shards parameters, gradients and optimizer state",
+           "use optim_grads_params, with reshard_after_forward: false for ZeRO-2-like behaviour, or "
+           "implementation: megatron_fsdp");
   }
+  if (c.outer_dp_sharding_strategy == OuterStrategy::optim) {
+    reject(c, "outer_dp_sharding_strategy", "FSDP2's HSDP replicates across the outer group",
+           "use outer_dp_sharding_strategy: no_shard with implementation: fsdp2");
+  }
+  if (c.fsdp_double_buffer || c.nccl_ub) {
+    reject(c, c.nccl_ub ? "nccl_ub" : "fsdp_double_buffer", "this is a Megatron-FSDP option",
+           "remove it or use implementation: megatron_fsdp");
+  }
+}
+
+// FP8: each recipe belongs to one library's float8 training, and Megatron-FSDP's FP8 to Transformer Engine.
+void check_fp8_options(const FsdpConfig& c) {
   const bool torchao_recipe = c.fp8_recipe == Fp8Recipe::rowwise || c.fp8_recipe == Fp8Recipe::rowwise_with_gw_hp;
   if (torchao_recipe && c.fp8_library == Fp8Library::transformer_engine) {
     reject(
@@ -255,6 +268,11 @@ void check_combinations(const ModelSpec& model, const FsdpConfig& c) {
            "Megatron-FSDP trains FP8 through Transformer Engine, not torchao's float8 linears (FSDP2, torchtitan)",
            "use fp8_recipe: delayed, tensorwise, blockwise or mxfp8 and fp8_library: auto, or implementation: fsdp2");
   }
+}
+
+// Megatron-FSDP's own refusals: deferred reduce-scatters of sharded gradients, meta-device init without sharding.
+void check_megatron_fsdp_options(const FsdpConfig& c) {
+  const auto strategy = c.data_parallel_sharding_strategy;
   if (c.implementation == Implementation::megatron_fsdp && c.gradient_sync == GradSync::last_micro_batch &&
       shards_grads(strategy)) {
     // megatron_fsdp.py: grad_reduce_every_bprop for optim_grads(_params); no_sync only defers no_shard and optim,
@@ -266,6 +284,10 @@ void check_combinations(const ModelSpec& model, const FsdpConfig& c) {
     reject(c, "init_model_with_meta_device", "Megatron-FSDP rejects meta-device init for no_shard",
            "set init_model_with_meta_device: false or shard something");
   }
+}
+
+// Activation offloading with recompute, the compute-weight dtype, and layer counts beyond the model's.
+void check_memory_options(const ModelSpec& model, const FsdpConfig& c) {
   if (c.cpu_offloading_activations && c.recompute_granularity != Recompute::none) {
     reject(c, "cpu_offloading_activations", "activation offloading cannot be combined with recompute",
            "set recompute_granularity: none or cpu_offloading_activations: false (Megatron-Bridge constraint)");
@@ -286,6 +308,17 @@ void check_combinations(const ModelSpec& model, const FsdpConfig& c) {
     reject(c, "cpu_offloading_num_layers", "more layers than the model has",
            "use a value between 0 and " + std::to_string(model.num_layers));
   }
+}
+
+// Combinations of keys that each make sense alone but not together, checked in this order (the first one found is
+// reported).
+void check_combinations(const ModelSpec& model, const FsdpConfig& c) {
+  check_outer_group(c);
+  check_tp_overlap(c);
+  check_fsdp2_options(c);
+  check_fp8_options(c);
+  check_megatron_fsdp_options(c);
+  check_memory_options(model, c);
 }
 
 }  // namespace
@@ -313,14 +346,8 @@ void check_routing_skew(const ModelSpec& model, const FsdpConfig& config) {
   }
 }
 
-}  // namespace
-
-ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_t gpus_per_node) {
-  // Megatron-LM sizes its buckets from the flag as given, before MegatronFSDP.__init__ forces the overlaps
-  // (megatron/training/training.py, resolve_ddp_bucket_size, @ d98e8a64ddf3).
-  const bool overlap_grad_reduce_as_given = config.overlap_grad_reduce;
-  apply_forced_options(config);
-  check_combinations(model, config);
+// The micro-batch and the sequence, before anything multiplies them.
+void check_sequence(const FsdpConfig& config) {
   if (config.micro_batch_size < 1) reject(config, "micro_batch_size", "must be at least 1", "set micro_batch_size: 1");
   if (config.seq_length > (int64_t{1} << 24)) {
     reject(config, "seq_length",
@@ -328,24 +355,22 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
            "use at most 16,777,216 tokens");
   }
   if (config.seq_length < 1) reject(config, "seq_length", "must be at least 1", "set seq_length, e.g. 4096");
-  ParallelLayout l;
-  l.gpus_per_node = gpus_per_node;
-  // `gpus` (when set) is the job's size, a partial last node included; otherwise whole nodes.
+}
+
+// `gpus` (when set) is the job's size, a partial last node included; otherwise whole nodes.
+int64_t world_size_of(const FsdpConfig& config, int32_t gpus_per_node) {
   const int64_t world = config.gpus > 0 ? int64_t{config.gpus} : int64_t{config.nodes} * gpus_per_node;
   if (world > (int64_t{1} << 22)) {
     reject(config, "nodes", "a job of " + std::to_string(world) + " GPUs is beyond what fsdpsim models",
            "use at most 4,194,304 GPUs");
   }
-  l.world_size = static_cast<int32_t>(world);
-  l.tp = config.tp;
-  l.cp = config.cp;
-  l.ep = config.ep;
-  l.etp = config.etp;
-  check_pipeline(config, world);
-  l.pp = config.pp;
-  l.virtual_stages = config.virtual_pipeline_stages;
-  // Megatron's tp-cp-ep-dp-pp order: each pipeline stage is a block of world / pp consecutive ranks, and the other
-  // groups divide that block.
+  return world;
+}
+
+// The group sizes within one pipeline stage. Megatron's tp-cp-ep-dp-pp order: each pipeline stage is a block of
+// world / pp consecutive ranks, and the other groups divide that block.
+void resolve_groups(const ModelSpec& model, const FsdpConfig& config, ParallelLayout& l) {
+  const int64_t world = l.world_size;
   const int64_t stage = world / l.pp;
   const std::string in_stage =
       l.pp > 1 ? " per pipeline stage (" + std::to_string(world) + " GPUs / pp=" + std::to_string(l.pp) + ")" : "";
@@ -353,7 +378,7 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
   if (stage % tp_cp != 0) {
     reject(config, config.origin.count("tp") ? "tp" : "cp",
            "world size " + std::to_string(world) + " (nodes=" + std::to_string(config.nodes) + " × " +
-               std::to_string(gpus_per_node) + " GPUs)" +
+               std::to_string(l.gpus_per_node) + " GPUs)" +
                (l.pp > 1 ? ", " + std::to_string(stage) + in_stage + "," : "") +
                " is not divisible by tp·cp = " + std::to_string(tp_cp),
            "choose tp·cp among the divisors of " + std::to_string(stage) + ": " + divisors_of(stage, 1024));
@@ -379,12 +404,12 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
                (model.is_moe() ? " (expert data-parallel " + std::to_string(l.expert_dp) + ")" : ""),
            "choose among: " + divisors_of(dp_cp, 1024));
   }
-  if (overlap_grad_reduce_as_given) {
-    l.ddp_bucket_elems =
-        config.ddp_bucket_size > 0 ? config.ddp_bucket_size : std::max<int64_t>(40'000'000, int64_t{1'000'000} * dp_cp);
-  }
   l.dense_shard = dp_cp / l.outer;
   l.expert_shard = l.expert_dp / l.outer;
+}
+
+// The global batch and the micro-batches of one step.
+void resolve_micro_batches(const FsdpConfig& config, ParallelLayout& l) {
   const int64_t per_step = config.micro_batch_size * l.dp;
   // Without a global batch: one micro-batch per data-parallel rank, or under pipeline parallelism pp of them, the
   // fewest that fill the pipeline once (and a multiple of pp, as interleaving needs).
@@ -403,94 +428,144 @@ ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_
            "use at most 100,000 micro-batches per step (raise micro_batch_size or lower global_batch_size)");
   }
   l.micro_batches = static_cast<int32_t>(micro_batches);
-  check_job_limits(model, config, l);  // tokens, ops and FLOPs of the step, before anything multiplies them
-  l.shape = RankShape{l.tp,
-                      l.cp,
-                      l.ep,
-                      l.etp,
-                      config.micro_batch_size,
-                      config.seq_length,
-                      (config.fp8_compute || config.param_dtype == DType::fp8) ? DType::fp8 : DType::bf16,
-                      DType::bf16,
-                      config.flash_attention,
-                      config.fused_elementwise,
-                      resolve_loss(config),
-                      config.loss_chunks,
-                      config.loop_holds_logits,
-                      config.moe_routing_skew};
-  l.shape.train_metric_cross_entropies = config.train_metric_cross_entropies;
-  l.shape.loss_chunked_backward = config.loss_chunked_backward;
-  l.shape.fp8_casts = fp8_casts_of(config);
-  l.shape.fp8_saved_inputs = l.shape.compute_dtype == DType::fp8 && fp8_saves_fp8_inputs(config);
-  check_bf16_layers(model, config, l.shape.compute_dtype == DType::fp8);
-  l.shape.bf16_layers_at_start = config.fp8_bf16_layers_at_start;
-  l.shape.bf16_layers_at_end = config.fp8_bf16_layers_at_end;
-  l.shape.fp8_gathered_weights = config.param_dtype == DType::fp8;
-  l.shape.fp8_output_layer = config.fp8_output_layer;
-  l.shape.separate_projections = config.implementation == Implementation::fsdp2;
-  check_routing_skew(model, config);
-  if (config.attention_kernel != AttentionKernel::flash && !config.flash_attention) {
-    reject(config, "attention_kernel",
-           std::string(to_string(config.attention_kernel)) + " is a fused attention kernel, but flash_attention is false",
-           "set flash_attention=true, or leave attention_kernel at flash");
+}
+
+// What one rank computes per micro-batch, as the configuration resolves it.
+RankShape rank_shape_of(const FsdpConfig& config, const ParallelLayout& l) {
+  RankShape shape{l.tp,
+                  l.cp,
+                  l.ep,
+                  l.etp,
+                  config.micro_batch_size,
+                  config.seq_length,
+                  (config.fp8_compute || config.param_dtype == DType::fp8) ? DType::fp8 : DType::bf16,
+                  DType::bf16,
+                  config.flash_attention,
+                  config.fused_elementwise,
+                  resolve_loss(config),
+                  config.loss_chunks,
+                  config.loop_holds_logits,
+                  config.moe_routing_skew};
+  shape.train_metric_cross_entropies = config.train_metric_cross_entropies;
+  shape.loss_chunked_backward = config.loss_chunked_backward;
+  shape.fp8_casts = fp8_casts_of(config);
+  shape.fp8_saved_inputs = shape.compute_dtype == DType::fp8 && fp8_saves_fp8_inputs(config);
+  shape.bf16_layers_at_start = config.fp8_bf16_layers_at_start;
+  shape.bf16_layers_at_end = config.fp8_bf16_layers_at_end;
+  shape.fp8_gathered_weights = config.param_dtype == DType::fp8;
+  shape.fp8_output_layer = config.fp8_output_layer;
+  shape.separate_projections = config.implementation == Implementation::fsdp2;
+  return shape;
+}
+
+// torchtitan's ChunkedLossWrapper wraps its CrossEntropyLoss, eager or under torch.compile.
+void check_chunked_loss(const FsdpConfig& config, LossImpl loss) {
+  if (!config.loss_chunked_backward) return;
+  if (loss != LossImpl::eager_fp32 && loss != LossImpl::compiled) {
+    reject(config, "loss_chunked_backward",
+           "torchtitan's chunked loss wraps its own cross-entropy (eager or compiled), not " +
+               std::string(to_string(loss)),
+           "set loss_implementation=eager_fp32 or compiled, or loss_chunked_backward=false");
   }
-  if (config.loop_holds_logits && l.shape.loss != LossImpl::eager_fp32 && l.shape.loss != LossImpl::chunked) {
+  if (config.implementation != Implementation::fsdp2 || config.fsdp2_wrap != Fsdp2Wrap::torchtitan) {
+    reject(config, "loss_chunked_backward", "torchtitan's chunked loss runs under torchtitan's FSDP2 wrapping",
+           "set implementation=fsdp2 and fsdp2_wrap=torchtitan, or loss_chunked_backward=false");
+  }
+  if (config.loop_holds_logits || config.train_metric_cross_entropies > 0) {
+    reject(config, "loss_chunked_backward", "the chunked loss leaves no whole logits for the loop or a metric to hold",
+           "set loop_holds_logits=false and train_metric_cross_entropies=0, or loss_chunked_backward=false");
+  }
+}
+
+// Composer trains with torch FSDP and no pipeline; its trainer keeps the model's 16-bit output, which only the
+// losses that leave the logits as they are (saved for backward, not overwritten) hand back unchanged.
+void check_train_metrics(const FsdpConfig& config, LossImpl loss) {
+  if (config.train_metric_cross_entropies == 0) return;
+  if (config.implementation != Implementation::fsdp2 || config.pp > 1) {
+    reject(config, "train_metric_cross_entropies",
+           "Composer's training metrics run under torch FSDP without pipeline parallelism",
+           "set train_metric_cross_entropies=0, or implementation=fsdp2 with pp=1");
+  }
+  if (loss != LossImpl::flash_attn_xentropy && loss != LossImpl::compiled) {
+    reject(config, "train_metric_cross_entropies",
+           std::string(to_string(loss)) + " does not leave the 16-bit logits the trainer's metrics read",
+           "set loss_implementation=flash_attn_xentropy (llm-foundry's MPT) or compiled");
+  }
+  if (config.loop_holds_logits) {
+    reject(config, "train_metric_cross_entropies", "loop_holds_logits already holds an fp32 copy of the logits",
+           "set loop_holds_logits=false (the metrics hold the 16-bit logits themselves)");
+  }
+}
+
+// The loss and what holds on to its logits: the training loop, a chunked loss, the trainer's metrics, and TP.
+void check_loss_options(const FsdpConfig& config, const RankShape& shape) {
+  if (config.loop_holds_logits && shape.loss != LossImpl::eager_fp32 && shape.loss != LossImpl::chunked) {
     reject(config, "loop_holds_logits",
-           std::string(to_string(l.shape.loss)) + " has no logits tensor for the training loop to hold",
+           std::string(to_string(shape.loss)) + " has no logits tensor for the training loop to hold",
            "set loop_holds_logits=false, or loss_implementation=eager_fp32 or chunked (the losses that receive the "
            "model's logits)");
   }
-  if (config.loss_chunked_backward) {
-    // torchtitan's ChunkedLossWrapper wraps its CrossEntropyLoss, eager or under torch.compile.
-    if (l.shape.loss != LossImpl::eager_fp32 && l.shape.loss != LossImpl::compiled) {
-      reject(config, "loss_chunked_backward",
-             "torchtitan's chunked loss wraps its own cross-entropy (eager or compiled), not " +
-                 std::string(to_string(l.shape.loss)),
-             "set loss_implementation=eager_fp32 or compiled, or loss_chunked_backward=false");
-    }
-    if (config.implementation != Implementation::fsdp2 || config.fsdp2_wrap != Fsdp2Wrap::torchtitan) {
-      reject(config, "loss_chunked_backward", "torchtitan's chunked loss runs under torchtitan's FSDP2 wrapping",
-             "set implementation=fsdp2 and fsdp2_wrap=torchtitan, or loss_chunked_backward=false");
-    }
-    if (config.loop_holds_logits || config.train_metric_cross_entropies > 0) {
-      reject(config, "loss_chunked_backward",
-             "the chunked loss leaves no whole logits for the loop or a metric to hold",
-             "set loop_holds_logits=false and train_metric_cross_entropies=0, or loss_chunked_backward=false");
-    }
-  }
-  if (config.train_metric_cross_entropies > 0) {
-    // Composer trains with torch FSDP and no pipeline; its trainer keeps the model's 16-bit output, which only the
-    // losses that leave the logits as they are (saved for backward, not overwritten) hand back unchanged.
-    if (config.implementation != Implementation::fsdp2 || config.pp > 1) {
-      reject(config, "train_metric_cross_entropies",
-             "Composer's training metrics run under torch FSDP without pipeline parallelism",
-             "set train_metric_cross_entropies=0, or implementation=fsdp2 with pp=1");
-    }
-    if (l.shape.loss != LossImpl::flash_attn_xentropy && l.shape.loss != LossImpl::compiled) {
-      reject(config, "train_metric_cross_entropies",
-             std::string(to_string(l.shape.loss)) + " does not leave the 16-bit logits the trainer's metrics read",
-             "set loss_implementation=flash_attn_xentropy (llm-foundry's MPT) or compiled");
-    }
-    if (config.loop_holds_logits) {
-      reject(config, "train_metric_cross_entropies", "loop_holds_logits already holds an fp32 copy of the logits",
-             "set loop_holds_logits=false (the metrics hold the 16-bit logits themselves)");
-    }
-  }
-  if (l.tp > 1 && (l.shape.loss == LossImpl::liger_fused_linear || l.shape.loss == LossImpl::cut_cross_entropy)) {
+  check_chunked_loss(config, shape.loss);
+  check_train_metrics(config, shape.loss);
+  if (shape.tp > 1 && (shape.loss == LossImpl::liger_fused_linear || shape.loss == LossImpl::cut_cross_entropy)) {
     reject(config, "loss_implementation",
-           std::string(to_string(l.shape.loss)) +
+           std::string(to_string(shape.loss)) +
                " computes the whole vocabulary's logits on each rank; it has no "
                "vocab-parallel form for tp=" +
-               std::to_string(l.tp),
+               std::to_string(shape.tp),
            "use tp=1 with it, or loss_implementation=compiled (torchtitan's loss_parallel) or megatron_vocab_parallel");
   }
-  // The model must divide by this shape (heads by tp, experts by ep, ...): report it at the key's own origin.
+}
+
+// The model must divide by this shape (heads by tp, experts by ep, ...): report it at the key's own origin.
+void check_shape_fits_model(const ModelSpec& model, const FsdpConfig& config, const RankShape& shape) {
   try {
-    check_rank_shape(model, l.shape);
+    check_rank_shape(model, shape);
   } catch (const ConfigError& e) {
     if (e.key().empty() || config.origin.count(e.key()) == 0) throw;
     throw ConfigError(config.where(e.key()), e.key(), e.problem(), e.fix());
   }
+}
+
+}  // namespace
+
+ParallelLayout resolve_layout(const ModelSpec& model, FsdpConfig& config, int32_t gpus_per_node) {
+  // Megatron-LM sizes its buckets from the flag as given, before MegatronFSDP.__init__ forces the overlaps
+  // (megatron/training/training.py, resolve_ddp_bucket_size, @ d98e8a64ddf3).
+  const bool overlap_grad_reduce_as_given = config.overlap_grad_reduce;
+  apply_forced_options(config);
+  check_combinations(model, config);
+  check_sequence(config);
+  ParallelLayout l;
+  l.gpus_per_node = gpus_per_node;
+  const int64_t world = world_size_of(config, gpus_per_node);
+  l.world_size = static_cast<int32_t>(world);
+  l.tp = config.tp;
+  l.cp = config.cp;
+  l.ep = config.ep;
+  l.etp = config.etp;
+  check_pipeline(config, world);
+  l.pp = config.pp;
+  l.virtual_stages = config.virtual_pipeline_stages;
+  resolve_groups(model, config, l);
+  if (overlap_grad_reduce_as_given) {
+    const int64_t dp_cp = int64_t{l.dp} * l.cp;
+    l.ddp_bucket_elems =
+        config.ddp_bucket_size > 0 ? config.ddp_bucket_size : std::max<int64_t>(40'000'000, int64_t{1'000'000} * dp_cp);
+  }
+  resolve_micro_batches(config, l);
+  check_job_limits(model, config, l);  // tokens, ops and FLOPs of the step, before anything multiplies them
+  l.shape = rank_shape_of(config, l);
+  check_bf16_layers(model, config, l.shape.compute_dtype == DType::fp8);
+  check_routing_skew(model, config);
+  if (config.attention_kernel != AttentionKernel::flash && !config.flash_attention) {
+    reject(
+        config, "attention_kernel",
+        std::string(to_string(config.attention_kernel)) + " is a fused attention kernel, but flash_attention is false",
+        "set flash_attention=true, or leave attention_kernel at flash");
+  }
+  check_loss_options(config, l.shape);
+  check_shape_fits_model(model, config, l.shape);
   return l;
 }
 

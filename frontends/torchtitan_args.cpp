@@ -7,6 +7,7 @@
 
 #include "common/limits.h"
 #include "common/text.h"
+#include "frontends/torchtitan_registry.h"
 
 // Sources, all pytorch/torchtitan at b5bcd76c66d0 (2026-08-21): the registry functions in
 // torchtitan/models/{llama3,deepseek_v3,qwen3}/config_registry.py; the options and their defaults in
@@ -131,104 +132,8 @@ struct Setting {
 };
 using Settings = std::map<std::string, Setting>;
 
-struct RegistryConfig {
-  std::string module;
-  std::string config;
-  /// The function it starts from, as torchtitan's variants call their base (`config = llama3_8b()`), or "".
-  std::string base;
-  std::vector<std::pair<std::string, std::vector<std::string>>> settings;  ///< over the base's
-};
-
-const std::vector<RegistryConfig>& registry() {
-  // num_tokens_per_microbatch_per_dp_rank and max_context_length as the functions write them (e.g. 8 * 8192).
-  static const std::vector<RegistryConfig> all{
-      {"llama3",
-       "llama3_8b",
-       "",
-       {{"model.name", {"llama3"}},
-        {"model.flavor", {"8B"}},
-        {"loss", {"chunked"}},
-        {"training.num_tokens_per_microbatch_per_dp_rank", {"8192"}},
-        {"training.max_context_length", {"8192"}},
-        {"activation_checkpoint", {"selective"}}}},
-      {"llama3",
-       "llama3_8b_mxfp8",
-       "llama3_8b",
-       {{"compile.enable", {"true"}}, {"compile.components", {"model"}}, {"model.converters", {"quantize.linear.mx"}}}},
-      {"llama3",
-       "llama3_70b",
-       "",
-       {{"model.name", {"llama3"}},
-        {"model.flavor", {"70B"}},
-        {"loss", {"chunked"}},
-        {"training.num_tokens_per_microbatch_per_dp_rank", {"65536"}},
-        {"training.max_context_length", {"8192"}},
-        {"parallelism.tensor_parallel_degree", {"8"}},
-        {"activation_checkpoint", {"full"}}}},
-      {"llama3",
-       "llama3_405b",
-       "",
-       {{"model.name", {"llama3"}},
-        {"model.flavor", {"405B"}},
-        {"model.converters", {"quantize.linear.float8"}},
-        {"quantize.linear.float8.recipe_name", {"rowwise"}},  // Float8LinearConverter.Config default
-        {"quantize.linear.float8.filter_fqns", {"lm_head"}},
-        {"loss", {"chunked"}},
-        {"training.num_tokens_per_microbatch_per_dp_rank", {"16384"}},
-        {"training.max_context_length", {"8192"}},
-        {"parallelism.tensor_parallel_degree", {"8"}},
-        {"activation_checkpoint", {"full"}},
-        {"compile.enable", {"true"}},
-        {"compile.enable_async_tensor_parallel", {"true"}}}},
-      {"deepseek_v3",
-       "deepseek_v3_671b",
-       "",
-       {{"model.name", {"deepseek_v3"}},
-        {"model.flavor", {"671B"}},
-        {"loss", {"chunked"}},
-        {"training.num_tokens_per_microbatch_per_dp_rank", {"16384"}},
-        {"training.max_context_length", {"4096"}},
-        {"parallelism.pipeline_parallel_schedule", {"Interleaved1F1B"}},
-        {"parallelism.expert_parallel_degree", {"2"}},
-        {"activation_checkpoint", {"selective"}},
-        {"compile.enable", {"true"}},
-        {"compile.components", {"loss"}}}},
-      {"deepseek_v3",
-       "deepseek_v3_671b_float8",
-       "deepseek_v3_671b",
-       {{"model.converters", {"quantize.linear.float8", "quantize.grouped_mm.float8"}},
-        {"quantize.linear.float8.recipe_name", {"rowwise"}},
-        {"quantize.linear.float8.filter_fqns", {"lm_head", "router.gate"}}}},
-      {"qwen3",
-       "qwen3_14b",
-       "",
-       {{"model.name", {"qwen3"}},
-        {"model.flavor", {"14B"}},
-        {"loss", {"chunked"}},
-        {"training.num_tokens_per_microbatch_per_dp_rank", {"16384"}},
-        {"training.max_context_length", {"4096"}},
-        {"activation_checkpoint", {"full"}}}},
-      {"qwen3",
-       "qwen3_30b_a3b",
-       "",
-       {{"model.name", {"qwen3"}},
-        {"model.flavor", {"30B-A3B"}},
-        {"loss", {"chunked"}},
-        {"training.num_tokens_per_microbatch_per_dp_rank", {"8192"}},
-        {"training.max_context_length", {"4096"}},
-        {"activation_checkpoint", {"full"}}}},
-      {"qwen3",
-       "qwen3_32b",
-       "",
-       {{"model.name", {"qwen3"}},
-        {"model.flavor", {"32B"}},
-        {"loss", {"chunked"}},
-        {"training.num_tokens_per_microbatch_per_dp_rank", {"8192"}},
-        {"training.max_context_length", {"4096"}},
-        {"activation_checkpoint", {"full"}}}},
-  };
-  return all;
-}
+using torchtitan::registry;
+using torchtitan::RegistryConfig;
 
 // --module takes torchtitan's short names or the module's dotted path (ConfigManager._load_config).
 std::string short_module(const std::string& module) {
@@ -316,8 +221,18 @@ std::pair<std::string, bool> option_name(const std::string& raw) {
   return {raw, false};
 }
 
-CommandLine read_command_line(std::string args) {
-  // A pasted script may end its lines in CR LF; any other control byte (a NUL, an escape) is not a command line.
+/// What the launcher in front of torchtitan's options says about the world: run_train.sh's NGPU, torchrun's
+/// --nnodes × --nproc_per_node.
+struct Launcher {
+  std::string ngpu;
+  std::string nnodes;
+  std::string nproc;
+  bool run_train_sh = false;
+};
+
+// The command line's words. A pasted script may end its lines in CR LF; any other control byte (a NUL, an escape) is
+// not a command line.
+std::vector<std::string> command_words(std::string args) {
   args.erase(std::remove(args.begin(), args.end(), '\r'), args.end());
   if (size_t bad = 0; !is_plain_text(args, &bad)) {
     fail_at(kCommandLine, "",
@@ -326,30 +241,108 @@ CommandLine read_command_line(std::string args) {
   }
   const std::optional<std::vector<std::string>> split = split_shell_words(args);
   if (!split) fail_at(kCommandLine, "", "unterminated quote in the torchtitan command line", "close the quote");
-  const std::vector<std::string>& w = *split;
+  return *split;
+}
+
+// The variables run_train.sh reads: NGPU, MODULE and CONFIG.
+void read_env_assignment(const std::string& word, CommandLine& cl, Launcher& launcher) {
+  const std::string name = word.substr(0, word.find('='));
+  const std::string value = word.substr(word.find('=') + 1);
+  if (name == "NGPU") launcher.ngpu = value;
+  if (name == "MODULE") cl.module = value;
+  if (name == "CONFIG") cl.config = value;
+  // LOG_RANK, COMM_MODE, ... do not shape the step
+}
+
+// tyro's subcommand for the policy class (ActivationCheckpointingConfig: selective, full, memory-budget).
+void read_policy(const std::string& word, CommandLine& cl) {
+  const std::string policy = word.substr(word.find(':') + 1);
+  if (policy != "selective" && policy != "full" && policy != "memory-budget") {
+    fail_at(word + " (" + kCommandLine + ")", "activation_checkpoint", "unknown policy '" + policy + "'",
+            "torchtitan's policies: activation_checkpoint:selective, :full or :memory-budget");
+  }
+  cl.flags["activation_checkpoint"] = Setting{{policy}, word + " (" + kCommandLine + ")"};
+}
+
+// One of torchtitan's options (--module, --config or --section.option, `raw` without its dashes) and its values:
+// one given inline (`=value`) or the words that follow it, several for a list and none for a bare boolean. Returns
+// the index of the last word it read.
+size_t read_option(const std::vector<std::string>& w, size_t i, const std::string& raw,
+                   const std::optional<std::string>& inline_value, CommandLine& cl) {
+  const bool has_next_value = i + 1 < w.size() && w[i + 1].rfind("-", 0) != 0;
+  const std::string origin = "--" + raw + " (" + kCommandLine + ")";
+  if (raw == "module" || raw == "config") {
+    if (!inline_value && !has_next_value) fail_at(origin, "--" + raw, "--" + raw + " without a value", "");
+    (raw == "module" ? cl.module : cl.config) = inline_value.value_or(w[i + 1]);
+    if (!inline_value) ++i;
+    return i;
+  }
+  const auto [name, negated] = option_name(raw);
+  const auto shaping = shaping_options().find(name);
+  std::vector<std::string> values;
+  if (inline_value) values.push_back(*inline_value);
+  const bool is_list = shaping != shaping_options().end() && shaping->second.kind == Kind::texts;
+  while (!inline_value && i + 1 < w.size() && w[i + 1].rfind("--", 0) != 0 && w[i + 1].find(':') == std::string::npos) {
+    const bool boolean = shaping != shaping_options().end() && shaping->second.kind == Kind::boolean;
+    if (boolean && !bool_word(w[i + 1])) break;  // a bare boolean flag: true
+    values.push_back(w[++i]);
+    if (!is_list) break;
+  }
+  if (shaping == shaping_options().end()) {
+    if (is_passive(name)) return i;
+    fail_at(origin, "--" + name, "unknown torchtitan option" + did_you_mean(name, known_option_names()),
+            "torchtitan's command-line options are frozen (tests/unit_tests/test_no_new_cli_options.py); set "
+            "anything else in your config function and give its settings here as options");
+  }
+  if (shaping->second.kind == Kind::boolean) {
+    if (values.size() > 1 || (values.size() == 1 && !bool_word(values[0]))) {
+      fail_at(origin, "--" + name, "expected true or false, got '" + join(values, " ") + "'",
+              "write --" + name + " (true), --" + name + " false, or the no_ form");
+    }
+    const bool value = values.empty() ? true : *bool_word(values[0]);
+    values = {(value != negated) ? "true" : "false"};
+  } else if (values.empty()) {
+    fail_at(origin, "--" + name, "--" + name + " without a value", "give one: --" + name + " VALUE");
+  }
+  cl.flags[name] = Setting{values, origin};
+  return i;
+}
+
+// The launcher's defaults and the GPUs it starts: run_train.sh runs NGPU=${NGPU:-"8"} GPUs of one node and
+// MODULE=${MODULE:-"llama3"}; torchrun's --nnodes × --nproc_per_node win over NGPU.
+void apply_launcher(Launcher launcher, CommandLine& cl) {
+  if (launcher.run_train_sh) {
+    if (launcher.ngpu.empty()) launcher.ngpu = "8";
+    if (cl.module.empty()) cl.module = "llama3";
+  }
+  const std::string& nnodes = launcher.nnodes;
+  const std::string& nproc = launcher.nproc;
+  if (!nnodes.empty() || !nproc.empty()) {
+    const std::string origin = "torchrun --nnodes " + (nnodes.empty() ? "1" : nnodes) + " --nproc_per_node " +
+                               (nproc.empty() ? "1" : nproc) + " (" + kCommandLine + ")";
+    cl.gpus = (nnodes.empty() ? 1 : count_value(nnodes, origin, "--nnodes")) *
+              (nproc.empty() ? 1 : count_value(nproc, origin, "--nproc_per_node"));
+    cl.gpus_origin = origin;
+  } else if (!launcher.ngpu.empty()) {
+    cl.gpus_origin = "NGPU=" + launcher.ngpu + " (" + kCommandLine + ")";
+    cl.gpus = count_value(launcher.ngpu, cl.gpus_origin, "NGPU");
+  }
+}
+
+CommandLine read_command_line(std::string args) {
+  const std::vector<std::string> w = command_words(std::move(args));
   CommandLine cl;
-  std::string ngpu, nnodes, nproc;
+  Launcher launcher;
   bool in_torchtitan = false;  // past the launcher: every word is now torchtitan's
-  bool run_train_sh = false;
   for (size_t i = 0; i < w.size(); ++i) {
     const std::string& word = w[i];
     const bool has_next_value = i + 1 < w.size() && w[i + 1].rfind("-", 0) != 0;
     if (!in_torchtitan && is_env_assignment(word)) {
-      const std::string name = word.substr(0, word.find('='));
-      const std::string value = word.substr(word.find('=') + 1);
-      if (name == "NGPU") ngpu = value;
-      if (name == "MODULE") cl.module = value;
-      if (name == "CONFIG") cl.config = value;
-      continue;  // LOG_RANK, COMM_MODE, ... do not shape the step
+      read_env_assignment(word, cl, launcher);
+      continue;
     }
     if (word.rfind("activation_checkpoint:", 0) == 0 || word.rfind("activation-checkpoint:", 0) == 0) {
-      // tyro's subcommand for the policy class (ActivationCheckpointingConfig: selective, full, memory-budget)
-      const std::string policy = word.substr(word.find(':') + 1);
-      if (policy != "selective" && policy != "full" && policy != "memory-budget") {
-        fail_at(word + " (" + kCommandLine + ")", "activation_checkpoint", "unknown policy '" + policy + "'",
-                "torchtitan's policies: activation_checkpoint:selective, :full or :memory-budget");
-      }
-      cl.flags["activation_checkpoint"] = Setting{{policy}, word + " (" + kCommandLine + ")"};
+      read_policy(word, cl);
       in_torchtitan = true;
       continue;
     }
@@ -358,8 +351,8 @@ CommandLine read_command_line(std::string args) {
         fail_at(word + " (" + kCommandLine + ")", "", "unexpected word '" + word + "' among torchtitan's options",
                 "give each option as --section.option VALUE");
       }
-      // torchtitan's run_train.sh: NGPU=${NGPU:-"8"} GPUs of one node, MODULE=${MODULE:-"llama3"}.
-      if (word.size() >= 12 && word.compare(word.size() - 12, 12, "run_train.sh") == 0) run_train_sh = true;
+      // torchtitan's run_train.sh, whose defaults apply_launcher fills in.
+      if (word.size() >= 12 && word.compare(word.size() - 12, 12, "run_train.sh") == 0) launcher.run_train_sh = true;
       continue;  // the launcher: srun, torchrun, python3 -m torchtitan.train, ./run_train.sh, a launcher's value
     }
     const size_t eq = word.find('=');
@@ -375,62 +368,14 @@ CommandLine read_command_line(std::string args) {
       // A launcher option (torchrun's): --nnodes and --nproc_per_node give the world.
       std::string value = inline_value.value_or(has_next_value ? w[i + 1] : "");
       if (!inline_value && has_next_value) ++i;
-      if (raw == "nnodes") nnodes = value;
-      if (raw == "nproc_per_node" || raw == "nproc-per-node") nproc = value;
+      if (raw == "nnodes") launcher.nnodes = value;
+      if (raw == "nproc_per_node" || raw == "nproc-per-node") launcher.nproc = value;
       continue;
     }
     in_torchtitan = true;
-    const std::string origin = "--" + raw + " (" + kCommandLine + ")";
-    if (raw == "module" || raw == "config") {
-      if (!inline_value && !has_next_value) fail_at(origin, "--" + raw, "--" + raw + " without a value", "");
-      (raw == "module" ? cl.module : cl.config) = inline_value.value_or(w[i + 1]);
-      if (!inline_value) ++i;
-      continue;
-    }
-    const auto [name, negated] = option_name(raw);
-    const auto shaping = shaping_options().find(name);
-    std::vector<std::string> values;
-    if (inline_value) values.push_back(*inline_value);
-    const bool is_list = shaping != shaping_options().end() && shaping->second.kind == Kind::texts;
-    while (!inline_value && i + 1 < w.size() && w[i + 1].rfind("--", 0) != 0 &&
-           w[i + 1].find(':') == std::string::npos) {
-      const bool boolean = shaping != shaping_options().end() && shaping->second.kind == Kind::boolean;
-      if (boolean && !bool_word(w[i + 1])) break;  // a bare boolean flag: true
-      values.push_back(w[++i]);
-      if (!is_list) break;
-    }
-    if (shaping == shaping_options().end()) {
-      if (is_passive(name)) continue;
-      fail_at(origin, "--" + name, "unknown torchtitan option" + did_you_mean(name, known_option_names()),
-              "torchtitan's command-line options are frozen (tests/unit_tests/test_no_new_cli_options.py); set "
-              "anything else in your config function and give its settings here as options");
-    }
-    if (shaping->second.kind == Kind::boolean) {
-      if (values.size() > 1 || (values.size() == 1 && !bool_word(values[0]))) {
-        fail_at(origin, "--" + name, "expected true or false, got '" + join(values, " ") + "'",
-                "write --" + name + " (true), --" + name + " false, or the no_ form");
-      }
-      const bool value = values.empty() ? true : *bool_word(values[0]);
-      values = {(value != negated) ? "true" : "false"};
-    } else if (values.empty()) {
-      fail_at(origin, "--" + name, "--" + name + " without a value", "give one: --" + name + " VALUE");
-    }
-    cl.flags[name] = Setting{values, origin};
+    i = read_option(w, i, raw, inline_value, cl);
   }
-  if (run_train_sh) {
-    if (ngpu.empty()) ngpu = "8";
-    if (cl.module.empty()) cl.module = "llama3";
-  }
-  if (!nnodes.empty() || !nproc.empty()) {
-    const std::string origin = "torchrun --nnodes " + (nnodes.empty() ? "1" : nnodes) + " --nproc_per_node " +
-                               (nproc.empty() ? "1" : nproc) + " (" + kCommandLine + ")";
-    cl.gpus = (nnodes.empty() ? 1 : count_value(nnodes, origin, "--nnodes")) *
-              (nproc.empty() ? 1 : count_value(nproc, origin, "--nproc_per_node"));
-    cl.gpus_origin = origin;
-  } else if (!ngpu.empty()) {
-    cl.gpus_origin = "NGPU=" + ngpu + " (" + kCommandLine + ")";
-    cl.gpus = count_value(ngpu, cl.gpus_origin, "NGPU");
-  }
+  apply_launcher(launcher, cl);
   if (cl.module.empty() || cl.config.empty()) {
     fail_at(kCommandLine, cl.module.empty() ? "--module" : "--config",
             "torchtitan needs both --module and --config (or MODULE= and CONFIG= for run_train.sh)",
