@@ -63,6 +63,8 @@ class Fsdp2Builder {
   [[nodiscard]] int64_t shard_elem_bytes() const { return main_param_bytes(ctx_.config) > 0 ? 4 : 2; }
   [[nodiscard]] int64_t reduce_bytes() const { return dtype_bytes(grad_comm_dtype(ctx_.config)); }
   [[nodiscard]] int32_t group_of_unit(int32_t unit) const { return unit_group_[static_cast<size_t>(unit)]; }
+  /// The unsharded parameters of param group `g`, which its units' compute ops read.
+  [[nodiscard]] std::vector<BufferId> unsharded_params(int32_t g) const;
 
   void setup();
   void add_group(std::string name, std::vector<int32_t> units, bool reshard_after_forward);
@@ -125,6 +127,12 @@ int64_t weight_gradient_inputs_bytes(const std::vector<Gemm>& gemms, DType activ
   int64_t elems = 0;
   for (const Gemm& g : backward_half(gemms, true)) elems += (g.m + g.n) * g.k * g.batch;
   return elems * dtype_bytes(activation_dtype);
+}
+
+std::vector<BufferId> Fsdp2Builder::unsharded_params(int32_t g) const {
+  std::vector<BufferId> reads;
+  for (const Part& part : groups_[static_cast<size_t>(g)].parts) reads.push_back(part.unsharded);
+  return reads;
 }
 
 void Fsdp2Builder::add_group(std::string name, std::vector<int32_t> units, bool reshard_after_forward) {
@@ -227,10 +235,8 @@ void Fsdp2Builder::unshard(int32_t g, Phase phase, int32_t mb, bool after_comput
     copy_in.allocs = {part.flat};
     copy_in.writes = {part.flat};
     if (cast) {
-      const BufferId cast_tmp = ctx_.w.buffer(op_name("ag_cast", phase_name, name, mb), BufferCategory::comm_staging,
-                                              shard_elems * weight_bytes(), false);
-      copy_in.allocs.push_back(cast_tmp);
-      copy_in.frees.push_back(cast_tmp);
+      ctx_.add_scratch(copy_in, op_name("ag_cast", phase_name, name, mb), BufferCategory::comm_staging,
+                       shard_elems * weight_bytes());
     }
     const OpId copy_in_id = ctx_.w.add(std::move(copy_in));
     Op ag = make_collective({.kind = OpKind::all_gather,
@@ -299,16 +305,7 @@ void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
     emit_unit_collectives(ctx_, u, Phase::fwd, mb);
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
     ParamGroup& pg = groups_[static_cast<size_t>(g)];
-    std::vector<BufferId> reads;
-    for (const Part& part : pg.parts) reads.push_back(part.unsharded);
-    int32_t kernels = cost.fwd_kernels;
-    std::vector<Gemm> gemms = emit_fused_expert_gemms(ctx_, u, Phase::fwd, mb, cost.fwd_gemms, reads, {}, kernels);
-    Op fwd = make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, std::move(gemms),
-                          cost.fwd_bytes_touched, cost.fwd_class_bytes);
-    fwd.kernels = kernels;
-    fwd.unit = u;
-    fwd.micro_batch = mb;
-    fwd.reads = std::move(reads);
+    Op fwd = ctx_.unit_pass("fwd", u, Phase::fwd, mb, unit_work(cost, Phase::fwd), unsharded_params(g), {});
     acts.on_forward(fwd, u);
     const bool grads_now = cost.weight_grads_in_forward && cost.params() > 0;
     if (grads_now) add_unsharded_grads(u, mb, fwd);
@@ -325,9 +322,7 @@ void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
   }
   // The root's post-forward frees the last flat all-gather output.
   if (pending_flat_free_.valid()) {
-    Op sync = make_sync(op_name("ag_out_release", "", mb), Phase::fwd, ctx_.compute, {}, {pending_flat_free_});
-    sync.micro_batch = mb;
-    ctx_.w.add(std::move(sync));
+    ctx_.add_sync(op_name("ag_out_release", "", mb), Phase::fwd, ctx_.compute, {}, {pending_flat_free_}, mb);
     pending_flat_free_ = {};
   }
 }
@@ -338,15 +333,9 @@ void Fsdp2Builder::pre_backward(int32_t u, int32_t mb, Activations& acts) {
     for (int32_t r = acts.chunk_start(u); r <= u; ++r) {
       unshard(group_of_unit(r), Phase::recompute, mb);
       copy_out(group_of_unit(r), Phase::recompute, mb, true);
-      const UnitCost& rc = ctx_.units[static_cast<size_t>(r)];
-      Op op = make_compute(op_name("recompute", rc.name, mb), Phase::recompute, ctx_.compute, rc.fwd_gemms,
-                           rc.fwd_bytes_touched, rc.fwd_class_bytes);
-      op.kernels = rc.fwd_kernels;
-      op.unit = r;
-      op.micro_batch = mb;
-      for (const Part& part : groups_[static_cast<size_t>(group_of_unit(r))].parts) {
-        op.reads.push_back(part.unsharded);
-      }
+      Op op = ctx_.unit_compute("recompute", r, Phase::recompute, mb,
+                                unit_work(ctx_.units[static_cast<size_t>(r)], Phase::recompute),
+                                unsharded_params(group_of_unit(r)));
       acts.on_recompute(op, r);
       ctx_.w.add(std::move(op));
     }
@@ -386,21 +375,16 @@ void Fsdp2Builder::finish_unit_backward(int32_t u, int32_t mb, Op& op) {
 
 void Fsdp2Builder::add_unsharded_grads(int32_t u, int32_t mb, Op& op) {
   const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-  const BufferId grads = ctx_.w.buffer(op_name("grads", cost.name, mb), BufferCategory::unsharded_grad,
-                                       cost.params() * weight_bytes(), false);
-  op.allocs.push_back(grads);
-  op.writes.push_back(grads);
+  const BufferId grads =
+      ctx_.add_output(op, op_name("grads", cost.name, mb), BufferCategory::unsharded_grad, cost.params() * weight_bytes());
   groups_[static_cast<size_t>(group_of_unit(u))].grads.push_back(grads);
 }
 
 // Root post-backward (is_last_backward): the compute stream waits on every group's post-reduce event and the last
 // reduce-scatter, and frees its input.
 void Fsdp2Builder::join_reductions(int32_t mb) {
-  Op sync =
-      make_sync(op_name("rs_join", "", mb), Phase::bwd, ctx_.compute, ctx_.w.tails({rs_stream_, ar_stream_}),
-                rs_in_flight_input_.valid() ? std::vector<BufferId>{rs_in_flight_input_} : std::vector<BufferId>{});
-  sync.micro_batch = mb;
-  ctx_.w.add(std::move(sync));
+  ctx_.add_sync(op_name("rs_join", "", mb), Phase::bwd, ctx_.compute, ctx_.w.tails({rs_stream_, ar_stream_}),
+                rs_in_flight_input_.valid() ? std::vector<BufferId>{rs_in_flight_input_} : std::vector<BufferId>{}, mb);
   rs_in_flight_op_ = OpId::none();
   rs_in_flight_input_ = BufferId::none();
 }
@@ -408,17 +392,8 @@ void Fsdp2Builder::join_reductions(int32_t mb) {
 void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
   for (int32_t u = range_.last; u >= range_.first; --u) {
     pre_backward(u, mb, acts);
-    const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-    std::vector<BufferId> reads;
-    for (const Part& part : groups_[static_cast<size_t>(group_of_unit(u))].parts) reads.push_back(part.unsharded);
-    int32_t kernels = cost.bwd_kernels;
-    std::vector<Gemm> gemms = emit_fused_expert_gemms(ctx_, u, Phase::bwd, mb, cost.bwd_gemms, reads, {}, kernels);
-    Op bwd = make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, std::move(gemms),
-                          cost.bwd_bytes_touched, cost.bwd_class_bytes);
-    bwd.kernels = kernels;
-    bwd.unit = u;
-    bwd.micro_batch = mb;
-    bwd.reads = std::move(reads);
+    Op bwd = ctx_.unit_pass("bwd", u, Phase::bwd, mb, unit_work(ctx_.units[static_cast<size_t>(u)], Phase::bwd),
+                            unsharded_params(group_of_unit(u)), {});
     acts.on_backward(bwd, u);
     finish_unit_backward(u, mb, bwd);
     join_overlapped(ctx_, u, Phase::bwd, mb);  // a fused EP exchange of this layer's backward
@@ -440,10 +415,8 @@ void Fsdp2Builder::train_metrics(int32_t mb) {
   op.micro_batch = mb;  // no unit: it computes no gradient of the output unit
   op.reads = {ctx_.held_logits};
   for (size_t i = 0; i < cost.metric_transient_tensors.size(); ++i) {
-    const BufferId b = ctx_.w.buffer(op_name("tmp.metric", std::to_string(i), cost.name, mb), BufferCategory::workspace,
-                                     cost.metric_transient_tensors[i], false);
-    op.allocs.push_back(b);
-    op.frees.push_back(b);
+    ctx_.add_scratch(op, op_name("tmp.metric", std::to_string(i), cost.name, mb), BufferCategory::workspace,
+                     cost.metric_transient_tensors[i]);
   }
   ctx_.w.add(std::move(op));
 }
@@ -457,26 +430,18 @@ void Fsdp2Builder::backward_input(int32_t mb, Activations& acts) {
   for (int32_t u = range_.last; u >= range_.first; --u) {
     pre_backward(u, mb, acts);
     const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-    std::vector<BufferId> reads;
-    for (const Part& part : groups_[static_cast<size_t>(group_of_unit(u))].parts) reads.push_back(part.unsharded);
     // The weight half launches the weight-gradient GEMMs; the input half the rest.
-    int32_t kernels = std::max(1, cost.bwd_kernels - static_cast<int32_t>(backward_half(cost.bwd_gemms, true).size()));
-    std::vector<Gemm> gemms =
-        emit_fused_expert_gemms(ctx_, u, Phase::bwd, mb, backward_half(cost.bwd_gemms, false), reads, {}, kernels);
-    Op input = make_compute(op_name("bwd_input", cost.name, mb), Phase::bwd, ctx_.compute, std::move(gemms),
-                            cost.bwd_bytes_touched, cost.bwd_class_bytes);
-    input.kernels = kernels;
-    input.unit = u;
-    input.micro_batch = mb;
-    input.reads = std::move(reads);
+    const ComputeWork work{
+        .gemms = backward_half(cost.bwd_gemms, false),
+        .bytes_touched = cost.bwd_bytes_touched,
+        .class_bytes = cost.bwd_class_bytes,
+        .kernels = std::max(1, cost.bwd_kernels - static_cast<int32_t>(backward_half(cost.bwd_gemms, true).size()))};
+    Op input = ctx_.unit_pass("bwd_input", u, Phase::bwd, mb, work, unsharded_params(group_of_unit(u)), {});
     acts.on_backward(input, u);
     if (const int64_t kept = weight_gradient_inputs_bytes(cost.bwd_gemms, ctx_.layout.shape.activation_dtype);
         kept > 0) {
-      const BufferId b =
-          ctx_.w.buffer(op_name("act.wgrad_inputs", cost.name, mb), BufferCategory::activation, kept, false);
-      input.allocs.push_back(b);
-      input.writes.push_back(b);
-      kept_for_weights_[{mb, u}] = b;
+      kept_for_weights_[{mb, u}] =
+          ctx_.add_output(input, op_name("act.wgrad_inputs", cost.name, mb), BufferCategory::activation, kept);
     }
     ctx_.w.add(std::move(input));
     join_overlapped(ctx_, u, Phase::bwd, mb);
@@ -485,11 +450,8 @@ void Fsdp2Builder::backward_input(int32_t mb, Activations& acts) {
 
 void Fsdp2Builder::backward_weight(int32_t mb) {
   for (int32_t u = range_.last; u >= range_.first; --u) {
-    const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-    Op weight = make_compute(op_name("bwd_weight", cost.name, mb), Phase::bwd, ctx_.compute,
-                             backward_half(cost.bwd_gemms, true), 0);
-    weight.unit = u;
-    weight.micro_batch = mb;
+    Op weight = ctx_.unit_compute("bwd_weight", u, Phase::bwd, mb,
+                                  {.gemms = backward_half(ctx_.units[static_cast<size_t>(u)].bwd_gemms, true)});
     if (const auto kept = kept_for_weights_.find({mb, u}); kept != kept_for_weights_.end()) {
       weight.reads.push_back(kept->second);
       weight.frees.push_back(kept->second);
@@ -528,10 +490,7 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb, Phase phase) {
   }
   // The compute stream waits on the previous reduce-scatter and drops its input (one RS input in flight).
   if (rs_in_flight_op_.valid()) {
-    Op sync =
-        make_sync(op_name("rs_wait", pg.name, mb), phase, ctx_.compute, {rs_in_flight_op_}, {rs_in_flight_input_});
-    sync.micro_batch = mb;
-    ctx_.w.add(std::move(sync));
+    ctx_.add_sync(op_name("rs_wait", pg.name, mb), phase, ctx_.compute, {rs_in_flight_op_}, {rs_in_flight_input_}, mb);
   }
   // chunk_cat the gradients into the RS input (cast to the reduce dtype) on the compute stream.
   const BufferId input =
@@ -627,9 +586,7 @@ OpId Fsdp2Builder::add_on_communicator(Op op) {
 }
 
 void Fsdp2Builder::optimizer_step() {
-  Op sync =
-      make_sync("grad_sync", Phase::optim, ctx_.compute, ctx_.w.tails({rs_stream_, ar_stream_, ctx_.offload}), {});
-  ctx_.w.add(std::move(sync));
+  ctx_.add_sync("grad_sync", Phase::optim, ctx_.compute, ctx_.w.tails({rs_stream_, ar_stream_, ctx_.offload}), {});
   // Adam over the sharded parameters in their original dtype; the next unshard's copy-in casts them.
   const FsdpConfig& c = ctx_.config;
   Op adam = make_memory_op(
@@ -641,10 +598,8 @@ void Fsdp2Builder::optimizer_step() {
   adam.writes = {shard_params_, optimizer_state_};
   if (c.optimizer_implementation == OptimizerImpl::foreach) {
     // _multi_tensor_adam's exp_avg_sq_sqrt: one temporary per parameter, all alive through the step.
-    const BufferId tmp = ctx_.w.buffer("optimizer.foreach_tmp", BufferCategory::workspace,
-                                       shard_elems_ * dtype_bytes(c.exp_avg_sq_dtype), false);
-    adam.allocs.push_back(tmp);
-    adam.frees.push_back(tmp);
+    ctx_.add_scratch(adam, "optimizer.foreach_tmp", BufferCategory::workspace,
+                     shard_elems_ * dtype_bytes(c.exp_avg_sq_dtype));
   }
   for (const ParamGroup& pg : groups_) {
     for (const Part& part : pg.parts) {

@@ -281,9 +281,7 @@ void MegatronBuilder::recycle_releasable(int32_t mb) {
     state = AgState{};
   }
   if (frees.empty()) return;
-  Op sync = make_sync(op_name("ag_recycle", "", mb), Phase::bwd, ag_stream_, ctx_.w.tails({ctx_.compute}), frees);
-  sync.micro_batch = mb;
-  ctx_.w.add(std::move(sync));
+  ctx_.add_sync(op_name("ag_recycle", "", mb), Phase::bwd, ag_stream_, ctx_.w.tails({ctx_.compute}), frees, mb);
 }
 
 void MegatronBuilder::issue_all_gather(int32_t group, Phase phase, int32_t mb) {
@@ -351,6 +349,12 @@ void MegatronBuilder::issue_all_gather(int32_t group, Phase phase, int32_t mb) {
   state.releasable = false;
 }
 
+std::vector<BufferId> MegatronBuilder::gathered_buffers(const std::vector<int32_t>& groups) const {
+  std::vector<BufferId> buffers;
+  for (const int32_t g : groups) buffers.push_back(ag_[static_cast<size_t>(g)].buffer);
+  return buffers;
+}
+
 std::vector<OpId> MegatronBuilder::wait_for(const std::vector<int32_t>& groups) {
   // wait_bucket_ready(): the compute stream waits for the current unit's all-gathers only.
   std::vector<OpId> deps;
@@ -397,31 +401,18 @@ void MegatronBuilder::start_param_sync() {
   std::vector<int32_t> all;
   for (size_t g = 0; g < plan_.groups.size(); ++g) all.push_back(static_cast<int32_t>(g));
   gather(all, Prefetch::none, Phase::fwd, 0);
-  Op sync = make_sync("param_sync", Phase::fwd, ctx_.compute, wait_for(all), {});
-  sync.micro_batch = 0;
-  ctx_.w.add(std::move(sync));
+  ctx_.add_sync("param_sync", Phase::fwd, ctx_.compute, wait_for(all), {}, 0);
 }
 
 void MegatronBuilder::forward(int32_t mb, Activations& acts) {
   for (int32_t u = range_.first; u <= range_.last; ++u) {
-    const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
     const std::vector<int32_t>& groups = plan_.unit_groups[static_cast<size_t>(u)];
     // Pre-forward hook (every unit and every non-unit module with parameters): gather + forward prefetch.
     gather(groups, ctx_.config.overlap_param_gather ? Prefetch::forward : Prefetch::none, Phase::fwd, mb);
     emit_unit_collectives(ctx_, u, Phase::fwd, mb);
-    std::vector<BufferId> reads;
-    for (const int32_t g : groups) reads.push_back(ag_[static_cast<size_t>(g)].buffer);
-    int32_t kernels = cost.fwd_kernels;
-    const std::vector<OpId> gathered = wait_for(groups);
-    std::vector<Gemm> gemms =
-        emit_fused_expert_gemms(ctx_, u, Phase::fwd, mb, cost.fwd_gemms, reads, gathered, kernels);
-    Op fwd = make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, std::move(gemms),
-                          cost.fwd_bytes_touched, cost.fwd_class_bytes);
-    fwd.kernels = kernels;
-    fwd.unit = u;
-    fwd.micro_batch = mb;
-    fwd.deps = gathered;
-    fwd.reads = std::move(reads);
+    std::vector<BufferId> reads = gathered_buffers(groups);
+    Op fwd = ctx_.unit_pass("fwd", u, Phase::fwd, mb, unit_work(ctx_.units[static_cast<size_t>(u)], Phase::fwd),
+                            std::move(reads), wait_for(groups));
     acts.on_forward(fwd, u);
     // Post-forward hook (units only, optim_grads_params): release the gathered weights at once.
     if (zero3() && ctx_.is_layer(u)) release(groups, fwd);

@@ -298,17 +298,10 @@ std::vector<Gemm> emit_fused_expert_gemms(BuildContext& ctx, int32_t unit, Phase
   for (Gemm& g : gemms) (is_expert(g) ? experts : rest).push_back(std::move(g));
   const std::string& unit_name = ctx.units.at(static_cast<size_t>(unit)).name;
   const auto count = static_cast<int32_t>(experts.size());
-  Op op = make_compute(op_name(std::string(to_string(phase)) + "_experts", unit_name, micro_batch), phase, ctx.compute,
-                       std::move(experts), 0);
-  op.kernels = count;
-  op.unit = unit;
-  op.micro_batch = micro_batch;
-  op.reads = reads;
-  op.deps = deps;
-  ctx.w.add(std::move(op));
-  Op sync = make_sync(op_name("ep_fused_join", unit_name, micro_batch), phase, ctx.compute, std::move(exchange), {});
-  sync.micro_batch = micro_batch;
-  ctx.w.add(std::move(sync));
+  ctx.w.add(ctx.unit_compute(std::string(to_string(phase)) + "_experts", unit, phase, micro_batch,
+                             {.gemms = std::move(experts), .kernels = count}, reads, deps));
+  ctx.add_sync(op_name("ep_fused_join", unit_name, micro_batch), phase, ctx.compute, std::move(exchange), {},
+               micro_batch);
   ctx.overlapped_pending = std::move(others);
   kernels = std::max(1, kernels - count);
   return rest;
@@ -316,10 +309,8 @@ std::vector<Gemm> emit_fused_expert_gemms(BuildContext& ctx, int32_t unit, Phase
 
 void join_overlapped(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch) {
   if (ctx.overlapped_pending.empty()) return;
-  Op sync = make_sync(op_name("overlap_join", ctx.units.at(static_cast<size_t>(unit)).name, micro_batch), phase,
-                      ctx.compute, std::move(ctx.overlapped_pending), {});
-  sync.micro_batch = micro_batch;
-  ctx.w.add(std::move(sync));
+  ctx.add_sync(op_name("overlap_join", ctx.units.at(static_cast<size_t>(unit)).name, micro_batch), phase, ctx.compute,
+               std::move(ctx.overlapped_pending), {}, micro_batch);
   ctx.overlapped_pending.clear();
 }
 
@@ -365,10 +356,7 @@ bool Activations::offloaded(int32_t unit) const {
 void Activations::add_transients(Op& op, const std::vector<int64_t>& tensors, std::string_view what,
                                  std::string_view unit_name) {
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const BufferId b =
-        ctx_.w.buffer(op_name(what, std::to_string(i), unit_name, mb_), BufferCategory::workspace, tensors[i], false);
-    op.allocs.push_back(b);
-    op.frees.push_back(b);
+    ctx_.add_scratch(op, op_name(what, std::to_string(i), unit_name, mb_), BufferCategory::workspace, tensors[i]);
   }
 }
 
@@ -380,25 +368,18 @@ void Activations::on_forward(Op& fwd, int32_t unit) {
   fwd.frees.reserve(fwd.frees.size() + 2 + transients);
   const int64_t saved = saved_bytes(unit);
   if (saved > 0) {
-    const BufferId b = ctx_.w.buffer(op_name("act", cost.name, mb_), BufferCategory::activation, saved, false);
-    slots_[static_cast<size_t>(unit)].saved = b;
-    fwd.allocs.push_back(b);
-    fwd.writes.push_back(b);
+    slots_[static_cast<size_t>(unit)].saved =
+        ctx_.add_output(fwd, op_name("act", cost.name, mb_), BufferCategory::activation, saved);
   }
   if (cost.fwd_workspace_bytes > 0) {
-    const BufferId ws =
-        ctx_.w.buffer(op_name("ws.fwd", cost.name, mb_), BufferCategory::workspace, cost.fwd_workspace_bytes, false);
-    fwd.allocs.push_back(ws);
-    fwd.frees.push_back(ws);
+    ctx_.add_scratch(fwd, op_name("ws.fwd", cost.name, mb_), BufferCategory::workspace, cost.fwd_workspace_bytes);
   }
   add_transients(fwd, cost.fwd_transient_tensors, "tmp.fwd", cost.name);
   if (cost.held_output_bytes > 0) {
     // `pred = model(x)` rebinds only once the new logits exist, so the old ones die at the end of this forward.
     if (ctx_.held_logits.valid()) fwd.frees.push_back(ctx_.held_logits);
-    ctx_.held_logits = ctx_.w.buffer(op_name("logits_held", cost.name, mb_), BufferCategory::activation,
-                                     cost.held_output_bytes, false);
-    fwd.allocs.push_back(ctx_.held_logits);
-    fwd.writes.push_back(ctx_.held_logits);
+    ctx_.held_logits = ctx_.add_output(fwd, op_name("logits_held", cost.name, mb_), BufferCategory::activation,
+                                       cost.held_output_bytes);
   }
 }
 
@@ -439,11 +420,8 @@ void Activations::reload(int32_t unit, OpId after_op) {
 void Activations::on_recompute(Op& op, int32_t unit) {
   const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
   if (cost.recomputed_activation_bytes <= 0) return;
-  const BufferId b = ctx_.w.buffer(op_name("act.recomputed", cost.name, mb_), BufferCategory::activation,
-                                   cost.recomputed_activation_bytes, false);
-  slots_[static_cast<size_t>(unit)].recomputed = b;
-  op.allocs.push_back(b);
-  op.writes.push_back(b);
+  slots_[static_cast<size_t>(unit)].recomputed = ctx_.add_output(
+      op, op_name("act.recomputed", cost.name, mb_), BufferCategory::activation, cost.recomputed_activation_bytes);
   if (slots_[static_cast<size_t>(unit)].saved.valid()) op.reads.push_back(slots_[static_cast<size_t>(unit)].saved);
 }
 
@@ -469,10 +447,7 @@ void Activations::on_backward(Op& bwd, int32_t unit) {
       if (m != RecomputeModule::core_attn) recreated += r.freed_bytes;
     }
     if (recreated > 0) {
-      const BufferId b =
-          ctx_.w.buffer(op_name("act.module_recomputed", cost.name, mb_), BufferCategory::activation, recreated, false);
-      bwd.allocs.push_back(b);
-      bwd.frees.push_back(b);
+      ctx_.add_scratch(bwd, op_name("act.module_recomputed", cost.name, mb_), BufferCategory::activation, recreated);
     }
   }
   if (ctx_.config.recompute_granularity == Recompute::selective_op && ctx_.is_layer(unit)) {
@@ -485,17 +460,11 @@ void Activations::on_backward(Op& bwd, int32_t unit) {
     const int64_t recreated = cost.saved_activation_bytes[static_cast<size_t>(Recompute::none)] -
                               cost.saved_activation_bytes[static_cast<size_t>(Recompute::selective_op)];
     if (recreated > 0) {
-      const BufferId b =
-          ctx_.w.buffer(op_name("act.sac_recomputed", cost.name, mb_), BufferCategory::activation, recreated, false);
-      bwd.allocs.push_back(b);
-      bwd.frees.push_back(b);
+      ctx_.add_scratch(bwd, op_name("act.sac_recomputed", cost.name, mb_), BufferCategory::activation, recreated);
     }
   }
   if (cost.bwd_workspace_bytes > 0) {
-    const BufferId ws =
-        ctx_.w.buffer(op_name("ws.bwd", cost.name, mb_), BufferCategory::workspace, cost.bwd_workspace_bytes, false);
-    bwd.allocs.push_back(ws);
-    bwd.frees.push_back(ws);
+    ctx_.add_scratch(bwd, op_name("ws.bwd", cost.name, mb_), BufferCategory::workspace, cost.bwd_workspace_bytes);
   }
   add_transients(bwd, cost.bwd_transient_tensors, "tmp.bwd", cost.name);
 }

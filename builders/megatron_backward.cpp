@@ -64,23 +64,13 @@ void MegatronBuilder::recompute_chunk(int32_t first_unit, int32_t last_unit, Act
   // lazily releasable (megatron_fsdp.py _post_forward), so the next layer's all-gather recycles it: only the chunk's
   // last layer stays gathered for its backward, the others are gathered again at their pre-backward.
   for (int32_t u = first_unit; u <= last_unit; ++u) {
-    const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
     const std::vector<int32_t>& groups = plan_.unit_groups[static_cast<size_t>(u)];
     gather(groups, Prefetch::none, Phase::recompute, mb);
     emit_unit_collectives(ctx_, u, Phase::recompute, mb);
-    std::vector<BufferId> reads;
-    for (const int32_t g : groups) reads.push_back(ag_[static_cast<size_t>(g)].buffer);
-    int32_t kernels = cost.fwd_kernels;
-    const std::vector<OpId> gathered = wait_for(groups);
-    std::vector<Gemm> gemms =
-        emit_fused_expert_gemms(ctx_, u, Phase::recompute, mb, cost.fwd_gemms, reads, gathered, kernels);
-    Op op = make_compute(op_name("recompute", cost.name, mb), Phase::recompute, ctx_.compute, std::move(gemms),
-                         cost.fwd_bytes_touched, cost.fwd_class_bytes);
-    op.kernels = kernels;
-    op.unit = u;
-    op.micro_batch = mb;
-    op.deps = gathered;
-    op.reads = std::move(reads);
+    std::vector<BufferId> reads = gathered_buffers(groups);
+    Op op = ctx_.unit_pass("recompute", u, Phase::recompute, mb,
+                           unit_work(ctx_.units[static_cast<size_t>(u)], Phase::recompute), std::move(reads),
+                           wait_for(groups));
     acts.on_recompute(op, u);
     ctx_.w.add(std::move(op));
     join_overlapped(ctx_, u, Phase::recompute, mb);
@@ -120,35 +110,22 @@ void MegatronBuilder::backward_unit(int32_t u, Activations& acts, int32_t mb) {
   const int64_t fp8_transpose_bytes = fp8_transpose_cache() && ctx_.is_layer(u)
                                           ? linear_weight_elems(cost, false) + linear_weight_elems(cost, true)
                                           : 0;
-  std::vector<BufferId> reads;
-  for (const int32_t g : groups) reads.push_back(ag_[static_cast<size_t>(g)].buffer);
-  int32_t kernels = cost.bwd_kernels;
-  const std::vector<OpId> gathered = wait_for(groups);
-  std::vector<Gemm> gemms = emit_fused_expert_gemms(ctx_, u, Phase::bwd, mb, cost.bwd_gemms, reads, gathered, kernels);
-  Op bwd = make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, std::move(gemms),
-                        cost.bwd_bytes_touched + grad_copy_bytes + 2 * fp8_transpose_bytes, cost.bwd_class_bytes);
-  bwd.kernels = kernels;
-  bwd.unit = u;
-  bwd.micro_batch = mb;
+  ComputeWork work = unit_work(cost, Phase::bwd);
+  work.bytes_touched += grad_copy_bytes + 2 * fp8_transpose_bytes;
+  std::vector<BufferId> reads = gathered_buffers(groups);
+  Op bwd = ctx_.unit_pass("bwd", u, Phase::bwd, mb, std::move(work), std::move(reads), wait_for(groups));
   // Room for what the activations, the weight gradients and the gradient buckets add, allocated once.
   const size_t added = 6 + cost.bwd_transient_tensors.size() + groups.size();
   bwd.allocs.reserve(added);
   bwd.frees.reserve(added);
-  bwd.deps = gathered;
-  bwd.reads = std::move(reads);
   acts.on_backward(bwd, u);
   if (fp8_transpose_bytes > 0) {
-    const BufferId t = ctx_.w.buffer(op_name("fp8_transpose", cost.name, mb), BufferCategory::gathered_param,
-                                     fp8_transpose_bytes, false);
-    bwd.allocs.push_back(t);
-    bwd.frees.push_back(t);
+    ctx_.add_scratch(bwd, op_name("fp8_transpose", cost.name, mb), BufferCategory::gathered_param, fp8_transpose_bytes);
   }
   const int64_t param_grad_elems = cost.largest_param_elems(!fusion);
   if (param_grad_elems > 0) {
-    const BufferId t = ctx_.w.buffer(op_name("param_grad", cost.name, mb), BufferCategory::weight_grad,
-                                     param_grad_elems * kParamGradBytes, false);
-    bwd.allocs.push_back(t);
-    bwd.frees.push_back(t);
+    ctx_.add_scratch(bwd, op_name("param_grad", cost.name, mb), BufferCategory::weight_grad,
+                     param_grad_elems * kParamGradBytes);
   }
   grad_buckets_for(u, bwd, mb);
   // Post-backward (RegisterFSDPBackwardFunction): release the unit's gathered weights.
@@ -207,10 +184,8 @@ void MegatronBuilder::pop_reduce_queue(int64_t budget_elems, int32_t mb) {
     rs_queue_.pop_front();
   }
   if (deps.empty()) return;
-  Op sync =
-      make_sync(op_name(budget_elems == 0 ? "rs_join" : "rs_queue_pop", "", mb), Phase::bwd, ctx_.compute, deps, frees);
-  sync.micro_batch = mb;
-  ctx_.w.add(std::move(sync));
+  ctx_.add_sync(op_name(budget_elems == 0 ? "rs_join" : "rs_queue_pop", "", mb), Phase::bwd, ctx_.compute, deps, frees,
+                mb);
 }
 
 void MegatronBuilder::reduce_group(int32_t group, int32_t mb) {
@@ -313,9 +288,8 @@ void MegatronBuilder::finalize() {
   const FsdpConfig& c = ctx_.config;
   for (const int32_t g : deferred_reductions_) reduce_group(g, ctx_.layout.micro_batches - 1);
   // finish_grad_sync(): wait for every reduction, including the outer ones.
-  Op sync = make_sync("grad_sync", Phase::optim, ctx_.compute,
-                      ctx_.w.tails({rs_stream_, outer_rs_stream_, outer_ag_stream_, ctx_.offload}), {});
-  ctx_.w.add(std::move(sync));
+  ctx_.add_sync("grad_sync", Phase::optim, ctx_.compute,
+                ctx_.w.tails({rs_stream_, outer_rs_stream_, outer_ag_stream_, ctx_.offload}), {});
   std::vector<BufferId> grads = shards_grads() ? std::vector<BufferId>{grad_shard_} : full_grads_;
   if (grad_shard_expert_.valid()) grads.push_back(grad_shard_expert_);
   const int64_t elems = optimizer_elems_;
@@ -343,10 +317,7 @@ void MegatronBuilder::finalize() {
                                                     dtype_bytes(c.exp_avg_dtype), dtype_bytes(c.exp_avg_sq_dtype)));
   if (c.optimizer_implementation == OptimizerImpl::foreach) {
     // A torch.optim optimizer given to Megatron-FSDP's fully_shard: _multi_tensor_adam's exp_avg_sq_sqrt.
-    const BufferId tmp = ctx_.w.buffer("optimizer.foreach_tmp", BufferCategory::workspace,
-                                       elems * dtype_bytes(c.exp_avg_sq_dtype), false);
-    adam.allocs.push_back(tmp);
-    adam.frees.push_back(tmp);
+    ctx_.add_scratch(adam, "optimizer.foreach_tmp", BufferCategory::workspace, elems * dtype_bytes(c.exp_avg_sq_dtype));
   }
   adam.kernels = adam_kernels(c.optimizer_implementation, ctx_.units, elems);
   adam.reads = {optimizer_state_};

@@ -69,6 +69,8 @@ class MegatronBuilder {
   void gather(const std::vector<int32_t>& requested, Prefetch prefetch, Phase phase, int32_t mb);
   void issue_all_gather(int32_t group, Phase phase, int32_t mb);
   void recycle_releasable(int32_t mb);
+  /// The buffers holding `groups`' gathered weights, which a unit's compute op reads.
+  [[nodiscard]] std::vector<BufferId> gathered_buffers(const std::vector<int32_t>& groups) const;
   std::vector<OpId> wait_for(const std::vector<int32_t>& groups);
   void release(const std::vector<int32_t>& groups, Op& op);
   /// Adds a data-parallel all-gather or reduce-scatter behind the previous collective on its NCCL communicator.
