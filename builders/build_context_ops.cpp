@@ -12,8 +12,8 @@ ComputeWork unit_work(const UnitCost& unit, Phase phase) {
 
 Op BuildContext::unit_compute(std::string_view what, int32_t unit, Phase phase, int32_t micro_batch, ComputeWork work,
                               std::vector<BufferId> reads, std::vector<OpId> deps) {
-  Op op = make_compute(op_name(what, units.at(static_cast<size_t>(unit)).name, micro_batch), phase, compute,
-                       std::move(work.gemms), work.bytes_touched, work.class_bytes);
+  Op op = make_compute(op_name(what, unit_cost(unit).name, micro_batch), phase, compute, std::move(work.gemms),
+                       work.bytes_touched, work.class_bytes);
   op.kernels = work.kernels;
   op.unit = unit;
   op.micro_batch = micro_batch;
@@ -24,8 +24,8 @@ Op BuildContext::unit_compute(std::string_view what, int32_t unit, Phase phase, 
 
 Op BuildContext::unit_pass(std::string_view what, int32_t unit, Phase phase, int32_t micro_batch, ComputeWork work,
                            std::vector<BufferId> reads, std::vector<OpId> deps) {
-  work.gemms = emit_fused_expert_gemms(*this, unit, phase, micro_batch, std::move(work.gemms), reads, deps,
-                                       work.kernels);
+  work.gemms =
+      emit_fused_expert_gemms(*this, unit, phase, micro_batch, std::move(work.gemms), reads, deps, work.kernels);
   return unit_compute(what, unit, phase, micro_batch, std::move(work), std::move(reads), std::move(deps));
 }
 

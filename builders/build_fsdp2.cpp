@@ -29,6 +29,10 @@ struct Part {
   bool grad_shard_live = false;
 };
 
+// The id of a param group: its position in Fsdp2Builder::groups_, the order of the fully_shard calls.
+struct ParamGroupTag;
+using ParamGroupId = Id<ParamGroupTag>;
+
 struct ParamGroup {
   std::string name;
   std::vector<int32_t> units;  // model units it covers, ascending (two-level root: embedding and output)
@@ -62,14 +66,14 @@ class Fsdp2Builder {
   [[nodiscard]] int64_t weight_bytes() const { return dtype_bytes(ctx_.config.param_dtype); }
   [[nodiscard]] int64_t shard_elem_bytes() const { return main_param_bytes(ctx_.config) > 0 ? 4 : 2; }
   [[nodiscard]] int64_t reduce_bytes() const { return dtype_bytes(grad_comm_dtype(ctx_.config)); }
-  [[nodiscard]] int32_t group_of_unit(int32_t unit) const { return unit_group_[static_cast<size_t>(unit)]; }
+  [[nodiscard]] ParamGroupId group_of_unit(int32_t unit) const { return unit_group_.at(static_cast<size_t>(unit)); }
   /// The unsharded parameters of param group `g`, which its units' compute ops read.
-  [[nodiscard]] std::vector<BufferId> unsharded_params(int32_t g) const;
+  [[nodiscard]] std::vector<BufferId> unsharded_params(ParamGroupId g) const;
 
   void setup();
   void add_group(std::string name, std::vector<int32_t> units, bool reshard_after_forward);
-  void unshard(int32_t g, Phase phase, int32_t mb, bool after_compute = false);
-  void copy_out(int32_t g, Phase phase, int32_t mb, bool free_flat_now);
+  void unshard(ParamGroupId g, Phase phase, int32_t mb, bool after_compute = false);
+  void copy_out(ParamGroupId g, Phase phase, int32_t mb, bool free_flat_now);
   void forward(int32_t mb, Activations& acts);
   void backward(int32_t mb, Activations& acts);
   /// The input-gradient half of a split backward (zbv, dualpipev): everything backward does up to the data
@@ -88,7 +92,7 @@ class Fsdp2Builder {
   void join_reductions(int32_t mb);
   /// Composer's training metrics (train_metric_cross_entropies) once the micro-batch's backward has returned.
   void train_metrics(int32_t mb);
-  void post_backward(int32_t g, int32_t mb, Phase phase = Phase::bwd);
+  void post_backward(ParamGroupId g, int32_t mb, Phase phase = Phase::bwd);
   void optimizer_step();
   /// Adds an all-gather or reduce-scatter of the data-parallel mesh behind the previous one: FSDP2 issues both on
   /// the same process group, whose collectives ProcessGroupNCCL runs in host order on one internal stream.
@@ -96,8 +100,8 @@ class Fsdp2Builder {
 
   BuildContext ctx_;
   UnitRange range_;  ///< the model chunk the current action walks (each is its own fully_shard root under PP)
-  std::vector<ParamGroup> groups_;
-  std::vector<int32_t> unit_group_;  // model unit → its FSDP param group
+  IdVector<ParamGroupId, ParamGroup> groups_;
+  std::vector<ParamGroupId> unit_group_;  // model unit → its FSDP param group
   StreamId copy_in_stream_, ag_stream_, rs_stream_, ar_stream_;
   BufferId shard_params_, optimizer_state_;
   int64_t shard_elems_ = 0;
@@ -129,9 +133,9 @@ int64_t weight_gradient_inputs_bytes(const std::vector<Gemm>& gemms, DType activ
   return elems * dtype_bytes(activation_dtype);
 }
 
-std::vector<BufferId> Fsdp2Builder::unsharded_params(int32_t g) const {
+std::vector<BufferId> Fsdp2Builder::unsharded_params(ParamGroupId g) const {
   std::vector<BufferId> reads;
-  for (const Part& part : groups_[static_cast<size_t>(g)].parts) reads.push_back(part.unsharded);
+  for (const Part& part : groups_[g].parts) reads.push_back(part.unsharded);
   return reads;
 }
 
@@ -143,12 +147,12 @@ void Fsdp2Builder::add_group(std::string name, std::vector<int32_t> units, bool 
   pg.reshard_after_forward = reshard_after_forward;
   int64_t dense = 0, expert = 0, dense_row = 1, expert_row = 1;
   for (const int32_t u : pg.units) {
-    const UnitCost& c = ctx_.units[static_cast<size_t>(u)];
+    const UnitCost& c = ctx_.unit_cost(u);
     dense += c.dense_params;
     expert += c.expert_params;
     dense_row = std::max(dense_row, c.dense_row_elems);
     expert_row = std::max(expert_row, c.expert_row_elems);
-    unit_group_[static_cast<size_t>(u)] = static_cast<int32_t>(groups_.size());
+    unit_group_.at(static_cast<size_t>(u)) = groups_.next_id();
   }
   for (const bool is_expert : {false, true}) {
     const int64_t elems = is_expert ? expert : dense;
@@ -176,19 +180,17 @@ void Fsdp2Builder::setup() {
   if (l.outer > 1) ar_stream_ = ctx_.w.stream(StreamRole::outer_ar);
   const int32_t output = ctx_.layers() + 1;
   const bool reshard = ctx_.config.reshard_after_forward;
-  unit_group_.assign(ctx_.units.size(), 0);
+  unit_group_.assign(ctx_.units.size(), ParamGroupId(0));
   if (ctx_.config.fsdp2_wrap == Fsdp2Wrap::torchtitan) {
     // torchtitan/distributed/fsdp.py @ b5bcd76c: the embedding alone (resharded as the blocks are), [norm, lm_head]
     // not resharded after forward ("FSDP would prefetch them immediately"), each block, then the parameter-less root.
     add_group("embedding", {0}, reshard);
-    for (int32_t layer = 1; layer <= ctx_.layers(); ++layer)
-      add_group(ctx_.units[static_cast<size_t>(layer)].name, {layer}, reshard);
+    for (int32_t layer = 1; layer <= ctx_.layers(); ++layer) add_group(ctx_.unit_cost(layer).name, {layer}, reshard);
     add_group("output", {output}, false);
   } else {
     // The root's parameters stay unsharded from forward to backward (FSDPState._lazy_init).
     add_group("root", {0, output}, false);
-    for (int32_t layer = 1; layer <= ctx_.layers(); ++layer)
-      add_group(ctx_.units[static_cast<size_t>(layer)].name, {layer}, reshard);
+    for (int32_t layer = 1; layer <= ctx_.layers(); ++layer) add_group(ctx_.unit_cost(layer).name, {layer}, reshard);
   }
   // Memory (docs/architecture.md §4.7): sharded parameters in their original dtype (FP32 master copy), sharded FP32
   // gradients, Adam. The gradient shards are not held through the step: optimizer.zero_grad() (set_to_none, its
@@ -207,11 +209,11 @@ void Fsdp2Builder::setup() {
   optimizer_state_ = ctx_.w.buffer("optimizer_state", BufferCategory::optimizer_state, adam * shard_elems_, true);
 }
 
-void Fsdp2Builder::unshard(int32_t g, Phase phase, int32_t mb, bool after_compute) {
+void Fsdp2Builder::unshard(ParamGroupId g, Phase phase, int32_t mb, bool after_compute) {
   // foreach_all_gather: copy-in (cast the shard into its slot of the flat output) on the copy-in stream, then
   // all_gather_into_tensor on the AG stream. The AG streams wait only on the previous copy-out, and at the root's
   // pre-forward on everything issued to the compute stream so far (FSDPState._root_pre_forward).
-  ParamGroup& pg = groups_[static_cast<size_t>(g)];
+  ParamGroup& pg = groups_[g];
   if (pg.unsharded || pg.issued) return;
   const std::string phase_name = phase == Phase::fwd ? "" : "." + std::string(to_string(phase));
   for (Part& part : pg.parts) {
@@ -258,9 +260,9 @@ void Fsdp2Builder::unshard(int32_t g, Phase phase, int32_t mb, bool after_comput
   pg.issued = true;
 }
 
-void Fsdp2Builder::copy_out(int32_t g, Phase phase, int32_t mb, bool free_flat_now) {
+void Fsdp2Builder::copy_out(ParamGroupId g, Phase phase, int32_t mb, bool free_flat_now) {
   // wait_for_unshard: the compute stream waits on the AG, then split_with_sizes_copy into per-parameter tensors.
-  ParamGroup& pg = groups_[static_cast<size_t>(g)];
+  ParamGroup& pg = groups_[g];
   if (pg.unsharded) return;
   FSDPSIM_CHECK(pg.issued, "copy-out before unshard of " + pg.name);
   const std::string phase_name = phase == Phase::fwd ? "" : "." + std::string(to_string(phase));
@@ -294,7 +296,7 @@ void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
   const int32_t ahead = std::max(1, ctx_.config.forward_prefetch);
   unshard(group_of_unit(range_.first), Phase::fwd, mb, true);  // the root's pre-forward
   for (int32_t u = range_.first; u < units; ++u) {
-    const int32_t g = group_of_unit(u);
+    const ParamGroupId g = group_of_unit(u);
     unshard(g, Phase::fwd, mb);
     copy_out(g, Phase::fwd, mb, false);
     // Implicit prefetch: the CPU reaches the next pre-forwards while the GPU computes this unit (explicit
@@ -303,8 +305,8 @@ void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
       if (group_of_unit(next) != g) unshard(group_of_unit(next), Phase::fwd, mb);
     }
     emit_unit_collectives(ctx_, u, Phase::fwd, mb);
-    const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-    ParamGroup& pg = groups_[static_cast<size_t>(g)];
+    const UnitCost& cost = ctx_.unit_cost(u);
+    ParamGroup& pg = groups_[g];
     Op fwd = ctx_.unit_pass("fwd", u, Phase::fwd, mb, unit_work(cost, Phase::fwd), unsharded_params(g), {});
     acts.on_forward(fwd, u);
     const bool grads_now = cost.weight_grads_in_forward && cost.params() > 0;
@@ -328,13 +330,12 @@ void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
 }
 
 void Fsdp2Builder::pre_backward(int32_t u, int32_t mb, Activations& acts) {
-  const int32_t g = group_of_unit(u);
+  const ParamGroupId g = group_of_unit(u);
   if (acts.chunk_end(u)) {
     for (int32_t r = acts.chunk_start(u); r <= u; ++r) {
       unshard(group_of_unit(r), Phase::recompute, mb);
       copy_out(group_of_unit(r), Phase::recompute, mb, true);
-      Op op = ctx_.unit_compute("recompute", r, Phase::recompute, mb,
-                                unit_work(ctx_.units[static_cast<size_t>(r)], Phase::recompute),
+      Op op = ctx_.unit_compute("recompute", r, Phase::recompute, mb, unit_work(ctx_.unit_cost(r), Phase::recompute),
                                 unsharded_params(group_of_unit(r)));
       acts.on_recompute(op, r);
       ctx_.w.add(std::move(op));
@@ -352,9 +353,9 @@ void Fsdp2Builder::pre_backward(int32_t u, int32_t mb, Activations& acts) {
 }
 
 void Fsdp2Builder::finish_unit_backward(int32_t u, int32_t mb, Op& op) {
-  const int32_t g = group_of_unit(u);
-  const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-  ParamGroup& pg = groups_[static_cast<size_t>(g)];
+  const ParamGroupId g = group_of_unit(u);
+  const UnitCost& cost = ctx_.unit_cost(u);
+  ParamGroup& pg = groups_[g];
   // Autograd writes the unsharded gradients in the parameter dtype (none for a pipeline stage's empty
   // stage_input / stage_output, none left for a unit whose weight gradients the forward made).
   const bool grads_here = cost.params() > 0 && !cost.weight_grads_in_forward;
@@ -374,10 +375,10 @@ void Fsdp2Builder::finish_unit_backward(int32_t u, int32_t mb, Op& op) {
 }
 
 void Fsdp2Builder::add_unsharded_grads(int32_t u, int32_t mb, Op& op) {
-  const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-  const BufferId grads =
-      ctx_.add_output(op, op_name("grads", cost.name, mb), BufferCategory::unsharded_grad, cost.params() * weight_bytes());
-  groups_[static_cast<size_t>(group_of_unit(u))].grads.push_back(grads);
+  const UnitCost& cost = ctx_.unit_cost(u);
+  const BufferId grads = ctx_.add_output(op, op_name("grads", cost.name, mb), BufferCategory::unsharded_grad,
+                                         cost.params() * weight_bytes());
+  groups_[group_of_unit(u)].grads.push_back(grads);
 }
 
 // Root post-backward (is_last_backward): the compute stream waits on every group's post-reduce event and the last
@@ -392,7 +393,7 @@ void Fsdp2Builder::join_reductions(int32_t mb) {
 void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
   for (int32_t u = range_.last; u >= range_.first; --u) {
     pre_backward(u, mb, acts);
-    Op bwd = ctx_.unit_pass("bwd", u, Phase::bwd, mb, unit_work(ctx_.units[static_cast<size_t>(u)], Phase::bwd),
+    Op bwd = ctx_.unit_pass("bwd", u, Phase::bwd, mb, unit_work(ctx_.unit_cost(u), Phase::bwd),
                             unsharded_params(group_of_unit(u)), {});
     acts.on_backward(bwd, u);
     finish_unit_backward(u, mb, bwd);
@@ -429,7 +430,7 @@ void Fsdp2Builder::train_metrics(int32_t mb) {
 void Fsdp2Builder::backward_input(int32_t mb, Activations& acts) {
   for (int32_t u = range_.last; u >= range_.first; --u) {
     pre_backward(u, mb, acts);
-    const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
+    const UnitCost& cost = ctx_.unit_cost(u);
     // The weight half launches the weight-gradient GEMMs; the input half the rest.
     const ComputeWork work{
         .gemms = backward_half(cost.bwd_gemms, false),
@@ -450,8 +451,8 @@ void Fsdp2Builder::backward_input(int32_t mb, Activations& acts) {
 
 void Fsdp2Builder::backward_weight(int32_t mb) {
   for (int32_t u = range_.last; u >= range_.first; --u) {
-    Op weight = ctx_.unit_compute("bwd_weight", u, Phase::bwd, mb,
-                                  {.gemms = backward_half(ctx_.units[static_cast<size_t>(u)].bwd_gemms, true)});
+    Op weight =
+        ctx_.unit_compute("bwd_weight", u, Phase::bwd, mb, {.gemms = backward_half(ctx_.unit_cost(u).bwd_gemms, true)});
     if (const auto kept = kept_for_weights_.find({mb, u}); kept != kept_for_weights_.end()) {
       weight.reads.push_back(kept->second);
       weight.frees.push_back(kept->second);
@@ -462,8 +463,8 @@ void Fsdp2Builder::backward_weight(int32_t mb) {
   join_reductions(mb);
 }
 
-void Fsdp2Builder::post_backward(int32_t g, int32_t mb, Phase phase) {
-  ParamGroup& pg = groups_[static_cast<size_t>(g)];
+void Fsdp2Builder::post_backward(ParamGroupId g, int32_t mb, Phase phase) {
+  ParamGroup& pg = groups_[g];
   int64_t elems = 0;
   for (const Part& part : pg.parts) elems += part.padded_elems;
   const bool last_mb = mb == ctx_.layout.micro_batches - 1;

@@ -10,6 +10,19 @@
 #include "common/limits.h"
 
 namespace fsdpsim {
+namespace {
+
+// A unit's saved activation bytes under recompute setting `mode` (UnitCost keeps them per setting).
+int64_t saved_under(const UnitCost& cost, Recompute mode) {
+  return cost.saved_activation_bytes.at(static_cast<size_t>(mode));
+}
+
+// What re-running module `m` of a unit in its backward costs and re-creates.
+const ModuleRecompute& module_rerun(const UnitCost& cost, RecomputeModule m) {
+  return cost.module_recompute.at(static_cast<size_t>(m));
+}
+
+}  // namespace
 
 BuildContext::BuildContext(const ModelSpec& model_spec, const FsdpConfig& cfg, const ParallelLayout& lay)
     : model(model_spec),
@@ -180,7 +193,7 @@ ScheduleInfo make_schedule_info(const ModelSpec& model, const FsdpConfig& config
 }
 
 std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch) {
-  const UnitCost& cost = ctx.units.at(static_cast<size_t>(unit));
+  const UnitCost& cost = ctx.unit_cost(unit);
   const bool forward = phase == Phase::fwd || phase == Phase::recompute;
   std::vector<OpId> ids;
   const auto emit = [&](const UnitCollective& c, bool rerun) {
@@ -274,7 +287,7 @@ std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase p
   if (phase == Phase::bwd && ctx.config.recompute_granularity == Recompute::selective && ctx.is_layer(unit)) {
     // A recomputed MoE block dispatches and combines its tokens again before its backward (megatron moe_layer.py).
     for (const RecomputeModule m : applicable_modules(cost, ctx.config.recompute_modules)) {
-      for (const std::string& name : cost.module_recompute[static_cast<size_t>(m)].collectives) {
+      for (const std::string& name : module_rerun(cost, m).collectives) {
         for (const UnitCollective& c : cost.fwd_collectives) {
           if (c.name == name) emit(c, true);
         }
@@ -296,7 +309,7 @@ std::vector<Gemm> emit_fused_expert_gemms(BuildContext& ctx, int32_t unit, Phase
   if (exchange.empty() || std::none_of(gemms.begin(), gemms.end(), is_expert)) return gemms;
   std::vector<Gemm> experts, rest;
   for (Gemm& g : gemms) (is_expert(g) ? experts : rest).push_back(std::move(g));
-  const std::string& unit_name = ctx.units.at(static_cast<size_t>(unit)).name;
+  const std::string& unit_name = ctx.unit_cost(unit).name;
   const auto count = static_cast<int32_t>(experts.size());
   ctx.w.add(ctx.unit_compute(std::string(to_string(phase)) + "_experts", unit, phase, micro_batch,
                              {.gemms = std::move(experts), .kernels = count}, reads, deps));
@@ -309,7 +322,7 @@ std::vector<Gemm> emit_fused_expert_gemms(BuildContext& ctx, int32_t unit, Phase
 
 void join_overlapped(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch) {
   if (ctx.overlapped_pending.empty()) return;
-  ctx.add_sync(op_name("overlap_join", ctx.units.at(static_cast<size_t>(unit)).name, micro_batch), phase, ctx.compute,
+  ctx.add_sync(op_name("overlap_join", ctx.unit_cost(unit).name, micro_batch), phase, ctx.compute,
                std::move(ctx.overlapped_pending), {}, micro_batch);
   ctx.overlapped_pending.clear();
 }
@@ -335,15 +348,15 @@ bool Activations::chunk_end(int32_t layer_unit) const {
 }
 
 int64_t Activations::saved_bytes(int32_t unit) const {
-  const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
+  const UnitCost& cost = ctx_.unit_cost(unit);
   const auto mode = ctx_.config.recompute_granularity;
-  if (!ctx_.is_layer(unit)) return cost.saved_activation_bytes[static_cast<size_t>(Recompute::none)];
+  if (!ctx_.is_layer(unit)) return saved_under(cost, Recompute::none);
   if (mode == Recompute::selective) return selective_saved_bytes(cost, ctx_.config.recompute_modules);
-  if (mode != Recompute::full) return cost.saved_activation_bytes[static_cast<size_t>(mode)];
+  if (mode != Recompute::full) return saved_under(cost, mode);
   const int32_t start = chunk_start(unit);
-  if (start < 0) return cost.saved_activation_bytes[static_cast<size_t>(Recompute::none)];
+  if (start < 0) return saved_under(cost, Recompute::none);
   // Korthikanti et al. 2022 §4: a checkpointed chunk keeps only its input; the rest is recomputed in backward.
-  return start == unit ? cost.saved_activation_bytes[static_cast<size_t>(Recompute::full)] : 0;
+  return start == unit ? saved_under(cost, Recompute::full) : 0;
 }
 
 bool Activations::offloaded(int32_t unit) const {
@@ -361,15 +374,14 @@ void Activations::add_transients(Op& op, const std::vector<int64_t>& tensors, st
 }
 
 void Activations::on_forward(Op& fwd, int32_t unit) {
-  const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
+  const UnitCost& cost = ctx_.unit_cost(unit);
   // Room for the saved activations, the workspace, the transients and the weights' release, allocated once.
   const size_t transients = cost.fwd_transient_tensors.size();
   fwd.allocs.reserve(fwd.allocs.size() + 2 + transients);
   fwd.frees.reserve(fwd.frees.size() + 2 + transients);
   const int64_t saved = saved_bytes(unit);
   if (saved > 0) {
-    slots_[static_cast<size_t>(unit)].saved =
-        ctx_.add_output(fwd, op_name("act", cost.name, mb_), BufferCategory::activation, saved);
+    slot_of(unit).saved = ctx_.add_output(fwd, op_name("act", cost.name, mb_), BufferCategory::activation, saved);
   }
   if (cost.fwd_workspace_bytes > 0) {
     ctx_.add_scratch(fwd, op_name("ws.fwd", cost.name, mb_), BufferCategory::workspace, cost.fwd_workspace_bytes);
@@ -384,10 +396,10 @@ void Activations::on_forward(Op& fwd, int32_t unit) {
 }
 
 void Activations::after_forward(int32_t unit, OpId fwd_op) {
-  ActivationSlot& slot = slots_[static_cast<size_t>(unit)];
+  ActivationSlot& slot = slot_of(unit);
   if (!offloaded(unit) || !slot.saved.valid()) return;
   if (!ctx_.offload.valid()) ctx_.offload = ctx_.w.stream(StreamRole::offload);
-  const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
+  const UnitCost& cost = ctx_.unit_cost(unit);
   Op op = make_memory_op(OpKind::copy, op_name("offload_d2h", cost.name, mb_), Phase::fwd, ctx_.offload, 0);
   op.unit = unit;
   op.micro_batch = mb_;
@@ -400,9 +412,9 @@ void Activations::after_forward(int32_t unit, OpId fwd_op) {
 
 void Activations::reload(int32_t unit, OpId after_op) {
   if (unit < 0 || unit >= static_cast<int32_t>(slots_.size())) return;
-  ActivationSlot& slot = slots_[static_cast<size_t>(unit)];
+  ActivationSlot& slot = slot_of(unit);
   if (!slot.offload_op.valid()) return;
-  const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
+  const UnitCost& cost = ctx_.unit_cost(unit);
   const int64_t bytes = ctx_.w.buffer_at(slot.saved).size_bytes;
   const BufferId back = ctx_.w.buffer(op_name("act.reload", cost.name, mb_), BufferCategory::activation, bytes, false);
   Op op = make_memory_op(OpKind::copy, op_name("offload_h2d", cost.name, mb_), Phase::bwd, ctx_.offload, 0);
@@ -418,15 +430,15 @@ void Activations::reload(int32_t unit, OpId after_op) {
 }
 
 void Activations::on_recompute(Op& op, int32_t unit) {
-  const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
+  const UnitCost& cost = ctx_.unit_cost(unit);
   if (cost.recomputed_activation_bytes <= 0) return;
-  slots_[static_cast<size_t>(unit)].recomputed = ctx_.add_output(
-      op, op_name("act.recomputed", cost.name, mb_), BufferCategory::activation, cost.recomputed_activation_bytes);
-  if (slots_[static_cast<size_t>(unit)].saved.valid()) op.reads.push_back(slots_[static_cast<size_t>(unit)].saved);
+  slot_of(unit).recomputed = ctx_.add_output(op, op_name("act.recomputed", cost.name, mb_), BufferCategory::activation,
+                                             cost.recomputed_activation_bytes);
+  if (slot_of(unit).saved.valid()) op.reads.push_back(slot_of(unit).saved);
 }
 
 void Activations::on_backward(Op& bwd, int32_t unit) {
-  ActivationSlot& slot = slots_[static_cast<size_t>(unit)];
+  ActivationSlot& slot = slot_of(unit);
   if (slot.reload_op.valid()) bwd.deps.push_back(slot.reload_op);
   for (BufferId* b : {&slot.saved, &slot.recomputed}) {
     if (!b->valid()) continue;
@@ -434,13 +446,13 @@ void Activations::on_backward(Op& bwd, int32_t unit) {
     bwd.frees.push_back(*b);
     *b = BufferId::none();
   }
-  const UnitCost& cost = ctx_.units.at(static_cast<size_t>(unit));
+  const UnitCost& cost = ctx_.unit_cost(unit);
   if (ctx_.config.recompute_granularity == Recompute::selective && ctx_.is_layer(unit)) {
     // Megatron's selective recompute: the checkpointed modules re-run their forward at the start of the layer's
     // backward, and what they re-create lives until the layer's backward ends.
     int64_t recreated = 0;
     for (const RecomputeModule m : applicable_modules(cost, ctx_.config.recompute_modules)) {
-      const ModuleRecompute& r = cost.module_recompute[static_cast<size_t>(m)];
+      const ModuleRecompute& r = module_rerun(cost, m);
       bwd.gemms.insert(bwd.gemms.begin(), r.gemms.begin(), r.gemms.end());
       bwd.bytes_touched += r.bytes_touched;
       bwd.kernels += r.kernels;
@@ -457,8 +469,7 @@ void Activations::on_backward(Op& bwd, int32_t unit) {
     bwd.bytes_touched += cost.op_sac_recompute_bytes;
     bwd.class_bytes += cost.op_sac_recompute_class_bytes;
     bwd.kernels += cost.op_sac_recompute_kernels;
-    const int64_t recreated = cost.saved_activation_bytes[static_cast<size_t>(Recompute::none)] -
-                              cost.saved_activation_bytes[static_cast<size_t>(Recompute::selective_op)];
+    const int64_t recreated = saved_under(cost, Recompute::none) - saved_under(cost, Recompute::selective_op);
     if (recreated > 0) {
       ctx_.add_scratch(bwd, op_name("act.sac_recomputed", cost.name, mb_), BufferCategory::activation, recreated);
     }

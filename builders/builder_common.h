@@ -55,6 +55,8 @@ struct BuildContext {
   /// Frees the held logits (if any) at the end of `op`: the step's last op that the loop's reference outlives.
   void release_held_logits(Op& op);
 
+  /// The cost of unit `unit` (its index in `units` and in Schedule::units).
+  [[nodiscard]] const UnitCost& unit_cost(int32_t unit) const { return units.at(static_cast<size_t>(unit)); }
   [[nodiscard]] int32_t layers() const { return static_cast<int32_t>(units.size()) - 2; }
   [[nodiscard]] bool is_layer(int32_t unit) const { return unit >= 1 && unit <= layers(); }
   /// The group playing `role`, created on first use with the layout's size and Megatron rank stride.
@@ -119,6 +121,7 @@ class Activations {
 
  private:
   [[nodiscard]] bool offloaded(int32_t unit) const;
+  ActivationSlot& slot_of(int32_t unit) { return slots_.at(static_cast<size_t>(unit)); }
   /// Allocates and frees each transient tensor of `op` as its own workspace buffer.
   void add_transients(Op& op, const std::vector<int64_t>& tensors, std::string_view what, std::string_view unit_name);
   BuildContext& ctx_;
