@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "builders/builder_common.h"
 #include "builders/stage_plan.h"
@@ -92,7 +93,19 @@ class Fsdp2Builder {
   void join_reductions(int32_t mb);
   /// Composer's training metrics (train_metric_cross_entropies) once the micro-batch's backward has returned.
   void train_metrics(int32_t mb);
+  /// After a group's backward: reduce-scatters its gradients (with HSDP's all-reduce) into the sharded gradients, or
+  /// under gradient_sync: last_micro_batch before the last micro-batch, only sums them.
   void post_backward(ParamGroupId g, int32_t mb, Phase phase = Phase::bwd);
+  /// gradient_sync: last_micro_batch: sums the group's unsharded gradients over the micro-batches instead.
+  void accumulate_unreduced(ParamGroup& pg, int64_t elems, int32_t mb, Phase phase);
+  /// The copy of the group's gradients (and their sum so far) into a new reduce-scatter input: the op and the input.
+  std::pair<OpId, BufferId> copy_into_rs_input(ParamGroup& pg, int64_t elems, int32_t mb, Phase phase);
+  /// One part's reduce-scatter of `input` after `copy_in`, its HSDP all-reduce and its accumulation; returns the
+  /// reduce-scatter.
+  OpId reduce_part(const ParamGroup& pg, Part& part, int32_t mb, Phase phase, OpId copy_in, BufferId input);
+  /// The reduced shard `reduced` cast and added to the part's sharded gradients after `after`.
+  void accumulate_grad_shard(const ParamGroup& pg, Part& part, const std::string& name, int32_t mb, Phase phase,
+                             BufferId reduced, OpId after);
   void optimizer_step();
   /// Adds an all-gather or reduce-scatter of the data-parallel mesh behind the previous one: FSDP2 issues both on
   /// the same process group, whose collectives ProcessGroupNCCL runs in host order on one internal stream.
@@ -469,30 +482,42 @@ void Fsdp2Builder::post_backward(ParamGroupId g, int32_t mb, Phase phase) {
   for (const Part& part : pg.parts) elems += part.padded_elems;
   const bool last_mb = mb == ctx_.layout.micro_batches - 1;
   if (ctx_.config.gradient_sync == GradSync::last_micro_batch && !last_mb) {
-    // set_requires_gradient_sync(False): no reduce-scatter; the unsharded gradient is kept, in the reduce dtype when
-    // it differs from the parameter's (FSDPParam.to_accumulated_grad_if_needed), and summed over micro-batches.
-    Op acc = make_memory_op(OpKind::copy, op_name("grad_accumulate", pg.name, mb), phase, ctx_.compute,
-                            elems * (weight_bytes() + 2 * reduce_bytes()));
-    acc.unit = pg.units.front();
-    acc.micro_batch = mb;
-    acc.reads = pg.grads;
-    acc.frees = pg.grads;
-    if (!pg.accumulated.valid()) {
-      pg.accumulated =
-          ctx_.w.buffer("grads.accumulated." + pg.name, BufferCategory::unsharded_grad, elems * reduce_bytes(), false);
-      acc.allocs = {pg.accumulated};
-    } else {
-      acc.reads.push_back(pg.accumulated);
-    }
-    acc.writes = {pg.accumulated};
-    ctx_.w.add(std::move(acc));
-    pg.grads.clear();
+    accumulate_unreduced(pg, elems, mb, phase);
     return;
   }
   // The compute stream waits on the previous reduce-scatter and drops its input (one RS input in flight).
   if (rs_in_flight_op_.valid()) {
     ctx_.add_sync(op_name("rs_wait", pg.name, mb), phase, ctx_.compute, {rs_in_flight_op_}, {rs_in_flight_input_}, mb);
   }
+  const auto [copy_in, input] = copy_into_rs_input(pg, elems, mb, phase);
+  OpId rs_event;  // the reduce-scatter event the next group's post-backward waits on
+  for (Part& part : pg.parts) rs_event = reduce_part(pg, part, mb, phase, copy_in, input);
+  rs_in_flight_op_ = rs_event;
+  rs_in_flight_input_ = input;
+}
+
+void Fsdp2Builder::accumulate_unreduced(ParamGroup& pg, int64_t elems, int32_t mb, Phase phase) {
+  // set_requires_gradient_sync(False): no reduce-scatter; the unsharded gradient is kept, in the reduce dtype when
+  // it differs from the parameter's (FSDPParam.to_accumulated_grad_if_needed), and summed over micro-batches.
+  Op acc = make_memory_op(OpKind::copy, op_name("grad_accumulate", pg.name, mb), phase, ctx_.compute,
+                          elems * (weight_bytes() + 2 * reduce_bytes()));
+  acc.unit = pg.units.front();
+  acc.micro_batch = mb;
+  acc.reads = pg.grads;
+  acc.frees = pg.grads;
+  if (!pg.accumulated.valid()) {
+    pg.accumulated =
+        ctx_.w.buffer("grads.accumulated." + pg.name, BufferCategory::unsharded_grad, elems * reduce_bytes(), false);
+    acc.allocs = {pg.accumulated};
+  } else {
+    acc.reads.push_back(pg.accumulated);
+  }
+  acc.writes = {pg.accumulated};
+  ctx_.w.add(std::move(acc));
+  pg.grads.clear();
+}
+
+std::pair<OpId, BufferId> Fsdp2Builder::copy_into_rs_input(ParamGroup& pg, int64_t elems, int32_t mb, Phase phase) {
   // chunk_cat the gradients into the RS input (cast to the reduce dtype) on the compute stream.
   const BufferId input =
       ctx_.w.buffer(op_name("rs_in", pg.name, mb), BufferCategory::unsharded_grad, elems * reduce_bytes(), false);
@@ -513,71 +538,77 @@ void Fsdp2Builder::post_backward(ParamGroupId g, int32_t mb, Phase phase) {
   copy.writes = {input};
   const OpId copy_id = ctx_.w.add(std::move(copy));
   pg.grads.clear();
-  OpId last, rs_event;
-  for (Part& part : pg.parts) {
-    const std::string name = pg.name + (part.expert ? ".experts" : "");
-    const int64_t out_bytes = part.padded_elems / part.shard * reduce_bytes();
-    const BufferId output = ctx_.w.buffer(op_name("rs_out", name, mb), BufferCategory::comm_staging, out_bytes, false);
-    // FSDP2 reduces with ncclAvg for FP32/BF16 (which rules out NVLS, PAT and symmetric kernels).
-    Op rs = make_collective({.kind = OpKind::reduce_scatter,
-                             .name = op_name("rs", name, mb),
+  return {copy_id, input};
+}
+
+OpId Fsdp2Builder::reduce_part(const ParamGroup& pg, Part& part, int32_t mb, Phase phase, OpId copy_in,
+                               BufferId input) {
+  const std::string name = pg.name + (part.expert ? ".experts" : "");
+  const int64_t out_bytes = part.padded_elems / part.shard * reduce_bytes();
+  const BufferId output = ctx_.w.buffer(op_name("rs_out", name, mb), BufferCategory::comm_staging, out_bytes, false);
+  // FSDP2 reduces with ncclAvg for FP32/BF16 (which rules out NVLS, PAT and symmetric kernels).
+  Op rs = make_collective({.kind = OpKind::reduce_scatter,
+                           .name = op_name("rs", name, mb),
+                           .phase = phase,
+                           .stream = rs_stream_,
+                           .group = ctx_.group(part.expert ? GroupRole::edp : GroupRole::dp_shard),
+                           .group_size = part.shard,
+                           .payload_bytes = out_bytes,
+                           .dtype = grad_comm_dtype(ctx_.config),
+                           .reduce_op = ctx_.config.calculate_per_token_loss ? ReduceOp::sum : ReduceOp::avg});
+  rs.unit = pg.units.front();
+  rs.micro_batch = mb;
+  rs.deps = {copy_in};
+  rs.reads = {input};
+  rs.allocs = {output};
+  rs.writes = {output};
+  const OpId rs_id = add_on_communicator(std::move(rs));
+  OpId last = rs_id;
+  if (ar_stream_.valid()) {
+    Op ar = make_collective({.kind = OpKind::all_reduce,
+                             .name = op_name("outer_ar", name, mb),
                              .phase = phase,
-                             .stream = rs_stream_,
-                             .group = ctx_.group(part.expert ? GroupRole::edp : GroupRole::dp_shard),
-                             .group_size = part.shard,
+                             .stream = ar_stream_,
+                             .group = ctx_.group(part.expert ? GroupRole::edp_outer : GroupRole::dp_outer),
+                             .group_size = ctx_.layout.outer,
                              .payload_bytes = out_bytes,
                              .dtype = grad_comm_dtype(ctx_.config),
-                             .reduce_op = ctx_.config.calculate_per_token_loss ? ReduceOp::sum : ReduceOp::avg});
-    rs.unit = pg.units.front();
-    rs.micro_batch = mb;
-    rs.deps = {copy_id};
-    rs.reads = {input};
-    rs.allocs = {output};
-    rs.writes = {output};
-    last = add_on_communicator(std::move(rs));
-    rs_event = last;  // the reduce-scatter event the next group's post-backward waits on
-    if (ar_stream_.valid()) {
-      Op ar = make_collective({.kind = OpKind::all_reduce,
-                               .name = op_name("outer_ar", name, mb),
-                               .phase = phase,
-                               .stream = ar_stream_,
-                               .group = ctx_.group(part.expert ? GroupRole::edp_outer : GroupRole::dp_outer),
-                               .group_size = ctx_.layout.outer,
-                               .payload_bytes = out_bytes,
-                               .dtype = grad_comm_dtype(ctx_.config),
-                               .reduce_op = ReduceOp::avg});
-      ar.unit = pg.units.front();
-      ar.micro_batch = mb;
-      ar.deps = {last};
-      ar.reads = {output};
-      ar.writes = {output};
-      last = ctx_.w.add(std::move(ar));
-    }
-    // Cast to the original dtype and accumulate into the sharded .grad: on the all-reduce stream under HSDP
-    // (foreach_reduce), so the next reduce-scatter does not queue behind this group's all-reduce.
-    // foreach_reduce: _to_dtype_if_needed is a cast kernel only when the reduce dtype differs from the shard's; the
-    // group's first reduction of the step makes .grad a view of the output (no kernel), a later one adds to it
-    // (read both, write one).
-    const int64_t shard_elems = part.padded_elems / part.shard;
-    int64_t acc_bytes = reduce_bytes() != shard_elem_bytes() ? shard_elems * (reduce_bytes() + shard_elem_bytes()) : 0;
-    if (part.grad_shard_live) acc_bytes += shard_elems * 3 * shard_elem_bytes();
-    Op acc = make_compute(op_name("grad_accum", name, mb), phase, ar_stream_.valid() ? ar_stream_ : rs_stream_, {},
-                          acc_bytes);
-    acc.unit = pg.units.front();
-    acc.micro_batch = mb;
-    acc.deps = {last};
-    acc.reads = {output, part.grad_shard};
-    acc.writes = {part.grad_shard};
-    acc.frees = {output};
-    if (!part.grad_shard_live) {  // the group's first reduction of the step makes .grad rather than adding to it
-      acc.allocs.push_back(part.grad_shard);
-      acc.reads = {output};
-      part.grad_shard_live = true;
-    }
-    last = ctx_.w.add(std::move(acc));
+                             .reduce_op = ReduceOp::avg});
+    ar.unit = pg.units.front();
+    ar.micro_batch = mb;
+    ar.deps = {last};
+    ar.reads = {output};
+    ar.writes = {output};
+    last = ctx_.w.add(std::move(ar));
   }
-  rs_in_flight_op_ = rs_event;
-  rs_in_flight_input_ = input;
+  accumulate_grad_shard(pg, part, name, mb, phase, output, last);
+  return rs_id;
+}
+
+void Fsdp2Builder::accumulate_grad_shard(const ParamGroup& pg, Part& part, const std::string& name, int32_t mb,
+                                         Phase phase, BufferId reduced, OpId after) {
+  // Cast to the original dtype and accumulate into the sharded .grad: on the all-reduce stream under HSDP
+  // (foreach_reduce), so the next reduce-scatter does not queue behind this group's all-reduce.
+  // foreach_reduce: _to_dtype_if_needed is a cast kernel only when the reduce dtype differs from the shard's; the
+  // group's first reduction of the step makes .grad a view of the output (no kernel), a later one adds to it
+  // (read both, write one).
+  const int64_t shard_elems = part.padded_elems / part.shard;
+  int64_t acc_bytes = reduce_bytes() != shard_elem_bytes() ? shard_elems * (reduce_bytes() + shard_elem_bytes()) : 0;
+  if (part.grad_shard_live) acc_bytes += shard_elems * 3 * shard_elem_bytes();
+  Op acc =
+      make_compute(op_name("grad_accum", name, mb), phase, ar_stream_.valid() ? ar_stream_ : rs_stream_, {}, acc_bytes);
+  acc.unit = pg.units.front();
+  acc.micro_batch = mb;
+  acc.deps = {after};
+  acc.reads = {reduced, part.grad_shard};
+  acc.writes = {part.grad_shard};
+  acc.frees = {reduced};
+  if (!part.grad_shard_live) {  // the group's first reduction of the step makes .grad rather than adding to it
+    acc.allocs.push_back(part.grad_shard);
+    acc.reads = {reduced};
+    part.grad_shard_live = true;
+  }
+  ctx_.w.add(std::move(acc));
 }
 
 OpId Fsdp2Builder::add_on_communicator(Op op) {

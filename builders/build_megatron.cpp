@@ -1,6 +1,7 @@
 // The Megatron-FSDP builder: setup, the all-gather pipeline and the forward pass. The backward pass, the gradient
 // reduction and the optimizer step are in megatron_backward.cpp.
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 
@@ -95,51 +96,68 @@ void MegatronBuilder::add_persistent_buffers() {
   // docs/architecture.md §4.6.5: which buffers are sharded by strategy; HFSDP shards main weights, grads' optimizer
   // view and Adam state over inner × outer.
   const FsdpConfig& c = ctx_.config;
-  const bool ub = c.nccl_ub;
-  int64_t shard_bytes[2] = {0, 0}, shard_elems[2] = {0, 0}, full_elems = 0;
+  std::array<int64_t, 2> shard_bytes{}, shard_elems{};  // dense, expert
+  int64_t full_elems = 0;
   for (const auto& g : plan_.groups) {
     shard_bytes[g.expert] += g.shard_bytes();
     shard_elems[g.expert] += g.shard_elems();
     full_elems += g.padded_elems;
   }
-  const auto mark = [&](BufferId b) {
-    if (ub) ctx_.w.mark_registered(b);
-    return b;
-  };
   if (zero3()) {
-    param_shard_ = mark(ctx_.w.buffer("param_shard", BufferCategory::param_shard, shard_bytes[0], true));
-    if (shard_bytes[1] > 0) {
-      param_shard_expert_ =
-          mark(ctx_.w.buffer("param_shard.experts", BufferCategory::param_shard, shard_bytes[1], true));
-    }
-    if (fp8_transpose_buffer()) {
-      // MXFP8 (DataParallelBuffer is_transpose_buffer): a column-wise copy of every FP8 weight shard, all-gathered in
-      // backward instead of the row-wise data.
-      int64_t transpose_bytes = 0;
-      for (const auto& g : plan_.groups) transpose_bytes += g.fp8_padded_elems / g.shard_size;
-      param_shard_transpose_ =
-          mark(ctx_.w.buffer("param_shard.transpose", BufferCategory::param_shard, transpose_bytes, true));
-    }
-    // docs/architecture.md §4.6.3: non-unit buckets are gathered once per step and stay unsharded (PRESERVED). They
-    // come from the plain caching allocator, not the NCCL pool (param_and_grad_buffer.py, fetch_bucket fallback).
-    for (const BucketGroupId g : plan_.non_unit_groups) {
-      ag_[g].buffer = ctx_.w.buffer("params." + plan_.groups[g].name, BufferCategory::gathered_param,
-                                    plan_.groups[g].gathered_bytes, true);
-    }
-    // A unit group that is not distributed (an expert shard group of one rank) computes from its full, persistent
-    // weight buffer (DataParallelBuffer.fetch_bucket returns it): always ready, never gathered or released.
-    for (size_t g = 0; g < plan_.groups.size(); ++g) {
-      if (plan_.groups[g].non_unit || plan_.groups[g].distributed) continue;
-      ag_[g].buffer = plan_.groups[g].expert ? param_shard_expert_ : param_shard_;
-      ag_[g].status = AgStatus::ready;
-    }
+    add_param_shards(shard_bytes);
   } else {
-    for (size_t g = 0; g < plan_.groups.size(); ++g) {
-      ag_[g].buffer = mark(ctx_.w.buffer("params." + plan_.groups[g].name, BufferCategory::gathered_param,
-                                         plan_.groups[g].gathered_bytes, true));
-      if (!plan_.groups[g].distributed) ag_[g].status = AgStatus::ready;
-    }
+    add_full_params();
   }
+  add_optimizer_buffers(shard_elems, full_elems);
+  add_grad_buffers(shard_elems);
+  if (c.fsdp_double_buffer && shards_grads()) add_double_buffer_pools();
+  if (c.tp_comm_overlap && ctx_.layout.shape.tp > 1) add_userbuffers();
+}
+
+BufferId MegatronBuilder::registered_if_ub(BufferId buffer) {
+  if (ctx_.config.nccl_ub) ctx_.w.mark_registered(buffer);
+  return buffer;
+}
+
+void MegatronBuilder::add_param_shards(const std::array<int64_t, 2>& shard_bytes) {
+  param_shard_ = registered_if_ub(ctx_.w.buffer("param_shard", BufferCategory::param_shard, shard_bytes[0], true));
+  if (shard_bytes[1] > 0) {
+    param_shard_expert_ =
+        registered_if_ub(ctx_.w.buffer("param_shard.experts", BufferCategory::param_shard, shard_bytes[1], true));
+  }
+  if (fp8_transpose_buffer()) {
+    // MXFP8 (DataParallelBuffer is_transpose_buffer): a column-wise copy of every FP8 weight shard, all-gathered in
+    // backward instead of the row-wise data.
+    int64_t transpose_bytes = 0;
+    for (const auto& g : plan_.groups) transpose_bytes += g.fp8_padded_elems / g.shard_size;
+    param_shard_transpose_ =
+        registered_if_ub(ctx_.w.buffer("param_shard.transpose", BufferCategory::param_shard, transpose_bytes, true));
+  }
+  // docs/architecture.md §4.6.3: non-unit buckets are gathered once per step and stay unsharded (PRESERVED). They
+  // come from the plain caching allocator, not the NCCL pool (param_and_grad_buffer.py, fetch_bucket fallback).
+  for (const BucketGroupId g : plan_.non_unit_groups) {
+    ag_[g].buffer = ctx_.w.buffer("params." + plan_.groups[g].name, BufferCategory::gathered_param,
+                                  plan_.groups[g].gathered_bytes, true);
+  }
+  // A unit group that is not distributed (an expert shard group of one rank) computes from its full, persistent
+  // weight buffer (DataParallelBuffer.fetch_bucket returns it): always ready, never gathered or released.
+  for (size_t g = 0; g < plan_.groups.size(); ++g) {
+    if (plan_.groups[g].non_unit || plan_.groups[g].distributed) continue;
+    ag_[g].buffer = plan_.groups[g].expert ? param_shard_expert_ : param_shard_;
+    ag_[g].status = AgStatus::ready;
+  }
+}
+
+void MegatronBuilder::add_full_params() {
+  for (size_t g = 0; g < plan_.groups.size(); ++g) {
+    ag_[g].buffer = registered_if_ub(ctx_.w.buffer("params." + plan_.groups[g].name, BufferCategory::gathered_param,
+                                                   plan_.groups[g].gathered_bytes, true));
+    if (!plan_.groups[g].distributed) ag_[g].status = AgStatus::ready;
+  }
+}
+
+void MegatronBuilder::add_optimizer_buffers(const std::array<int64_t, 2>& shard_elems, int64_t full_elems) {
+  const FsdpConfig& c = ctx_.config;
   const int64_t outer_shards = hfsdp() ? ctx_.layout.outer : 1;
   optimizer_elems_ = c.data_parallel_sharding_strategy == ShardingStrategy::no_shard
                          ? full_elems
@@ -152,30 +170,35 @@ void MegatronBuilder::add_persistent_buffers() {
   const int64_t adam_bytes = dtype_bytes(c.exp_avg_dtype) + dtype_bytes(c.exp_avg_sq_dtype);
   optimizer_state_ =
       ctx_.w.buffer("optimizer_state", BufferCategory::optimizer_state, adam_bytes * optimizer_elems_, true);
-  const int64_t grad_elem_bytes = dtype_bytes(main_grad_dtype(c));
+}
+
+void MegatronBuilder::add_grad_buffers(const std::array<int64_t, 2>& shard_elems) {
+  const int64_t grad_elem_bytes = dtype_bytes(main_grad_dtype(ctx_.config));
   if (shards_grads()) {
-    grad_shard_ = mark(ctx_.w.buffer("grad_shard", BufferCategory::grad_shard, grad_elem_bytes * shard_elems[0], true));
+    grad_shard_ = registered_if_ub(
+        ctx_.w.buffer("grad_shard", BufferCategory::grad_shard, grad_elem_bytes * shard_elems[0], true));
     if (shard_elems[1] > 0) {
-      grad_shard_expert_ =
-          mark(ctx_.w.buffer("grad_shard.experts", BufferCategory::grad_shard, grad_elem_bytes * shard_elems[1], true));
+      grad_shard_expert_ = registered_if_ub(
+          ctx_.w.buffer("grad_shard.experts", BufferCategory::grad_shard, grad_elem_bytes * shard_elems[1], true));
     }
-  } else {
-    for (size_t g = 0; g < plan_.groups.size(); ++g) {
-      full_grads_[g] = mark(ctx_.w.buffer("grads." + plan_.groups[g].name, BufferCategory::unsharded_grad,
-                                          grad_elem_bytes * plan_.groups[g].padded_elems, true));
-    }
+    return;
   }
-  if (c.fsdp_double_buffer && shards_grads()) add_double_buffer_pools();
-  if (c.tp_comm_overlap && ctx_.layout.shape.tp > 1) {
-    // Userbuffers: TE's initialize_ub registers one buffer per overlapped GEMM of a layer (12: qkv, proj, fc1, fc2
-    // × fprop, dgrad, wgrad), each (sequence × micro-batch / cp) × hidden, uint8 for the 8 that all-gather FP8
-    // inputs under FP8 and bf16 otherwise (transformer_engine/pytorch/module/base.py @ d0067d0d; Megatron's
-    // _initialize_tp_communicators passes that shape). TE registers them outside PyTorch's caching allocator, once;
-    // one persistent buffer here counts the same bytes toward every peak.
-    const int64_t elems = c.micro_batch_size * c.seq_length / ctx_.layout.shape.cp * ctx_.model.hidden_size;
-    const int64_t gather_bytes = ctx_.layout.shape.compute_dtype == DType::fp8 ? 1 : 2;
-    ctx_.w.buffer("userbuffers", BufferCategory::comm_staging, elems * (8 * gather_bytes + 4 * 2), true);
+  for (size_t g = 0; g < plan_.groups.size(); ++g) {
+    full_grads_[g] = registered_if_ub(ctx_.w.buffer("grads." + plan_.groups[g].name, BufferCategory::unsharded_grad,
+                                                    grad_elem_bytes * plan_.groups[g].padded_elems, true));
   }
+}
+
+void MegatronBuilder::add_userbuffers() {
+  // Userbuffers: TE's initialize_ub registers one buffer per overlapped GEMM of a layer (12: qkv, proj, fc1, fc2
+  // × fprop, dgrad, wgrad), each (sequence × micro-batch / cp) × hidden, uint8 for the 8 that all-gather FP8
+  // inputs under FP8 and bf16 otherwise (transformer_engine/pytorch/module/base.py @ d0067d0d; Megatron's
+  // _initialize_tp_communicators passes that shape). TE registers them outside PyTorch's caching allocator, once;
+  // one persistent buffer here counts the same bytes toward every peak.
+  const FsdpConfig& c = ctx_.config;
+  const int64_t elems = c.micro_batch_size * c.seq_length / ctx_.layout.shape.cp * ctx_.model.hidden_size;
+  const int64_t gather_bytes = ctx_.layout.shape.compute_dtype == DType::fp8 ? 1 : 2;
+  ctx_.w.buffer("userbuffers", BufferCategory::comm_staging, elems * (8 * gather_bytes + 4 * 2), true);
 }
 
 void MegatronBuilder::add_double_buffer_pools() {

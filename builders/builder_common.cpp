@@ -192,109 +192,137 @@ ScheduleInfo make_schedule_info(const ModelSpec& model, const FsdpConfig& config
   return info;
 }
 
+namespace {
+
+// The op of a unit's TP/CP/EP collective `c` as it runs on the compute stream; `suffix` names a recompute's.
+Op unit_collective_op(BuildContext& ctx, const UnitCollective& c, int32_t unit, Phase phase, int32_t micro_batch,
+                      std::string_view suffix) {
+  Op op;
+  op.name = op_name(c.name, suffix, ctx.unit_cost(unit).name, micro_batch);
+  op.kind = c.kind;
+  op.phase = phase;
+  op.unit = unit;
+  op.micro_batch = micro_batch;
+  op.stream = ctx.compute;
+  op.group = ctx.group(c.group);
+  op.dtype = DType::bf16;
+  op.reduce_op = c.kind == OpKind::reduce_scatter || c.kind == OpKind::all_reduce ? ReduceOp::sum : ReduceOp::none;
+  op.send_bytes = c.send_bytes;
+  op.recv_bytes = c.recv_bytes;
+  return op;
+}
+
+// DistMoE (ep_dispatch: fused; meta-pytorch/dist_moe docs/mxfp8_execution.md and bf16_execution.md): the first
+// grouped GEMM's producer gathers its rows from the peers' symmetric HBM and the last one's epilogue scatters its
+// outputs into theirs, forward and backward, so the exchange runs inside the expert GEMMs' own kernels: whole,
+// with no SMs of its own, beside those GEMMs, which emit_fused_expert_gemms() then issues as their own op, and the
+// layer's other work waits for it.
+void emit_fused_ep_exchange(BuildContext& ctx, Op op, const UnitCollective& c, std::string_view suffix,
+                            std::vector<OpId>& ids) {
+  if (!ctx.ep_fused.valid()) ctx.ep_fused = ctx.w.stream(StreamRole::ep_fused);
+  op.name = op_name(c.name, std::string(suffix) + ".fused", ctx.unit_cost(op.unit).name, op.micro_batch);
+  op.stream = ctx.ep_fused;
+  if (const OpId input = ctx.w.tail(ctx.compute); input.valid()) op.deps = {input};
+  const OpId id = ctx.w.add(std::move(op));
+  ids.push_back(id);
+  ctx.overlapped_pending.push_back(id);
+}
+
+// Async TP (torch's micro-pipelined TP: torch/_inductor/fx_passes/micro_pipeline_tp.py and the
+// _pipelined_all_gather_and_consume / _pipelined_produce_and_all2all loops of torch/distributed/_symmetric_memory)
+// runs the forward graph's all-gather → matmul and matmul → reduce-scatter as tp chunks over copy engines: the
+// all-gather's matmul starts on the local shard while the others are copied, so none of it waits; the
+// reduce-scatter sends each chunk as the matmul produces the next, so only the last chunk's transfer is exposed.
+// PyTorch's announcement ("[Distributed w/ TorchTitan] Introducing Async Tensor Parallelism in PyTorch",
+// dev-discuss 2024) reports up to ~20% forward but ~8% end-to-end speedup on Llama3 70B: the backward's
+// collectives are not overlapped, and stay on the compute stream here.
+//
+// Transformer Engine's Userbuffers (tp_comm_overlap; TE transformer_engine/pytorch/module/base.py @ d0067d0d,
+// initialize_ub's default methods) overlap a decoder layer's TE linears forward and backward: the all-gathers
+// before qkv and fc1 and of the output gradient before proj's and fc2's data gradient by ring exchange over copy
+// engines (whole, beside the GEMM, as async TP's); the reduce-scatters after proj and fc2 by its "pipeline"
+// method, 4 splits on 16 SMs (the last split exposed); and in the backward the re-gather of qkv's and fc1's
+// input and the reduce-scatter of their data gradient by its "bulk" method on 16 SMs, beside the data- and
+// weight-gradient GEMMs. The embedding and the output layer are Megatron's own layers, not overlapped.
+void emit_overlapped_tp(BuildContext& ctx, Op op, const UnitCollective& c, std::string_view suffix, bool async,
+                        bool forward, std::vector<OpId>& ids) {
+  const int32_t tp = ctx.layout.shape.tp;
+  // Copy engines: async TP, and Userbuffers' ring exchanges (forward all-gathers, the backward's gradient gathers,
+  // and with tp_comm_overlap_ring_exchange_rs the forward reduce-scatters, sent chunk by chunk as the GEMM makes
+  // them, as async TP's are).
+  const bool ring_exchange_rs = ctx.config.tp_comm_overlap_ring_exchange_rs && forward;
+  const bool ring_exchange = async || (c.kind == OpKind::all_gather && (forward || c.name.ends_with("_grad"))) ||
+                             (c.kind == OpKind::reduce_scatter && ring_exchange_rs);
+  const bool split = c.kind == OpKind::reduce_scatter && forward;  // only its last split is exposed
+  StreamId& side = ring_exchange ? ctx.tp_async : ctx.tp_overlap;
+  if (!side.valid()) side = ctx.w.stream(ring_exchange ? StreamRole::tp_async : StreamRole::tp_overlap);
+  Op rest = op;
+  rest.name = op_name(c.name, std::string(suffix) + ".async", ctx.unit_cost(op.unit).name, op.micro_batch);
+  rest.stream = side;
+  if (!split) {
+    // The whole collective beside the unit's compute, once the compute stream has produced its input.
+    if (const OpId input = ctx.w.tail(ctx.compute); input.valid()) rest.deps = {input};
+  } else {
+    // The last chunk after the matmul (on the compute stream), the rest beside it: split by whole chunks of the
+    // shard each rank receives, tp of them for async TP, Userbuffers' 4 for its pipeline method.
+    constexpr int64_t kUserbuffersPipelineSplits = 4;
+    const int64_t splits = async || ring_exchange_rs ? tp : kUserbuffersPipelineSplits;
+    const int64_t exposed = c.recv_bytes / splits, hidden = c.recv_bytes - exposed;
+    op.send_bytes = exposed * tp;
+    op.recv_bytes = exposed;
+    const OpId last_chunk = ctx.w.add(std::move(op));
+    ids.push_back(last_chunk);
+    if (hidden <= 0) return;
+    rest.send_bytes = hidden * tp;
+    rest.recv_bytes = hidden;
+    rest.deps = {last_chunk};
+  }
+  const OpId id = ctx.w.add(std::move(rest));
+  ids.push_back(id);
+  ctx.overlapped_pending.push_back(id);
+}
+
+// One of a unit's collectives: whole on the compute stream, or beside the unit's compute as a fused EP exchange, an
+// async TP or a Userbuffers one. `rerun`: a selective recompute's repeat of a forward collective.
+void emit_unit_collective(BuildContext& ctx, const UnitCollective& c, int32_t unit, Phase phase, int32_t micro_batch,
+                          bool rerun, std::vector<OpId>& ids) {
+  const bool forward = phase == Phase::fwd || phase == Phase::recompute;
+  const std::string_view suffix = phase == Phase::recompute || rerun ? ".recompute" : "";
+  Op op = unit_collective_op(ctx, c, unit, phase, micro_batch, suffix);
+  if (ctx.config.ep_dispatch == EpDispatch::fused && c.group == GroupRole::ep && c.kind == OpKind::all_to_all) {
+    emit_fused_ep_exchange(ctx, std::move(op), c, suffix, ids);
+    return;
+  }
+  const bool tp_gemm_collective = ctx.layout.shape.tp > 1 && c.group == GroupRole::tp &&
+                                  (c.kind == OpKind::all_gather || c.kind == OpKind::reduce_scatter);
+  const bool async = ctx.config.async_tp && forward && !rerun && tp_gemm_collective;
+  const bool userbuffers = ctx.config.tp_comm_overlap && !rerun && tp_gemm_collective && ctx.is_layer(unit);
+  if (!async && !userbuffers) {
+    ids.push_back(ctx.w.add(std::move(op)));
+    return;
+  }
+  emit_overlapped_tp(ctx, std::move(op), c, suffix, async, forward, ids);
+}
+
+}  // namespace
+
 std::vector<OpId> emit_unit_collectives(BuildContext& ctx, int32_t unit, Phase phase, int32_t micro_batch) {
   const UnitCost& cost = ctx.unit_cost(unit);
-  const bool forward = phase == Phase::fwd || phase == Phase::recompute;
   std::vector<OpId> ids;
-  const auto emit = [&](const UnitCollective& c, bool rerun) {
-    const std::string_view suffix = phase == Phase::recompute || rerun ? ".recompute" : "";
-    Op op;
-    op.name = op_name(c.name, suffix, cost.name, micro_batch);
-    op.kind = c.kind;
-    op.phase = phase;
-    op.unit = unit;
-    op.micro_batch = micro_batch;
-    op.stream = ctx.compute;
-    op.group = ctx.group(c.group);
-    op.dtype = DType::bf16;
-    op.reduce_op = c.kind == OpKind::reduce_scatter || c.kind == OpKind::all_reduce ? ReduceOp::sum : ReduceOp::none;
-    op.send_bytes = c.send_bytes;
-    op.recv_bytes = c.recv_bytes;
-    // Async TP (torch's micro-pipelined TP: torch/_inductor/fx_passes/micro_pipeline_tp.py and the
-    // _pipelined_all_gather_and_consume / _pipelined_produce_and_all2all loops of torch/distributed/_symmetric_memory)
-    // runs the forward graph's all-gather → matmul and matmul → reduce-scatter as tp chunks over copy engines: the
-    // all-gather's matmul starts on the local shard while the others are copied, so none of it waits; the
-    // reduce-scatter sends each chunk as the matmul produces the next, so only the last chunk's transfer is exposed.
-    // PyTorch's announcement ("[Distributed w/ TorchTitan] Introducing Async Tensor Parallelism in PyTorch",
-    // dev-discuss 2024) reports up to ~20% forward but ~8% end-to-end speedup on Llama3 70B: the backward's
-    // collectives are not overlapped, and stay on the compute stream here.
-    //
-    // Transformer Engine's Userbuffers (tp_comm_overlap; TE transformer_engine/pytorch/module/base.py @ d0067d0d,
-    // initialize_ub's default methods) overlap a decoder layer's TE linears forward and backward: the all-gathers
-    // before qkv and fc1 and of the output gradient before proj's and fc2's data gradient by ring exchange over copy
-    // engines (whole, beside the GEMM, as async TP's); the reduce-scatters after proj and fc2 by its "pipeline"
-    // method, 4 splits on 16 SMs (the last split exposed); and in the backward the re-gather of qkv's and fc1's
-    // input and the reduce-scatter of their data gradient by its "bulk" method on 16 SMs, beside the data- and
-    // weight-gradient GEMMs. The embedding and the output layer are Megatron's own layers, not overlapped.
-    // DistMoE (ep_dispatch: fused; meta-pytorch/dist_moe docs/mxfp8_execution.md and bf16_execution.md): the first
-    // grouped GEMM's producer gathers its rows from the peers' symmetric HBM and the last one's epilogue scatters its
-    // outputs into theirs, forward and backward, so the exchange runs inside the expert GEMMs' own kernels: whole,
-    // with no SMs of its own, beside those GEMMs, which emit_fused_expert_gemms() then issues as their own op, and the
-    // layer's other work waits for it.
-    if (ctx.config.ep_dispatch == EpDispatch::fused && c.group == GroupRole::ep && c.kind == OpKind::all_to_all) {
-      if (!ctx.ep_fused.valid()) ctx.ep_fused = ctx.w.stream(StreamRole::ep_fused);
-      op.name = op_name(c.name, std::string(suffix) + ".fused", cost.name, micro_batch);
-      op.stream = ctx.ep_fused;
-      if (const OpId input = ctx.w.tail(ctx.compute); input.valid()) op.deps = {input};
-      const OpId id = ctx.w.add(std::move(op));
-      ids.push_back(id);
-      ctx.overlapped_pending.push_back(id);
-      return;
-    }
-    const int32_t tp = ctx.layout.shape.tp;
-    const bool tp_gemm_collective =
-        tp > 1 && c.group == GroupRole::tp && (c.kind == OpKind::all_gather || c.kind == OpKind::reduce_scatter);
-    const bool async = ctx.config.async_tp && forward && !rerun && tp_gemm_collective;
-    const bool userbuffers = ctx.config.tp_comm_overlap && !rerun && tp_gemm_collective && ctx.is_layer(unit);
-    if (!async && !userbuffers) {
-      ids.push_back(ctx.w.add(std::move(op)));
-      return;
-    }
-    // Copy engines: async TP, and Userbuffers' ring exchanges (forward all-gathers, the backward's gradient gathers,
-    // and with tp_comm_overlap_ring_exchange_rs the forward reduce-scatters, sent chunk by chunk as the GEMM makes
-    // them, as async TP's are).
-    const bool ring_exchange_rs = ctx.config.tp_comm_overlap_ring_exchange_rs && forward;
-    const bool ring_exchange = async || (c.kind == OpKind::all_gather && (forward || c.name.ends_with("_grad"))) ||
-                               (c.kind == OpKind::reduce_scatter && ring_exchange_rs);
-    const bool split = c.kind == OpKind::reduce_scatter && forward;  // only its last split is exposed
-    StreamId& side = ring_exchange ? ctx.tp_async : ctx.tp_overlap;
-    if (!side.valid()) side = ctx.w.stream(ring_exchange ? StreamRole::tp_async : StreamRole::tp_overlap);
-    Op rest = op;
-    rest.name = op_name(c.name, std::string(suffix) + ".async", cost.name, micro_batch);
-    rest.stream = side;
-    if (!split) {
-      // The whole collective beside the unit's compute, once the compute stream has produced its input.
-      if (const OpId input = ctx.w.tail(ctx.compute); input.valid()) rest.deps = {input};
-    } else {
-      // The last chunk after the matmul (on the compute stream), the rest beside it: split by whole chunks of the
-      // shard each rank receives, tp of them for async TP, Userbuffers' 4 for its pipeline method.
-      constexpr int64_t kUserbuffersPipelineSplits = 4;
-      const int64_t splits = async || ring_exchange_rs ? tp : kUserbuffersPipelineSplits;
-      const int64_t exposed = c.recv_bytes / splits, hidden = c.recv_bytes - exposed;
-      op.send_bytes = exposed * tp;
-      op.recv_bytes = exposed;
-      const OpId last_chunk = ctx.w.add(std::move(op));
-      ids.push_back(last_chunk);
-      if (hidden <= 0) return;
-      rest.send_bytes = hidden * tp;
-      rest.recv_bytes = hidden;
-      rest.deps = {last_chunk};
-    }
-    const OpId id = ctx.w.add(std::move(rest));
-    ids.push_back(id);
-    ctx.overlapped_pending.push_back(id);
-  };
   if (phase == Phase::bwd && ctx.config.recompute_granularity == Recompute::selective && ctx.is_layer(unit)) {
     // A recomputed MoE block dispatches and combines its tokens again before its backward (megatron moe_layer.py).
     for (const RecomputeModule m : applicable_modules(cost, ctx.config.recompute_modules)) {
       for (const std::string& name : module_rerun(cost, m).collectives) {
         for (const UnitCollective& c : cost.fwd_collectives) {
-          if (c.name == name) emit(c, true);
+          if (c.name == name) emit_unit_collective(ctx, c, unit, phase, micro_batch, true, ids);
         }
       }
     }
   }
-  for (const UnitCollective& c : forward ? cost.fwd_collectives : cost.bwd_collectives) emit(c, false);
+  const bool forward = phase == Phase::fwd || phase == Phase::recompute;
+  for (const UnitCollective& c : forward ? cost.fwd_collectives : cost.bwd_collectives) {
+    emit_unit_collective(ctx, c, unit, phase, micro_batch, false, ids);
+  }
   return ids;
 }
 

@@ -3,6 +3,7 @@
 /// bucket states (AllGatherPipeline), the reduce-scatter queue (GradReducePipeline) and the persistent buffers.
 /// Each method follows the Megatron-FSDP function named in its comment (docs/architecture.md §4.6).
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -64,6 +65,19 @@ class MegatronBuilder {
   // Setup (MegatronFSDP._init_fsdp_param_and_grad_buffer, ParamAndGradBuffer._init_each_parameter_group_buffers).
   void setup_streams();
   void add_persistent_buffers();
+  /// Registers `buffer` with NCCL under nccl_ub (a buffer of the NCCL memory pool); returns it.
+  BufferId registered_if_ub(BufferId buffer);
+  /// ZeRO-3: the dense and expert parameter shards (`shard_bytes`), the MXFP8 transpose shard, and the gathered
+  /// buffers of the buckets that are never released.
+  void add_param_shards(const std::array<int64_t, 2>& shard_bytes);
+  /// ZeRO-0/1/2: every bucket's full weights.
+  void add_full_params();
+  /// The main weights and Adam's state over the elements this rank updates.
+  void add_optimizer_buffers(const std::array<int64_t, 2>& shard_elems, int64_t full_elems);
+  /// The sharded main grads (ZeRO-2/3, `shard_elems` dense and expert) or every bucket's full gradients.
+  void add_grad_buffers(const std::array<int64_t, 2>& shard_elems);
+  /// tp_comm_overlap: Transformer Engine's Userbuffers.
+  void add_userbuffers();
   void add_double_buffer_pools();
 
   // All-gather pipeline (AllGatherPipeline.all_gather_params, wait_bucket_ready, release_bucket).
