@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "builders/builder_common.h"
 #include "builders/stage_plan.h"
@@ -28,6 +29,10 @@ struct Part {
   BufferId grad_shard;  // the sharded gradients (.grad of the sharded parameters)
   bool grad_shard_live = false;
 };
+
+// The id of a param group: its position in Fsdp2Builder::groups_, the order of the fully_shard calls.
+struct ParamGroupTag;
+using ParamGroupId = Id<ParamGroupTag>;
 
 struct ParamGroup {
   std::string name;
@@ -62,12 +67,14 @@ class Fsdp2Builder {
   [[nodiscard]] int64_t weight_bytes() const { return dtype_bytes(ctx_.config.param_dtype); }
   [[nodiscard]] int64_t shard_elem_bytes() const { return main_param_bytes(ctx_.config) > 0 ? 4 : 2; }
   [[nodiscard]] int64_t reduce_bytes() const { return dtype_bytes(grad_comm_dtype(ctx_.config)); }
-  [[nodiscard]] int32_t group_of_unit(int32_t unit) const { return unit_group_[static_cast<size_t>(unit)]; }
+  [[nodiscard]] ParamGroupId group_of_unit(int32_t unit) const { return unit_group_.at(static_cast<size_t>(unit)); }
+  /// The unsharded parameters of param group `g`, which its units' compute ops read.
+  [[nodiscard]] std::vector<BufferId> unsharded_params(ParamGroupId g) const;
 
   void setup();
   void add_group(std::string name, std::vector<int32_t> units, bool reshard_after_forward);
-  void unshard(int32_t g, Phase phase, int32_t mb, bool after_compute = false);
-  void copy_out(int32_t g, Phase phase, int32_t mb, bool free_flat_now);
+  void unshard(ParamGroupId g, Phase phase, int32_t mb, bool after_compute = false);
+  void copy_out(ParamGroupId g, Phase phase, int32_t mb, bool free_flat_now);
   void forward(int32_t mb, Activations& acts);
   void backward(int32_t mb, Activations& acts);
   /// The input-gradient half of a split backward (zbv, dualpipev): everything backward does up to the data
@@ -86,7 +93,19 @@ class Fsdp2Builder {
   void join_reductions(int32_t mb);
   /// Composer's training metrics (train_metric_cross_entropies) once the micro-batch's backward has returned.
   void train_metrics(int32_t mb);
-  void post_backward(int32_t g, int32_t mb, Phase phase = Phase::bwd);
+  /// After a group's backward: reduce-scatters its gradients (with HSDP's all-reduce) into the sharded gradients, or
+  /// under gradient_sync: last_micro_batch before the last micro-batch, only sums them.
+  void post_backward(ParamGroupId g, int32_t mb, Phase phase = Phase::bwd);
+  /// gradient_sync: last_micro_batch: sums the group's unsharded gradients over the micro-batches instead.
+  void accumulate_unreduced(ParamGroup& pg, int64_t elems, int32_t mb, Phase phase);
+  /// The copy of the group's gradients (and their sum so far) into a new reduce-scatter input: the op and the input.
+  std::pair<OpId, BufferId> copy_into_rs_input(ParamGroup& pg, int64_t elems, int32_t mb, Phase phase);
+  /// One part's reduce-scatter of `input` after `copy_in`, its HSDP all-reduce and its accumulation; returns the
+  /// reduce-scatter.
+  OpId reduce_part(const ParamGroup& pg, Part& part, int32_t mb, Phase phase, OpId copy_in, BufferId input);
+  /// The reduced shard `reduced` cast and added to the part's sharded gradients after `after`.
+  void accumulate_grad_shard(const ParamGroup& pg, Part& part, const std::string& name, int32_t mb, Phase phase,
+                             BufferId reduced, OpId after);
   void optimizer_step();
   /// Adds an all-gather or reduce-scatter of the data-parallel mesh behind the previous one: FSDP2 issues both on
   /// the same process group, whose collectives ProcessGroupNCCL runs in host order on one internal stream.
@@ -94,8 +113,8 @@ class Fsdp2Builder {
 
   BuildContext ctx_;
   UnitRange range_;  ///< the model chunk the current action walks (each is its own fully_shard root under PP)
-  std::vector<ParamGroup> groups_;
-  std::vector<int32_t> unit_group_;  // model unit → its FSDP param group
+  IdVector<ParamGroupId, ParamGroup> groups_;
+  std::vector<ParamGroupId> unit_group_;  // model unit → its FSDP param group
   StreamId copy_in_stream_, ag_stream_, rs_stream_, ar_stream_;
   BufferId shard_params_, optimizer_state_;
   int64_t shard_elems_ = 0;
@@ -127,6 +146,12 @@ int64_t weight_gradient_inputs_bytes(const std::vector<Gemm>& gemms, DType activ
   return elems * dtype_bytes(activation_dtype);
 }
 
+std::vector<BufferId> Fsdp2Builder::unsharded_params(ParamGroupId g) const {
+  std::vector<BufferId> reads;
+  for (const Part& part : groups_[g].parts) reads.push_back(part.unsharded);
+  return reads;
+}
+
 void Fsdp2Builder::add_group(std::string name, std::vector<int32_t> units, bool reshard_after_forward) {
   const ParallelLayout& l = ctx_.layout;
   ParamGroup pg;
@@ -135,12 +160,12 @@ void Fsdp2Builder::add_group(std::string name, std::vector<int32_t> units, bool 
   pg.reshard_after_forward = reshard_after_forward;
   int64_t dense = 0, expert = 0, dense_row = 1, expert_row = 1;
   for (const int32_t u : pg.units) {
-    const UnitCost& c = ctx_.units[static_cast<size_t>(u)];
+    const UnitCost& c = ctx_.unit_cost(u);
     dense += c.dense_params;
     expert += c.expert_params;
     dense_row = std::max(dense_row, c.dense_row_elems);
     expert_row = std::max(expert_row, c.expert_row_elems);
-    unit_group_[static_cast<size_t>(u)] = static_cast<int32_t>(groups_.size());
+    unit_group_.at(static_cast<size_t>(u)) = groups_.next_id();
   }
   for (const bool is_expert : {false, true}) {
     const int64_t elems = is_expert ? expert : dense;
@@ -168,19 +193,17 @@ void Fsdp2Builder::setup() {
   if (l.outer > 1) ar_stream_ = ctx_.w.stream(StreamRole::outer_ar);
   const int32_t output = ctx_.layers() + 1;
   const bool reshard = ctx_.config.reshard_after_forward;
-  unit_group_.assign(ctx_.units.size(), 0);
+  unit_group_.assign(ctx_.units.size(), ParamGroupId(0));
   if (ctx_.config.fsdp2_wrap == Fsdp2Wrap::torchtitan) {
     // torchtitan/distributed/fsdp.py @ b5bcd76c: the embedding alone (resharded as the blocks are), [norm, lm_head]
     // not resharded after forward ("FSDP would prefetch them immediately"), each block, then the parameter-less root.
     add_group("embedding", {0}, reshard);
-    for (int32_t layer = 1; layer <= ctx_.layers(); ++layer)
-      add_group(ctx_.units[static_cast<size_t>(layer)].name, {layer}, reshard);
+    for (int32_t layer = 1; layer <= ctx_.layers(); ++layer) add_group(ctx_.unit_cost(layer).name, {layer}, reshard);
     add_group("output", {output}, false);
   } else {
     // The root's parameters stay unsharded from forward to backward (FSDPState._lazy_init).
     add_group("root", {0, output}, false);
-    for (int32_t layer = 1; layer <= ctx_.layers(); ++layer)
-      add_group(ctx_.units[static_cast<size_t>(layer)].name, {layer}, reshard);
+    for (int32_t layer = 1; layer <= ctx_.layers(); ++layer) add_group(ctx_.unit_cost(layer).name, {layer}, reshard);
   }
   // Memory (docs/architecture.md §4.7): sharded parameters in their original dtype (FP32 master copy), sharded FP32
   // gradients, Adam. The gradient shards are not held through the step: optimizer.zero_grad() (set_to_none, its
@@ -199,11 +222,11 @@ void Fsdp2Builder::setup() {
   optimizer_state_ = ctx_.w.buffer("optimizer_state", BufferCategory::optimizer_state, adam * shard_elems_, true);
 }
 
-void Fsdp2Builder::unshard(int32_t g, Phase phase, int32_t mb, bool after_compute) {
+void Fsdp2Builder::unshard(ParamGroupId g, Phase phase, int32_t mb, bool after_compute) {
   // foreach_all_gather: copy-in (cast the shard into its slot of the flat output) on the copy-in stream, then
   // all_gather_into_tensor on the AG stream. The AG streams wait only on the previous copy-out, and at the root's
   // pre-forward on everything issued to the compute stream so far (FSDPState._root_pre_forward).
-  ParamGroup& pg = groups_[static_cast<size_t>(g)];
+  ParamGroup& pg = groups_[g];
   if (pg.unsharded || pg.issued) return;
   const std::string phase_name = phase == Phase::fwd ? "" : "." + std::string(to_string(phase));
   for (Part& part : pg.parts) {
@@ -227,10 +250,8 @@ void Fsdp2Builder::unshard(int32_t g, Phase phase, int32_t mb, bool after_comput
     copy_in.allocs = {part.flat};
     copy_in.writes = {part.flat};
     if (cast) {
-      const BufferId cast_tmp = ctx_.w.buffer(op_name("ag_cast", phase_name, name, mb), BufferCategory::comm_staging,
-                                              shard_elems * weight_bytes(), false);
-      copy_in.allocs.push_back(cast_tmp);
-      copy_in.frees.push_back(cast_tmp);
+      ctx_.add_scratch(copy_in, op_name("ag_cast", phase_name, name, mb), BufferCategory::comm_staging,
+                       shard_elems * weight_bytes());
     }
     const OpId copy_in_id = ctx_.w.add(std::move(copy_in));
     Op ag = make_collective({.kind = OpKind::all_gather,
@@ -252,9 +273,9 @@ void Fsdp2Builder::unshard(int32_t g, Phase phase, int32_t mb, bool after_comput
   pg.issued = true;
 }
 
-void Fsdp2Builder::copy_out(int32_t g, Phase phase, int32_t mb, bool free_flat_now) {
+void Fsdp2Builder::copy_out(ParamGroupId g, Phase phase, int32_t mb, bool free_flat_now) {
   // wait_for_unshard: the compute stream waits on the AG, then split_with_sizes_copy into per-parameter tensors.
-  ParamGroup& pg = groups_[static_cast<size_t>(g)];
+  ParamGroup& pg = groups_[g];
   if (pg.unsharded) return;
   FSDPSIM_CHECK(pg.issued, "copy-out before unshard of " + pg.name);
   const std::string phase_name = phase == Phase::fwd ? "" : "." + std::string(to_string(phase));
@@ -288,7 +309,7 @@ void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
   const int32_t ahead = std::max(1, ctx_.config.forward_prefetch);
   unshard(group_of_unit(range_.first), Phase::fwd, mb, true);  // the root's pre-forward
   for (int32_t u = range_.first; u < units; ++u) {
-    const int32_t g = group_of_unit(u);
+    const ParamGroupId g = group_of_unit(u);
     unshard(g, Phase::fwd, mb);
     copy_out(g, Phase::fwd, mb, false);
     // Implicit prefetch: the CPU reaches the next pre-forwards while the GPU computes this unit (explicit
@@ -297,18 +318,9 @@ void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
       if (group_of_unit(next) != g) unshard(group_of_unit(next), Phase::fwd, mb);
     }
     emit_unit_collectives(ctx_, u, Phase::fwd, mb);
-    const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-    ParamGroup& pg = groups_[static_cast<size_t>(g)];
-    std::vector<BufferId> reads;
-    for (const Part& part : pg.parts) reads.push_back(part.unsharded);
-    int32_t kernels = cost.fwd_kernels;
-    std::vector<Gemm> gemms = emit_fused_expert_gemms(ctx_, u, Phase::fwd, mb, cost.fwd_gemms, reads, {}, kernels);
-    Op fwd = make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, std::move(gemms),
-                          cost.fwd_bytes_touched, cost.fwd_class_bytes);
-    fwd.kernels = kernels;
-    fwd.unit = u;
-    fwd.micro_batch = mb;
-    fwd.reads = std::move(reads);
+    const UnitCost& cost = ctx_.unit_cost(u);
+    ParamGroup& pg = groups_[g];
+    Op fwd = ctx_.unit_pass("fwd", u, Phase::fwd, mb, unit_work(cost, Phase::fwd), unsharded_params(g), {});
     acts.on_forward(fwd, u);
     const bool grads_now = cost.weight_grads_in_forward && cost.params() > 0;
     if (grads_now) add_unsharded_grads(u, mb, fwd);
@@ -325,28 +337,19 @@ void Fsdp2Builder::forward(int32_t mb, Activations& acts) {
   }
   // The root's post-forward frees the last flat all-gather output.
   if (pending_flat_free_.valid()) {
-    Op sync = make_sync(op_name("ag_out_release", "", mb), Phase::fwd, ctx_.compute, {}, {pending_flat_free_});
-    sync.micro_batch = mb;
-    ctx_.w.add(std::move(sync));
+    ctx_.add_sync(op_name("ag_out_release", "", mb), Phase::fwd, ctx_.compute, {}, {pending_flat_free_}, mb);
     pending_flat_free_ = {};
   }
 }
 
 void Fsdp2Builder::pre_backward(int32_t u, int32_t mb, Activations& acts) {
-  const int32_t g = group_of_unit(u);
+  const ParamGroupId g = group_of_unit(u);
   if (acts.chunk_end(u)) {
     for (int32_t r = acts.chunk_start(u); r <= u; ++r) {
       unshard(group_of_unit(r), Phase::recompute, mb);
       copy_out(group_of_unit(r), Phase::recompute, mb, true);
-      const UnitCost& rc = ctx_.units[static_cast<size_t>(r)];
-      Op op = make_compute(op_name("recompute", rc.name, mb), Phase::recompute, ctx_.compute, rc.fwd_gemms,
-                           rc.fwd_bytes_touched, rc.fwd_class_bytes);
-      op.kernels = rc.fwd_kernels;
-      op.unit = r;
-      op.micro_batch = mb;
-      for (const Part& part : groups_[static_cast<size_t>(group_of_unit(r))].parts) {
-        op.reads.push_back(part.unsharded);
-      }
+      Op op = ctx_.unit_compute("recompute", r, Phase::recompute, mb, unit_work(ctx_.unit_cost(r), Phase::recompute),
+                                unsharded_params(group_of_unit(r)));
       acts.on_recompute(op, r);
       ctx_.w.add(std::move(op));
     }
@@ -363,9 +366,9 @@ void Fsdp2Builder::pre_backward(int32_t u, int32_t mb, Activations& acts) {
 }
 
 void Fsdp2Builder::finish_unit_backward(int32_t u, int32_t mb, Op& op) {
-  const int32_t g = group_of_unit(u);
-  const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-  ParamGroup& pg = groups_[static_cast<size_t>(g)];
+  const ParamGroupId g = group_of_unit(u);
+  const UnitCost& cost = ctx_.unit_cost(u);
+  ParamGroup& pg = groups_[g];
   // Autograd writes the unsharded gradients in the parameter dtype (none for a pipeline stage's empty
   // stage_input / stage_output, none left for a unit whose weight gradients the forward made).
   const bool grads_here = cost.params() > 0 && !cost.weight_grads_in_forward;
@@ -385,22 +388,17 @@ void Fsdp2Builder::finish_unit_backward(int32_t u, int32_t mb, Op& op) {
 }
 
 void Fsdp2Builder::add_unsharded_grads(int32_t u, int32_t mb, Op& op) {
-  const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-  const BufferId grads = ctx_.w.buffer(op_name("grads", cost.name, mb), BufferCategory::unsharded_grad,
-                                       cost.params() * weight_bytes(), false);
-  op.allocs.push_back(grads);
-  op.writes.push_back(grads);
-  groups_[static_cast<size_t>(group_of_unit(u))].grads.push_back(grads);
+  const UnitCost& cost = ctx_.unit_cost(u);
+  const BufferId grads = ctx_.add_output(op, op_name("grads", cost.name, mb), BufferCategory::unsharded_grad,
+                                         cost.params() * weight_bytes());
+  groups_[group_of_unit(u)].grads.push_back(grads);
 }
 
 // Root post-backward (is_last_backward): the compute stream waits on every group's post-reduce event and the last
 // reduce-scatter, and frees its input.
 void Fsdp2Builder::join_reductions(int32_t mb) {
-  Op sync =
-      make_sync(op_name("rs_join", "", mb), Phase::bwd, ctx_.compute, ctx_.w.tails({rs_stream_, ar_stream_}),
-                rs_in_flight_input_.valid() ? std::vector<BufferId>{rs_in_flight_input_} : std::vector<BufferId>{});
-  sync.micro_batch = mb;
-  ctx_.w.add(std::move(sync));
+  ctx_.add_sync(op_name("rs_join", "", mb), Phase::bwd, ctx_.compute, ctx_.w.tails({rs_stream_, ar_stream_}),
+                rs_in_flight_input_.valid() ? std::vector<BufferId>{rs_in_flight_input_} : std::vector<BufferId>{}, mb);
   rs_in_flight_op_ = OpId::none();
   rs_in_flight_input_ = BufferId::none();
 }
@@ -408,17 +406,8 @@ void Fsdp2Builder::join_reductions(int32_t mb) {
 void Fsdp2Builder::backward(int32_t mb, Activations& acts) {
   for (int32_t u = range_.last; u >= range_.first; --u) {
     pre_backward(u, mb, acts);
-    const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-    std::vector<BufferId> reads;
-    for (const Part& part : groups_[static_cast<size_t>(group_of_unit(u))].parts) reads.push_back(part.unsharded);
-    int32_t kernels = cost.bwd_kernels;
-    std::vector<Gemm> gemms = emit_fused_expert_gemms(ctx_, u, Phase::bwd, mb, cost.bwd_gemms, reads, {}, kernels);
-    Op bwd = make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, std::move(gemms),
-                          cost.bwd_bytes_touched, cost.bwd_class_bytes);
-    bwd.kernels = kernels;
-    bwd.unit = u;
-    bwd.micro_batch = mb;
-    bwd.reads = std::move(reads);
+    Op bwd = ctx_.unit_pass("bwd", u, Phase::bwd, mb, unit_work(ctx_.unit_cost(u), Phase::bwd),
+                            unsharded_params(group_of_unit(u)), {});
     acts.on_backward(bwd, u);
     finish_unit_backward(u, mb, bwd);
     join_overlapped(ctx_, u, Phase::bwd, mb);  // a fused EP exchange of this layer's backward
@@ -440,10 +429,8 @@ void Fsdp2Builder::train_metrics(int32_t mb) {
   op.micro_batch = mb;  // no unit: it computes no gradient of the output unit
   op.reads = {ctx_.held_logits};
   for (size_t i = 0; i < cost.metric_transient_tensors.size(); ++i) {
-    const BufferId b = ctx_.w.buffer(op_name("tmp.metric", std::to_string(i), cost.name, mb), BufferCategory::workspace,
-                                     cost.metric_transient_tensors[i], false);
-    op.allocs.push_back(b);
-    op.frees.push_back(b);
+    ctx_.add_scratch(op, op_name("tmp.metric", std::to_string(i), cost.name, mb), BufferCategory::workspace,
+                     cost.metric_transient_tensors[i]);
   }
   ctx_.w.add(std::move(op));
 }
@@ -456,27 +443,19 @@ void Fsdp2Builder::train_metrics(int32_t mb) {
 void Fsdp2Builder::backward_input(int32_t mb, Activations& acts) {
   for (int32_t u = range_.last; u >= range_.first; --u) {
     pre_backward(u, mb, acts);
-    const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-    std::vector<BufferId> reads;
-    for (const Part& part : groups_[static_cast<size_t>(group_of_unit(u))].parts) reads.push_back(part.unsharded);
+    const UnitCost& cost = ctx_.unit_cost(u);
     // The weight half launches the weight-gradient GEMMs; the input half the rest.
-    int32_t kernels = std::max(1, cost.bwd_kernels - static_cast<int32_t>(backward_half(cost.bwd_gemms, true).size()));
-    std::vector<Gemm> gemms =
-        emit_fused_expert_gemms(ctx_, u, Phase::bwd, mb, backward_half(cost.bwd_gemms, false), reads, {}, kernels);
-    Op input = make_compute(op_name("bwd_input", cost.name, mb), Phase::bwd, ctx_.compute, std::move(gemms),
-                            cost.bwd_bytes_touched, cost.bwd_class_bytes);
-    input.kernels = kernels;
-    input.unit = u;
-    input.micro_batch = mb;
-    input.reads = std::move(reads);
+    const ComputeWork work{
+        .gemms = backward_half(cost.bwd_gemms, false),
+        .bytes_touched = cost.bwd_bytes_touched,
+        .class_bytes = cost.bwd_class_bytes,
+        .kernels = std::max(1, cost.bwd_kernels - static_cast<int32_t>(backward_half(cost.bwd_gemms, true).size()))};
+    Op input = ctx_.unit_pass("bwd_input", u, Phase::bwd, mb, work, unsharded_params(group_of_unit(u)), {});
     acts.on_backward(input, u);
     if (const int64_t kept = weight_gradient_inputs_bytes(cost.bwd_gemms, ctx_.layout.shape.activation_dtype);
         kept > 0) {
-      const BufferId b =
-          ctx_.w.buffer(op_name("act.wgrad_inputs", cost.name, mb), BufferCategory::activation, kept, false);
-      input.allocs.push_back(b);
-      input.writes.push_back(b);
-      kept_for_weights_[{mb, u}] = b;
+      kept_for_weights_[{mb, u}] =
+          ctx_.add_output(input, op_name("act.wgrad_inputs", cost.name, mb), BufferCategory::activation, kept);
     }
     ctx_.w.add(std::move(input));
     join_overlapped(ctx_, u, Phase::bwd, mb);
@@ -485,11 +464,8 @@ void Fsdp2Builder::backward_input(int32_t mb, Activations& acts) {
 
 void Fsdp2Builder::backward_weight(int32_t mb) {
   for (int32_t u = range_.last; u >= range_.first; --u) {
-    const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-    Op weight = make_compute(op_name("bwd_weight", cost.name, mb), Phase::bwd, ctx_.compute,
-                             backward_half(cost.bwd_gemms, true), 0);
-    weight.unit = u;
-    weight.micro_batch = mb;
+    Op weight =
+        ctx_.unit_compute("bwd_weight", u, Phase::bwd, mb, {.gemms = backward_half(ctx_.unit_cost(u).bwd_gemms, true)});
     if (const auto kept = kept_for_weights_.find({mb, u}); kept != kept_for_weights_.end()) {
       weight.reads.push_back(kept->second);
       weight.frees.push_back(kept->second);
@@ -500,39 +476,48 @@ void Fsdp2Builder::backward_weight(int32_t mb) {
   join_reductions(mb);
 }
 
-void Fsdp2Builder::post_backward(int32_t g, int32_t mb, Phase phase) {
-  ParamGroup& pg = groups_[static_cast<size_t>(g)];
+void Fsdp2Builder::post_backward(ParamGroupId g, int32_t mb, Phase phase) {
+  ParamGroup& pg = groups_[g];
   int64_t elems = 0;
   for (const Part& part : pg.parts) elems += part.padded_elems;
   const bool last_mb = mb == ctx_.layout.micro_batches - 1;
   if (ctx_.config.gradient_sync == GradSync::last_micro_batch && !last_mb) {
-    // set_requires_gradient_sync(False): no reduce-scatter; the unsharded gradient is kept, in the reduce dtype when
-    // it differs from the parameter's (FSDPParam.to_accumulated_grad_if_needed), and summed over micro-batches.
-    Op acc = make_memory_op(OpKind::copy, op_name("grad_accumulate", pg.name, mb), phase, ctx_.compute,
-                            elems * (weight_bytes() + 2 * reduce_bytes()));
-    acc.unit = pg.units.front();
-    acc.micro_batch = mb;
-    acc.reads = pg.grads;
-    acc.frees = pg.grads;
-    if (!pg.accumulated.valid()) {
-      pg.accumulated =
-          ctx_.w.buffer("grads.accumulated." + pg.name, BufferCategory::unsharded_grad, elems * reduce_bytes(), false);
-      acc.allocs = {pg.accumulated};
-    } else {
-      acc.reads.push_back(pg.accumulated);
-    }
-    acc.writes = {pg.accumulated};
-    ctx_.w.add(std::move(acc));
-    pg.grads.clear();
+    accumulate_unreduced(pg, elems, mb, phase);
     return;
   }
   // The compute stream waits on the previous reduce-scatter and drops its input (one RS input in flight).
   if (rs_in_flight_op_.valid()) {
-    Op sync =
-        make_sync(op_name("rs_wait", pg.name, mb), phase, ctx_.compute, {rs_in_flight_op_}, {rs_in_flight_input_});
-    sync.micro_batch = mb;
-    ctx_.w.add(std::move(sync));
+    ctx_.add_sync(op_name("rs_wait", pg.name, mb), phase, ctx_.compute, {rs_in_flight_op_}, {rs_in_flight_input_}, mb);
   }
+  const auto [copy_in, input] = copy_into_rs_input(pg, elems, mb, phase);
+  OpId rs_event;  // the reduce-scatter event the next group's post-backward waits on
+  for (Part& part : pg.parts) rs_event = reduce_part(pg, part, mb, phase, copy_in, input);
+  rs_in_flight_op_ = rs_event;
+  rs_in_flight_input_ = input;
+}
+
+void Fsdp2Builder::accumulate_unreduced(ParamGroup& pg, int64_t elems, int32_t mb, Phase phase) {
+  // set_requires_gradient_sync(False): no reduce-scatter; the unsharded gradient is kept, in the reduce dtype when
+  // it differs from the parameter's (FSDPParam.to_accumulated_grad_if_needed), and summed over micro-batches.
+  Op acc = make_memory_op(OpKind::copy, op_name("grad_accumulate", pg.name, mb), phase, ctx_.compute,
+                          elems * (weight_bytes() + 2 * reduce_bytes()));
+  acc.unit = pg.units.front();
+  acc.micro_batch = mb;
+  acc.reads = pg.grads;
+  acc.frees = pg.grads;
+  if (!pg.accumulated.valid()) {
+    pg.accumulated =
+        ctx_.w.buffer("grads.accumulated." + pg.name, BufferCategory::unsharded_grad, elems * reduce_bytes(), false);
+    acc.allocs = {pg.accumulated};
+  } else {
+    acc.reads.push_back(pg.accumulated);
+  }
+  acc.writes = {pg.accumulated};
+  ctx_.w.add(std::move(acc));
+  pg.grads.clear();
+}
+
+std::pair<OpId, BufferId> Fsdp2Builder::copy_into_rs_input(ParamGroup& pg, int64_t elems, int32_t mb, Phase phase) {
   // chunk_cat the gradients into the RS input (cast to the reduce dtype) on the compute stream.
   const BufferId input =
       ctx_.w.buffer(op_name("rs_in", pg.name, mb), BufferCategory::unsharded_grad, elems * reduce_bytes(), false);
@@ -553,71 +538,77 @@ void Fsdp2Builder::post_backward(int32_t g, int32_t mb, Phase phase) {
   copy.writes = {input};
   const OpId copy_id = ctx_.w.add(std::move(copy));
   pg.grads.clear();
-  OpId last, rs_event;
-  for (Part& part : pg.parts) {
-    const std::string name = pg.name + (part.expert ? ".experts" : "");
-    const int64_t out_bytes = part.padded_elems / part.shard * reduce_bytes();
-    const BufferId output = ctx_.w.buffer(op_name("rs_out", name, mb), BufferCategory::comm_staging, out_bytes, false);
-    // FSDP2 reduces with ncclAvg for FP32/BF16 (which rules out NVLS, PAT and symmetric kernels).
-    Op rs = make_collective({.kind = OpKind::reduce_scatter,
-                             .name = op_name("rs", name, mb),
+  return {copy_id, input};
+}
+
+OpId Fsdp2Builder::reduce_part(const ParamGroup& pg, Part& part, int32_t mb, Phase phase, OpId copy_in,
+                               BufferId input) {
+  const std::string name = pg.name + (part.expert ? ".experts" : "");
+  const int64_t out_bytes = part.padded_elems / part.shard * reduce_bytes();
+  const BufferId output = ctx_.w.buffer(op_name("rs_out", name, mb), BufferCategory::comm_staging, out_bytes, false);
+  // FSDP2 reduces with ncclAvg for FP32/BF16 (which rules out NVLS, PAT and symmetric kernels).
+  Op rs = make_collective({.kind = OpKind::reduce_scatter,
+                           .name = op_name("rs", name, mb),
+                           .phase = phase,
+                           .stream = rs_stream_,
+                           .group = ctx_.group(part.expert ? GroupRole::edp : GroupRole::dp_shard),
+                           .group_size = part.shard,
+                           .payload_bytes = out_bytes,
+                           .dtype = grad_comm_dtype(ctx_.config),
+                           .reduce_op = ctx_.config.calculate_per_token_loss ? ReduceOp::sum : ReduceOp::avg});
+  rs.unit = pg.units.front();
+  rs.micro_batch = mb;
+  rs.deps = {copy_in};
+  rs.reads = {input};
+  rs.allocs = {output};
+  rs.writes = {output};
+  const OpId rs_id = add_on_communicator(std::move(rs));
+  OpId last = rs_id;
+  if (ar_stream_.valid()) {
+    Op ar = make_collective({.kind = OpKind::all_reduce,
+                             .name = op_name("outer_ar", name, mb),
                              .phase = phase,
-                             .stream = rs_stream_,
-                             .group = ctx_.group(part.expert ? GroupRole::edp : GroupRole::dp_shard),
-                             .group_size = part.shard,
+                             .stream = ar_stream_,
+                             .group = ctx_.group(part.expert ? GroupRole::edp_outer : GroupRole::dp_outer),
+                             .group_size = ctx_.layout.outer,
                              .payload_bytes = out_bytes,
                              .dtype = grad_comm_dtype(ctx_.config),
-                             .reduce_op = ctx_.config.calculate_per_token_loss ? ReduceOp::sum : ReduceOp::avg});
-    rs.unit = pg.units.front();
-    rs.micro_batch = mb;
-    rs.deps = {copy_id};
-    rs.reads = {input};
-    rs.allocs = {output};
-    rs.writes = {output};
-    last = add_on_communicator(std::move(rs));
-    rs_event = last;  // the reduce-scatter event the next group's post-backward waits on
-    if (ar_stream_.valid()) {
-      Op ar = make_collective({.kind = OpKind::all_reduce,
-                               .name = op_name("outer_ar", name, mb),
-                               .phase = phase,
-                               .stream = ar_stream_,
-                               .group = ctx_.group(part.expert ? GroupRole::edp_outer : GroupRole::dp_outer),
-                               .group_size = ctx_.layout.outer,
-                               .payload_bytes = out_bytes,
-                               .dtype = grad_comm_dtype(ctx_.config),
-                               .reduce_op = ReduceOp::avg});
-      ar.unit = pg.units.front();
-      ar.micro_batch = mb;
-      ar.deps = {last};
-      ar.reads = {output};
-      ar.writes = {output};
-      last = ctx_.w.add(std::move(ar));
-    }
-    // Cast to the original dtype and accumulate into the sharded .grad: on the all-reduce stream under HSDP
-    // (foreach_reduce), so the next reduce-scatter does not queue behind this group's all-reduce.
-    // foreach_reduce: _to_dtype_if_needed is a cast kernel only when the reduce dtype differs from the shard's; the
-    // group's first reduction of the step makes .grad a view of the output (no kernel), a later one adds to it
-    // (read both, write one).
-    const int64_t shard_elems = part.padded_elems / part.shard;
-    int64_t acc_bytes = reduce_bytes() != shard_elem_bytes() ? shard_elems * (reduce_bytes() + shard_elem_bytes()) : 0;
-    if (part.grad_shard_live) acc_bytes += shard_elems * 3 * shard_elem_bytes();
-    Op acc = make_compute(op_name("grad_accum", name, mb), phase, ar_stream_.valid() ? ar_stream_ : rs_stream_, {},
-                          acc_bytes);
-    acc.unit = pg.units.front();
-    acc.micro_batch = mb;
-    acc.deps = {last};
-    acc.reads = {output, part.grad_shard};
-    acc.writes = {part.grad_shard};
-    acc.frees = {output};
-    if (!part.grad_shard_live) {  // the group's first reduction of the step makes .grad rather than adding to it
-      acc.allocs.push_back(part.grad_shard);
-      acc.reads = {output};
-      part.grad_shard_live = true;
-    }
-    last = ctx_.w.add(std::move(acc));
+                             .reduce_op = ReduceOp::avg});
+    ar.unit = pg.units.front();
+    ar.micro_batch = mb;
+    ar.deps = {last};
+    ar.reads = {output};
+    ar.writes = {output};
+    last = ctx_.w.add(std::move(ar));
   }
-  rs_in_flight_op_ = rs_event;
-  rs_in_flight_input_ = input;
+  accumulate_grad_shard(pg, part, name, mb, phase, output, last);
+  return rs_id;
+}
+
+void Fsdp2Builder::accumulate_grad_shard(const ParamGroup& pg, Part& part, const std::string& name, int32_t mb,
+                                         Phase phase, BufferId reduced, OpId after) {
+  // Cast to the original dtype and accumulate into the sharded .grad: on the all-reduce stream under HSDP
+  // (foreach_reduce), so the next reduce-scatter does not queue behind this group's all-reduce.
+  // foreach_reduce: _to_dtype_if_needed is a cast kernel only when the reduce dtype differs from the shard's; the
+  // group's first reduction of the step makes .grad a view of the output (no kernel), a later one adds to it
+  // (read both, write one).
+  const int64_t shard_elems = part.padded_elems / part.shard;
+  int64_t acc_bytes = reduce_bytes() != shard_elem_bytes() ? shard_elems * (reduce_bytes() + shard_elem_bytes()) : 0;
+  if (part.grad_shard_live) acc_bytes += shard_elems * 3 * shard_elem_bytes();
+  Op acc =
+      make_compute(op_name("grad_accum", name, mb), phase, ar_stream_.valid() ? ar_stream_ : rs_stream_, {}, acc_bytes);
+  acc.unit = pg.units.front();
+  acc.micro_batch = mb;
+  acc.deps = {after};
+  acc.reads = {reduced, part.grad_shard};
+  acc.writes = {part.grad_shard};
+  acc.frees = {reduced};
+  if (!part.grad_shard_live) {  // the group's first reduction of the step makes .grad rather than adding to it
+    acc.allocs.push_back(part.grad_shard);
+    acc.reads = {reduced};
+    part.grad_shard_live = true;
+  }
+  ctx_.w.add(std::move(acc));
 }
 
 OpId Fsdp2Builder::add_on_communicator(Op op) {
@@ -627,9 +618,7 @@ OpId Fsdp2Builder::add_on_communicator(Op op) {
 }
 
 void Fsdp2Builder::optimizer_step() {
-  Op sync =
-      make_sync("grad_sync", Phase::optim, ctx_.compute, ctx_.w.tails({rs_stream_, ar_stream_, ctx_.offload}), {});
-  ctx_.w.add(std::move(sync));
+  ctx_.add_sync("grad_sync", Phase::optim, ctx_.compute, ctx_.w.tails({rs_stream_, ar_stream_, ctx_.offload}), {});
   // Adam over the sharded parameters in their original dtype; the next unshard's copy-in casts them.
   const FsdpConfig& c = ctx_.config;
   Op adam = make_memory_op(
@@ -641,10 +630,8 @@ void Fsdp2Builder::optimizer_step() {
   adam.writes = {shard_params_, optimizer_state_};
   if (c.optimizer_implementation == OptimizerImpl::foreach) {
     // _multi_tensor_adam's exp_avg_sq_sqrt: one temporary per parameter, all alive through the step.
-    const BufferId tmp = ctx_.w.buffer("optimizer.foreach_tmp", BufferCategory::workspace,
-                                       shard_elems_ * dtype_bytes(c.exp_avg_sq_dtype), false);
-    adam.allocs.push_back(tmp);
-    adam.frees.push_back(tmp);
+    ctx_.add_scratch(adam, "optimizer.foreach_tmp", BufferCategory::workspace,
+                     shard_elems_ * dtype_bytes(c.exp_avg_sq_dtype));
   }
   for (const ParamGroup& pg : groups_) {
     for (const Part& part : pg.parts) {

@@ -1,6 +1,7 @@
 // The Megatron-FSDP builder: setup, the all-gather pipeline and the forward pass. The backward pass, the gradient
 // reduction and the optimizer step are in megatron_backward.cpp.
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 
@@ -52,12 +53,12 @@ GroupId MegatronBuilder::shard_group(const BucketGroup& g) {
   return ctx_.group(g.expert ? GroupRole::edp : GroupRole::dp_shard);
 }
 
-bool MegatronBuilder::uses_pool(int32_t group) const {
-  const BucketGroup& g = plan_.groups[static_cast<size_t>(group)];
+bool MegatronBuilder::uses_pool(BucketGroupId group) const {
+  const BucketGroup& g = plan_.groups[group];
   if (param_pool_.empty() || g.non_unit || !g.distributed) return false;
   int64_t unit_bytes = 0;
-  for (const int32_t other : plan_.unit_groups[static_cast<size_t>(g.units.front())]) {
-    unit_bytes += plan_.groups[static_cast<size_t>(other)].gathered_bytes;
+  for (const BucketGroupId other : plan_.groups_of(g.units.front())) {
+    unit_bytes += plan_.groups[other].gathered_bytes;
   }
   return unit_bytes == modal_unit_bytes_;
 }
@@ -95,52 +96,68 @@ void MegatronBuilder::add_persistent_buffers() {
   // docs/architecture.md §4.6.5: which buffers are sharded by strategy; HFSDP shards main weights, grads' optimizer
   // view and Adam state over inner × outer.
   const FsdpConfig& c = ctx_.config;
-  const bool ub = c.nccl_ub;
-  int64_t shard_bytes[2] = {0, 0}, shard_elems[2] = {0, 0}, full_elems = 0;
+  std::array<int64_t, 2> shard_bytes{}, shard_elems{};  // dense, expert
+  int64_t full_elems = 0;
   for (const auto& g : plan_.groups) {
     shard_bytes[g.expert] += g.shard_bytes();
     shard_elems[g.expert] += g.shard_elems();
     full_elems += g.padded_elems;
   }
-  const auto mark = [&](BufferId b) {
-    if (ub) ctx_.w.mark_registered(b);
-    return b;
-  };
   if (zero3()) {
-    param_shard_ = mark(ctx_.w.buffer("param_shard", BufferCategory::param_shard, shard_bytes[0], true));
-    if (shard_bytes[1] > 0) {
-      param_shard_expert_ =
-          mark(ctx_.w.buffer("param_shard.experts", BufferCategory::param_shard, shard_bytes[1], true));
-    }
-    if (fp8_transpose_buffer()) {
-      // MXFP8 (DataParallelBuffer is_transpose_buffer): a column-wise copy of every FP8 weight shard, all-gathered in
-      // backward instead of the row-wise data.
-      int64_t transpose_bytes = 0;
-      for (const auto& g : plan_.groups) transpose_bytes += g.fp8_padded_elems / g.shard_size;
-      param_shard_transpose_ =
-          mark(ctx_.w.buffer("param_shard.transpose", BufferCategory::param_shard, transpose_bytes, true));
-    }
-    // docs/architecture.md §4.6.3: non-unit buckets are gathered once per step and stay unsharded (PRESERVED). They
-    // come from the plain caching allocator, not the NCCL pool (param_and_grad_buffer.py, fetch_bucket fallback).
-    for (const int32_t g : plan_.non_unit_groups) {
-      ag_[static_cast<size_t>(g)].buffer =
-          ctx_.w.buffer("params." + plan_.groups[static_cast<size_t>(g)].name, BufferCategory::gathered_param,
-                        plan_.groups[static_cast<size_t>(g)].gathered_bytes, true);
-    }
-    // A unit group that is not distributed (an expert shard group of one rank) computes from its full, persistent
-    // weight buffer (DataParallelBuffer.fetch_bucket returns it): always ready, never gathered or released.
-    for (size_t g = 0; g < plan_.groups.size(); ++g) {
-      if (plan_.groups[g].non_unit || plan_.groups[g].distributed) continue;
-      ag_[g].buffer = plan_.groups[g].expert ? param_shard_expert_ : param_shard_;
-      ag_[g].status = AgStatus::ready;
-    }
+    add_param_shards(shard_bytes);
   } else {
-    for (size_t g = 0; g < plan_.groups.size(); ++g) {
-      ag_[g].buffer = mark(ctx_.w.buffer("params." + plan_.groups[g].name, BufferCategory::gathered_param,
-                                         plan_.groups[g].gathered_bytes, true));
-      if (!plan_.groups[g].distributed) ag_[g].status = AgStatus::ready;
-    }
+    add_full_params();
   }
+  add_optimizer_buffers(shard_elems, full_elems);
+  add_grad_buffers(shard_elems);
+  if (c.fsdp_double_buffer && shards_grads()) add_double_buffer_pools();
+  if (c.tp_comm_overlap && ctx_.layout.shape.tp > 1) add_userbuffers();
+}
+
+BufferId MegatronBuilder::registered_if_ub(BufferId buffer) {
+  if (ctx_.config.nccl_ub) ctx_.w.mark_registered(buffer);
+  return buffer;
+}
+
+void MegatronBuilder::add_param_shards(const std::array<int64_t, 2>& shard_bytes) {
+  param_shard_ = registered_if_ub(ctx_.w.buffer("param_shard", BufferCategory::param_shard, shard_bytes[0], true));
+  if (shard_bytes[1] > 0) {
+    param_shard_expert_ =
+        registered_if_ub(ctx_.w.buffer("param_shard.experts", BufferCategory::param_shard, shard_bytes[1], true));
+  }
+  if (fp8_transpose_buffer()) {
+    // MXFP8 (DataParallelBuffer is_transpose_buffer): a column-wise copy of every FP8 weight shard, all-gathered in
+    // backward instead of the row-wise data.
+    int64_t transpose_bytes = 0;
+    for (const auto& g : plan_.groups) transpose_bytes += g.fp8_padded_elems / g.shard_size;
+    param_shard_transpose_ =
+        registered_if_ub(ctx_.w.buffer("param_shard.transpose", BufferCategory::param_shard, transpose_bytes, true));
+  }
+  // docs/architecture.md §4.6.3: non-unit buckets are gathered once per step and stay unsharded (PRESERVED). They
+  // come from the plain caching allocator, not the NCCL pool (param_and_grad_buffer.py, fetch_bucket fallback).
+  for (const BucketGroupId g : plan_.non_unit_groups) {
+    ag_[g].buffer = ctx_.w.buffer("params." + plan_.groups[g].name, BufferCategory::gathered_param,
+                                  plan_.groups[g].gathered_bytes, true);
+  }
+  // A unit group that is not distributed (an expert shard group of one rank) computes from its full, persistent
+  // weight buffer (DataParallelBuffer.fetch_bucket returns it): always ready, never gathered or released.
+  for (size_t g = 0; g < plan_.groups.size(); ++g) {
+    if (plan_.groups[g].non_unit || plan_.groups[g].distributed) continue;
+    ag_[g].buffer = plan_.groups[g].expert ? param_shard_expert_ : param_shard_;
+    ag_[g].status = AgStatus::ready;
+  }
+}
+
+void MegatronBuilder::add_full_params() {
+  for (size_t g = 0; g < plan_.groups.size(); ++g) {
+    ag_[g].buffer = registered_if_ub(ctx_.w.buffer("params." + plan_.groups[g].name, BufferCategory::gathered_param,
+                                                   plan_.groups[g].gathered_bytes, true));
+    if (!plan_.groups[g].distributed) ag_[g].status = AgStatus::ready;
+  }
+}
+
+void MegatronBuilder::add_optimizer_buffers(const std::array<int64_t, 2>& shard_elems, int64_t full_elems) {
+  const FsdpConfig& c = ctx_.config;
   const int64_t outer_shards = hfsdp() ? ctx_.layout.outer : 1;
   optimizer_elems_ = c.data_parallel_sharding_strategy == ShardingStrategy::no_shard
                          ? full_elems
@@ -153,30 +170,35 @@ void MegatronBuilder::add_persistent_buffers() {
   const int64_t adam_bytes = dtype_bytes(c.exp_avg_dtype) + dtype_bytes(c.exp_avg_sq_dtype);
   optimizer_state_ =
       ctx_.w.buffer("optimizer_state", BufferCategory::optimizer_state, adam_bytes * optimizer_elems_, true);
-  const int64_t grad_elem_bytes = dtype_bytes(main_grad_dtype(c));
+}
+
+void MegatronBuilder::add_grad_buffers(const std::array<int64_t, 2>& shard_elems) {
+  const int64_t grad_elem_bytes = dtype_bytes(main_grad_dtype(ctx_.config));
   if (shards_grads()) {
-    grad_shard_ = mark(ctx_.w.buffer("grad_shard", BufferCategory::grad_shard, grad_elem_bytes * shard_elems[0], true));
+    grad_shard_ = registered_if_ub(
+        ctx_.w.buffer("grad_shard", BufferCategory::grad_shard, grad_elem_bytes * shard_elems[0], true));
     if (shard_elems[1] > 0) {
-      grad_shard_expert_ =
-          mark(ctx_.w.buffer("grad_shard.experts", BufferCategory::grad_shard, grad_elem_bytes * shard_elems[1], true));
+      grad_shard_expert_ = registered_if_ub(
+          ctx_.w.buffer("grad_shard.experts", BufferCategory::grad_shard, grad_elem_bytes * shard_elems[1], true));
     }
-  } else {
-    for (size_t g = 0; g < plan_.groups.size(); ++g) {
-      full_grads_[g] = mark(ctx_.w.buffer("grads." + plan_.groups[g].name, BufferCategory::unsharded_grad,
-                                          grad_elem_bytes * plan_.groups[g].padded_elems, true));
-    }
+    return;
   }
-  if (c.fsdp_double_buffer && shards_grads()) add_double_buffer_pools();
-  if (c.tp_comm_overlap && ctx_.layout.shape.tp > 1) {
-    // Userbuffers: TE's initialize_ub registers one buffer per overlapped GEMM of a layer (12: qkv, proj, fc1, fc2
-    // × fprop, dgrad, wgrad), each (sequence × micro-batch / cp) × hidden, uint8 for the 8 that all-gather FP8
-    // inputs under FP8 and bf16 otherwise (transformer_engine/pytorch/module/base.py @ d0067d0d; Megatron's
-    // _initialize_tp_communicators passes that shape). TE registers them outside PyTorch's caching allocator, once;
-    // one persistent buffer here counts the same bytes toward every peak.
-    const int64_t elems = c.micro_batch_size * c.seq_length / ctx_.layout.shape.cp * ctx_.model.hidden_size;
-    const int64_t gather_bytes = ctx_.layout.shape.compute_dtype == DType::fp8 ? 1 : 2;
-    ctx_.w.buffer("userbuffers", BufferCategory::comm_staging, elems * (8 * gather_bytes + 4 * 2), true);
+  for (size_t g = 0; g < plan_.groups.size(); ++g) {
+    full_grads_[g] = registered_if_ub(ctx_.w.buffer("grads." + plan_.groups[g].name, BufferCategory::unsharded_grad,
+                                                    grad_elem_bytes * plan_.groups[g].padded_elems, true));
   }
+}
+
+void MegatronBuilder::add_userbuffers() {
+  // Userbuffers: TE's initialize_ub registers one buffer per overlapped GEMM of a layer (12: qkv, proj, fc1, fc2
+  // × fprop, dgrad, wgrad), each (sequence × micro-batch / cp) × hidden, uint8 for the 8 that all-gather FP8
+  // inputs under FP8 and bf16 otherwise (transformer_engine/pytorch/module/base.py @ d0067d0d; Megatron's
+  // _initialize_tp_communicators passes that shape). TE registers them outside PyTorch's caching allocator, once;
+  // one persistent buffer here counts the same bytes toward every peak.
+  const FsdpConfig& c = ctx_.config;
+  const int64_t elems = c.micro_batch_size * c.seq_length / ctx_.layout.shape.cp * ctx_.model.hidden_size;
+  const int64_t gather_bytes = ctx_.layout.shape.compute_dtype == DType::fp8 ? 1 : 2;
+  ctx_.w.buffer("userbuffers", BufferCategory::comm_staging, elems * (8 * gather_bytes + 4 * 2), true);
 }
 
 void MegatronBuilder::add_double_buffer_pools() {
@@ -186,9 +208,9 @@ void MegatronBuilder::add_double_buffer_pools() {
   std::map<int64_t, int64_t> grad_bytes_of;
   for (int32_t u = 1; u <= ctx_.layers(); ++u) {
     int64_t bytes = 0, grads = 0;
-    for (const int32_t g : plan_.unit_groups[static_cast<size_t>(u)]) {
-      bytes += plan_.groups[static_cast<size_t>(g)].gathered_bytes;
-      grads += grad_bytes(plan_.groups[static_cast<size_t>(g)]);
+    for (const BucketGroupId g : plan_.groups_of(u)) {
+      bytes += plan_.groups[g].gathered_bytes;
+      grads += grad_bytes(plan_.groups[g]);
     }
     ++count[bytes];
     grad_bytes_of[bytes] = grads;
@@ -217,28 +239,27 @@ void MegatronBuilder::add_double_buffer_pools() {
 }
 
 // ---- all-gather pipeline ----------------------------------------------------------------------------------------
-std::vector<int32_t> MegatronBuilder::prefetch_list(const std::vector<int32_t>& requested, Prefetch direction) {
+std::vector<BucketGroupId> MegatronBuilder::prefetch_list(const std::vector<BucketGroupId>& requested,
+                                                          Prefetch direction) {
   const bool forward = direction == Prefetch::forward;
   // AllGatherPipeline.all_gather_params: append the next bucket group (upwards in forward, downwards in backward)
   // while the prefetched elements (listed minus requested) are below suggested_AG_prefetch_size, checked before
   // each addition. The double buffer also stops once more than 2 distinct units (non-units count as one) would be
   // listed, and never prefetches non-unit buckets.
-  std::vector<int32_t> list = requested;
+  std::vector<BucketGroupId> list = requested;
   // Under the double buffer a request made only of non-unit buckets skips prefetch entirely, so that non-unit modules
   // running inside a unit do not take pool slots (AllGatherPipeline.all_gather_params).
-  const bool only_non_units = std::all_of(requested.begin(), requested.end(),
-                                          [&](int32_t g) { return plan_.groups[static_cast<size_t>(g)].non_unit; });
+  const bool only_non_units =
+      std::all_of(requested.begin(), requested.end(), [&](BucketGroupId g) { return plan_.groups[g].non_unit; });
   if (ctx_.config.fsdp_double_buffer && only_non_units) return list;
   std::set<int32_t> units;
-  for (const int32_t g : requested)
-    units.insert(plan_.groups[static_cast<size_t>(g)].non_unit ? -1
-                                                               : plan_.groups[static_cast<size_t>(g)].units.front());
+  for (const BucketGroupId g : requested) units.insert(plan_.groups[g].non_unit ? -1 : plan_.groups[g].units.front());
   int64_t prefetched = 0;
   const auto count = static_cast<int32_t>(plan_.groups.size());
-  int32_t next = forward ? *std::max_element(requested.begin(), requested.end()) + 1
-                         : *std::min_element(requested.begin(), requested.end()) - 1;
+  int32_t next = forward ? std::max_element(requested.begin(), requested.end())->value() + 1
+                         : std::min_element(requested.begin(), requested.end())->value() - 1;
   while (next >= 0 && next < count && budget_range_.prefetch_below(prefetched, plan_.communication_budget_elems)) {
-    const BucketGroup& g = plan_.groups[static_cast<size_t>(next)];
+    const BucketGroup& g = plan_.groups[BucketGroupId(next)];
     // Each model chunk is its own MegatronFSDP module: prefetch stops at the chunk's edge.
     if (!g.non_unit && (g.units.front() < range_.first || g.units.front() > range_.last)) break;
     if (ctx_.config.fsdp_double_buffer) {
@@ -248,28 +269,28 @@ std::vector<int32_t> MegatronBuilder::prefetch_list(const std::vector<int32_t>& 
       if (with.size() > 2) break;
       units = with;
     }
-    list.push_back(next);
+    list.push_back(BucketGroupId(next));
     prefetched += g.padded_elems;
     next += forward ? 1 : -1;
   }
   return list;
 }
 
-void MegatronBuilder::gather(const std::vector<int32_t>& requested, Prefetch prefetch, Phase phase, int32_t mb) {
+void MegatronBuilder::gather(const std::vector<BucketGroupId>& requested, Prefetch prefetch, Phase phase, int32_t mb) {
   if (ctx_.config.data_parallel_sharding_strategy == ShardingStrategy::no_shard) return;
-  std::vector<int32_t> list = prefetch == Prefetch::none ? requested : prefetch_list(requested, prefetch);
+  std::vector<BucketGroupId> list = prefetch == Prefetch::none ? requested : prefetch_list(requested, prefetch);
   std::sort(list.begin(), list.end());
   // Only EMPTY buckets are gathered, in ascending bucket-ID order even in backward (docs/architecture.md §4.6.3).
-  std::vector<int32_t> to_issue;
-  for (const int32_t g : list) {
-    if (ag_[static_cast<size_t>(g)].status == AgStatus::empty && plan_.groups[static_cast<size_t>(g)].distributed) {
+  std::vector<BucketGroupId> to_issue;
+  for (const BucketGroupId g : list) {
+    if (ag_[g].status == AgStatus::empty && plan_.groups[g].distributed) {
       to_issue.push_back(g);
     }
-    ag_[static_cast<size_t>(g)].releasable = false;  // what is about to be used is not recycled
+    ag_[g].releasable = false;  // what is about to be used is not recycled
   }
   if (to_issue.empty()) return;
   recycle_releasable(mb);
-  for (const int32_t g : to_issue) issue_all_gather(g, phase, mb);
+  for (const BucketGroupId g : to_issue) issue_all_gather(g, phase, mb);
 }
 
 void MegatronBuilder::recycle_releasable(int32_t mb) {
@@ -281,21 +302,19 @@ void MegatronBuilder::recycle_releasable(int32_t mb) {
     state = AgState{};
   }
   if (frees.empty()) return;
-  Op sync = make_sync(op_name("ag_recycle", "", mb), Phase::bwd, ag_stream_, ctx_.w.tails({ctx_.compute}), frees);
-  sync.micro_batch = mb;
-  ctx_.w.add(std::move(sync));
+  ctx_.add_sync(op_name("ag_recycle", "", mb), Phase::bwd, ag_stream_, ctx_.w.tails({ctx_.compute}), frees, mb);
 }
 
-void MegatronBuilder::issue_all_gather(int32_t group, Phase phase, int32_t mb) {
-  const BucketGroup& g = plan_.groups[static_cast<size_t>(group)];
-  AgState& state = ag_[static_cast<size_t>(group)];
+void MegatronBuilder::issue_all_gather(BucketGroupId group, Phase phase, int32_t mb) {
+  const BucketGroup& g = plan_.groups[group];
+  AgState& state = ag_[group];
   const int32_t unit = g.non_unit ? -1 : g.units.front();
   const std::string what = phase == Phase::fwd ? "ag" : "ag." + std::string(to_string(phase));
   BufferId buffer = state.buffer;
   bool transient = false;
   if (zero3() && !g.non_unit) {
     if (uses_pool(group)) {
-      buffer = param_pool_[static_cast<size_t>(unit % 2)];
+      buffer = param_pool_[pool_slot(unit)];
     } else {
       buffer = ctx_.w.buffer(op_name("params.", to_string(phase), g.name, mb), BufferCategory::gathered_param,
                              g.gathered_bytes, false);
@@ -351,11 +370,17 @@ void MegatronBuilder::issue_all_gather(int32_t group, Phase phase, int32_t mb) {
   state.releasable = false;
 }
 
-std::vector<OpId> MegatronBuilder::wait_for(const std::vector<int32_t>& groups) {
+std::vector<BufferId> MegatronBuilder::gathered_buffers(const std::vector<BucketGroupId>& groups) const {
+  std::vector<BufferId> buffers;
+  for (const BucketGroupId g : groups) buffers.push_back(ag_[g].buffer);
+  return buffers;
+}
+
+std::vector<OpId> MegatronBuilder::wait_for(const std::vector<BucketGroupId>& groups) {
   // wait_bucket_ready(): the compute stream waits for the current unit's all-gathers only.
   std::vector<OpId> deps;
-  for (const int32_t g : groups) {
-    AgState& state = ag_[static_cast<size_t>(g)];
+  for (const BucketGroupId g : groups) {
+    AgState& state = ag_[g];
     if (state.status == AgStatus::in_flight) {
       deps.push_back(state.ag_op);
       state.status = AgStatus::ready;
@@ -364,11 +389,11 @@ std::vector<OpId> MegatronBuilder::wait_for(const std::vector<int32_t>& groups) 
   return deps;
 }
 
-void MegatronBuilder::release(const std::vector<int32_t>& groups, Op& op) {
+void MegatronBuilder::release(const std::vector<BucketGroupId>& groups, Op& op) {
   // release_bucket(): a storage resize to 0 after the op that used the weights.
-  for (const int32_t g : groups) {
-    AgState& state = ag_[static_cast<size_t>(g)];
-    if (state.status == AgStatus::empty || !plan_.groups[static_cast<size_t>(g)].distributed) continue;
+  for (const BucketGroupId g : groups) {
+    AgState& state = ag_[g];
+    if (state.status == AgStatus::empty || !plan_.groups[g].distributed) continue;
     if (!ctx_.w.buffer_at(state.buffer).persistent) op.frees.push_back(state.buffer);
     state = AgState{};
   }
@@ -394,34 +419,21 @@ void MegatronBuilder::start_param_sync() {
     gather({plan_.unit_groups.front().front()}, Prefetch::forward, Phase::fwd, 0);
     return;
   }
-  std::vector<int32_t> all;
-  for (size_t g = 0; g < plan_.groups.size(); ++g) all.push_back(static_cast<int32_t>(g));
+  std::vector<BucketGroupId> all;
+  for (BucketGroupId g{0}; g < plan_.groups.next_id(); g = BucketGroupId(g.value() + 1)) all.push_back(g);
   gather(all, Prefetch::none, Phase::fwd, 0);
-  Op sync = make_sync("param_sync", Phase::fwd, ctx_.compute, wait_for(all), {});
-  sync.micro_batch = 0;
-  ctx_.w.add(std::move(sync));
+  ctx_.add_sync("param_sync", Phase::fwd, ctx_.compute, wait_for(all), {}, 0);
 }
 
 void MegatronBuilder::forward(int32_t mb, Activations& acts) {
   for (int32_t u = range_.first; u <= range_.last; ++u) {
-    const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-    const std::vector<int32_t>& groups = plan_.unit_groups[static_cast<size_t>(u)];
+    const std::vector<BucketGroupId>& groups = plan_.groups_of(u);
     // Pre-forward hook (every unit and every non-unit module with parameters): gather + forward prefetch.
     gather(groups, ctx_.config.overlap_param_gather ? Prefetch::forward : Prefetch::none, Phase::fwd, mb);
     emit_unit_collectives(ctx_, u, Phase::fwd, mb);
-    std::vector<BufferId> reads;
-    for (const int32_t g : groups) reads.push_back(ag_[static_cast<size_t>(g)].buffer);
-    int32_t kernels = cost.fwd_kernels;
-    const std::vector<OpId> gathered = wait_for(groups);
-    std::vector<Gemm> gemms =
-        emit_fused_expert_gemms(ctx_, u, Phase::fwd, mb, cost.fwd_gemms, reads, gathered, kernels);
-    Op fwd = make_compute(op_name("fwd", cost.name, mb), Phase::fwd, ctx_.compute, std::move(gemms),
-                          cost.fwd_bytes_touched, cost.fwd_class_bytes);
-    fwd.kernels = kernels;
-    fwd.unit = u;
-    fwd.micro_batch = mb;
-    fwd.deps = gathered;
-    fwd.reads = std::move(reads);
+    std::vector<BufferId> reads = gathered_buffers(groups);
+    Op fwd = ctx_.unit_pass("fwd", u, Phase::fwd, mb, unit_work(ctx_.unit_cost(u), Phase::fwd), std::move(reads),
+                            wait_for(groups));
     acts.on_forward(fwd, u);
     // Post-forward hook (units only, optim_grads_params): release the gathered weights at once.
     if (zero3() && ctx_.is_layer(u)) release(groups, fwd);

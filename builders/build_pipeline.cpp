@@ -408,6 +408,73 @@ std::vector<OpId> program_order(const Schedule& s) {
   return order;
 }
 
+// Every pipeline rank must hold a decoder layer: a rank without one has nothing to run between its receives and sends.
+void check_every_rank_holds_a_layer(const LayerSplit& split, const FsdpConfig& config, int32_t pp, int32_t chunks,
+                                    size_t layers) {
+  for (int32_t rank = 0; rank < pp; ++rank) {
+    int32_t held = 0;
+    for (int32_t chunk = 0; chunk < chunks; ++chunk)
+      held += split.layers_per_virtual_stage[static_cast<size_t>(
+          virtual_stage_of(config.pipeline_schedule, pp, chunk, rank))];
+    if (held > 0) continue;
+    std::string counts;
+    for (const int32_t n : split.layers_per_virtual_stage) counts += (counts.empty() ? "" : ", ") + std::to_string(n);
+    throw ConfigError(config.where("pp"), "pp",
+                      "pipeline stage " + std::to_string(rank) + " of " + std::to_string(pp) +
+                          " would hold no decoder layer (" + std::to_string(layers) + " layers, split as " + counts +
+                          ")",
+                      "use fewer stages: pp × virtual_pipeline_stages at most the " + std::to_string(layers) +
+                          " layers, e.g. pp=" + std::to_string(layers / static_cast<size_t>(chunks)));
+  }
+}
+
+// torchtitan refuses any pipeline degree above 1 with tied embeddings, even a V whose rank 0 holds both ends.
+void refuse_tied_embeddings_under_torchtitan(const ModelSpec& model, const FsdpConfig& config, int32_t pp) {
+  if (!model.tied_embeddings || config.implementation != Implementation::fsdp2) return;
+  throw ConfigError(config.where("pp"), "pp",
+                    "is " + std::to_string(pp) +
+                        " with tied word embeddings (tied_embeddings: true), which "
+                        "torchtitan refuses ('Weight tying is not supported with Pipeline Parallel.')",
+                    "untie the embeddings (tied_embeddings: false), run pp=1, or use Megatron-FSDP, which keeps a "
+                    "copy of the embedding on the last stage");
+}
+
+// The merged schedule before any stage is appended: the job's info and the whole model's units.
+Schedule merged_schedule(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout,
+                         const std::vector<UnitCost>& all) {
+  Schedule merged;
+  merged.info = make_schedule_info(model, config, layout, all);
+  merged.info.model_flops_per_gpu /= layout.pp;  // each GPU computes its stage's share; the mean over the job's GPUs
+  merged.info.pipeline_stages = layout.pp;
+  merged.info.virtual_stages = layout.virtual_stages;
+  merged.info.pipeline_schedule = std::string(to_string(config.pipeline_schedule));
+  for (const UnitCost& u : all) merged.units.push_back(UnitInfo{u.name, u.params()});
+  return merged;
+}
+
+// One stage's schedule from the configured builder; a Megatron-FSDP stage narrows `budgets` to its own range.
+Schedule build_stage(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout,
+                     const StagePlan& plan, std::vector<ActionOps>* actions, BudgetRange* budgets) {
+  if (config.implementation == Implementation::fsdp2) return build_fsdp2_stage(model, config, layout, plan, actions);
+  MegatronBuilder builder(model, config, layout, plan.units);
+  Schedule stage = builder.build(plan, actions);
+  if (budgets) budgets->intersect(builder.budget_range());
+  return stage;
+}
+
+// Tied embeddings under Megatron: the word-embedding gradient exchange between the first stage and the last one
+// (`output_rank`), which holds a copy of `word_embedding_elems` elements.
+void add_embedding_grad_exchange(Schedule& merged, const FsdpConfig& config, const ParallelLayout& layout,
+                                 int64_t word_embedding_elems, int32_t output_rank) {
+  const int32_t pp = layout.pp;
+  const GroupId embd = merged.groups.next_id();  // the first and the last stage
+  merged.groups.push_back(Group{std::string(to_string(GroupRole::embd)), 2, (pp - 1) * layout.stage_ranks()});
+  const int64_t local_elems = shards_grads(config.data_parallel_sharding_strategy)
+                                  ? (word_embedding_elems + layout.dense_shard - 1) / layout.dense_shard
+                                  : word_embedding_elems;
+  EmbeddingGradExchange(merged, local_elems * dtype_bytes(main_grad_dtype(config)), embd).add(0, output_rank, pp);
+}
+
 }  // namespace
 
 int64_t pipeline_message_bytes(const ModelSpec& model, const ParallelLayout& layout) {
@@ -421,57 +488,23 @@ Schedule build_pipeline_schedule(const ModelSpec& model, const FsdpConfig& confi
   const int32_t chunks = layout.virtual_stages;
   const std::vector<UnitCost> all = derive_units(model, layout.shape);
   const LayerSplit split = split_or_count_ends(static_cast<int32_t>(all.size()) - 2, config);
-  for (int32_t rank = 0; rank < pp; ++rank) {
-    int32_t held = 0;
-    for (int32_t chunk = 0; chunk < chunks; ++chunk)
-      held += split.layers_per_virtual_stage[static_cast<size_t>(
-          virtual_stage_of(config.pipeline_schedule, pp, chunk, rank))];
-    if (held > 0) continue;
-    std::string counts;
-    for (const int32_t n : split.layers_per_virtual_stage) counts += (counts.empty() ? "" : ", ") + std::to_string(n);
-    throw ConfigError(config.where("pp"), "pp",
-                      "pipeline stage " + std::to_string(rank) + " of " + std::to_string(pp) +
-                          " would hold no decoder layer (" + std::to_string(all.size() - 2) + " layers, split as " +
-                          counts + ")",
-                      "use fewer stages: pp × virtual_pipeline_stages at most the " + std::to_string(all.size() - 2) +
-                          " layers, e.g. pp=" + std::to_string((all.size() - 2) / static_cast<size_t>(chunks)));
-  }
+  check_every_rank_holds_a_layer(split, config, pp, chunks, all.size() - 2);
   FsdpConfig resolved = config;  // the layout's chunk count (interleaving defaults to two chunks per rank)
   resolved.virtual_pipeline_stages = chunks;
   const std::vector<PipelineOrder> orders = pipeline_orders(resolved, layout.micro_batches);
-  Schedule merged;
-  merged.info = make_schedule_info(model, config, layout, all);
-  merged.info.model_flops_per_gpu /= pp;  // each GPU computes its stage's share; the mean over the job's GPUs
-  merged.info.pipeline_stages = pp;
-  merged.info.virtual_stages = chunks;
-  merged.info.pipeline_schedule = std::string(to_string(config.pipeline_schedule));
-  for (const UnitCost& u : all) merged.units.push_back(UnitInfo{u.name, u.params()});
+  Schedule merged = merged_schedule(model, config, layout, all);
   std::vector<StageActions> actions(static_cast<size_t>(pp));
   // Tied embeddings: torchtitan refuses them with a pipeline; Megatron gives the last stage its own copy.
   const int32_t output_rank = rank_of_virtual_stage(config.pipeline_schedule, pp, pp * chunks - 1);
   const bool embedding_copy = model.tied_embeddings && output_rank != 0;
-  // torchtitan refuses any pipeline degree above 1, even a V whose rank 0 holds both ends.
-  if (model.tied_embeddings && config.implementation == Implementation::fsdp2) {
-    throw ConfigError(config.where("pp"), "pp",
-                      "is " + std::to_string(pp) + " with tied word embeddings (tied_embeddings: true), which "
-                      "torchtitan refuses ('Weight tying is not supported with Pipeline Parallel.')",
-                      "untie the embeddings (tied_embeddings: false), run pp=1, or use Megatron-FSDP, which keeps a "
-                      "copy of the embedding on the last stage");
-  }
+  refuse_tied_embeddings_under_torchtitan(model, config, pp);
   std::vector<UnitCost> last_stage_units = all;
   if (embedding_copy) last_stage_units.back() = output_with_embedding_copy(model, layout.shape);
   for (int32_t rank = 0; rank < pp; ++rank) {
     const StagePlan plan = stage_plan(rank == output_rank ? last_stage_units : all, split, config.pipeline_schedule,
                                       pp, chunks, rank, orders[static_cast<size_t>(rank)]);
     std::vector<ActionOps> stage_actions;
-    Schedule stage;
-    if (config.implementation == Implementation::fsdp2) {
-      stage = build_fsdp2_stage(model, config, layout, plan, &stage_actions);
-    } else {
-      MegatronBuilder builder(model, config, layout, plan.units);
-      stage = builder.build(plan, &stage_actions);
-      if (budgets) budgets->intersect(builder.budget_range());
-    }
+    const Schedule stage = build_stage(model, config, layout, plan, &stage_actions, budgets);
     if (rank == 0) merged.info.prefetch_depth = stage.info.prefetch_depth;
     const int32_t offset = append_stage(merged, stage, rank, pp, global_units(plan, all));
     for (ActionOps& a : stage_actions) a = {OpId(a.begin.value() + offset), OpId(a.end.value() + offset)};
@@ -486,13 +519,8 @@ Schedule build_pipeline_schedule(const ModelSpec& model, const FsdpConfig& confi
   }
   p2p.pair();
   if (embedding_copy) {
-    const GroupId embd = merged.groups.next_id();
-    merged.groups.push_back(Group{std::string(to_string(GroupRole::embd)), 2, (pp - 1) * layout.stage_ranks()});  // first and last stage
     const int64_t word_embedding_elems = last_stage_units.back().dense_params - all.back().dense_params;
-    const int64_t local_elems = shards_grads(config.data_parallel_sharding_strategy)
-                                    ? (word_embedding_elems + layout.dense_shard - 1) / layout.dense_shard
-                                    : word_embedding_elems;
-    EmbeddingGradExchange(merged, local_elems * dtype_bytes(main_grad_dtype(config)), embd).add(0, output_rank, pp);
+    add_embedding_grad_exchange(merged, config, layout, word_embedding_elems, output_rank);
   }
   reorder_ops(merged, program_order(merged));
   return merged;

@@ -19,7 +19,19 @@
 
 namespace fsdpsim {
 
-/// Everything a builder reads and the writer it appends to.
+/// The work of one compute op: its GEMMs, the bytes its memory-bound kernels touch and the kernels it launches.
+struct ComputeWork {
+  std::vector<Gemm> gemms;
+  int64_t bytes_touched = 0;
+  KernelClassBytes class_bytes = {};
+  int32_t kernels = 0;
+};
+/// A unit's forward work for Phase::fwd and Phase::recompute (a recompute re-runs the forward), its backward work for
+/// Phase::bwd.
+ComputeWork unit_work(const UnitCost& unit, Phase phase);
+
+/// Everything a builder reads and the writer it appends to, and the op-construction helpers every builder uses
+/// (defined in build_context_ops.cpp): each builder states which ops it adds, these how an op is put together.
 struct BuildContext {
   BuildContext(const ModelSpec& model, const FsdpConfig& config, const ParallelLayout& layout);
   /// One pipeline stage: `units` are the stage's (stage_plan.h); the schedule info is still the whole job's.
@@ -43,12 +55,30 @@ struct BuildContext {
   /// Frees the held logits (if any) at the end of `op`: the step's last op that the loop's reference outlives.
   void release_held_logits(Op& op);
 
+  /// The cost of unit `unit` (its index in `units` and in Schedule::units).
+  [[nodiscard]] const UnitCost& unit_cost(int32_t unit) const { return units.at(static_cast<size_t>(unit)); }
   [[nodiscard]] int32_t layers() const { return static_cast<int32_t>(units.size()) - 2; }
   [[nodiscard]] bool is_layer(int32_t unit) const { return unit >= 1 && unit <= layers(); }
   /// The group playing `role`, created on first use with the layout's size and Megatron rank stride.
   GroupId group(GroupRole role);
   /// About how many ops the step will have (to reserve room for them).
   [[nodiscard]] int64_t expected_ops() const;
+
+  /// A compute op of `unit` in `micro_batch` on the compute stream, named "what.<unit>.mb<k>", that does `work`,
+  /// reads `reads` and waits for `deps`; returned so that the builder adds its buffers before adding it.
+  Op unit_compute(std::string_view what, int32_t unit, Phase phase, int32_t micro_batch, ComputeWork work,
+                  std::vector<BufferId> reads = {}, std::vector<OpId> deps = {});
+  /// The same for a unit's forward, recompute or backward pass, which a fused EP exchange may run beside: its
+  /// routed-expert GEMMs are first emitted as their own op (emit_fused_expert_gemms) and the returned op does the rest.
+  Op unit_pass(std::string_view what, int32_t unit, Phase phase, int32_t micro_batch, ComputeWork work,
+               std::vector<BufferId> reads, std::vector<OpId> deps);
+  /// Adds a sync op (make_sync) of `micro_batch` (-1: of the step) and returns its id.
+  OpId add_sync(std::string name, Phase phase, StreamId stream, std::vector<OpId> deps, std::vector<BufferId> frees,
+                int32_t micro_batch = -1);
+  /// A new buffer that `op` allocates and frees: it lives only while `op` runs (a workspace, a temporary).
+  BufferId add_scratch(Op& op, const std::string& name, BufferCategory category, int64_t size_bytes);
+  /// A new buffer that `op` allocates and writes, for later ops to read and free.
+  BufferId add_output(Op& op, const std::string& name, BufferCategory category, int64_t size_bytes);
 
  private:
   GroupId add_group(GroupRole role);
@@ -91,6 +121,7 @@ class Activations {
 
  private:
   [[nodiscard]] bool offloaded(int32_t unit) const;
+  ActivationSlot& slot_of(int32_t unit) { return slots_.at(static_cast<size_t>(unit)); }
   /// Allocates and frees each transient tensor of `op` as its own workspace buffer.
   void add_transients(Op& op, const std::vector<int64_t>& tensors, std::string_view what, std::string_view unit_name);
   BuildContext& ctx_;

@@ -38,11 +38,11 @@ void MegatronBuilder::backward(int32_t mb, Activations& acts) {
     backward_unit(u, acts, mb);
     // Bucket groups whose gradients are complete after this unit: those whose first unit it is (the single non-unit
     // group completes with the embedding's gradient).
-    std::vector<int32_t> done;
-    for (const int32_t g : plan_.unit_groups[static_cast<size_t>(u)]) {
-      if (plan_.groups[static_cast<size_t>(g)].units.front() == u) done.push_back(g);
+    std::vector<BucketGroupId> done;
+    for (const BucketGroupId g : plan_.groups_of(u)) {
+      if (plan_.groups[g].units.front() == u) done.push_back(g);
     }
-    for (const int32_t g : done) {
+    for (const BucketGroupId g : done) {
       if (shards_grads()) {
         reduce_group(g, mb);
       } else if (mb == ctx_.layout.micro_batches - 1) {
@@ -64,30 +64,19 @@ void MegatronBuilder::recompute_chunk(int32_t first_unit, int32_t last_unit, Act
   // lazily releasable (megatron_fsdp.py _post_forward), so the next layer's all-gather recycles it: only the chunk's
   // last layer stays gathered for its backward, the others are gathered again at their pre-backward.
   for (int32_t u = first_unit; u <= last_unit; ++u) {
-    const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-    const std::vector<int32_t>& groups = plan_.unit_groups[static_cast<size_t>(u)];
+    const std::vector<BucketGroupId>& groups = plan_.groups_of(u);
     gather(groups, Prefetch::none, Phase::recompute, mb);
     emit_unit_collectives(ctx_, u, Phase::recompute, mb);
-    std::vector<BufferId> reads;
-    for (const int32_t g : groups) reads.push_back(ag_[static_cast<size_t>(g)].buffer);
-    int32_t kernels = cost.fwd_kernels;
-    const std::vector<OpId> gathered = wait_for(groups);
-    std::vector<Gemm> gemms =
-        emit_fused_expert_gemms(ctx_, u, Phase::recompute, mb, cost.fwd_gemms, reads, gathered, kernels);
-    Op op = make_compute(op_name("recompute", cost.name, mb), Phase::recompute, ctx_.compute, std::move(gemms),
-                         cost.fwd_bytes_touched, cost.fwd_class_bytes);
-    op.kernels = kernels;
-    op.unit = u;
-    op.micro_batch = mb;
-    op.deps = gathered;
-    op.reads = std::move(reads);
+    std::vector<BufferId> reads = gathered_buffers(groups);
+    Op op = ctx_.unit_pass("recompute", u, Phase::recompute, mb, unit_work(ctx_.unit_cost(u), Phase::recompute),
+                           std::move(reads), wait_for(groups));
     acts.on_recompute(op, u);
     ctx_.w.add(std::move(op));
     join_overlapped(ctx_, u, Phase::recompute, mb);
     if (zero3() && u < last_unit) {
-      for (const int32_t g : groups) {
-        AgState& state = ag_[static_cast<size_t>(g)];
-        if (state.status != AgStatus::empty && plan_.groups[static_cast<size_t>(g)].distributed) {
+      for (const BucketGroupId g : groups) {
+        AgState& state = ag_[g];
+        if (state.status != AgStatus::empty && plan_.groups[g].distributed) {
           state.releasable = true;
         }
       }
@@ -96,8 +85,8 @@ void MegatronBuilder::recompute_chunk(int32_t first_unit, int32_t last_unit, Act
 }
 
 void MegatronBuilder::backward_unit(int32_t u, Activations& acts, int32_t mb) {
-  const UnitCost& cost = ctx_.units[static_cast<size_t>(u)];
-  const std::vector<int32_t>& groups = plan_.unit_groups[static_cast<size_t>(u)];
+  const UnitCost& cost = ctx_.unit_cost(u);
+  const std::vector<BucketGroupId>& groups = plan_.groups_of(u);
   // Pre-backward hook (units): gather + backward prefetch (docs/architecture.md §4.6.2). Non-unit weights stay
   // gathered.
   if (zero3() && ctx_.is_layer(u)) gather(groups, Prefetch::backward, Phase::bwd, mb);
@@ -120,35 +109,22 @@ void MegatronBuilder::backward_unit(int32_t u, Activations& acts, int32_t mb) {
   const int64_t fp8_transpose_bytes = fp8_transpose_cache() && ctx_.is_layer(u)
                                           ? linear_weight_elems(cost, false) + linear_weight_elems(cost, true)
                                           : 0;
-  std::vector<BufferId> reads;
-  for (const int32_t g : groups) reads.push_back(ag_[static_cast<size_t>(g)].buffer);
-  int32_t kernels = cost.bwd_kernels;
-  const std::vector<OpId> gathered = wait_for(groups);
-  std::vector<Gemm> gemms = emit_fused_expert_gemms(ctx_, u, Phase::bwd, mb, cost.bwd_gemms, reads, gathered, kernels);
-  Op bwd = make_compute(op_name("bwd", cost.name, mb), Phase::bwd, ctx_.compute, std::move(gemms),
-                        cost.bwd_bytes_touched + grad_copy_bytes + 2 * fp8_transpose_bytes, cost.bwd_class_bytes);
-  bwd.kernels = kernels;
-  bwd.unit = u;
-  bwd.micro_batch = mb;
+  ComputeWork work = unit_work(cost, Phase::bwd);
+  work.bytes_touched += grad_copy_bytes + 2 * fp8_transpose_bytes;
+  std::vector<BufferId> reads = gathered_buffers(groups);
+  Op bwd = ctx_.unit_pass("bwd", u, Phase::bwd, mb, std::move(work), std::move(reads), wait_for(groups));
   // Room for what the activations, the weight gradients and the gradient buckets add, allocated once.
   const size_t added = 6 + cost.bwd_transient_tensors.size() + groups.size();
   bwd.allocs.reserve(added);
   bwd.frees.reserve(added);
-  bwd.deps = gathered;
-  bwd.reads = std::move(reads);
   acts.on_backward(bwd, u);
   if (fp8_transpose_bytes > 0) {
-    const BufferId t = ctx_.w.buffer(op_name("fp8_transpose", cost.name, mb), BufferCategory::gathered_param,
-                                     fp8_transpose_bytes, false);
-    bwd.allocs.push_back(t);
-    bwd.frees.push_back(t);
+    ctx_.add_scratch(bwd, op_name("fp8_transpose", cost.name, mb), BufferCategory::gathered_param, fp8_transpose_bytes);
   }
   const int64_t param_grad_elems = cost.largest_param_elems(!fusion);
   if (param_grad_elems > 0) {
-    const BufferId t = ctx_.w.buffer(op_name("param_grad", cost.name, mb), BufferCategory::weight_grad,
-                                     param_grad_elems * kParamGradBytes, false);
-    bwd.allocs.push_back(t);
-    bwd.frees.push_back(t);
+    ctx_.add_scratch(bwd, op_name("param_grad", cost.name, mb), BufferCategory::weight_grad,
+                     param_grad_elems * kParamGradBytes);
   }
   grad_buckets_for(u, bwd, mb);
   // Post-backward (RegisterFSDPBackwardFunction): release the unit's gathered weights.
@@ -158,16 +134,16 @@ void MegatronBuilder::backward_unit(int32_t u, Activations& acts, int32_t mb) {
 }
 
 void MegatronBuilder::grad_buckets_for(int32_t u, Op& bwd, int32_t mb) {
-  const std::vector<int32_t>& groups = plan_.unit_groups[static_cast<size_t>(u)];
+  const std::vector<BucketGroupId>& groups = plan_.groups_of(u);
   if (!shards_grads()) {
     // ZeRO-0/1: gradients accumulate into the persistent full buffer (main_grad.add_).
-    for (const int32_t g : groups) bwd.writes.push_back(full_grads_[static_cast<size_t>(g)]);
+    for (const BucketGroupId g : groups) bwd.writes.push_back(full_grads_[g]);
     return;
   }
   const int64_t comm_bytes = dtype_bytes(grad_comm_dtype(ctx_.config));
-  for (const int32_t g : groups) {
-    const BucketGroup& bg = plan_.groups[static_cast<size_t>(g)];
-    std::vector<BufferId>& held = grad_buffers_[static_cast<size_t>(g)];
+  for (const BucketGroupId g : groups) {
+    const BucketGroup& bg = plan_.groups[g];
+    std::vector<BufferId>& held = grad_buffers_[g];
     if (!bg.distributed) {
       // Not distributed: main_grad is the persistent full buffer (main_grad.add_(param.grad)).
       bwd.writes.push_back(bg.expert ? grad_shard_expert_ : grad_shard_);
@@ -177,7 +153,7 @@ void MegatronBuilder::grad_buckets_for(int32_t u, Op& bwd, int32_t mb) {
       if (uses_pool(g)) {
         // The double buffer's slot u % 2. Megatron waits for old reductions of the pool on the RS stream only
         // (_enforce_double_buffer_limit); the compute stream is held back by the queue capacity alone.
-        held.push_back(grad_pool_[static_cast<size_t>(u % 2)]);
+        held.push_back(grad_pool_[pool_slot(u)]);
       } else {
         // main_grad_getter allocates the whole unsharded bucket at the group's first gradient: for a single
         // non-unit group that is the output layer's, early in backward (docs/architecture.md §4.6.4).
@@ -207,20 +183,18 @@ void MegatronBuilder::pop_reduce_queue(int64_t budget_elems, int32_t mb) {
     rs_queue_.pop_front();
   }
   if (deps.empty()) return;
-  Op sync =
-      make_sync(op_name(budget_elems == 0 ? "rs_join" : "rs_queue_pop", "", mb), Phase::bwd, ctx_.compute, deps, frees);
-  sync.micro_batch = mb;
-  ctx_.w.add(std::move(sync));
+  ctx_.add_sync(op_name(budget_elems == 0 ? "rs_join" : "rs_queue_pop", "", mb), Phase::bwd, ctx_.compute, deps, frees,
+                mb);
 }
 
-void MegatronBuilder::reduce_group(int32_t group, int32_t mb) {
+void MegatronBuilder::reduce_group(BucketGroupId group, int32_t mb) {
   const FsdpConfig& c = ctx_.config;
-  const BucketGroup& g = plan_.groups[static_cast<size_t>(group)];
+  const BucketGroup& g = plan_.groups[group];
   const int32_t unit = g.non_unit ? -1 : g.units.front();
   const BufferId grads_out = g.expert ? grad_shard_expert_ : grad_shard_;
   if (g.group_ranks == 1) {
     // Nothing to reduce over one rank; HSDP's outer reduction of the full buffer still runs.
-    reduce_outer(group, mb, OpId::none(), shards_grads() ? grads_out : full_grads_[static_cast<size_t>(group)]);
+    reduce_outer(group, mb, OpId::none(), shards_grads() ? grads_out : full_grads_[group]);
     return;
   }
   if (shards_grads()) {
@@ -231,8 +205,8 @@ void MegatronBuilder::reduce_group(int32_t group, int32_t mb) {
   bool scale_pass = false;
   const ReduceOp reduce_op = grad_reduce_op(c, &scale_pass);
   const DType comm = grad_comm_dtype(c);
-  const std::vector<BufferId> buffers = shards_grads() ? grad_buffers_[static_cast<size_t>(group)]
-                                                       : std::vector<BufferId>{full_grads_[static_cast<size_t>(group)]};
+  const std::vector<BufferId> buffers =
+      shards_grads() ? grad_buffers_[group] : std::vector<BufferId>{full_grads_[group]};
   const std::vector<OpId> deps = ctx_.w.tails({ctx_.compute});  // rs_stream.wait_stream(current_stream)
   if (scale_pass) {
     Op scale = make_compute(op_name("grad_scale", g.name, mb), Phase::bwd, rs_stream_, {}, 2 * grad_bytes(g));
@@ -275,14 +249,14 @@ void MegatronBuilder::reduce_group(int32_t group, int32_t mb) {
   const OpId outer = reduce_outer(group, mb, last, grads_out.valid() ? grads_out : buffers.front());
   if (outer.valid()) last = outer;
   if (shards_grads()) {
-    rs_queue_.push_back(QueuedReduce{last, grad_buffers_[static_cast<size_t>(group)], g.padded_elems});
-    grad_buffers_[static_cast<size_t>(group)].clear();
+    rs_queue_.push_back(QueuedReduce{last, grad_buffers_[group], g.padded_elems});
+    grad_buffers_[group].clear();
   }
 }
 
-OpId MegatronBuilder::reduce_outer(int32_t group, int32_t mb, OpId after, BufferId accumulated) {
+OpId MegatronBuilder::reduce_outer(BucketGroupId group, int32_t mb, OpId after, BufferId accumulated) {
   const FsdpConfig& c = ctx_.config;
-  const BucketGroup& g = plan_.groups[static_cast<size_t>(group)];
+  const BucketGroup& g = plan_.groups[group];
   if (!hsdp() || mb != ctx_.layout.micro_batches - 1) return OpId::none();
   // docs/architecture.md §4.6.5: after the inner reduction of the last micro-batch, the outer group all-reduces
   // (HSDP) or reduce-scatters (HFSDP) the accumulated shard, on the outer stream that waits on the RS stream.
@@ -311,11 +285,10 @@ OpId MegatronBuilder::reduce_outer(int32_t group, int32_t mb, OpId after, Buffer
 
 void MegatronBuilder::finalize() {
   const FsdpConfig& c = ctx_.config;
-  for (const int32_t g : deferred_reductions_) reduce_group(g, ctx_.layout.micro_batches - 1);
+  for (const BucketGroupId g : deferred_reductions_) reduce_group(g, ctx_.layout.micro_batches - 1);
   // finish_grad_sync(): wait for every reduction, including the outer ones.
-  Op sync = make_sync("grad_sync", Phase::optim, ctx_.compute,
-                      ctx_.w.tails({rs_stream_, outer_rs_stream_, outer_ag_stream_, ctx_.offload}), {});
-  ctx_.w.add(std::move(sync));
+  ctx_.add_sync("grad_sync", Phase::optim, ctx_.compute,
+                ctx_.w.tails({rs_stream_, outer_rs_stream_, outer_ag_stream_, ctx_.offload}), {});
   std::vector<BufferId> grads = shards_grads() ? std::vector<BufferId>{grad_shard_} : full_grads_;
   if (grad_shard_expert_.valid()) grads.push_back(grad_shard_expert_);
   const int64_t elems = optimizer_elems_;
@@ -343,10 +316,7 @@ void MegatronBuilder::finalize() {
                                                     dtype_bytes(c.exp_avg_dtype), dtype_bytes(c.exp_avg_sq_dtype)));
   if (c.optimizer_implementation == OptimizerImpl::foreach) {
     // A torch.optim optimizer given to Megatron-FSDP's fully_shard: _multi_tensor_adam's exp_avg_sq_sqrt.
-    const BufferId tmp = ctx_.w.buffer("optimizer.foreach_tmp", BufferCategory::workspace,
-                                       elems * dtype_bytes(c.exp_avg_sq_dtype), false);
-    adam.allocs.push_back(tmp);
-    adam.frees.push_back(tmp);
+    ctx_.add_scratch(adam, "optimizer.foreach_tmp", BufferCategory::workspace, elems * dtype_bytes(c.exp_avg_sq_dtype));
   }
   adam.kernels = adam_kernels(c.optimizer_implementation, ctx_.units, elems);
   adam.reads = {optimizer_state_};

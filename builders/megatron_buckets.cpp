@@ -65,7 +65,7 @@ void add_non_unit_groups(BucketPlan& plan, const std::vector<UnitCost>& units, c
   const auto last = static_cast<int32_t>(units.size() - 1);
   const bool split = layout.ddp_bucket_elems > 0 && embedding.dense_params >= layout.ddp_bucket_elems;
   const auto add = [&](std::string name, std::vector<int32_t> members, int64_t elems, int64_t row) {
-    plan.non_unit_groups.push_back(static_cast<int32_t>(plan.groups.size()));
+    plan.non_unit_groups.push_back(plan.groups.next_id());
     plan.groups.push_back(
         make_group(std::move(name), std::move(members), false, elems, 0, row, layout.dense_shard, sharded));
     plan.groups.back().non_unit = true;
@@ -95,8 +95,7 @@ void add_no_shard_groups(BucketPlan& plan, const std::vector<UnitCost>& units, c
       open.distributed = false;
       open.group_ranks = expert ? layout.expert_shard : layout.dense_shard;
       open.padded_elems = open.elems;
-      for (const int32_t u : open.units)
-        plan.unit_groups[static_cast<size_t>(u)].push_back(static_cast<int32_t>(plan.groups.size()));
+      for (const int32_t u : open.units) plan.unit_groups[static_cast<size_t>(u)].push_back(plan.groups.next_id());
       plan.groups.push_back(open);
       open = BucketGroup{};
     };
@@ -156,7 +155,7 @@ BucketPlan plan_megatron_buckets(const std::vector<UnitCost>& units, const FsdpC
       if (elems == 0) continue;
       const int64_t fp8_elems = fp8 ? linear_weight_elems(unit, expert) : 0;
       const int32_t shard = expert ? layout.expert_shard : layout.dense_shard;
-      plan.unit_groups[u].push_back(static_cast<int32_t>(plan.groups.size()));
+      plan.unit_groups[u].push_back(plan.groups.next_id());
       plan.groups.push_back(make_group(unit.name + (expert ? ".experts" : ""), {index}, expert, elems, fp8_elems,
                                        expert ? unit.expert_row_elems : unit.dense_row_elems, shard, sharded));
       layer_elems += plan.groups.back().padded_elems;

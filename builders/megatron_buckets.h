@@ -13,8 +13,13 @@
 #include "config/fsdp_config.h"
 #include "config/parallel_layout.h"
 #include "model/model_units.h"
+#include "schedule/ids.h"
 
 namespace fsdpsim {
+
+/// The id of a bucket group: its position in BucketPlan::groups (the bucket-ID order).
+struct BucketGroupTag;
+using BucketGroupId = Id<BucketGroupTag>;
 
 /// Every bucket of one (unit, dense|expert) pair: one coalesced all-gather / reduce-scatter.
 struct BucketGroup {
@@ -38,13 +43,18 @@ struct BucketGroup {
 
 /// The bucket groups of a model in bucket-ID order (non-unit group first), and the communication budget.
 struct BucketPlan {
-  std::vector<BucketGroup> groups;
-  std::vector<std::vector<int32_t>> unit_groups;  ///< unit index → its bucket groups, ascending
+  IdVector<BucketGroupId, BucketGroup> groups;
+  std::vector<std::vector<BucketGroupId>> unit_groups;  ///< unit index → its bucket groups, ascending
   /// X, resolved (suggested_communication_unit_size): suggested_RS_queue_capacity = X, suggested_AG_prefetch_size
   /// = X / 2 (the builder's two tests, BudgetRange).
   int64_t communication_budget_elems = 0;
-  std::vector<int32_t> non_unit_groups;           ///< the groups of embedding / final norm / output, ascending
-  int32_t prefetch_depth = 0;                     ///< units gathered ahead of the current one, for a typical layer
+  std::vector<BucketGroupId> non_unit_groups;  ///< the groups of embedding / final norm / output, ascending
+  int32_t prefetch_depth = 0;                  ///< units gathered ahead of the current one, for a typical layer
+
+  /// The bucket groups of unit `unit`, ascending.
+  [[nodiscard]] const std::vector<BucketGroupId>& groups_of(int32_t unit) const {
+    return unit_groups.at(static_cast<size_t>(unit));
+  }
 };
 
 /// Plans the buckets of `units` under `config` (sharded over the layout's shard groups).
