@@ -37,6 +37,7 @@ void register_commands(CLI::App& app) {
   register_merge(app);
   register_fit(app);
   register_fidelity(app);
+  register_reference(app);
 }
 
 // `--nodes 8`: a configuration key written as an option. The message points at --set; empty for other extras.

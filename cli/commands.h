@@ -25,5 +25,7 @@ void register_merge(CLI::App& app);
 void register_fit(CLI::App& app);
 /// `fsdpsim fidelity`: predicted against published measurements.
 void register_fidelity(CLI::App& app);
+/// `fsdpsim reference config|cli`: the generated reference pages of docs/reference/.
+void register_reference(CLI::App& app);
 
 }  // namespace fsdpsim::cli

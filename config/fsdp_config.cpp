@@ -419,13 +419,30 @@ std::vector<KeyDef> fsdp2_keys() {
 // Every key, section by section: this order is the order of config_to_yaml (--print-config) and presets --keys.
 const std::vector<KeyDef>& key_table() {
   static const std::vector<KeyDef> table = [] {
+    struct Section {
+      std::vector<KeyDef> (*keys)();
+      const char* title;  // the heading of the generated reference (docs/reference/configuration.md)
+    };
+    const Section sections[] = {{parallelism_keys, "Parallelism and sharding"},
+                                {pipeline_keys, "Pipeline parallelism"},
+                                {batch_keys, "Batch and sequence"},
+                                {precision_keys, "Precision of weights, gradients and optimizer state"},
+                                {buffer_and_overlap_keys, "Buffers and communication overlap"},
+                                {fp8_keys, "FP8"},
+                                {communication_budget_keys, "Communication budget"},
+                                {recompute_keys, "Activation recompute"},
+                                {megatron_switch_keys, "Megatron-LM switches"},
+                                {activation_offload_keys, "Activation offload"},
+                                {kernel_keys, "Kernels, host dispatch and tensor-parallel overlap"},
+                                {loss_keys, "Loss and training loop"},
+                                {imbalance_keys, "Ranks that differ"},
+                                {fsdp2_keys, "PyTorch FSDP2"}};
     std::vector<KeyDef> all;
-    for (std::vector<KeyDef> (*section)() :
-         {parallelism_keys, pipeline_keys, batch_keys, precision_keys, buffer_and_overlap_keys, fp8_keys,
-          communication_budget_keys, recompute_keys, megatron_switch_keys, activation_offload_keys, kernel_keys,
-          loss_keys, imbalance_keys, fsdp2_keys}) {
-      std::vector<KeyDef> keys = section();
-      all.insert(all.end(), std::make_move_iterator(keys.begin()), std::make_move_iterator(keys.end()));
+    for (const Section& section : sections) {
+      for (KeyDef& key : section.keys()) {
+        key.info.section = section.title;
+        all.push_back(std::move(key));
+      }
     }
     return all;
   }();

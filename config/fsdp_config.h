@@ -237,6 +237,7 @@ struct ConfigKeyInfo {
   std::string name;
   std::string type;  ///< "int", "bool", "count", one of "a|b|c"
   std::string help;
+  std::string section = "";  ///< the part of the configuration it belongs to ("Parallelism and sharding", ...)
 };
 
 /// Every key, in the order `--print-config` shows them.
