@@ -1,3 +1,5 @@
+// A PyTorch profiler trace (Kineto's Chrome JSON) read down to one step's figures (the step's GPU window, busy and
+// exposed times, the collectives by kind and size, compute by range and by phase), and set against a prediction.
 #include "report/profiler_trace.h"
 
 #include <algorithm>
@@ -6,13 +8,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <tuple>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "common/error.h"
-#include "schedule/dtype.h"
 
 namespace fsdpsim {
 namespace {
@@ -168,6 +169,261 @@ void attribute_to_ranges(std::vector<PlacedKernel> kernels, std::vector<std::pai
   }
 }
 
+// A GPU kernel of the trace.
+struct Kernel {
+  Interval span;
+  std::string kind;        // empty: compute
+  int32_t group_size = 0;  // NCCL kernels with record_param_comms metadata
+  int64_t bytes = 0;
+  int64_t correlation = -1;  // the launch's id (Kineto's args.correlation)
+};
+
+// The CPU call that launched a kernel.
+struct Launch {
+  double at_us = 0;
+  int64_t tid = 0;
+};
+
+// A CPU-side ProfilerStep range.
+struct CpuStep {
+  std::string name;
+  Interval span;
+  int64_t tid = 0;  // the training loop's thread
+};
+
+using NamedRange = std::pair<std::string, Interval>;
+
+// What the step's figures are made of, gathered in one pass over the trace's events.
+struct TraceContents {
+  std::vector<Kernel> kernels;
+  std::unordered_map<int64_t, Launch> launches;  // correlation → the launch call on the CPU
+  std::vector<CpuStep> cpu_steps;
+  // CPU-side record_function ranges by thread: a kernel belongs to the innermost range open on the thread that
+  // launched it (GPU-side ranges overlap across streams and threads).
+  std::map<int64_t, std::vector<NamedRange>> cpu_ranges;
+  std::map<int64_t, std::vector<Interval>> autograd_ops;  // by thread: the autograd engine's backward ops, merged
+  std::vector<NamedRange> gpu_steps;                      // GPU-side ProfilerStep ranges
+  std::vector<NamedRange> gpu_ranges;                     // every other GPU-side range
+};
+
+// The trace's events: the top-level array, or the object's "traceEvents" list.
+Json trace_events(const std::string& text, const std::string& source) {
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::exception& e) {  // a syntax error, or a number beyond a double (out_of_range)
+    not_a_trace(source, std::string("not JSON: ") + e.what());
+  }
+  Json events;  // null: no list found
+  if (j.is_object() && j.contains("traceEvents")) events = std::move(j["traceEvents"]);
+  if (j.is_array()) events = std::move(j);
+  if (!events.is_array()) not_a_trace(source, "no traceEvents list: this is not a Chrome trace");
+  return events;
+}
+
+// An event with a category and a sane time span, as add_event sorts it.
+struct SpanEvent {
+  std::string cat;
+  std::string name;
+  Interval span;
+  const Json* args = nullptr;
+  int64_t correlation = -1;
+};
+
+std::optional<SpanEvent> span_event(const Json& e) {
+  if (!e.is_object() || !e.contains("cat") || !e["cat"].is_string()) return std::nullopt;
+  if (!e.contains("ts") || !e.contains("dur") || !e["ts"].is_number() || !e["dur"].is_number()) return std::nullopt;
+  const double ts = e["ts"].get<double>(), dur = e["dur"].get<double>();
+  if (!(dur >= 0) || !(ts >= -1e18 && ts <= 1e18) || !(dur <= 1e12)) return std::nullopt;  // not finite, or absurd
+  SpanEvent out;
+  // The profiler writes microseconds to the nanosecond (three decimals): the end is ts + dur to the nanosecond, as
+  // binary floating point would not keep it (a kernel starting the very nanosecond a range ends must not land in it).
+  out.span = {ts, std::abs(ts + dur) < 9e12 ? std::round((ts + dur) * 1e3) / 1e3 : ts + dur};
+  out.cat = e["cat"].get<std::string>();
+  out.name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
+  out.args = e.contains("args") && e["args"].is_object() ? &e["args"] : nullptr;
+  out.correlation =
+      out.args != nullptr && out.args->contains("correlation") && (*out.args)["correlation"].is_number_integer()
+          ? (*out.args)["correlation"].get<int64_t>()
+          : -1;
+  return out;
+}
+
+// Files one event under what it is: a kernel, a launch, a step or another range, an autograd op; others are dropped.
+void add_event(const Json& e, TraceContents& t) {
+  const std::optional<SpanEvent> found = span_event(e);
+  if (!found) return;
+  const SpanEvent& ev = *found;
+  const std::string& cat = ev.cat;
+  if (cat == "kernel") {
+    Kernel k{ev.span, nccl_kernel_kind(ev.name)};
+    if (!k.kind.empty() && ev.args != nullptr) call_size(*ev.args, k.group_size, k.bytes);
+    k.correlation = ev.correlation;
+    t.kernels.push_back(std::move(k));
+  } else if ((cat == "cuda_runtime" || cat == "cuda_driver") && ev.correlation >= 0) {
+    t.launches.emplace(ev.correlation, Launch{ev.span.first, tid_of(e)});
+  } else if (cat == "user_annotation" && ev.name.rfind("ProfilerStep#", 0) == 0) {
+    t.cpu_steps.push_back(CpuStep{ev.name, ev.span, tid_of(e)});
+  } else if (cat == "user_annotation") {
+    t.cpu_ranges[tid_of(e)].emplace_back(ev.name, ev.span);
+  } else if (cat == "cpu_op" && ev.name.rfind("autograd::engine::evaluate_function", 0) == 0) {
+    t.autograd_ops[tid_of(e)].push_back(ev.span);
+  } else if (cat == "gpu_user_annotation" && ev.name.rfind("ProfilerStep#", 0) == 0) {
+    t.gpu_steps.emplace_back(ev.name, ev.span);
+  } else if (cat == "gpu_user_annotation") {
+    t.gpu_ranges.emplace_back(ev.name, ev.span);
+  }
+}
+
+TraceContents read_contents(const Json& events) {
+  TraceContents t;
+  for (const Json& e : events) add_event(e, t);
+  for (auto& [tid, ops] : t.autograd_ops) ops = merged(std::move(ops));  // sorted and disjoint, for inside()
+  return t;
+}
+
+// The step measured: its name, its GPU window, and the training loop's thread where the trace tells it.
+struct StepWindow {
+  std::string name = "whole trace";
+  Interval window;
+  std::optional<int64_t> main_thread;  // the thread that runs the training loop (opens the ProfilerStep ranges)
+};
+
+// The last step that started on the CPU, when its kernels' launches are known: the steady state when a few were
+// recorded. Its GPU window spans the kernels launched while its CPU range was open, whichever thread launched them
+// (the autograd engine launches backward from its own thread, outside the main thread's range, so the GPU-side
+// ProfilerStep range misses backward).
+std::optional<StepWindow> last_cpu_step(const TraceContents& t) {
+  if (t.cpu_steps.empty() || t.launches.empty()) return std::nullopt;
+  const auto last = std::max_element(t.cpu_steps.begin(), t.cpu_steps.end(),
+                                     [](const auto& a, const auto& b) { return a.span.first < b.span.first; });
+  bool found = false;
+  Interval span{0, 0};
+  for (const Kernel& k : t.kernels) {
+    const auto launch = t.launches.find(k.correlation);
+    if (launch == t.launches.end() || launch->second.at_us < last->span.first ||
+        launch->second.at_us > last->span.second) {
+      continue;
+    }
+    span = found ? Interval{std::min(span.first, k.span.first), std::max(span.second, k.span.second)} : k.span;
+    found = true;
+  }
+  if (!found) return std::nullopt;
+  return StepWindow{last->name, span, last->tid};
+}
+
+// The last CPU step with launched kernels, else the last GPU-side ProfilerStep range, else every kernel's span.
+StepWindow choose_step(const TraceContents& t) {
+  if (std::optional<StepWindow> cpu = last_cpu_step(t)) return *cpu;
+  StepWindow step;
+  if (!t.gpu_steps.empty()) {
+    const auto last = std::max_element(t.gpu_steps.begin(), t.gpu_steps.end(),
+                                       [](const auto& a, const auto& b) { return a.second.first < b.second.first; });
+    step.name = last->first;
+    step.window = last->second;
+    return step;
+  }
+  step.window = t.kernels.front().span;
+  for (const Kernel& k : t.kernels) {
+    step.window.first = std::min(step.window.first, k.span.first);
+    step.window.second = std::max(step.window.second, k.span.second);
+  }
+  return step;
+}
+
+// The step's kernels, each clipped to its window, sorted for the figures.
+struct StepKernels {
+  std::vector<Interval> compute, comm;
+  std::map<int64_t, std::vector<PlacedKernel>> compute_by_thread;  // by launching thread, where the launch is known
+  std::vector<PlacedKernel> compute_by_gpu_time;
+  std::vector<std::pair<Interval, bool>> phase_launch;  // compute kernels with a known launch: launched in backward?
+  std::map<std::string, std::vector<Interval>> by_kind;
+  std::map<std::pair<std::string, int32_t>, TraceCollectiveSize> sizes;
+};
+
+void add_compute_kernel(const Kernel& k, const Interval& clipped, const TraceContents& t, const StepWindow& chosen,
+                        StepKernels& out) {
+  out.compute.push_back(clipped);
+  const auto launch = t.launches.find(k.correlation);
+  if (launch != t.launches.end()) {
+    // Backward: launched by another thread than the training loop's (the autograd engine's device threads run
+    // backward, FSDP's hooks and its final callback), or inside an autograd-engine op on any thread.
+    const auto backward = t.autograd_ops.find(launch->second.tid);
+    const bool in_backward = (chosen.main_thread && launch->second.tid != *chosen.main_thread) ||
+                             (backward != t.autograd_ops.end() && inside(backward->second, launch->second.at_us));
+    out.phase_launch.push_back({clipped, in_backward});
+  }
+  if (launch != t.launches.end() && t.cpu_ranges.count(launch->second.tid) != 0) {
+    out.compute_by_thread[launch->second.tid].push_back(PlacedKernel{launch->second.at_us, clipped});
+  } else {
+    out.compute_by_gpu_time.push_back(PlacedKernel{clipped.first, clipped});
+  }
+}
+
+void add_nccl_kernel(const Kernel& k, const Interval& clipped, StepKernels& out, TraceStep& step) {
+  out.comm.push_back(clipped);
+  out.by_kind[k.kind].push_back(clipped);
+  ++step.collectives[k.kind].kernels;
+  if (k.group_size > 0 && k.bytes > 0) {
+    TraceCollectiveSize& c = out.sizes[{k.kind, k.group_size}];
+    c.kind = k.kind;
+    c.group_size = k.group_size;
+    ++c.kernels;
+    c.bytes += k.bytes;
+    c.kernel_s += (k.span.second - k.span.first) * 1e-6;
+    c.bus_bw_bytes_per_s += static_cast<double>(k.bytes) * bus_factor(k.kind, k.group_size);  // bus bytes, for now
+  }
+}
+
+StepKernels step_kernels(const TraceContents& t, const StepWindow& chosen, TraceStep& step) {
+  StepKernels out;
+  for (const Kernel& k : t.kernels) {
+    const Interval clipped{std::max(k.span.first, chosen.window.first), std::min(k.span.second, chosen.window.second)};
+    if (clipped.second <= clipped.first) continue;
+    ++step.kernels;
+    if (k.kind.empty()) {
+      add_compute_kernel(k, clipped, t, chosen, out);
+    } else {
+      add_nccl_kernel(k, clipped, out, step);
+    }
+  }
+  return out;
+}
+
+// Each compute kernel into its innermost range: by the CPU ranges of its launching thread, else by the GPU ranges.
+// Returns the GPU intervals of the kernels in Optimizer.step# ranges.
+std::vector<Interval> attribute_compute(StepKernels& kernels, const TraceContents& t, TraceStep& step) {
+  std::vector<Interval> optimizer;
+  for (auto& [tid, placed] : kernels.compute_by_thread)
+    attribute_to_ranges(std::move(placed), t.cpu_ranges.at(tid), step, optimizer);
+  attribute_to_ranges(std::move(kernels.compute_by_gpu_time), t.gpu_ranges, step, optimizer);
+  return optimizer;
+}
+
+// Compute time by phase: the optimizer's kernels by their GPU intervals (attributed above), the rest by where they
+// were launched. Only where kernels link to their launches.
+void add_phase_times(const StepKernels& kernels, const std::vector<Interval>& optimizer, TraceStep& step) {
+  if (kernels.phase_launch.empty()) return;
+  const std::vector<Interval> optimizer_union = merged(optimizer);
+  double fwd = 0, bwd = 0;
+  for (const auto& [span, in_backward] : kernels.phase_launch) {
+    // Attributed to an Optimizer.step# range above.
+    if (inside(optimizer_union, span.first) && inside(optimizer_union, span.second)) continue;
+    (in_backward ? bwd : fwd) += (span.second - span.first) * 1e-6;
+  }
+  step.phase_kernel_s = {{"fwd", fwd}, {"bwd", bwd}, {"optim", step.optimizer_s}};
+}
+
+// The step time, the busy time of compute and of communication, and the communication no compute overlaps.
+void add_busy_times(StepKernels& kernels, const Interval& window, TraceStep& step) {
+  const std::vector<Interval> compute_union = merged(kernels.compute), comm_union = merged(kernels.comm);
+  step.step_time_s = (window.second - window.first) * 1e-6;
+  step.compute_busy_s = length(compute_union) * 1e-6;
+  step.comm_busy_s = length(comm_union) * 1e-6;
+  step.exposed_comm_s = uncovered(comm_union, compute_union) * 1e-6;
+  for (auto& [kind, intervals] : kernels.by_kind) step.collectives[kind].busy_s = length(merged(intervals)) * 1e-6;
+}
+
 }  // namespace
 
 std::string nccl_kernel_kind(const std::string& name) {
@@ -182,184 +438,20 @@ std::string nccl_kernel_kind(const std::string& name) {
 }
 
 TraceStep read_profiler_trace(const std::string& text, const std::string& source) {
-  Json j;
-  try {
-    j = Json::parse(text);
-  } catch (const Json::exception& e) {  // a syntax error, or a number beyond a double (out_of_range)
-    not_a_trace(source, std::string("not JSON: ") + e.what());
-  }
-  const Json* events = nullptr;
-  if (j.is_object() && j.contains("traceEvents")) events = &j["traceEvents"];
-  if (j.is_array()) events = &j;
-  if (events == nullptr || !events->is_array()) not_a_trace(source, "no traceEvents list: this is not a Chrome trace");
-
-  struct Kernel {
-    Interval span;
-    std::string kind;        // empty: compute
-    int32_t group_size = 0;  // NCCL kernels with record_param_comms metadata
-    int64_t bytes = 0;
-    int64_t correlation = -1;  // the launch's id (Kineto's args.correlation)
-  };
-  std::vector<Kernel> kernels;
-  struct Launch {
-    double at_us = 0;
-    int64_t tid = 0;
-  };
-  std::unordered_map<int64_t, Launch> launches;  // correlation → the launch call on the CPU
-  struct CpuStep {
-    std::string name;
-    Interval span;
-    int64_t tid = 0;  // the training loop's thread
-  };
-  std::vector<CpuStep> cpu_steps;  // CPU-side ProfilerStep ranges
-  // CPU-side record_function ranges by thread: a kernel belongs to the innermost range open on the thread that
-  // launched it (GPU-side ranges overlap across streams and threads).
-  std::map<int64_t, std::vector<std::pair<std::string, Interval>>> cpu_ranges;
-  std::map<int64_t, std::vector<Interval>> autograd_ops;  // by thread: the autograd engine's backward ops
-  std::vector<std::pair<std::string, Interval>> steps;    // GPU-side ProfilerStep ranges
-  std::vector<std::pair<std::string, Interval>> ranges;   // every other GPU-side range
-  for (const Json& e : *events) {
-    if (!e.is_object() || !e.contains("cat") || !e["cat"].is_string()) continue;
-    if (!e.contains("ts") || !e.contains("dur") || !e["ts"].is_number() || !e["dur"].is_number()) continue;
-    const double ts = e["ts"].get<double>(), dur = e["dur"].get<double>();
-    if (!(dur >= 0) || !(ts >= -1e18 && ts <= 1e18) || !(dur <= 1e12)) continue;  // not finite, or absurd
-    // The profiler writes microseconds to the nanosecond (three decimals): the end is ts + dur to the nanosecond, as
-    // binary floating point would not keep it (a kernel starting the very nanosecond a range ends must not land in it).
-    const double end = std::abs(ts + dur) < 9e12 ? std::round((ts + dur) * 1e3) / 1e3 : ts + dur;
-    const std::string cat = e["cat"].get<std::string>();
-    const std::string name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
-    const Json* args = e.contains("args") && e["args"].is_object() ? &e["args"] : nullptr;
-    const int64_t correlation =
-        args != nullptr && args->contains("correlation") && (*args)["correlation"].is_number_integer()
-            ? (*args)["correlation"].get<int64_t>()
-            : -1;
-    if (cat == "kernel") {
-      Kernel k{{ts, end}, nccl_kernel_kind(name)};
-      if (!k.kind.empty() && args != nullptr) call_size(*args, k.group_size, k.bytes);
-      k.correlation = correlation;
-      kernels.push_back(std::move(k));
-    } else if ((cat == "cuda_runtime" || cat == "cuda_driver") && correlation >= 0) {
-      launches.emplace(correlation, Launch{ts, tid_of(e)});
-    } else if (cat == "user_annotation" && name.rfind("ProfilerStep#", 0) == 0) {
-      cpu_steps.push_back(CpuStep{name, Interval{ts, end}, tid_of(e)});
-    } else if (cat == "user_annotation") {
-      cpu_ranges[tid_of(e)].emplace_back(name, Interval{ts, end});
-    } else if (cat == "cpu_op" && name.rfind("autograd::engine::evaluate_function", 0) == 0) {
-      autograd_ops[tid_of(e)].push_back(Interval{ts, end});
-    } else if (cat == "gpu_user_annotation" && name.rfind("ProfilerStep#", 0) == 0) {
-      steps.emplace_back(name, Interval{ts, end});
-    } else if (cat == "gpu_user_annotation") {
-      ranges.emplace_back(name, Interval{ts, end});
-    }
-  }
-  if (kernels.empty()) not_a_trace(source, "the trace has no GPU kernels (\"cat\": \"kernel\")");
-
+  const TraceContents contents = read_contents(trace_events(text, source));
+  if (contents.kernels.empty()) not_a_trace(source, "the trace has no GPU kernels (\"cat\": \"kernel\")");
+  const StepWindow chosen = choose_step(contents);
   TraceStep step;
-  Interval window{kernels.front().span.first, kernels.front().span.second};
-  for (const Kernel& k : kernels) {
-    window.first = std::min(window.first, k.span.first);
-    window.second = std::max(window.second, k.span.second);
-  }
-  step.step_name = "whole trace";
-  // The last step that started: the steady state when a few were recorded. Its GPU window spans the kernels
-  // launched while its CPU range was open, whichever thread launched them (the autograd engine launches backward
-  // from its own thread, outside the main thread's range, so the GPU-side ProfilerStep range misses backward).
-  bool found = false;
-  std::optional<int64_t> main_thread;  // the thread that runs the training loop (opens the ProfilerStep ranges)
-  if (!cpu_steps.empty() && !launches.empty()) {
-    const auto last = std::max_element(cpu_steps.begin(), cpu_steps.end(),
-                                       [](const auto& a, const auto& b) { return a.span.first < b.span.first; });
-    Interval span{0, 0};
-    for (const Kernel& k : kernels) {
-      const auto launch = launches.find(k.correlation);
-      if (launch == launches.end() || launch->second.at_us < last->span.first ||
-          launch->second.at_us > last->span.second) {
-        continue;
-      }
-      span = found ? Interval{std::min(span.first, k.span.first), std::max(span.second, k.span.second)} : k.span;
-      found = true;
-    }
-    if (found) {
-      step.step_name = last->name;
-      window = span;
-      main_thread = last->tid;
-    }
-  }
-  if (!found && !steps.empty()) {
-    const auto last = std::max_element(steps.begin(), steps.end(),
-                                       [](const auto& a, const auto& b) { return a.second.first < b.second.first; });
-    step.step_name = last->first;
-    window = last->second;
-  }
-  for (auto& [tid, ops] : autograd_ops) ops = merged(std::move(ops));  // sorted and disjoint, for inside()
-  std::vector<Interval> compute, comm;
-  std::map<int64_t, std::vector<PlacedKernel>> compute_by_thread;  // by launching thread, where the launch is known
-  std::vector<PlacedKernel> compute_by_gpu_time;
-  std::vector<std::pair<Interval, bool>> phase_launch;  // compute kernels with a known launch: launched in backward?
-  std::map<std::string, std::vector<Interval>> by_kind;
-  std::map<std::pair<std::string, int32_t>, TraceCollectiveSize> sizes;
-  for (const Kernel& k : kernels) {
-    const Interval clipped{std::max(k.span.first, window.first), std::min(k.span.second, window.second)};
-    if (clipped.second <= clipped.first) continue;
-    ++step.kernels;
-    if (k.kind.empty()) {
-      compute.push_back(clipped);
-      const auto launch = launches.find(k.correlation);
-      if (launch != launches.end()) {
-        // Backward: launched by another thread than the training loop's (the autograd engine's device threads run
-        // backward, FSDP's hooks and its final callback), or inside an autograd-engine op on any thread.
-        const auto backward = autograd_ops.find(launch->second.tid);
-        const bool in_backward = (main_thread && launch->second.tid != *main_thread) ||
-                                 (backward != autograd_ops.end() && inside(backward->second, launch->second.at_us));
-        phase_launch.push_back({clipped, in_backward});
-      }
-      if (launch != launches.end() && cpu_ranges.count(launch->second.tid) != 0) {
-        compute_by_thread[launch->second.tid].push_back(PlacedKernel{launch->second.at_us, clipped});
-      } else {
-        compute_by_gpu_time.push_back(PlacedKernel{clipped.first, clipped});
-      }
-    } else {
-      comm.push_back(clipped);
-      by_kind[k.kind].push_back(clipped);
-      ++step.collectives[k.kind].kernels;
-      if (k.group_size > 0 && k.bytes > 0) {
-        TraceCollectiveSize& c = sizes[{k.kind, k.group_size}];
-        c.kind = k.kind;
-        c.group_size = k.group_size;
-        ++c.kernels;
-        c.bytes += k.bytes;
-        c.kernel_s += (k.span.second - k.span.first) * 1e-6;
-        c.bus_bw_bytes_per_s += static_cast<double>(k.bytes) * bus_factor(k.kind, k.group_size);  // bus bytes, for now
-      }
-    }
-  }
-  for (auto& [key, c] : sizes) {
+  step.step_name = chosen.name;
+  StepKernels kernels = step_kernels(contents, chosen, step);
+  for (auto& [key, c] : kernels.sizes) {
     c.bus_bw_bytes_per_s = c.kernel_s > 0 ? c.bus_bw_bytes_per_s / c.kernel_s : 0;
     step.collective_sizes.push_back(c);
   }
-  // Each compute kernel, clipped to the step: by the CPU ranges of its launching thread, else by the GPU ranges.
-  std::vector<Interval> optimizer;
-  for (auto& [tid, placed] : compute_by_thread)
-    attribute_to_ranges(std::move(placed), cpu_ranges[tid], step, optimizer);
-  attribute_to_ranges(std::move(compute_by_gpu_time), ranges, step, optimizer);
+  const std::vector<Interval> optimizer = attribute_compute(kernels, contents, step);
   step.optimizer_s = length(merged(optimizer)) * 1e-6;
-  if (!phase_launch.empty()) {
-    // The optimizer's kernels by their GPU intervals (attribution above), the rest by where they were launched.
-    const std::vector<Interval> optimizer_union = merged(optimizer);
-    double fwd = 0, bwd = 0;
-    for (const auto& [span, in_backward] : phase_launch) {
-      // Attributed to an Optimizer.step# range above.
-      if (inside(optimizer_union, span.first) && inside(optimizer_union, span.second)) continue;
-      (in_backward ? bwd : fwd) += (span.second - span.first) * 1e-6;
-    }
-    step.phase_kernel_s = {{"fwd", fwd}, {"bwd", bwd}, {"optim", step.optimizer_s}};
-  }
-  const std::vector<Interval> compute_union = merged(compute), comm_union = merged(comm);
-  step.step_time_s = (window.second - window.first) * 1e-6;
-  step.compute_busy_s = length(compute_union) * 1e-6;
-  step.comm_busy_s = length(comm_union) * 1e-6;
-  step.exposed_comm_s = uncovered(comm_union, compute_union) * 1e-6;
-  for (auto& [kind, intervals] : by_kind) step.collectives[kind].busy_s = length(merged(intervals)) * 1e-6;
+  add_phase_times(kernels, optimizer, step);
+  add_busy_times(kernels, chosen.window, step);
   return step;
 }
 
@@ -451,129 +543,6 @@ std::string trace_comparison_text(const Report& predicted, const TraceStep& meas
     out += line;
   }
   return out;
-}
-
-namespace {
-
-// PyTorch's names: the NCCL kernel of a collective, and the c10d call record_param_comms names.
-const char* nccl_kernel_name(OpKind kind) {
-  switch (kind) {
-    case OpKind::all_gather:
-      return "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
-    case OpKind::reduce_scatter:
-      return "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
-    case OpKind::all_reduce:
-      return "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
-    case OpKind::all_to_all:
-      return "ncclDevKernel_AllToAll_SendRecv(ncclDevKernelArgsStorage<4096ul>)";
-    default:
-      return "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)";
-  }
-}
-
-const char* c10d_name(OpKind kind) {
-  switch (kind) {
-    case OpKind::all_gather:
-      return "_allgather_base";
-    case OpKind::reduce_scatter:
-      return "_reduce_scatter_base";
-    case OpKind::all_reduce:
-      return "allreduce";
-    case OpKind::all_to_all:
-      return "all_to_allv";
-    case OpKind::send:
-      return "send";
-    default:
-      return "recv";
-  }
-}
-
-const char* torch_dtype(DType dtype) {
-  switch (dtype) {
-    case DType::fp32:
-      return "Float";
-    case DType::fp8:
-      return "Float8_e4m3fn";
-    case DType::fp16:
-      return "Half";
-    default:
-      return "BFloat16";
-  }
-}
-
-}  // namespace
-
-std::string predicted_profiler_trace(const Schedule& s, const RunRecord& run) {
-  using OrderedJson = nlohmann::ordered_json;
-  OrderedJson events = OrderedJson::array();
-  const auto us = [](TimeNs ns) { return static_cast<double>(ns) / 1e3; };
-  const auto range = [&](const std::string& name, int32_t pid, TimeNs start, TimeNs end) {
-    events.push_back({{"ph", "X"},
-                      {"cat", "gpu_user_annotation"},
-                      {"name", name},
-                      {"pid", pid},
-                      {"tid", 0},
-                      {"ts", us(start)},
-                      {"dur", us(end - start)}});
-  };
-  for (size_t step = 0; step < run.steps.size(); ++step) {
-    const StepRun& sr = run.steps[step];
-    for (int32_t stage = 0; stage < std::max(1, s.info.pipeline_stages); ++stage) {
-      range("ProfilerStep#" + std::to_string(step), stage, sr.start_ns, sr.end_ns);
-    }
-    // One range per (unit, phase, micro-batch) over its compute ops, and one over the optimizer's ops.
-    std::map<std::tuple<int32_t, int32_t, Phase, int32_t>, std::pair<TimeNs, TimeNs>> unit_spans;
-    std::map<int32_t, std::pair<TimeNs, TimeNs>> optimizer_spans;
-    const auto widen = [](std::pair<TimeNs, TimeNs>& span, const OpTiming& t, bool first) {
-      span.first = first ? t.start_ns : std::min(span.first, t.start_ns);
-      span.second = first ? t.end_ns : std::max(span.second, t.end_ns);
-    };
-    for (const Op& op : s.ops) {
-      const OpTiming& t = sr.ops[op.id];
-      if (t.end_ns <= t.start_ns) continue;
-      const int32_t stage = s.stage_of(op);
-      OrderedJson e{{"ph", "X"},
-                    {"cat", "kernel"},
-                    {"name", op.name},
-                    {"pid", stage},
-                    {"tid", op.stream.value() + 1},
-                    {"ts", us(t.start_ns)},
-                    {"dur", us(t.end_ns - t.start_ns)}};
-      if (is_collective(op.kind) || op.kind == OpKind::send || op.kind == OpKind::recv) {
-        const int64_t element = std::max<int64_t>(1, dtype_bytes(op.dtype));
-        const int32_t group = op.group.valid() ? s.groups[op.group].size : 2;
-        e["name"] = nccl_kernel_name(op.kind);
-        e["args"] = {{"Collective name", c10d_name(op.kind)},
-                     {"In msg nelems", op.send_bytes / element},
-                     {"Out msg nelems", op.recv_bytes / element},
-                     {"Group size", group},
-                     {"dtype", torch_dtype(op.dtype)},
-                     {"Process Group Name", op.group.valid() ? s.groups[op.group].name : "p2p"}};
-      } else if (op.kind == OpKind::compute) {
-        if (op.unit >= 0) {
-          auto key = std::make_tuple(stage, op.unit, op.phase, op.micro_batch);
-          const bool first = !unit_spans.contains(key);
-          widen(unit_spans[key], t, first);
-        }
-      } else if (op.kind == OpKind::optimizer) {
-        const bool first = !optimizer_spans.contains(stage);
-        widen(optimizer_spans[stage], t, first);
-      } else {
-        continue;  // copies, syncs: not kernels a profiler lists as such
-      }
-      events.push_back(std::move(e));
-    }
-    for (const auto& [key, span] : unit_spans) {
-      const auto& [stage, unit, phase, micro_batch] = key;
-      range(s.units[static_cast<size_t>(unit)].name + " " + std::string(to_string(phase)) + " mb" +
-                std::to_string(micro_batch),
-            stage, span.first, span.second);
-    }
-    for (const auto& [stage, span] : optimizer_spans)
-      range("Optimizer.step#fsdpsim.step", stage, span.first, span.second);
-  }
-  const OrderedJson trace{{"schemaVersion", 1}, {"displayTimeUnit", "ms"}, {"traceEvents", events}};
-  return trace.dump() + "\n";
 }
 
 }  // namespace fsdpsim

@@ -67,7 +67,10 @@ double Deviation::relative_error() const {
   return (predicted - measured) / measured;
 }
 
-Comparison compare_reports(const Report& p, const Report& m) {
+namespace {
+
+// Two reports compare op by op only when they are of one schedule: the same ops, by name, in the same order.
+void check_same_schedule(const Report& p, const Report& m) {
   if (p.ops.size() != m.ops.size()) {
     throw ConfigError("the reports are of different schedules: " + std::to_string(p.ops.size()) + " ops predicted, " +
                       std::to_string(m.ops.size()) + " measured (run both from the same schedule file)");
@@ -78,43 +81,36 @@ Comparison compare_reports(const Report& p, const Report& m) {
                         "' predicted but '" + m.ops[i].name + "' measured (run both from the same schedule file)");
     }
   }
-  Comparison c;
-  c.predicted_source = p.source;
-  c.measured_source = m.source;
-  c.step = Deviation{"step time", p.step_time_s, m.step_time_s};
-  // With emulated collectives (exec --emulate-world) a collective is a device copy of its bytes, so its duration and
-  // the communication it exposes say nothing about the network; the compute, the copies and the memory still do.
-  const bool emulated = m.collectives_emulated;
-  if (emulated) {
-    c.step_less_exposed_comm =
-        Deviation{"step time less exposed comm", p.step_time_s - p.exposed_comm_s, m.step_time_s - m.exposed_comm_s};
-    c.notes.push_back(
-        "the measured run emulated its collectives with device copies (--emulate-world): collective, send and "
-        "receive durations and exposed communication are shown but not compared, and the median leaves them out");
-  }
-  // The host backend runs the schedule with CPU threads standing for GPUs: its memory is the IR's to the byte, but its
-  // op times are the host's, not a GPU's, so they are shown and not scored against a GPU prediction.
-  const bool host_times =
-      m.source.find("exec (host") != std::string::npos && p.source.find("exec (host") == std::string::npos;
-  if (host_times) {
-    c.step.compared = false;
-    c.notes.push_back(
-        "the measured run used the host backend (CPU threads standing for GPUs): its times are not comparable with a "
-        "GPU prediction and are shown but not scored; its memory is, to the byte");
-  }
+}
+
+// What the measurement cannot speak to, so that it is shown but not scored.
+struct Unscored {
+  bool emulated = false;    // collectives emulated by device copies: their times say nothing of the network
+  bool host_times = false;  // times of the host backend's CPU threads, not of a GPU
+};
+
+// Each phase's busy time on the compute stream, then each phase's exposed communication.
+void add_phases(Comparison& c, const Report& p, const Report& m, Unscored unscored) {
   const auto pb = busy_by_phase(p), mb = busy_by_phase(m);
   for (const char* phase : {"fwd", "bwd", "recompute", "optim"}) {
     const double a = pb.count(phase) ? pb.at(phase) : 0, b = mb.count(phase) ? mb.at(phase) : 0;
-    if (a > 0 || b > 0) c.phases.push_back(Deviation{std::string(phase) + " (compute stream busy)", a, b, !host_times});
+    if (a > 0 || b > 0) {
+      c.phases.push_back(Deviation{std::string(phase) + " (compute stream busy)", a, b, !unscored.host_times});
+    }
   }
   for (const char* phase : {"fwd", "bwd", "recompute", "optim"}) {
     const auto ea = p.exposed_comm_by_phase_s.find(phase), eb = m.exposed_comm_by_phase_s.find(phase);
     const double a = ea == p.exposed_comm_by_phase_s.end() ? 0 : ea->second;
     const double b = eb == m.exposed_comm_by_phase_s.end() ? 0 : eb->second;
     if (a > 0 || b > 0) {
-      c.phases.push_back(Deviation{std::string(phase) + " exposed communication", a, b, !emulated && !host_times});
+      c.phases.push_back(
+          Deviation{std::string(phase) + " exposed communication", a, b, !unscored.emulated && !unscored.host_times});
     }
   }
+}
+
+// The peaks (and each pipeline stage's), then the overheads outside the allocator where the run measured them.
+void add_memory(Comparison& c, const Report& p, const Report& m, Unscored unscored) {
   c.memory.push_back(Deviation{"peak allocated", static_cast<double>(p.peak_allocated_bytes),
                                static_cast<double>(m.peak_allocated_bytes)});
   c.memory.push_back(Deviation{"peak reserved", static_cast<double>(p.peak_reserved_bytes),
@@ -140,17 +136,19 @@ Comparison compare_reports(const Report& p, const Report& m) {
     c.memory.push_back(Deviation{"cuBLAS workspaces", bytes(p.overheads.cublas_workspace_bytes),
                                  bytes(m.overheads.cublas_workspace_bytes)});
     c.memory.push_back(Deviation{"NCCL", bytes(p.overheads.nccl_bytes + p.overheads.nccl_registration_bytes),
-                                 bytes(m.overheads.nccl_bytes + m.overheads.nccl_registration_bytes), !emulated});
+                                 bytes(m.overheads.nccl_bytes + m.overheads.nccl_registration_bytes),
+                                 !unscored.emulated});
   }
-  if (m.executor_scratch_bytes > 0) {
-    c.notes.push_back("the executor also held " + format_bytes(m.executor_scratch_bytes) +
-                      " of scratch (GEMM operands and collective staging that the IR does not hold), not compared");
-  }
+}
+
+// Every op's duration, the totals per op kind, and the median error over the ops that took at least 1 us.
+void add_ops(Comparison& c, const Report& p, const Report& m, Unscored unscored) {
   std::map<std::string, Deviation> kinds;
   std::vector<double> abs_errors;
   for (size_t i = 0; i < p.ops.size(); ++i) {
     // Emulated, a pipeline's sends go nowhere and its receives are memsets: they are not scored either.
-    const bool compared = !host_times && !(emulated && (is_collective(p.ops[i].kind) || is_p2p(p.ops[i].kind)));
+    const bool compared =
+        !unscored.host_times && !(unscored.emulated && (is_collective(p.ops[i].kind) || is_p2p(p.ops[i].kind)));
     const Deviation d{p.ops[i].name, static_cast<double>(p.ops[i].duration_ns) / 1e9,
                       static_cast<double>(m.ops[i].duration_ns) / 1e9, compared};
     c.ops.push_back(d);
@@ -163,6 +161,44 @@ Comparison compare_reports(const Report& p, const Report& m) {
   }
   for (auto& [name, d] : kinds) c.op_kinds.push_back(d);
   c.median_abs_op_error = median(abs_errors);
+}
+
+}  // namespace
+
+Comparison compare_reports(const Report& p, const Report& m) {
+  check_same_schedule(p, m);
+  Comparison c;
+  c.predicted_source = p.source;
+  c.measured_source = m.source;
+  c.step = Deviation{"step time", p.step_time_s, m.step_time_s};
+  Unscored unscored;
+  // With emulated collectives (exec --emulate-world) a collective is a device copy of its bytes, so its duration and
+  // the communication it exposes say nothing about the network; the compute, the copies and the memory still do.
+  unscored.emulated = m.collectives_emulated;
+  if (unscored.emulated) {
+    c.step_less_exposed_comm =
+        Deviation{"step time less exposed comm", p.step_time_s - p.exposed_comm_s, m.step_time_s - m.exposed_comm_s};
+    c.notes.push_back(
+        "the measured run emulated its collectives with device copies (--emulate-world): collective, send and "
+        "receive durations and exposed communication are shown but not compared, and the median leaves them out");
+  }
+  // The host backend runs the schedule with CPU threads standing for GPUs: its memory is the IR's to the byte, but its
+  // op times are the host's, not a GPU's, so they are shown and not scored against a GPU prediction.
+  unscored.host_times =
+      m.source.find("exec (host") != std::string::npos && p.source.find("exec (host") == std::string::npos;
+  if (unscored.host_times) {
+    c.step.compared = false;
+    c.notes.push_back(
+        "the measured run used the host backend (CPU threads standing for GPUs): its times are not comparable with a "
+        "GPU prediction and are shown but not scored; its memory is, to the byte");
+  }
+  add_phases(c, p, m, unscored);
+  add_memory(c, p, m, unscored);
+  if (m.executor_scratch_bytes > 0) {
+    c.notes.push_back("the executor also held " + format_bytes(m.executor_scratch_bytes) +
+                      " of scratch (GEMM operands and collective staging that the IR does not hold), not compared");
+  }
+  add_ops(c, p, m, unscored);
   return c;
 }
 

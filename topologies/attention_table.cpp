@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 #include <tuple>
+#include <utility>
 
 #include "common/error.h"
 #include "common/text.h"
@@ -135,74 +136,79 @@ double AttentionTable::flops_per_s(bool backward, int64_t seq, int64_t batch_hea
   return std::exp(log_rate);
 }
 
-AttentionTable parse_attention_table_csv(const std::string& text, const std::string& source,
-                                         const std::string& kernel) {
-  const std::vector<Row> rows = read_rows(text, source);
+namespace {
+
+// The kernel whose rows are read: the one asked for, or the table's only kernel when none was.
+std::string chosen_kernel(const std::vector<Row>& rows, const std::string& kernel, const std::string& source) {
   std::vector<std::string> kernels;
   for (const Row& r : rows) {
     if (std::find(kernels.begin(), kernels.end(), r.kernel) == kernels.end()) kernels.push_back(r.kernel);
   }
-  std::string chosen = kernel;
-  if (chosen.empty()) {
+  if (kernel.empty()) {
     if (kernels.size() > 1) {
       fail(source, 1, "kernel",
            "the table holds " + std::to_string(kernels.size()) + " kernels (" + join(kernels, ", ") +
                ") and none was chosen",
            "name the one the job runs with --attention-kernel (PyTorch's default on Hopper is cuDNN's)");
     }
-    chosen = kernels.front();
-  } else if (std::find(kernels.begin(), kernels.end(), chosen) == kernels.end()) {
-    fail(source, 1, "kernel", "the table has no rows of kernel '" + chosen + "' (it has " + join(kernels, ", ") + ")",
+    return kernels.front();
+  }
+  if (std::find(kernels.begin(), kernels.end(), kernel) == kernels.end()) {
+    fail(source, 1, "kernel", "the table has no rows of kernel '" + kernel + "' (it has " + join(kernels, ", ") + ")",
          "choose one of those with --attention-kernel, or measure this kernel");
   }
-  // The kernel's rows without a mask, by shape: a causal row without a backward time derives it from its shape's.
-  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>, const Row*> unmasked;
-  for (const Row& r : rows) {
-    if (r.kernel == chosen && !r.causal) unmasked[{r.batch, r.seq, r.heads, r.kv_heads, r.head_dim}] = &r;
-  }
-  // group size → head dim → seq → batch·heads → (Σ ln forward rate, Σ ln backward rate, rows)
-  std::map<int64_t, std::map<int64_t, std::map<int64_t, std::map<int64_t, std::tuple<double, double, int>>>>> points;
-  for (const Row& r : rows) {
-    if (r.kernel != chosen || !r.causal) continue;
-    const double forward_flops = 4.0 * static_cast<double>(r.batch) * static_cast<double>(r.heads) *
-                                 static_cast<double>(r.seq) * static_cast<double>(r.seq) *
-                                 static_cast<double>(r.head_dim) * 0.5;
-    const double forward_rate = forward_flops / (r.forward_us * 1e-6);
-    double backward_rate = 0;
-    if (r.backward_us > 0) {
-      backward_rate = kBackwardFlopsPerForward * forward_flops / (r.backward_us * 1e-6);
-    } else {
-      const auto found = unmasked.find({r.batch, r.seq, r.heads, r.kv_heads, r.head_dim});
-      if (found == unmasked.end()) {
-        fail(source, r.line, "backward_us",
-             "the causal row has no backward time and the table has no row of kernel '" + chosen +
-                 "' without the mask at the same batch, seq, heads, kv_heads and head_dim to derive it from",
-             "write the measured backward time, or add the unmasked row of this shape");
-      }
-      // Masking costs the backward what it costs the forward: the unmasked backward rate times the causal forward's
-      // share of the unmasked forward rate (the unmasked call has twice the causal FLOPs).
-      const Row& full = *found->second;
-      const double unmasked_forward_rate = 2 * forward_flops / (full.forward_us * 1e-6);
-      const double unmasked_backward_rate = kBackwardFlopsPerForward * 2 * forward_flops / (full.backward_us * 1e-6);
-      backward_rate = unmasked_backward_rate * forward_rate / unmasked_forward_rate;
+  return kernel;
+}
+
+// A row's shape: batch, seq, heads, kv_heads, head_dim.
+using Shape = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>;
+
+Shape shape_of(const Row& r) {
+  return {r.batch, r.seq, r.heads, r.kv_heads, r.head_dim};
+}
+
+// The achieved forward and backward rates (FLOP/s) of one causal row of kernel `chosen`; a row without a backward
+// time derives it from the row of its shape without the mask, found in `unmasked`.
+std::pair<double, double> causal_rates(const Row& r, const std::map<Shape, const Row*>& unmasked,
+                                       const std::string& chosen, const std::string& source) {
+  const double forward_flops = 4.0 * static_cast<double>(r.batch) * static_cast<double>(r.heads) *
+                               static_cast<double>(r.seq) * static_cast<double>(r.seq) *
+                               static_cast<double>(r.head_dim) * 0.5;
+  const double forward_rate = forward_flops / (r.forward_us * 1e-6);
+  double backward_rate = 0;
+  if (r.backward_us > 0) {
+    backward_rate = kBackwardFlopsPerForward * forward_flops / (r.backward_us * 1e-6);
+  } else {
+    const auto found = unmasked.find(shape_of(r));
+    if (found == unmasked.end()) {
+      fail(source, r.line, "backward_us",
+           "the causal row has no backward time and the table has no row of kernel '" + chosen +
+               "' without the mask at the same batch, seq, heads, kv_heads and head_dim to derive it from",
+           "write the measured backward time, or add the unmasked row of this shape");
     }
-    // No GPU reaches an exaFLOP/s: such a row is a unit mistake, not a measurement.
-    if (!(forward_rate <= 1e18) || !(backward_rate <= 1e18) || !(forward_rate >= 1) || !(backward_rate >= 1)) {
-      fail(source, r.line, "forward_us", "the row's times give a rate no GPU runs at",
-           "write the times in microseconds");
-    }
-    auto& [fwd, bwd, count] = points[r.heads / r.kv_heads][r.head_dim][r.seq][r.batch * r.heads];
-    fwd += std::log(forward_rate);
-    bwd += std::log(backward_rate);
-    ++count;
+    // Masking costs the backward what it costs the forward: the unmasked backward rate times the causal forward's
+    // share of the unmasked forward rate (the unmasked call has twice the causal FLOPs).
+    const Row& full = *found->second;
+    const double unmasked_forward_rate = 2 * forward_flops / (full.forward_us * 1e-6);
+    const double unmasked_backward_rate = kBackwardFlopsPerForward * 2 * forward_flops / (full.backward_us * 1e-6);
+    backward_rate = unmasked_backward_rate * forward_rate / unmasked_forward_rate;
   }
-  if (points.empty()) {
-    fail(source, 1, "causal", "the table has no causal rows of kernel '" + chosen + "'",
-         "measure the kernel with a causal mask (every model fsdpsim builds is causal)");
+  // No GPU reaches an exaFLOP/s: such a row is a unit mistake, not a measurement.
+  if (!(forward_rate <= 1e18) || !(backward_rate <= 1e18) || !(forward_rate >= 1) || !(backward_rate >= 1)) {
+    fail(source, r.line, "forward_us", "the row's times give a rate no GPU runs at", "write the times in microseconds");
   }
+  return {forward_rate, backward_rate};
+}
+
+// group size → head dim → seq → batch·heads → (Σ ln forward rate, Σ ln backward rate, rows)
+using LogRateSums =
+    std::map<int64_t, std::map<int64_t, std::map<int64_t, std::map<int64_t, std::tuple<double, double, int>>>>>;
+
+// The table's nested axes from the sums, each point the mean log rate of the rows that share it.
+AttentionTable table_of(const LogRateSums& points, const std::string& source, const std::string& kernel) {
   AttentionTable table;
   table.source = source;
-  table.kernel = chosen;
+  table.kernel = kernel;
   for (const auto& [group_size, by_head_dim] : points) {
     AttentionGroup g{.query_heads_per_kv_head = group_size, .head_dims = {}};
     for (const auto& [head_dim, by_seq] : by_head_dim) {
@@ -221,6 +227,33 @@ AttentionTable parse_attention_table_csv(const std::string& text, const std::str
     table.groups.push_back(std::move(g));
   }
   return table;
+}
+
+}  // namespace
+
+AttentionTable parse_attention_table_csv(const std::string& text, const std::string& source,
+                                         const std::string& kernel) {
+  const std::vector<Row> rows = read_rows(text, source);
+  const std::string chosen = chosen_kernel(rows, kernel, source);
+  // The kernel's rows without a mask, by shape: a causal row without a backward time derives it from its shape's.
+  std::map<Shape, const Row*> unmasked;
+  for (const Row& r : rows) {
+    if (r.kernel == chosen && !r.causal) unmasked[shape_of(r)] = &r;
+  }
+  LogRateSums points;
+  for (const Row& r : rows) {
+    if (r.kernel != chosen || !r.causal) continue;
+    const auto [forward_rate, backward_rate] = causal_rates(r, unmasked, chosen, source);
+    auto& [fwd, bwd, count] = points[r.heads / r.kv_heads][r.head_dim][r.seq][r.batch * r.heads];
+    fwd += std::log(forward_rate);
+    bwd += std::log(backward_rate);
+    ++count;
+  }
+  if (points.empty()) {
+    fail(source, 1, "causal", "the table has no causal rows of kernel '" + chosen + "'",
+         "measure the kernel with a causal mask (every model fsdpsim builds is causal)");
+  }
+  return table_of(points, source, chosen);
 }
 
 AttentionTable load_attention_table(const std::string& path, const std::string& kernel) {

@@ -54,10 +54,12 @@ ProfileRow host_row(const std::string& key, TimeNs HostCosts::*field) {
           }};
 }
 
-// Every key a profile may hold, once: the allowed keys, the reader (in this order) and the writer (the same order).
-const std::vector<ProfileRow>& profile_rows() {
+// The table's sections follow GpuProfile's (topologies/hardware.h); profile_rows() joins them in this order.
+
+// What the GPU is: its name, architecture, peak rates and memory.
+std::vector<ProfileRow> device_rows() {
   using R = KeyPresence;
-  static const std::vector<ProfileRow> rows{
+  return {
       {"name", R::required,
        [](GpuProfile& p, const YamlValue& v) {
          p.name = v.as_string();
@@ -94,6 +96,13 @@ const std::vector<ProfileRow>& profile_rows() {
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
          emit_key(o, k, exact_bandwidth_text(p.hbm_bw_bytes_per_s, false));
        }},
+  };
+}
+
+// The compute model's efficiencies and shapes (sim/compute_model).
+std::vector<ProfileRow> compute_model_rows() {
+  using R = KeyPresence;
+  return {
       {"gemm_max_efficiency", R::required,
        [](GpuProfile& p, const YamlValue& v) { p.gemm_max_efficiency = read_fraction(v); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
@@ -147,6 +156,13 @@ const std::vector<ProfileRow>& profile_rows() {
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
          emit_key(o, k, exact_time_text(p.kernel_overhead_ns));
        }},
+  };
+}
+
+// Memory held outside the PyTorch caching allocator.
+std::vector<ProfileRow> memory_overhead_rows() {
+  using R = KeyPresence;
+  return {
       {"cuda_context_bytes", R::required,
        [](GpuProfile& p, const YamlValue& v) { p.cuda_context_bytes = v.as_bytes(1); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
@@ -167,6 +183,13 @@ const std::vector<ProfileRow>& profile_rows() {
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
          emit_key(o, k, exact_bytes_text(p.allocator_segment_reserve_bytes));
        }},
+  };
+}
+
+// How communication and side-stream kernels slow compute, and the NVLS chunk pipeline.
+std::vector<ProfileRow> interference_rows() {
+  using R = KeyPresence;
+  return {
       // Communication kernels occupy at most every SM; NVLS / registered kernels may be absent (0).
       {"ring_sms", R::required, [](GpuProfile& p, const YamlValue& v) { p.ring_sms = read_sms(p, v, 1); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) { emit_key(o, k, p.ring_sms); }},
@@ -201,7 +224,14 @@ const std::vector<ProfileRow>& profile_rows() {
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
          if (p.side_stream_memory_speed != 1.0) emit_key(o, k, exact_number_text(p.side_stream_memory_speed));
        }},
-      {"cuda_malloc_ns", R::required, [](GpuProfile& p, const YamlValue& v) { p.cuda_malloc_ns = v.as_time_ns(); },
+  };
+}
+
+// What the allocator's cudaMalloc and the host CPU cost.
+std::vector<ProfileRow> host_cost_rows() {
+  return {
+      {"cuda_malloc_ns", KeyPresence::required,
+       [](GpuProfile& p, const YamlValue& v) { p.cuda_malloc_ns = v.as_time_ns(); },
        [](YAML::Emitter& o, const std::string& k, const GpuProfile& p) {
          emit_key(o, k, exact_time_text(p.cuda_malloc_ns));
        }},
@@ -210,6 +240,13 @@ const std::vector<ProfileRow>& profile_rows() {
       host_row("host_graph_kernel_ns", &HostCosts::graph_kernel_ns),
       host_row("host_fsdp2_collective_ns", &HostCosts::fsdp2_collective_ns),
       host_row("host_fsdp2_optimizer_unit_ns", &HostCosts::fsdp2_optimizer_unit_ns),
+  };
+}
+
+// What `fsdpsim calibrate` measured, and what the user pays for the GPU.
+std::vector<ProfileRow> calibration_and_price_rows() {
+  using R = KeyPresence;
+  return {
       busbw_scale_row("busbw_scale_all_gather", &GpuProfile::busbw_scale_all_gather),
       busbw_scale_row("busbw_scale_reduce_scatter", &GpuProfile::busbw_scale_reduce_scatter),
       busbw_scale_row("busbw_scale_all_reduce", &GpuProfile::busbw_scale_all_reduce),
@@ -223,6 +260,19 @@ const std::vector<ProfileRow>& profile_rows() {
          if (p.price_per_gpu_hour != 0) emit_key(o, k, exact_number_text(p.price_per_gpu_hour));
        }},
   };
+}
+
+// Every key a profile may hold, once: the allowed keys, the reader (in this order) and the writer (the same order).
+const std::vector<ProfileRow>& profile_rows() {
+  static const std::vector<ProfileRow> rows = [] {
+    std::vector<ProfileRow> all;
+    for (const std::vector<ProfileRow>& section :
+         {device_rows(), compute_model_rows(), memory_overhead_rows(), interference_rows(), host_cost_rows(),
+          calibration_and_price_rows()}) {
+      all.insert(all.end(), section.begin(), section.end());
+    }
+    return all;
+  }();
   return rows;
 }
 

@@ -31,8 +31,7 @@ GpuProfile read_gpu(const YamlValue& value) {
 }
 
 // A built-in profile is named; anything else (a calibrated or edited profile) is written inline.
-void write_gpu(YAML::Emitter& out, const std::string& key, const GpuProfile& gpu) {
-  out << YAML::Key << key << YAML::Value;
+void write_gpu_value(YAML::Emitter& out, const GpuProfile& gpu) {
   const auto preset = hardware_yaml::find_gpu_profile_preset(gpu.name);
   if (preset && *preset == gpu) {
     out << gpu.name;
@@ -41,6 +40,11 @@ void write_gpu(YAML::Emitter& out, const std::string& key, const GpuProfile& gpu
   out << YAML::BeginMap;
   hardware_yaml::emit_gpu_profile_keys(out, gpu);
   out << YAML::EndMap;
+}
+
+void write_gpu(YAML::Emitter& out, const std::string& key, const GpuProfile& gpu) {
+  out << YAML::Key << key << YAML::Value;
+  write_gpu_value(out, gpu);
 }
 
 // An NVLink domain is made of whole nodes (a DGX, or the 18 compute trays of an NVL72 rack).
@@ -77,6 +81,27 @@ TopologyRow link_bandwidth_row(const std::string& key, double Topology::*field, 
           [field](Topology& t, const YamlValue& v) { t.*field = v.as_bandwidth_bytes_per_s(); },
           [field, prefer_bits](YAML::Emitter& o, const std::string& k, const Topology& t) {
             emit_key(o, k, exact_bandwidth_text(t.*field, prefer_bits));
+          },
+          ReadPass::second};
+}
+
+// `mixed_gpus:` the pool's other GPUs, each a profile name or a whole profile as `gpu:` is; read in the second pass.
+TopologyRow mixed_gpus_row() {
+  return {"mixed_gpus", KeyPresence::optional,
+          [](Topology& t, const YamlValue& v) {
+            if (!v.node().IsSequence() || v.node().size() == 0) {
+              v.fail("expected a list of the pool's other GPUs", "write e.g. mixed_gpus: [h100-sxm]");
+            }
+            for (size_t i = 0; i < v.node().size(); ++i) {
+              t.mixed_gpus.push_back(
+                  read_gpu(YamlValue(v.node()[i], v.source(), v.key_path() + "[" + std::to_string(i) + "]")));
+            }
+          },
+          [](YAML::Emitter& o, const std::string& k, const Topology& t) {
+            if (t.mixed_gpus.empty()) return;
+            o << YAML::Key << k << YAML::Value << YAML::BeginSeq;
+            for (const GpuProfile& gpu : t.mixed_gpus) write_gpu_value(o, gpu);
+            o << YAML::EndSeq;
           },
           ReadPass::second};
 }
@@ -143,32 +168,7 @@ const std::vector<TopologyRow>& topology_rows() {
          emit_key(o, k, exact_time_text(t.nic_latency_ns));
        },
        ReadPass::second},
-      {"mixed_gpus", R::optional,
-       [](Topology& t, const YamlValue& v) {
-         if (!v.node().IsSequence() || v.node().size() == 0) {
-           v.fail("expected a list of the pool's other GPUs", "write e.g. mixed_gpus: [h100-sxm]");
-         }
-         for (size_t i = 0; i < v.node().size(); ++i) {
-           t.mixed_gpus.push_back(
-               read_gpu(YamlValue(v.node()[i], v.source(), v.key_path() + "[" + std::to_string(i) + "]")));
-         }
-       },
-       [](YAML::Emitter& o, const std::string& k, const Topology& t) {
-         if (t.mixed_gpus.empty()) return;
-         o << YAML::Key << k << YAML::Value << YAML::BeginSeq;
-         for (const GpuProfile& gpu : t.mixed_gpus) {
-           const auto preset = hardware_yaml::find_gpu_profile_preset(gpu.name);
-           if (preset && *preset == gpu) {
-             o << gpu.name;
-           } else {
-             o << YAML::BeginMap;
-             hardware_yaml::emit_gpu_profile_keys(o, gpu);
-             o << YAML::EndMap;
-           }
-         }
-         o << YAML::EndSeq;
-       },
-       ReadPass::second},
+      mixed_gpus_row(),
       // At most every NIC of a domain (read after nics_per_node and the domain size).
       {"max_nics_between_domains", R::optional,
        [](Topology& t, const YamlValue& v) {
