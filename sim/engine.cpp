@@ -11,6 +11,7 @@
 #include "sim/event_loop.h"
 #include "sim/flat_ops.h"
 #include "sim/host_timeline.h"
+#include "sim/id_range.h"
 #include "sim/memory_overhead_model.h"
 
 namespace fsdpsim {
@@ -23,7 +24,7 @@ IdVector<OpId, CollectiveChoice> collective_choices(const OpCostTable& costs) {
   for (const NcclAlgo a : all_nccl_algos()) algo_names.at(static_cast<size_t>(a)) = to_string(a);
   std::array<std::string_view, 3> proto_names{};
   for (const NcclProto p : all_nccl_protos()) proto_names.at(static_cast<size_t>(p)) = to_string(p);
-  std::vector<CollectiveChoice> of_entry;
+  IdVector<CostId, CollectiveChoice> of_entry;
   for (const OpCost& cost : costs.distinct()) {
     const CollectiveCost& c = cost.nccl;
     of_entry.push_back(cost.collective ? CollectiveChoice{.algorithm = algo_names[static_cast<size_t>(c.algo)],
@@ -32,7 +33,7 @@ IdVector<OpId, CollectiveChoice> collective_choices(const OpCostTable& costs) {
                                        : CollectiveChoice{});
   }
   IdVector<OpId, CollectiveChoice> choices(costs.size());
-  for (size_t i = 0; i < costs.size(); ++i) choices[i] = of_entry[static_cast<size_t>(costs.entry_of(i))];
+  for (const OpId op : ids_of(choices)) choices[op] = of_entry[costs.entry_of(op)];
   return choices;
 }
 

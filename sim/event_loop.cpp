@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "sim/id_range.h"
 
 namespace fsdpsim {
 
@@ -51,12 +52,12 @@ void EventLoop::begin_step(int32_t step, TimeNs start, StepRun& run) {
   state_.timings = &run.ops;
   state_.head.assign(s_.streams.size(), 0);
   state_.pending.resize(flat_.ops.size());
-  for (size_t i = 0; i < flat_.ops.size(); ++i) state_.pending[i] = flat_.ops[i].deps();
+  for (const OpId op : ids_of(flat_.ops)) state_.pending[op] = flat_.ops[op].deps();
   state_.posted.assign(flat_.ops.size(), 0);
   for (Activity& a : state_.acts) a = Activity{};
   rates_.begin_step();
   to_check_.clear();
-  for (size_t st = 0; st < flat_.streams.size(); ++st) to_check_.push_back(st);
+  for (const StreamId st : ids_of(flat_.streams)) to_check_.push_back(st);
   replay_.begin_step();
 }
 
@@ -67,13 +68,13 @@ StepRun EventLoop::run_step(int32_t step, TimeNs start) {
   advance(now);
   while (!state_.queue.empty()) {
     const Event e = state_.queue.pop();
-    Activity& a = state_.acts[static_cast<size_t>(e.stream)];
+    Activity& a = state_.acts[e.stream];
     if (!a.active || e.version != a.version) continue;
     ++state_.events;
     now = e.time_ns;
     if (a.host_wait) {
       a = Activity{.version = a.version + 1};  // issued: the op starts as its stream's head (advance)
-      to_check_.push_back(static_cast<size_t>(e.stream));
+      to_check_.push_back(e.stream);
     } else if (a.in_latency && a.remaining > 0) {
       a.in_latency = false;  // the latency part is over: the bytes start to flow
       a.rate = 0;
@@ -94,13 +95,13 @@ StepRun EventLoop::run_step(int32_t step, TimeNs start) {
 
 // The op heading stream `st` is ready on the GPU before the host has issued it: the stream waits (an activity with
 // no work, which ends at the issue time and no rate touches).
-inline bool EventLoop::waits_for_host(size_t st, int32_t op, TimeNs now) {
+inline bool EventLoop::waits_for_host(StreamId st, OpId op, TimeNs now) {
   if (host_.issue_ns.empty()) return false;
-  const TimeNs issued = state_.step_start_ns + host_.issue_ns[static_cast<size_t>(op)];
+  const TimeNs issued = state_.step_start_ns + host_.issue_ns[op];
   if (now >= issued) return false;
   Activity& a = state_.acts[st];
   a = Activity{.op = op, .active = true, .host_wait = true, .since = now, .version = a.version + 1};
-  state_.queue.set(static_cast<int32_t>(st), issued, a.version);
+  state_.queue.set(st, issued, a.version);
   replay_.host_waited();
   return true;
 }
@@ -109,17 +110,17 @@ inline bool EventLoop::waits_for_host(size_t st, int32_t op, TimeNs now) {
 // others), then re-rates what runs. Only streams whose head or whose head's deps changed are looked at.
 void EventLoop::advance(TimeNs now) {
   while (!to_check_.empty()) {
-    const size_t st = to_check_.back();
+    const StreamId st = to_check_.back();
     to_check_.pop_back();
     if (state_.acts[st].active || state_.head[st] >= flat_.streams[st].size()) continue;
-    const int32_t op = flat_.streams[st][state_.head[st]];
-    if (state_.pending[static_cast<size_t>(op)] > 0) continue;
+    const OpId op = flat_.streams[st][state_.head[st]];
+    if (state_.pending[op] > 0) continue;
     if (waits_for_host(st, op, now)) continue;
-    const int32_t peer = flat_.ops[static_cast<size_t>(op)].peer;
-    if (peer >= 0) {
+    const OpId peer = flat_.ops[op].peer;
+    if (peer.valid()) {
       // A send/recv pair starts once both ends are posted: the first waits for the other.
-      if (!state_.posted[static_cast<size_t>(peer)]) {
-        state_.posted[static_cast<size_t>(op)] = 1;
+      if (!state_.posted[peer]) {
+        state_.posted[op] = 1;
         continue;
       }
       start_rendezvous(op, peer, now);
@@ -131,26 +132,26 @@ void EventLoop::advance(TimeNs now) {
 }
 
 // The send carries the transfer; the recv waits on its stream until the send ends (finish()).
-void EventLoop::start_rendezvous(int32_t op, int32_t peer, TimeNs now) {
-  const bool op_sends = flat_.ops[static_cast<size_t>(op)].kind == OpKind::send;
-  const int32_t send = op_sends ? op : peer, recv = op_sends ? peer : op;
-  const FlatOp& r = flat_.ops[static_cast<size_t>(recv)];
-  (*state_.timings)[static_cast<size_t>(recv)].start_ns = now;
+void EventLoop::start_rendezvous(OpId op, OpId peer, TimeNs now) {
+  const bool op_sends = flat_.ops[op].kind == OpKind::send;
+  const OpId send = op_sends ? op : peer, recv = op_sends ? peer : op;
+  const FlatOp& r = flat_.ops[recv];
+  (*state_.timings)[recv].start_ns = now;
   replay_.op_started(recv, now);
   memories_.allocate_at_rendezvous(recv, r, now, state_.step);
-  Activity& a = state_.acts[static_cast<size_t>(r.stream)];
+  Activity& a = state_.acts[r.stream];
   a = Activity{.op = recv, .active = true, .rendezvous = true, .since = now, .version = a.version + 1};
-  rates_.mark_running(static_cast<size_t>(r.stream));
+  rates_.mark_running(r.stream);
   start(send, now);
 }
 
-void EventLoop::start(int32_t op_id, TimeNs now) {
-  const FlatOp& op = flat_.ops[static_cast<size_t>(op_id)];
-  (*state_.timings)[static_cast<size_t>(op_id)].start_ns = now;
+void EventLoop::start(OpId op_id, TimeNs now) {
+  const FlatOp& op = flat_.ops[op_id];
+  (*state_.timings)[op_id].start_ns = now;
   replay_.op_started(op_id, now);
   const TimeNs malloc_ns = memories_.allocate_at_start(op_id, op, now, state_.step);
-  const FlatCost& cost = flat_.costs[static_cast<size_t>(op.cost)];
-  const auto stream = static_cast<size_t>(op.stream);
+  const FlatCost& cost = flat_.costs[op.cost];
+  const StreamId stream = op.stream;
   Activity& a = state_.acts[stream];
   a.op = op_id;
   switch (cost.model) {
@@ -196,12 +197,12 @@ void EventLoop::start(int32_t op_id, TimeNs now) {
   }
 }
 
-void EventLoop::finish(int32_t op_id, TimeNs now) {
-  const FlatOp& op = flat_.ops[static_cast<size_t>(op_id)];
-  (*state_.timings)[static_cast<size_t>(op_id)].end_ns = now;
+void EventLoop::finish(OpId op_id, TimeNs now) {
+  const FlatOp& op = flat_.ops[op_id];
+  (*state_.timings)[op_id].end_ns = now;
   replay_.op_finished(op_id, now);
   memories_.release_at_end(op_id, op, now);
-  const auto stream = static_cast<size_t>(op.stream);
+  const StreamId stream = op.stream;
   Activity& a = state_.acts[stream];
   if (a.transfer) rates_.comm_changed_for(op_id, !a.in_latency);
   if (a.active) rates_.mark_idle(stream);
@@ -214,24 +215,24 @@ void EventLoop::finish(int32_t op_id, TimeNs now) {
   ++state_.head[stream];
   to_check_.push_back(stream);
   for (int32_t i = op.dependents_begin; i < op.dependents_end; ++i) {
-    const auto d = static_cast<size_t>(flat_.op_ids[static_cast<size_t>(i)]);
-    if (--state_.pending[d] == 0) to_check_.push_back(static_cast<size_t>(flat_.ops[d].stream));
+    const OpId d = flat_.op_at(i);
+    if (--state_.pending[d] == 0) to_check_.push_back(flat_.ops[d].stream);
   }
   // A send's bytes have arrived: its recv ends with it.
-  if (op.peer >= 0) {
-    const Activity& peer = state_.acts[static_cast<size_t>(flat_.ops[static_cast<size_t>(op.peer)].stream)];
+  if (op.peer.valid()) {
+    const Activity& peer = state_.acts[flat_.ops[op.peer].stream];
     if (peer.rendezvous && peer.op == op.peer) finish(op.peer, now);
   }
 }
 
 void EventLoop::check_finished() const {
-  for (size_t st = 0; st < flat_.streams.size(); ++st) {
+  for (const StreamId st : ids_of(flat_.streams)) {
     if (state_.head[st] >= flat_.streams[st].size()) continue;
-    const int32_t op = flat_.streams[st][state_.head[st]];
-    throw ScheduleError("the simulation cannot finish the step",
-                        {"stream '" + s_.streams[st].name + "' is stuck at op " + std::to_string(op) + " '" +
-                         s_.ops[static_cast<size_t>(op)].name +
-                         "', whose dependencies never finish (run 'fsdpsim schedule' validation on it)"});
+    const OpId op = flat_.streams[st][state_.head[st]];
+    throw ScheduleError(
+        "the simulation cannot finish the step",
+        {"stream '" + s_.streams[st].name + "' is stuck at op " + to_string(op) + " '" + s_.ops[op].name +
+         "', whose dependencies never finish (run 'fsdpsim schedule' validation on it)"});
   }
 }
 

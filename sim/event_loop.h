@@ -47,10 +47,10 @@ class EventLoop {
   void begin_step(int32_t step, TimeNs start, StepRun& run);
   TimeNs process(const Event& e);
   void advance(TimeNs now);
-  bool waits_for_host(size_t st, int32_t op, TimeNs now);
-  void start_rendezvous(int32_t op, int32_t peer, TimeNs now);
-  void start(int32_t op_id, TimeNs now);
-  void finish(int32_t op_id, TimeNs now);
+  bool waits_for_host(StreamId st, OpId op, TimeNs now);
+  void start_rendezvous(OpId op, OpId peer, TimeNs now);
+  void start(OpId op_id, TimeNs now);
+  void finish(OpId op_id, TimeNs now);
   void check_finished() const;
 
   const Schedule& s_;
@@ -62,7 +62,7 @@ class EventLoop {
   StageMemories memories_;
   RateAssignment rates_;
   MicroBatchReplay replay_;
-  std::vector<size_t> to_check_;  // streams whose head may be able to start
+  std::vector<StreamId> to_check_;  // streams whose head may be able to start
 };
 
 }  // namespace fsdpsim

@@ -12,34 +12,37 @@
 #include <vector>
 
 #include "common/units.h"
+#include "schedule/ids.h"
 
 namespace fsdpsim {
 
 /// One scheduled event: which stream's activity, and which version of it (the engine's check that it is current).
 struct Event {
   TimeNs time_ns = 0;
-  int32_t stream = 0;
+  StreamId stream{0};
   uint32_t version = 0;
 };
 
-/// The earliest of at most one pending event per stream.
+/// The earliest of at most one pending event per stream. Setting and popping are inlined into the event loop, where
+/// they run several times per event: GCC's inliner, which stops at a growth limit per translation unit, otherwise
+/// leaves them out of line or not depending on what else the unit holds.
 class EventQueue {
  public:
   explicit EventQueue(size_t streams = 0) : slots_(streams) {
     while (leaves_ < streams) leaves_ *= 2;
-    tree_.assign(2 * leaves_, kNone);
+    tree_.assign(2 * leaves_, StreamId::none());
   }
 
   /// Sets `stream`'s pending event, replacing the one it had.
-  void set(int32_t stream, TimeNs time_ns, uint32_t version) {
-    Slot& s = slots_[static_cast<size_t>(stream)];
+  [[gnu::always_inline]] void set(StreamId stream, TimeNs time_ns, uint32_t version) {
+    Slot& s = slots_[stream];
     if (!s.live) ++pending_;
     s = Slot{time_ns, next_sequence_++, version, true};
-    replay_path(static_cast<size_t>(stream));
+    replay_path(stream);
   }
   [[nodiscard]] bool empty() const { return pending_ == 0; }
   /// The earliest pending time (the time pop() would return); the queue must not be empty.
-  [[nodiscard]] TimeNs next_time() const { return slots_[static_cast<size_t>(tree_[1])].time_ns; }
+  [[nodiscard]] TimeNs next_time() const { return slots_[tree_[1]].time_ns; }
 
   /// One stream's slot, as a replay of a repeating stretch of the run compares it: whether an event is pending,
   /// when, its version, and its place among the pending ones (`sequence`: only the order of these matters).
@@ -49,7 +52,7 @@ class EventQueue {
     uint32_t version = 0;
     uint64_t sequence = 0;
   };
-  [[nodiscard]] SlotView slot(size_t stream) const {
+  [[nodiscard]] SlotView slot(StreamId stream) const {
     const Slot& s = slots_[stream];
     return SlotView{s.live, s.time_ns, s.version, s.sequence};
   }
@@ -60,13 +63,13 @@ class EventQueue {
     }
   }
   /// Removes and returns the earliest pending event (the earliest set first among equal times).
-  Event pop() {
-    const auto best = static_cast<size_t>(tree_[1]);
+  [[gnu::always_inline]] Event pop() {
+    const StreamId best = tree_[1];
     Slot& s = slots_[best];
     s.live = false;
     --pending_;
     replay_path(best);
-    return Event{s.time_ns, static_cast<int32_t>(best), s.version};
+    return Event{s.time_ns, best, s.version};
   }
 
  private:
@@ -76,28 +79,27 @@ class EventQueue {
     uint32_t version = 0;
     bool live = false;
   };
-  static constexpr int32_t kNone = -1;
-
-  // Slot a runs before slot b (kNone: no event).
-  [[nodiscard]] bool earlier(int32_t a, int32_t b) const {
-    if (a == kNone) return false;
-    if (b == kNone) return true;
-    const Slot &x = slots_[static_cast<size_t>(a)], &y = slots_[static_cast<size_t>(b)];
+  // Slot a runs before slot b (none: no event).
+  [[nodiscard, gnu::always_inline]] bool earlier(StreamId a, StreamId b) const {
+    if (!a.valid()) return false;
+    if (!b.valid()) return true;
+    const Slot &x = slots_[a], &y = slots_[b];
     return x.time_ns < y.time_ns || (x.time_ns == y.time_ns && x.sequence < y.sequence);
   }
   // Re-decides the matches on the path from `stream`'s leaf to the root.
-  void replay_path(size_t stream) {
-    size_t node = leaves_ + stream;
-    tree_[node] = slots_[stream].live ? static_cast<int32_t>(stream) : kNone;
+  [[gnu::always_inline]] void replay_path(StreamId stream) {
+    size_t node = leaves_ + stream.index();
+    tree_[node] = slots_[stream].live ? stream : StreamId::none();
     for (node /= 2; node >= 1; node /= 2) {
-      const int32_t l = tree_[2 * node], r = tree_[2 * node + 1];
-      tree_[node] = earlier(r, l) ? r : l;
+      const StreamId l = tree_[2 * node], r = tree_[2 * node + 1];
+      // Chosen by number: a conditional between the two StreamId variables made GCC keep both in memory.
+      tree_[node] = StreamId(earlier(r, l) ? r.value() : l.value());
     }
   }
 
-  std::vector<Slot> slots_;
+  IdVector<StreamId, Slot> slots_;
   size_t leaves_ = 1;
-  std::vector<int32_t> tree_;  // tree_[1] is the root; leaf of slot i at leaves_ + i (inner nodes: the winner)
+  std::vector<StreamId> tree_;  // tree_[1] is the root; leaf of slot i at leaves_ + i (inner nodes: the winner)
   size_t pending_ = 0;
   uint64_t next_sequence_ = 0;
 };

@@ -33,34 +33,36 @@ struct FlatCost {
 
 /// One op: 64 bytes, one cache line.
 struct alignas(64) FlatOp {
-  int32_t stream = 0;
+  StreamId stream{0};
   int32_t micro_batch = -1;
-  int32_t peer = -1;                                 // send/recv: the other end of the rendezvous
-  int32_t group = -1;                                // a collective's process group
-  int32_t next_on_stream = -1;                       // the op after it on its stream; -1 for the last
+  OpId peer = OpId::none();                          // send/recv: the other end of the rendezvous; none otherwise
+  GroupId group = GroupId::none();                   // a collective's process group; none otherwise
+  OpId next_on_stream = OpId::none();                // the op after it on its stream; none for the last
   int32_t position = 0;                              // its place on its stream
   int32_t deps_begin = 0, deps_end = 0;              // into FlatOps::op_ids
   int32_t dependents_begin = 0, dependents_end = 0;  // into FlatOps::op_ids
   int32_t allocs_begin = 0, allocs_end = 0;          // into FlatOps::buffer_ids
   int32_t frees_begin = 0, frees_end = 0;            // into FlatOps::buffer_ids
-  int32_t cost = 0;  // its entry in the OpCostTable and FlatOps::costs: equal entries, equal costs
+  CostId cost{0};  // its entry in the OpCostTable and FlatOps::costs: equal entries, equal costs
   OpKind kind = OpKind::compute;
 
   [[nodiscard]] int32_t deps() const { return deps_end - deps_begin; }
 };
 
 struct FlatOps {
-  std::vector<FlatOp> ops;                    // by op id
-  std::vector<FlatCost> costs;                // by OpCostTable entry
-  std::vector<int32_t> op_ids;                // every op's dependencies, then every op's dependents
-  std::vector<BufferId> buffer_ids;           // every op's allocations, then its frees, op after op
-  std::vector<std::vector<int32_t>> streams;  // per stream: its ops in order
-  std::vector<int32_t> allocated_by;          // per buffer: the op that allocates it, -1 for none
-  std::vector<int32_t> alloc_index;           // per buffer: its place among that op's allocations
+  IdVector<OpId, FlatOp> ops;                     // by op id
+  IdVector<CostId, FlatCost> costs;               // by OpCostTable entry
+  std::vector<OpId> op_ids;                       // every op's dependencies, then every op's dependents
+  std::vector<BufferId> buffer_ids;               // every op's allocations, then its frees, op after op
+  IdVector<StreamId, std::vector<OpId>> streams;  // per stream: its ops in order
+  IdVector<BufferId, OpId> allocated_by;          // per buffer: the op that allocates it; none for a persistent one
+  IdVector<BufferId, int32_t> alloc_index;        // per buffer: its place among that op's allocations
 
-  [[nodiscard]] const FlatCost& cost_of(int32_t op) const {
-    return costs[static_cast<size_t>(ops[static_cast<size_t>(op)].cost)];
-  }
+  [[nodiscard]] const FlatCost& cost_of(OpId op) const { return costs[ops[op].cost]; }
+  /// The op at `i` of op_ids (a dependency or a dependent of an op: a position from its FlatOp's ranges).
+  [[nodiscard]] OpId op_at(int32_t i) const { return op_ids[static_cast<size_t>(i)]; }
+  /// The buffer at `i` of buffer_ids (an allocation or a free of an op: a position from its FlatOp's ranges).
+  [[nodiscard]] BufferId buffer_at(int32_t i) const { return buffer_ids[static_cast<size_t>(i)]; }
 };
 static_assert(sizeof(FlatOp) == 64);
 

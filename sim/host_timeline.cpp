@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/id_range.h"
+
 namespace fsdpsim {
 namespace {
 
@@ -31,7 +33,7 @@ class Fsdp2HostWork {
     if (s.info.implementation != "fsdp2") return;
     for (const GroupRole role : {GroupRole::dp_shard, GroupRole::dp_outer, GroupRole::edp, GroupRole::edp_outer}) {
       const GroupId g = s.group_index(role);
-      if (g.valid()) fsdp_group_[g.index()] = 1;
+      if (g.valid()) fsdp_group_[g] = 1;
     }
     const size_t stages = static_cast<size_t>(std::max(1, s.info.pipeline_stages));
     std::vector<std::vector<char>> seen(stages, std::vector<char>(s.units.size(), 0));
@@ -48,7 +50,7 @@ class Fsdp2HostWork {
   [[nodiscard]] TimeNs cost_ns(const Schedule& s, const Op& op) const {
     if (units_of_stage_.empty()) return 0;
     if (op.kind == OpKind::all_gather || op.kind == OpKind::reduce_scatter) {
-      const bool hooked = op.group.valid() && op.group.index() < fsdp_group_.size() && fsdp_group_[op.group.index()];
+      const bool hooked = fsdp_group_.contains(op.group) && fsdp_group_[op.group];
       return hooked ? host_.fsdp2_collective_ns : 0;
     }
     if (op.kind == OpKind::optimizer) {
@@ -59,7 +61,7 @@ class Fsdp2HostWork {
 
  private:
   const HostCosts& host_;
-  std::vector<char> fsdp_group_;
+  IdVector<GroupId, char> fsdp_group_;
   std::vector<int64_t> units_of_stage_;  // empty: not an FSDP2 schedule
 };
 
@@ -86,12 +88,12 @@ HostTimeline host_timeline(const Schedule& s, const HostCosts& host) {
   t.issue_ns.assign(s.ops.size(), 0);
   // Each stage's host reaches its ops in id order: builders list them in program order (a pipeline's sends and
   // receives where the frameworks post them, builders/build_pipeline.cpp).
-  for (size_t i = 0; i < s.ops.size(); ++i) {
-    const Op& op = s.ops[i];
+  for (const OpId id : ids_of(s.ops)) {
+    const Op& op = s.ops[id];
     const size_t stage = stage_index(s, op, stages);
     t.kernels[stage] += kernels_of(op);
     t.walk_ns[stage] += issue_cost_ns(s, op, per_kernel, fsdp);
-    t.issue_ns[i] = t.walk_ns[stage];
+    t.issue_ns[id] = t.walk_ns[stage];
   }
   if (std::all_of(t.walk_ns.begin(), t.walk_ns.end(), [](TimeNs w) { return w == 0; })) t.issue_ns.clear();
   return t;

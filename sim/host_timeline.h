@@ -29,7 +29,7 @@ struct HostTimeline {
   /// host reaches them — the op order, except that a pipeline receive comes just before the first op that reads it
   /// and a send just after the op it waits on, where the frameworks post them (the builder appends both after the
   /// stage's computes). Empty when the profile models no host cost or no op has one.
-  std::vector<TimeNs> issue_ns;
+  IdVector<OpId, TimeNs> issue_ns;
   std::vector<TimeNs> walk_ns;   ///< per pipeline stage: the whole walk of a step
   std::vector<int64_t> kernels;  ///< per pipeline stage: the kernels it issues
 };

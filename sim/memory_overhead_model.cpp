@@ -94,11 +94,11 @@ MemoryOverheads memory_overheads(const Schedule& s, const Topology& t, const Fla
   // NCCL_BUFFSIZE each (4 MiB default, NCCL docs "NCCL_BUFFSIZE"); the channel count is the CTAs its kernels use
   // at full size (a small call runs on fewer of the same channels).
   // The world communicator (init_process_group) is counted too. An estimate: NCCL does not document the total.
-  std::vector<int32_t> channels_per_group(s.groups.size(), -1);  // -1: no collective on the group
+  IdVector<GroupId, int32_t> channels_per_group(s.groups.size(), -1);  // -1: no collective on the group
   for (const FlatOp& op : flat.ops) {
-    if (!is_collective(op.kind) || op.group < 0 || s.groups[GroupId(op.group)].size <= 1) continue;
-    int32_t& ch = channels_per_group[static_cast<size_t>(op.group)];
-    ch = std::max({ch, 0, flat.costs[static_cast<size_t>(op.cost)].channels});
+    if (!is_collective(op.kind) || !op.group.valid() || s.groups[op.group].size <= 1) continue;
+    int32_t& ch = channels_per_group[op.group];
+    ch = std::max({ch, 0, flat.costs[op.cost].channels});
   }
   int64_t channels = t.gpu.ring_sms;  // the world communicator
   o.communicators = 1;

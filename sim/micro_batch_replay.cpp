@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "common/error.h"
+#include "sim/id_range.h"
 
 namespace fsdpsim {
 
@@ -14,10 +15,12 @@ MicroBatchReplay::MicroBatchReplay(const Schedule& schedule, const FlatOps& flat
   // Replaying pays off from four micro-batches on: two are simulated to see the state repeat.
   if (!options.replay_repeats || schedule.info.micro_batches < 4) return;
   // The translation is worked out at the first boundary: a run that fails an allocation before it never needs it.
-  for (size_t op = 0; op < flat.ops.size() && second_micro_batch_op_ < 0; ++op) {
-    if (flat.ops[op].micro_batch == 1) second_micro_batch_op_ = static_cast<int32_t>(op);
+  for (const OpId op : ids_of(flat.ops)) {
+    if (flat.ops[op].micro_batch != 1) continue;
+    second_micro_batch_op_ = op;
+    break;
   }
-  enabled_ = second_micro_batch_op_ >= 0;
+  enabled_ = second_micro_batch_op_.valid();
 }
 
 void MicroBatchReplay::begin_step() {
@@ -29,8 +32,10 @@ void MicroBatchReplay::begin_step() {
 
 // The next boundary comes when `micro_batch`'s first op starts (none when -1 or past the last micro-batch).
 void MicroBatchReplay::arm_boundary(int32_t micro_batch) {
-  boundary_op_ = micro_batch == 1 ? second_micro_batch_op_ : micro_batch >= 0 ? translation_.first_op(micro_batch) : -1;
-  boundary_mb_ = boundary_op_ >= 0 ? micro_batch : -1;
+  boundary_op_ = micro_batch == 1   ? second_micro_batch_op_
+                 : micro_batch >= 0 ? translation_.first_op(micro_batch)
+                                    : OpId::none();
+  boundary_mb_ = boundary_op_.valid() ? micro_batch : -1;
 }
 
 // A new window starts at the boundary just passed: what happens in it is recorded afresh.
@@ -87,7 +92,7 @@ bool MicroBatchReplay::window_touches_one_span(const Boundary& prev, const Bound
   lo = std::numeric_limits<int32_t>::max();
   hi = -1;
   bool step_level = false;
-  const auto touch = [&](int32_t op) {
+  const auto touch = [&](OpId op) {
     const int32_t m = translation_.micro_batch_of(op);
     step_level = step_level || m < 0;
     lo = std::min(lo, m);
@@ -96,16 +101,16 @@ bool MicroBatchReplay::window_touches_one_span(const Boundary& prev, const Bound
   for (const auto& [op, t] : started_) touch(op);
   for (const auto& [op, t] : finished_) touch(op);
   waiting_ops_.clear();
-  for (size_t st = 0; st < cur.streams.size(); ++st) {
+  for (const StreamId st : ids_of(cur.streams)) {
     const StreamState &p = prev.streams[st], &c = cur.streams[st];
     if (p.act.active) touch(p.act.op);
     if (c.act.active) touch(c.act.op);
-    if (p.head >= 0 && p.head == c.head) {
+    if (p.head.valid() && p.head == c.head) {
       waiting_ops_.push_back(p.head);
       continue;
     }
-    if (p.head >= 0) touch(p.head);
-    if (c.head >= 0) touch(c.head);
+    if (p.head.valid()) touch(p.head);
+    if (c.head.valid()) touch(c.head);
   }
   if (step_level) return false;
   for (size_t stage = 0; stage < prev.memories.size(); ++stage) {
@@ -113,8 +118,8 @@ bool MicroBatchReplay::window_touches_one_span(const Boundary& prev, const Bound
     for (size_t k = 0; k < pb.size(); ++k) {
       if (pb[k] == cb[k]) continue;
       for (const BufferId b : {pb[k], cb[k]}) {
-        const int32_t by = b.valid() ? translation_.allocating_op(b) : -1;
-        if (by >= 0) touch(by);
+        const OpId by = b.valid() ? translation_.allocating_op(b) : OpId::none();
+        if (by.valid()) touch(by);
       }
     }
   }
@@ -130,9 +135,9 @@ int32_t MicroBatchReplay::repeatable_windows(const Boundary& prev, const Boundar
   // still wait after the last replayed window, as must the ops that stay put heading a stream. Had one become ready
   // inside a replayed window, it would have started there.
   for (const auto& [op, t] : finished_) {
-    const FlatOp& r = flat_.ops[static_cast<size_t>(op)];
+    const FlatOp& r = flat_.ops[op];
     for (int32_t i = r.dependents_begin; i < r.dependents_end; ++i) {
-      const int32_t d = flat_.op_ids[static_cast<size_t>(i)];
+      const OpId d = flat_.op_at(i);
       const int32_t m = translation_.micro_batch_of(d);
       if (m < lo || m > hi) waiting_ops_.push_back(d);
     }
@@ -155,8 +160,8 @@ int32_t MicroBatchReplay::host_paced_windows(const Boundary& prev, const Boundar
   const TimeNs period = cur.time_ns - prev.time_ns;
   for (const auto& [op, t] : started_) {
     for (int32_t w = 1; w <= windows; ++w) {
-      const int32_t moved = translation_.op_after(op, w);
-      if (state_.step_start_ns + host_.issue_ns[static_cast<size_t>(moved)] > t + w * period) {
+      const OpId moved = translation_.op_after(op, w);
+      if (state_.step_start_ns + host_.issue_ns[moved] > t + w * period) {
         windows = w - 1;
         break;
       }
@@ -166,56 +171,53 @@ int32_t MicroBatchReplay::host_paced_windows(const Boundary& prev, const Boundar
 }
 
 // Where the stream's head goes after `windows` replayed windows (a head that stayed put stays).
-size_t MicroBatchReplay::moved_head(const Boundary& prev, const Boundary& cur, size_t st, int32_t windows) const {
-  const int32_t h = cur.streams[st].head;
-  if (h < 0) return flat_.streams[st].size();
+size_t MicroBatchReplay::moved_head(const Boundary& prev, const Boundary& cur, StreamId st, int32_t windows) const {
+  const OpId h = cur.streams[st].head;
+  if (!h.valid()) return flat_.streams[st].size();
   if (prev.streams[st].head == h) return state_.head[st];
-  return static_cast<size_t>(flat_.ops[static_cast<size_t>(translation_.op_after(h, windows))].position);
+  return static_cast<size_t>(flat_.ops[translation_.op_after(h, windows)].position);
 }
 
 // Every op in waiting_ops_ still has an unfinished dependency once `windows` more windows have run.
 bool MicroBatchReplay::waiting_ops_still_wait(const Boundary& prev, const Boundary& cur, int32_t windows) {
   moved_head_.resize(flat_.streams.size());
-  for (size_t st = 0; st < flat_.streams.size(); ++st) moved_head_[st] = moved_head(prev, cur, st, windows);
+  for (const StreamId st : ids_of(flat_.streams)) moved_head_[st] = moved_head(prev, cur, st, windows);
   return std::all_of(waiting_ops_.begin(), waiting_ops_.end(),
-                     [&](int32_t op) { return unfinished_deps(flat_, op, moved_head_) > 0; });
+                     [&](OpId op) { return unfinished_deps(flat_, op, moved_head_) > 0; });
 }
 
 // Writes `windows` windows after `cur` as moved copies of the one from `prev` to `cur`, and moves the state to the
 // end of the last; returns how far it moved in time.
 TimeNs MicroBatchReplay::replay(const Boundary& prev, const Boundary& cur, int32_t windows) {
   const TimeNs period = cur.time_ns - prev.time_ns;
-  std::vector<OpTiming>& timings = *state_.timings;
+  IdVector<OpId, OpTiming>& timings = *state_.timings;
   for (int32_t i = 1; i <= windows; ++i) {
     const TimeNs shift = i * period;
-    for (const auto& [op, t] : started_)
-      timings[static_cast<size_t>(translation_.op_after(op, i))].start_ns = t + shift;
-    for (const auto& [op, t] : finished_) timings[static_cast<size_t>(translation_.op_after(op, i))].end_ns = t + shift;
+    for (const auto& [op, t] : started_) timings[translation_.op_after(op, i)].start_ns = t + shift;
+    for (const auto& [op, t] : finished_) timings[translation_.op_after(op, i)].end_ns = t + shift;
   }
   const TimeNs shift = windows * period;
   state_.events += static_cast<uint64_t>(windows) * (cur.events - prev.events);
   replayed_windows_ += static_cast<uint64_t>(windows);
   memories_.replay_windows(prev.memories, cur.memories, prev.memory_events, cur.memory_events, windows, period,
                            translation_);
-  for (size_t st = 0; st < flat_.streams.size(); ++st) {
+  for (const StreamId st : ids_of(flat_.streams)) {
     const size_t head = moved_head(prev, cur, st, windows);
-    if (head != state_.head[st] && cur.streams[st].posted) {
-      state_.posted[static_cast<size_t>(flat_.streams[st][head])] = 1;
-    }
+    if (head != state_.head[st] && cur.streams[st].posted) state_.posted[flat_.streams[st][head]] = 1;
     state_.head[st] = head;
     Activity& a = state_.acts[st];
     if (!a.active) continue;
-    const int32_t running = translation_.op_after(a.op, windows);
-    timings[static_cast<size_t>(running)].start_ns = timings[static_cast<size_t>(a.op)].start_ns + shift;
+    const OpId running = translation_.op_after(a.op, windows);
+    timings[running].start_ns = timings[a.op].start_ns + shift;
     a.op = running;
     a.since += shift;
   }
   state_.queue.shift(shift);
   // Each op not yet finished waits for its dependencies not yet finished.
-  for (size_t st = 0; st < flat_.streams.size(); ++st) {
+  for (const StreamId st : ids_of(flat_.streams)) {
     for (size_t p = state_.head[st]; p < flat_.streams[st].size(); ++p) {
-      const int32_t op = flat_.streams[st][p];
-      state_.pending[static_cast<size_t>(op)] = unfinished_deps(flat_, op, state_.head);
+      const OpId op = flat_.streams[st][p];
+      state_.pending[op] = unfinished_deps(flat_, op, state_.head);
     }
   }
   return shift;

@@ -40,12 +40,12 @@ class MicroBatchReplay {
   /// A step starts: the first boundary is the second micro-batch's start.
   void begin_step();
   /// Op `op` started at `now`.
-  void op_started(int32_t op, TimeNs now) {
+  void op_started(OpId op, TimeNs now) {
     if (recording_) started_.emplace_back(op, now);
     if (op == boundary_op_) boundary_pending_ = true;
   }
   /// Op `op` ended at `now`.
-  void op_finished(int32_t op, TimeNs now) {
+  void op_finished(OpId op, TimeNs now) {
     if (recording_) finished_.emplace_back(op, now);
   }
   /// An op waited for the host to issue it: the host, not the GPU, paces the window.
@@ -65,7 +65,7 @@ class MicroBatchReplay {
   [[nodiscard]] int32_t repeatable_windows(const Boundary& prev, const Boundary& cur);
   [[nodiscard]] bool window_touches_one_span(const Boundary& prev, const Boundary& cur, int32_t& lo, int32_t& hi);
   [[nodiscard]] int32_t host_paced_windows(const Boundary& prev, const Boundary& cur, int32_t windows) const;
-  [[nodiscard]] size_t moved_head(const Boundary& prev, const Boundary& cur, size_t st, int32_t windows) const;
+  [[nodiscard]] size_t moved_head(const Boundary& prev, const Boundary& cur, StreamId st, int32_t windows) const;
   [[nodiscard]] bool waiting_ops_still_wait(const Boundary& prev, const Boundary& cur, int32_t windows);
   TimeNs replay(const Boundary& prev, const Boundary& cur, int32_t windows);
 
@@ -79,17 +79,17 @@ class MicroBatchReplay {
   MicroBatchTranslation translation_;
   bool enabled_ = false;
   bool translation_built_ = false;
-  int32_t second_micro_batch_op_ = -1;  // the first op of micro-batch 1: the first boundary
+  OpId second_micro_batch_op_;  // the first op of micro-batch 1: the first boundary
   uint64_t replayed_windows_ = 0;
-  int32_t boundary_op_ = -1;       // the op whose start makes the next boundary
+  OpId boundary_op_;               // the op whose start makes the next boundary
   int32_t boundary_mb_ = -1;       // its micro-batch
   bool boundary_pending_ = false;  // it started; the boundary is the first instant with no event left
   bool recording_ = false;         // record starts and ends since the last boundary
   bool host_waited_ = false;       // an op waited for the host since the last boundary
-  std::vector<std::pair<int32_t, TimeNs>> started_, finished_;
+  std::vector<std::pair<OpId, TimeNs>> started_, finished_;
   std::optional<Boundary> last_boundary_;
-  std::vector<int32_t> waiting_ops_;  // repeatable_windows: ops that must still wait after the replayed windows
-  std::vector<size_t> moved_head_;    // waiting_ops_still_wait: each stream's head after the replayed windows
+  std::vector<OpId> waiting_ops_;          // repeatable_windows: ops that must still wait after the replayed windows
+  IdVector<StreamId, size_t> moved_head_;  // waiting_ops_still_wait: each stream's head after the replayed windows
 };
 
 }  // namespace fsdpsim

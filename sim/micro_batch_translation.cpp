@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/id_range.h"
+
 namespace fsdpsim {
 namespace {
 
@@ -11,19 +13,17 @@ bool same_buffer_shape(const Buffer& a, const Buffer& b) {
 
 }  // namespace
 
-MicroBatchTranslation::MicroBatchTranslation(const Schedule& schedule, const FlatOps& flat,
-                                             const OpCostTable& costs)
+MicroBatchTranslation::MicroBatchTranslation(const Schedule& schedule, const FlatOps& flat, const OpCostTable& costs)
     : schedule_(&schedule), flat_(&flat), costs_(&costs) {
-  const size_t n = flat.ops.size();
   int32_t micro_batches = 0;
   for (const FlatOp& op : flat.ops) micro_batches = std::max(micro_batches, op.micro_batch + 1);
-  first_op_.assign(static_cast<size_t>(micro_batches), -1);
+  first_op_.assign(static_cast<size_t>(micro_batches), OpId::none());
   std::vector<int32_t> count(static_cast<size_t>(micro_batches), 0);
-  for (size_t op = 0; op < n; ++op) {
+  for (const OpId op : ids_of(flat.ops)) {
     const int32_t m = flat.ops[op].micro_batch;
     if (m < 0) continue;
-    auto& first = first_op_[static_cast<size_t>(m)];
-    if (first < 0) first = static_cast<int32_t>(op);
+    OpId& first = first_op_[static_cast<size_t>(m)];
+    if (!first.valid()) first = op;
     ++count[static_cast<size_t>(m)];
   }
   repeats_.assign(static_cast<size_t>(micro_batches), 0);
@@ -31,7 +31,9 @@ MicroBatchTranslation::MicroBatchTranslation(const Schedule& schedule, const Fla
   // reuses).
   std::vector<int32_t> offsets;
   for (size_t m = 0; m + 1 < first_op_.size(); ++m) {
-    if (first_op_[m] >= 0 && first_op_[m + 1] > first_op_[m]) offsets.push_back(first_op_[m + 1] - first_op_[m]);
+    if (first_op_[m].valid() && first_op_[m + 1] > first_op_[m]) {
+      offsets.push_back(first_op_[m + 1].value() - first_op_[m].value());
+    }
   }
   int32_t best_count = 0;
   for (const int32_t offset : offsets) {
@@ -44,12 +46,12 @@ MicroBatchTranslation::MicroBatchTranslation(const Schedule& schedule, const Fla
   if (op_offset_ <= 0) return;
   for (int32_t m = 0; m + 1 < micro_batches; ++m) {
     const auto mi = static_cast<size_t>(m);
-    if (count[mi] != count[mi + 1] || first_op_[mi + 1] - first_op_[mi] != op_offset_) continue;
+    if (count[mi] != count[mi + 1] || first_op_[mi + 1].value() - first_op_[mi].value() != op_offset_) continue;
     bool ok = true;
     int32_t left = count[mi];
-    for (int32_t op = first_op_[mi]; ok && left > 0 && op < static_cast<int32_t>(n); ++op) {
-      if (flat.ops[static_cast<size_t>(op)].micro_batch != m) continue;
-      ok = alike(op, op + op_offset_);
+    for (OpId op = first_op_[mi]; ok && left > 0 && op < flat.ops.next_id(); op = id_after(op, 1)) {
+      if (flat.ops[op].micro_batch != m) continue;
+      ok = alike(op, id_after(op, op_offset_));
       --left;
     }
     repeats_[mi] = ok ? 1 : 0;
@@ -63,26 +65,25 @@ bool MicroBatchTranslation::repeats_all(int32_t first, int32_t count) const {
   return true;
 }
 
-int32_t MicroBatchTranslation::first_op(int32_t micro_batch) const {
-  if (micro_batch < 0 || static_cast<size_t>(micro_batch) >= first_op_.size()) return -1;
+OpId MicroBatchTranslation::first_op(int32_t micro_batch) const {
+  if (micro_batch < 0 || static_cast<size_t>(micro_batch) >= first_op_.size()) return OpId::none();
   return first_op_[static_cast<size_t>(micro_batch)];
 }
 
 BufferId MicroBatchTranslation::buffer_after(BufferId buffer, int32_t times) const {
-  const int32_t by = flat_->allocated_by[buffer.index()];
-  if (by < 0 || micro_batch_of(by) < 0) return buffer;
-  const int32_t moved = by + times * op_offset_;
-  if (moved >= static_cast<int32_t>(flat_->ops.size())) return BufferId::none();
-  const FlatOp& m = flat_->ops[static_cast<size_t>(moved)];
-  const int32_t at = m.allocs_begin + flat_->alloc_index[buffer.index()];
-  return at < m.allocs_end ? flat_->buffer_ids[static_cast<size_t>(at)] : BufferId::none();
+  const OpId by = flat_->allocated_by[buffer];
+  if (!by.valid() || micro_batch_of(by) < 0) return buffer;
+  const OpId moved = id_after(by, times * op_offset_);
+  if (!flat_->ops.contains(moved)) return BufferId::none();
+  const FlatOp& m = flat_->ops[moved];
+  const int32_t at = m.allocs_begin + flat_->alloc_index[buffer];
+  return at < m.allocs_end ? flat_->buffer_at(at) : BufferId::none();
 }
 
-bool MicroBatchTranslation::alike(int32_t op, int32_t moved) const {
-  const auto n = static_cast<int32_t>(flat_->ops.size());
-  if (moved >= n) return false;
-  const FlatOp& a = flat_->ops[static_cast<size_t>(op)];
-  const FlatOp& b = flat_->ops[static_cast<size_t>(moved)];
+bool MicroBatchTranslation::alike(OpId op, OpId moved) const {
+  if (!flat_->ops.contains(moved)) return false;
+  const FlatOp& a = flat_->ops[op];
+  const FlatOp& b = flat_->ops[moved];
   if (b.micro_batch != a.micro_batch + 1 || a.kind != b.kind || a.stream != b.stream) return false;
   // One cost entry is one cost; different entries (hand-made tables have one per op) are compared by what the event
   // loop reads.
@@ -90,19 +91,17 @@ bool MicroBatchTranslation::alike(int32_t op, int32_t moved) const {
     const FlatCost& ca = flat_->cost_of(op);
     if (ca != flat_->cost_of(moved)) return false;
     if (ca.model == CostModel::transfer) {
-      const auto la = (*costs_)[static_cast<size_t>(op)].loads.view();
-      const auto lb = (*costs_)[static_cast<size_t>(moved)].loads.view();
+      const auto la = (*costs_)[op].loads.view();
+      const auto lb = (*costs_)[moved].loads.view();
       if (!std::equal(la.begin(), la.end(), lb.begin(), lb.end())) return false;
     }
   }
-  const auto moves_to = [&](int32_t from, int32_t to) { return from < 0 ? to < 0 : to == op_after(from, 1); };
+  const auto moves_to = [&](OpId from, OpId to) { return !from.valid() ? !to.valid() : to == op_after(from, 1); };
   if (!moves_to(a.peer, b.peer) || !moves_to(a.next_on_stream, b.next_on_stream)) return false;
   const auto same_list = [&](int32_t a_begin, int32_t a_end, int32_t b_begin, int32_t b_end) {
     if (a_end - a_begin != b_end - b_begin) return false;
     for (int32_t i = 0; i < a_end - a_begin; ++i) {
-      if (!moves_to(flat_->op_ids[static_cast<size_t>(a_begin + i)], flat_->op_ids[static_cast<size_t>(b_begin + i)])) {
-        return false;
-      }
+      if (!moves_to(flat_->op_at(a_begin + i), flat_->op_at(b_begin + i))) return false;
     }
     return true;
   };
@@ -116,15 +115,15 @@ bool MicroBatchTranslation::alike(int32_t op, int32_t moved) const {
   }
   const auto& buffers = schedule_->buffers;
   for (int32_t i = 0; i < a.allocs_end - a.allocs_begin; ++i) {
-    if (!same_buffer_shape(buffers[flat_->buffer_ids[static_cast<size_t>(a.allocs_begin + i)]],
-                           buffers[flat_->buffer_ids[static_cast<size_t>(b.allocs_begin + i)]])) {
+    if (!same_buffer_shape(buffers[flat_->buffer_at(a.allocs_begin + i)],
+                           buffers[flat_->buffer_at(b.allocs_begin + i)])) {
       return false;
     }
   }
   for (int32_t i = 0; i < a.frees_end - a.frees_begin; ++i) {
-    const BufferId f = flat_->buffer_ids[static_cast<size_t>(a.frees_begin + i)];
+    const BufferId f = flat_->buffer_at(a.frees_begin + i);
     const BufferId moved_f = buffer_after(f, 1);
-    if (moved_f != flat_->buffer_ids[static_cast<size_t>(b.frees_begin + i)] || !moved_f.valid() ||
+    if (moved_f != flat_->buffer_at(b.frees_begin + i) || !moved_f.valid() ||
         !same_buffer_shape(buffers[f], buffers[moved_f])) {
       return false;
     }

@@ -18,6 +18,7 @@
 
 #include "schedule/ir.h"
 #include "sim/flat_ops.h"
+#include "sim/id_range.h"
 #include "sim/op_costs.h"
 
 namespace fsdpsim {
@@ -42,28 +43,28 @@ class MicroBatchTranslation {
   /// Micro-batches m .. m + count − 1 are each repeated by the next.
   [[nodiscard]] bool repeats_all(int32_t first, int32_t count) const;
   /// The micro-batch of an op; -1 for a step-level op.
-  [[nodiscard]] int32_t micro_batch_of(int32_t op) const { return flat_->ops[static_cast<size_t>(op)].micro_batch; }
-  /// The lowest op id of a micro-batch (-1 when it has none).
-  [[nodiscard]] int32_t first_op(int32_t micro_batch) const;
+  [[nodiscard]] int32_t micro_batch_of(OpId op) const { return flat_->ops[op].micro_batch; }
+  /// The lowest op id of a micro-batch (none when it has none).
+  [[nodiscard]] OpId first_op(int32_t micro_batch) const;
   /// The op `times` micro-batches after `op` (a step-level op stays itself). Valid where repeats() says so.
-  [[nodiscard]] int32_t op_after(int32_t op, int32_t times) const {
-    return micro_batch_of(op) < 0 ? op : op + times * op_offset_;
+  [[nodiscard]] OpId op_after(OpId op, int32_t times) const {
+    return micro_batch_of(op) < 0 ? op : id_after(op, times * op_offset_);
   }
   /// The buffer `times` micro-batches after `buffer`: the one the moved allocating op allocates in its place (a
   /// buffer no micro-batch op allocates stays itself). BufferId::none() where the moved op does not exist.
   [[nodiscard]] BufferId buffer_after(BufferId buffer, int32_t times) const;
-  /// The op that allocates `buffer` (-1: none, a persistent buffer).
-  [[nodiscard]] int32_t allocating_op(BufferId buffer) const { return flat_->allocated_by[buffer.index()]; }
+  /// The op that allocates `buffer` (none: a persistent buffer).
+  [[nodiscard]] OpId allocating_op(BufferId buffer) const { return flat_->allocated_by[buffer]; }
 
  private:
-  bool alike(int32_t op, int32_t moved) const;
+  bool alike(OpId op, OpId moved) const;
 
   const Schedule* schedule_ = nullptr;
   const FlatOps* flat_ = nullptr;
   const OpCostTable* costs_ = nullptr;
   int32_t op_offset_ = 0;
-  std::vector<int32_t> first_op_;  // per micro-batch
-  std::vector<char> repeats_;      // per micro-batch
+  std::vector<OpId> first_op_;  // per micro-batch
+  std::vector<char> repeats_;   // per micro-batch
 };
 
 }  // namespace fsdpsim

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/limits.h"
 #include "sim/compute_model.h"
+#include "sim/id_range.h"
 
 namespace fsdpsim {
 namespace {
@@ -106,7 +107,7 @@ class ComputeEntries {
         by_name_(gpu.gemm_table != nullptr || gpu.attention_table != nullptr || kernel != AttentionKernel::flash ||
                  (dtype == DType::fp8 && scaling == Fp8GemmScaling::rowwise_with_gw_hp)) {}
 
-  int32_t of(const Op& op, OpCostTable& table) {
+  CostId of(const Op& op, OpCostTable& table) {
     key_.clear();
     key_.insert(key_.end(), {op.bytes_touched, op.class_bytes.unvectorized, op.class_bytes.reduction});
     for (const Gemm& g : op.gemms) key_.insert(key_.end(), {g.m, g.n, g.k, g.batch, int64_t{g.attention}});
@@ -116,7 +117,7 @@ class ComputeEntries {
     if (by_name_) {
       for (const Gemm& g : op.gemms) key_.push_back(static_cast<int64_t>(std::hash<std::string>{}(g.name)));
     }
-    const auto [it, added] = memo_.try_emplace(key_, 0);
+    const auto [it, added] = memo_.try_emplace(key_, CostId());
     if (added) {
       OpCost cost;
       cost.compute_ns = compute_time_ns(op, gpu_, dtype_, kernel_, scaling_, query_heads_per_kv_head_);
@@ -142,18 +143,17 @@ class ComputeEntries {
   int64_t query_heads_per_kv_head_;  // the schedule's one group size: not part of the key
   bool by_name_;
   std::vector<int64_t> key_;
-  std::unordered_map<std::vector<int64_t>, int32_t, KeyHash> memo_;
+  std::unordered_map<std::vector<int64_t>, CostId, KeyHash> memo_;
 };
 
 // The engine adds op times in int64 nanoseconds over up to 100 steps: refuse a step whose ops alone would take more
 // than limits::kMaxStepTimeNs (rates and efficiencies so low that times saturate land here too).
 void check_step_time(const Schedule& s, const Topology& topology, const OpCostTable& costs) {
   long double total_ns = 0;
-  for (size_t i = 0; i < costs.size(); ++i) {
-    const OpCost& cost = costs[i];
+  for (const Op& op : s.ops) {
+    const OpCost& cost = costs[op.id];
     total_ns += static_cast<long double>(cost.standalone_ns);
     if (total_ns <= static_cast<long double>(limits::kMaxStepTimeNs)) continue;
-    const Op& op = s.ops[i];
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.3g", static_cast<double>(cost.standalone_ns) / 1e9);
     throw ConfigError("op " + std::to_string(op.id.value()) + " '" + op.name + "' would take " + seconds + " s on " +
@@ -176,20 +176,22 @@ std::vector<double> link_capacities(const Topology& topology, int32_t stages) {
   return caps;
 }
 
-OpCostTable::OpCostTable(std::vector<OpCost> per_op) : distinct_(std::move(per_op)), of_op_(distinct_.size()) {
-  for (size_t i = 0; i < of_op_.size(); ++i) of_op_[i] = static_cast<int32_t>(i);
+OpCostTable::OpCostTable(std::vector<OpCost> per_op) : of_op_(per_op.size()) {
+  distinct_ = std::move(per_op);
+  for (const OpId op : ids_of(of_op_)) of_op_[op] = CostId(op.value());
 }
 
 std::vector<OpCost> OpCostTable::per_op() const {
   std::vector<OpCost> out;
   out.reserve(of_op_.size());
-  for (size_t i = 0; i < of_op_.size(); ++i) out.push_back((*this)[i]);
+  for (const OpId op : ids_of(of_op_)) out.push_back((*this)[op]);
   return out;
 }
 
-int32_t OpCostTable::add(const OpCost& cost) {
+CostId OpCostTable::add(const OpCost& cost) {
+  const CostId entry = distinct_.next_id();
   distinct_.push_back(cost);
-  return static_cast<int32_t>(distinct_.size() - 1);
+  return entry;
 }
 
 struct OpCostBuilder::State {
@@ -275,7 +277,7 @@ struct OpCostBuilder::State {
     }
   }
 
-  int32_t entry_of(const Op& op) {
+  CostId entry_of(const Op& op) {
     const int32_t stage = s.stage_of(op);
     if (is_collective(op.kind)) {
       const int8_t side_sms = side_sms_of_stream[op.stream.index()];
@@ -287,7 +289,7 @@ struct OpCostBuilder::State {
                         .reduce_op = op.reduce_op,
                         .registered = buffers_registered(s, op),
                         .side_sms = side_sms};
-      const auto [it, added] = collective_entry.try_emplace(key, 0);
+      const auto [it, added] = collective_entry.try_emplace(key, CostId());
       if (added) {
         if (fused_ep_stream[op.stream.index()]) check_fused_ep(op);
         OpCost cost = collective_op_cost(s, op, topology, placements);
@@ -304,12 +306,12 @@ struct OpCostBuilder::State {
     }
     if (op.kind == OpKind::send) {  // its loads name both stages' links; the receive is costed here
       const auto [it, added] =
-          p2p_entry.try_emplace({op.send_bytes, op.group, stage, s.stage_of(s.ops[op.peer])}, 0);
+          p2p_entry.try_emplace({op.send_bytes, op.group, stage, s.stage_of(s.ops[op.peer])}, CostId());
       if (added) it->second = costs.add(p2p_cost(s, op, topology));
       return it->second;
     }
     if (op.kind == OpKind::copy && (op.send_bytes > 0 || op.recv_bytes > 0)) {
-      const auto [it, added] = host_copy_entry.try_emplace({op.send_bytes + op.recv_bytes, stage}, 0);
+      const auto [it, added] = host_copy_entry.try_emplace({op.send_bytes + op.recv_bytes, stage}, CostId());
       if (added) {
         OpCost cost = host_copy_cost(op, topology);
         if (stage > 0) cost.loads = cost.loads.on_stage(stage);
@@ -329,11 +331,11 @@ struct OpCostBuilder::State {
   std::vector<int8_t> side_sms_of_stream;
   std::vector<bool> fused_ep_stream;  // by stream: DistMoE's exchanges (ep_fused)
   OpCostTable costs;
-  int32_t instant = 0;  // sync ops, receives, empty ops
+  CostId instant{0};                                                               // sync ops, receives, empty ops
   std::unordered_map<CollectiveKey, int32_t, CollectiveKeyHash> collective_class;  // its flow class on stage 0
-  std::unordered_map<CollectiveKey, int32_t, CollectiveKeyHash> collective_entry;  // by stage
-  std::map<std::tuple<int64_t, GroupId, int32_t, int32_t>, int32_t> p2p_entry;  // sends, by both stages
-  std::map<std::pair<int64_t, int32_t>, int32_t> host_copy_entry;              // by bytes, stage
+  std::unordered_map<CollectiveKey, CostId, CollectiveKeyHash> collective_entry;   // by stage
+  std::map<std::tuple<int64_t, GroupId, int32_t, int32_t>, CostId> p2p_entry;      // sends, by both stages
+  std::map<std::pair<int64_t, int32_t>, CostId> host_copy_entry;                   // by bytes, stage
 };
 
 OpCostBuilder::OpCostBuilder(const Schedule& schedule, const Topology& topology)
@@ -342,7 +344,9 @@ OpCostBuilder::OpCostBuilder(OpCostBuilder&&) noexcept = default;
 OpCostBuilder& OpCostBuilder::operator=(OpCostBuilder&&) noexcept = default;
 OpCostBuilder::~OpCostBuilder() = default;
 
-void OpCostBuilder::add(const Op& op) { state_->costs.set(op.id.index(), state_->entry_of(op)); }
+void OpCostBuilder::add(const Op& op) {
+  state_->costs.set(op.id, state_->entry_of(op));
+}
 
 OpCostTable OpCostBuilder::finish() && {
   check_step_time(state_->s, state_->topology, state_->costs);

@@ -78,6 +78,9 @@ struct OpCost {
   int32_t flow_class = -1;
 };
 
+/// A distinct cost's entry in an OpCostTable (and in FlatOps::costs): ops with equal entries have equal costs.
+using CostId = Id<struct CostTag>;
+
 /// Every op's standalone cost, each distinct cost stored once. A step's ops repeat few costs (a layer's ops in every
 /// layer and micro-batch): a 16-micro-batch step of Llama-3-405B has 36,565 ops and under a hundred
 /// distinct costs, so the table is an index per op into a short list that stays in cache, not 7 MB of copies.
@@ -87,23 +90,23 @@ class OpCostTable {
   /// One entry per op, indexed by op id (hand-made costs: tests and what-if studies).
   explicit OpCostTable(std::vector<OpCost> per_op);
 
-  /// The cost of op `op` (by op id).
-  [[nodiscard]] const OpCost& operator[](size_t op) const { return distinct_[static_cast<size_t>(of_op_[op])]; }
+  /// The cost of op `op`.
+  [[nodiscard]] const OpCost& operator[](OpId op) const { return distinct_[of_op_[op]]; }
   [[nodiscard]] size_t size() const { return of_op_.size(); }
   /// Op `op`'s entry among distinct(): ops with equal entries have equal costs (the converse need not hold).
-  [[nodiscard]] int32_t entry_of(size_t op) const { return of_op_[op]; }
+  [[nodiscard]] CostId entry_of(OpId op) const { return of_op_[op]; }
   [[nodiscard]] std::span<const OpCost> distinct() const { return distinct_; }
   /// Every op's cost, one copy each (for callers that change single ops).
   [[nodiscard]] std::vector<OpCost> per_op() const;
 
   /// Building: a new entry, and which entry an op has.
-  int32_t add(const OpCost& cost);
-  void reset(size_t ops) { of_op_.assign(ops, -1); }  // `ops` ops, none costed yet
-  void set(size_t op, int32_t entry) { of_op_[op] = entry; }
+  CostId add(const OpCost& cost);
+  void reset(size_t ops) { of_op_.assign(ops, CostId::none()); }  // `ops` ops, none costed yet
+  void set(OpId op, CostId entry) { of_op_[op] = entry; }
 
  private:
-  std::vector<OpCost> distinct_;
-  std::vector<int32_t> of_op_;
+  IdVector<CostId, OpCost> distinct_;
+  IdVector<OpId, CostId> of_op_;
 };
 
 /// Costs a schedule's ops one at a time, each distinct cost computed and entered once: a caller that walks the ops

@@ -28,7 +28,7 @@ namespace fsdpsim {
 /// The rates as a replay boundary compares them (sim/micro_batch_replay.h): equal snapshots, equal rates from then.
 struct RateSnapshot {
   std::vector<double> flow_rates_bytes_per_s;  ///< the last solve's, by flow
-  std::vector<int32_t> flow_of_stream;         ///< per stream: its flow in the last solve, -1 for none
+  IdVector<StreamId, int32_t> flow_of_stream;  ///< per stream: its flow in the last solve, -1 for none
   std::vector<double> compute_speed;           ///< per stage
   std::vector<int32_t> comm_sms;               ///< per stage: SMs communication kernels hold
   std::vector<char> comm_running;              ///< per stage
@@ -48,20 +48,20 @@ class RateAssignment {
 
   /// Stream `stream` started an op (its activity is set): it joins its stage's running streams, and a send joins the
   /// running sends that couple two stages.
-  void mark_running(size_t stream) {
+  void mark_running(StreamId stream) {
     auto& running = running_of_stage_[stages_.stage_of(stream)];
     const auto at = std::lower_bound(running.begin(), running.end(), stream);
     if (at == running.end() || *at != stream) running.insert(at, stream);
     const Activity& a = state_.acts[stream];
-    const int32_t peer = flat_.ops[static_cast<size_t>(a.op)].peer;
+    const OpId peer = flat_.ops[a.op].peer;
     const auto same_stream = [&](const RunningSend& send) { return send.stream == stream; };
-    if (a.transfer && peer >= 0 && std::none_of(running_sends_.begin(), running_sends_.end(), same_stream)) {
-      const size_t there = stages_.stage_of(static_cast<size_t>(flat_.ops[static_cast<size_t>(peer)].stream));
+    if (a.transfer && peer.valid() && std::none_of(running_sends_.begin(), running_sends_.end(), same_stream)) {
+      const size_t there = stages_.stage_of(flat_.ops[peer].stream);
       running_sends_.push_back(RunningSend{.stream = stream, .here = stages_.stage_of(stream), .there = there});
     }
   }
   /// Stream `stream`'s op ended.
-  void mark_idle(size_t stream) {
+  void mark_idle(StreamId stream) {
     auto& running = running_of_stage_[stages_.stage_of(stream)];
     const auto at = std::lower_bound(running.begin(), running.end(), stream);
     if (at != running.end() && *at == stream) running.erase(at);
@@ -69,30 +69,27 @@ class RateAssignment {
   }
   /// The running communication of `op`'s stage changed (a send: of both its stages); `flows` when the change adds or
   /// removes a transfer whose bytes flow (not one in its latency part).
-  void comm_changed_for(int32_t op, bool flows) {
+  void comm_changed_for(OpId op, bool flows) {
     comm_changed_ = true;
     flows_changed_ = flows_changed_ || flows;
-    const FlatOp& r = flat_.ops[static_cast<size_t>(op)];
-    stage_changed_[stages_.stage_of(static_cast<size_t>(r.stream))] = 1;
-    if (r.peer >= 0) {
-      const auto peer_stream = static_cast<size_t>(flat_.ops[static_cast<size_t>(r.peer)].stream);
-      stage_changed_[stages_.stage_of(peer_stream)] = 1;
-    }
+    const FlatOp& r = flat_.ops[op];
+    stage_changed_[stages_.stage_of(r.stream)] = 1;
+    if (r.peer.valid()) stage_changed_[stages_.stage_of(flat_.ops[r.peer].stream)] = 1;
   }
   /// Stream `stream` started a kernel or a timed wait (not a transfer): it gets its speed at the next rerate().
-  void compute_started(size_t stream) { fresh_.push_back(stream); }
+  void compute_started(StreamId stream) { fresh_.push_back(stream); }
   /// Stream `stream` started or ended a kernel: when it is its stage's compute stream, the stage's side-stream
   /// kernels are re-rated (they run slower beside it).
-  void compute_stream_changed(size_t stream) {
+  void compute_stream_changed(StreamId stream) {
     if (gpu_.side_stream_memory_speed >= 1.0 || !is_compute_stream(stream)) return;
-    for (const size_t st : running_of_stage_[stages_.stage_of(stream)]) {
+    for (const StreamId st : running_of_stage_[stages_.stage_of(stream)]) {
       if (st != stream && runs_kernel(state_.acts[st])) fresh_.push_back(st);
     }
   }
   /// Re-rates what the changes since the last call touched.
   [[gnu::always_inline]] void rerate(TimeNs now) {
     if (comm_changed_) rerate_changed_stages(now);
-    for (const size_t st : fresh_) set_rate(st, speed_of(st), now);  // no-op where the re-rating already set it
+    for (const StreamId st : fresh_) set_rate(st, speed_of(st), now);  // no-op where the re-rating already set it
     fresh_.clear();
   }
 
@@ -108,7 +105,7 @@ class RateAssignment {
  private:
   // The running sends (a transfer with a peer): their stream and the stages of their two ends.
   struct RunningSend {
-    size_t stream = 0;
+    StreamId stream = StreamId::none();
     size_t here = 0, there = 0;
   };
 
@@ -123,18 +120,18 @@ class RateAssignment {
   // Inline below: they run at every change of the running communication, from the event loop's advance(), into
   // which the whole re-rating is inlined (one call site; a call there cost a pipeline step 1.3% more instructions).
   [[gnu::always_inline]] void rerate_changed_stages(TimeNs now);
-  [[gnu::always_inline]] const std::vector<size_t>& running_streams_to_rerate();
+  [[gnu::always_inline]] const std::vector<StreamId>& running_streams_to_rerate();
 
-  [[nodiscard]] bool is_compute_stream(size_t stream) const {
-    return stages_.compute_stream_of_stage[stages_.stage_of(stream)] == static_cast<int32_t>(stream);
+  [[nodiscard]] bool is_compute_stream(StreamId stream) const {
+    return stages_.compute_stream_of_stage[stages_.stage_of(stream)] == stream;
   }
   // A memory-bound kernel on a side stream shares the SMs and HBM with whatever kernel the compute stream runs: it
   // runs at the profile's side_stream_memory_speed while the compute stream runs one. FSDP2's copy-in kernels took
   // 2.8 times as long beside the compute stream's kernels as alone on the H100 recording (bench/results/
   // 2026-11-26-h100-frameworks.md); the compute stream's own slowdown is in the kernel rates it was measured with.
-  [[nodiscard]] double speed_of(size_t stream) const {
+  [[nodiscard]] double speed_of(StreamId stream) const {
     const size_t stage = stages_.stage_of(stream);
-    const auto compute = static_cast<size_t>(stages_.compute_stream_of_stage[stage]);
+    const StreamId compute = stages_.compute_stream_of_stage[stage];
     if (stream != compute && gpu_.side_stream_memory_speed < 1.0 && runs_kernel(state_.acts[stream]) &&
         runs_kernel(state_.acts[compute])) {
       return compute_speed_[stage] * gpu_.side_stream_memory_speed;
@@ -142,7 +139,7 @@ class RateAssignment {
     return compute_speed_[stage];
   }
   // Gives a running activity a new rate: what it did at the old rate is booked, and its end is rescheduled.
-  void set_rate(size_t st, double rate, TimeNs now) {
+  void set_rate(StreamId st, double rate, TimeNs now) {
     Activity& a = state_.acts[st];
     if (!a.active || a.in_latency || a.rendezvous || a.host_wait || rate == a.rate) return;
     a.remaining = std::max(0.0, a.remaining - a.rate * static_cast<double>(now - a.since));
@@ -150,7 +147,7 @@ class RateAssignment {
     a.rate = rate;
     ++a.version;
     const double left = rate > 0 ? a.remaining / rate : 1e18;
-    state_.queue.set(static_cast<int32_t>(st), now + static_cast<TimeNs>(std::ceil(left - 1e-6)), a.version);
+    state_.queue.set(st, now + static_cast<TimeNs>(std::ceil(left - 1e-6)), a.version);
   }
 
   const FlatOps& flat_;
@@ -159,13 +156,13 @@ class RateAssignment {
   const StreamStages stages_;  // a copy: read at every event, one load nearer
   StepState& state_;
   FlowRateCache flow_rates_;
-  std::vector<Flow> flows_;                            // the flowing transfers of the changed stages
-  std::vector<int32_t> flow_classes_;                  // per flow: its OpCost::flow_class
-  std::vector<int32_t> flow_of_stream_;                // per stream: its flow, -1 for none
-  std::vector<std::vector<size_t>> running_of_stage_;  // per stage: streams whose activity is active, ascending
+  std::vector<Flow> flows_;                              // the flowing transfers of the changed stages
+  std::vector<int32_t> flow_classes_;                    // per flow: its OpCost::flow_class
+  IdVector<StreamId, int32_t> flow_of_stream_;           // per stream: its flow, -1 for none
+  std::vector<std::vector<StreamId>> running_of_stage_;  // per stage: streams whose activity is active, ascending
   std::vector<RunningSend> running_sends_;
-  std::vector<size_t> changed_;        // rerate_changed_stages: the running streams it re-rates
-  std::vector<size_t> fresh_;          // streams whose compute op started since the last re-rating
+  std::vector<StreamId> changed_;      // rerate_changed_stages: the running streams it re-rates
+  std::vector<StreamId> fresh_;        // streams whose compute op started since the last re-rating
   bool comm_changed_ = true;           // the set of running communication changed since the last re-rating
   bool flows_changed_ = true;          // ... and with it the set of flowing transfers (what the solver sees)
   std::vector<double> compute_speed_;  // per stage
@@ -177,10 +174,10 @@ class RateAssignment {
 // Re-rates every running stream of the stages whose communication changed: their SMs held, compute speeds and flows.
 inline void RateAssignment::rerate_changed_stages(TimeNs now) {
   comm_changed_ = false;
-  const std::vector<size_t>& changed = running_streams_to_rerate();
+  const std::vector<StreamId>& changed = running_streams_to_rerate();
   flows_.clear();
   flow_classes_.clear();
-  for (const size_t st : changed) {
+  for (const StreamId st : changed) {
     const Activity& a = state_.acts[st];
     flow_of_stream_[st] = -1;
     const FlatCost& cost = flat_.cost_of(a.op);
@@ -191,7 +188,7 @@ inline void RateAssignment::rerate_changed_stages(TimeNs now) {
     }
     if (a.transfer && !a.in_latency) {
       flow_of_stream_[st] = static_cast<int32_t>(flows_.size());
-      flows_.push_back(Flow{cost.cap_bytes_per_s, costs_[static_cast<size_t>(a.op)].loads.view()});
+      flows_.push_back(Flow{cost.cap_bytes_per_s, costs_[a.op].loads.view()});
       flow_classes_.push_back(cost.flow_class);
     }
   }
@@ -207,7 +204,7 @@ inline void RateAssignment::rerate_changed_stages(TimeNs now) {
   if (flows_changed_ || stage_changed_.size() > 1) flow_rates_.solve(flows_, flow_classes_);
   flows_changed_ = false;
   const std::vector<double>& rates = flow_rates_.rates();
-  for (const size_t st : changed) {
+  for (const StreamId st : changed) {
     const Activity& a = state_.acts[st];
     if (a.in_latency || a.rendezvous) continue;
     const int32_t f = flow_of_stream_[st];
@@ -218,7 +215,7 @@ inline void RateAssignment::rerate_changed_stages(TimeNs now) {
 
 // The running streams of the changed stages, in stream order (the order the flows are solved in), with their stages'
 // SM counts reset. One stage: its own list, already in order.
-inline const std::vector<size_t>& RateAssignment::running_streams_to_rerate() {
+inline const std::vector<StreamId>& RateAssignment::running_streams_to_rerate() {
   if (stage_changed_.size() == 1) {
     comm_sms_[0] = 0;
     comm_running_[0] = 0;

@@ -3,13 +3,15 @@
 #include <algorithm>
 #include <utility>
 
+#include "sim/id_range.h"
+
 namespace fsdpsim {
 namespace {
 
 // Each stream's activity, head and pending event at `cur` are those at `prev` moved.
 bool streams_repeat(const Boundary& prev, const Boundary& cur, const MicroBatchTranslation& translation) {
   const TimeNs tp = prev.time_ns, tc = cur.time_ns;
-  for (size_t st = 0; st < prev.streams.size(); ++st) {
+  for (const StreamId st : ids_of(prev.streams)) {
     const StreamState &p = prev.streams[st], &c = cur.streams[st];
     const Activity &a = p.act, &b = c.act;
     if (a.active != b.active) return false;
@@ -19,10 +21,10 @@ bool streams_repeat(const Boundary& prev, const Boundary& cur, const MicroBatchT
                      translation.op_after(a.op, 1) != b.op)) {
       return false;
     }
-    if ((p.head < 0) != (c.head < 0) || p.posted != c.posted) return false;
-    if (p.head >= 0 && p.head == c.head) {
+    if (p.head.valid() != c.head.valid() || p.posted != c.posted) return false;
+    if (p.head.valid() && p.head == c.head) {
       if (p.pending == 0 || c.pending == 0) return false;  // it stays put only while it waits
-    } else if (p.head >= 0 && (translation.op_after(p.head, 1) != c.head || p.pending != c.pending)) {
+    } else if (p.head.valid() && (translation.op_after(p.head, 1) != c.head || p.pending != c.pending)) {
       return false;
     }
     if (p.slot.live != c.slot.live) return false;
@@ -35,13 +37,13 @@ bool streams_repeat(const Boundary& prev, const Boundary& cur, const MicroBatchT
 }
 
 // The streams with a pending event, in the order their events were set: events pending at the same time pop in it.
-std::vector<size_t> pending_order(const Boundary& b) {
-  std::vector<std::pair<uint64_t, size_t>> live;
-  for (size_t st = 0; st < b.streams.size(); ++st) {
+std::vector<StreamId> pending_order(const Boundary& b) {
+  std::vector<std::pair<uint64_t, StreamId>> live;
+  for (const StreamId st : ids_of(b.streams)) {
     if (b.streams[st].slot.live) live.emplace_back(b.streams[st].slot.sequence, st);
   }
   std::sort(live.begin(), live.end());
-  std::vector<size_t> streams;
+  std::vector<StreamId> streams;
   for (const auto& [sequence, st] : live) streams.push_back(st);
   return streams;
 }
@@ -75,13 +77,13 @@ Boundary capture_boundary(int32_t micro_batch, TimeNs now, const StepState& stat
   b.time_ns = now;
   b.events = state.events;
   b.streams.resize(state.acts.size());
-  for (size_t st = 0; st < state.acts.size(); ++st) {
+  for (const StreamId st : ids_of(state.acts)) {
     StreamState& x = b.streams[st];
     x.act = state.acts[st];
-    x.head = state.head[st] < flat.streams[st].size() ? flat.streams[st][state.head[st]] : -1;
-    if (x.head >= 0) {
-      x.posted = state.posted[static_cast<size_t>(x.head)];
-      x.pending = state.pending[static_cast<size_t>(x.head)];
+    x.head = state.head[st] < flat.streams[st].size() ? flat.streams[st][state.head[st]] : OpId::none();
+    if (x.head.valid()) {
+      x.posted = state.posted[x.head];
+      x.pending = state.pending[x.head];
     }
     x.slot = state.queue.slot(st);
   }

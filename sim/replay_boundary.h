@@ -21,7 +21,7 @@ namespace fsdpsim {
 /// One stream at a boundary.
 struct StreamState {
   Activity act;               ///< what it runs
-  int32_t head = -1;          ///< the op heading the stream; -1 once the stream is done
+  OpId head = OpId::none();   ///< the op heading the stream; none once the stream is done
   char posted = 0;            ///< the head is a send or recv waiting for its peer
   int32_t pending = 0;        ///< the head's dependencies not yet finished
   EventQueue::SlotView slot;  ///< its pending event
@@ -31,11 +31,11 @@ struct StreamState {
 struct Boundary {
   int32_t micro_batch = -1;  ///< the micro-batch whose first op started
   TimeNs time_ns = 0;
-  uint64_t events = 0;                ///< events processed so far
-  std::vector<StreamState> streams;   ///< per stream
-  RateSnapshot rates;                 ///< link rates and compute speeds
-  std::vector<MemoryState> memories;  ///< per pipeline stage
-  size_t memory_events = 0;           ///< memory events recorded so far in the step (SimOptions::record_memory_order)
+  uint64_t events = 0;                      ///< events processed so far
+  IdVector<StreamId, StreamState> streams;  ///< per stream
+  RateSnapshot rates;                       ///< link rates and compute speeds
+  std::vector<MemoryState> memories;        ///< per pipeline stage
+  size_t memory_events = 0;  ///< memory events recorded so far in the step (SimOptions::record_memory_order)
 };
 
 /// The state now, at the boundary of `micro_batch`.
@@ -49,12 +49,12 @@ bool boundary_states_repeat(const Boundary& prev, const Boundary& cur, const Mic
 
 /// How many of `op`'s dependencies are not finished when each stream's head is at `heads` (an op is finished once
 /// its stream's head has passed it). Inline: a replay recounts every op still to run.
-inline int32_t unfinished_deps(const FlatOps& flat, int32_t op, const std::vector<size_t>& heads) {
+inline int32_t unfinished_deps(const FlatOps& flat, OpId op, const IdVector<StreamId, size_t>& heads) {
   int32_t unfinished = 0;
-  const FlatOp& r = flat.ops[static_cast<size_t>(op)];
+  const FlatOp& r = flat.ops[op];
   for (int32_t i = r.deps_begin; i < r.deps_end; ++i) {
-    const FlatOp& d = flat.ops[static_cast<size_t>(flat.op_ids[static_cast<size_t>(i)])];
-    unfinished += static_cast<size_t>(d.position) >= heads[static_cast<size_t>(d.stream)] ? 1 : 0;
+    const FlatOp& d = flat.ops[flat.op_at(i)];
+    unfinished += static_cast<size_t>(d.position) >= heads[d.stream] ? 1 : 0;
   }
   return unfinished;
 }

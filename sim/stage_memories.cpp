@@ -35,7 +35,7 @@ StageMemories::StageMemories(const Schedule& schedule, const Topology& topology,
 void StageMemories::allocate_persistent() {
   for (const Buffer& b : schedule_.buffers) {
     if (!b.persistent) continue;
-    const StreamId compute(stages_.compute_stream_of_stage[static_cast<size_t>(b.stage)]);
+    const StreamId compute = stages_.compute_stream_of_stage[static_cast<size_t>(b.stage)];
     memory_of(b.id).allocate(b.id, OpId::none(), compute, 0, 0);
   }
 }
@@ -56,11 +56,11 @@ void StageMemories::end_step(StepRun& run) {
   }
 }
 
-void StageMemories::allocate_at_rendezvous(int32_t recv, const FlatOp& r, TimeNs now, int32_t step) {
+void StageMemories::allocate_at_rendezvous(OpId recv, const FlatOp& r, TimeNs now, int32_t step) {
   if (r.allocs_end > r.allocs_begin) note(recv, false);
   for (int32_t i = r.allocs_begin; i < r.allocs_end; ++i) {
-    const BufferId b = flat_.buffer_ids[static_cast<size_t>(i)];
-    memory_of(b).allocate(b, OpId(recv), StreamId(r.stream), now, step);
+    const BufferId b = flat_.buffer_at(i);
+    memory_of(b).allocate(b, recv, r.stream, now, step);
   }
 }
 
@@ -94,7 +94,7 @@ void StageMemories::replay_windows(const std::vector<MemoryState>& prev, const s
   for (int32_t i = 1; i <= windows; ++i) {
     for (size_t e = prev_events; e < cur_events; ++e) {
       const MemoryEvent event = order_[e];
-      order_.push_back(MemoryEvent{OpId(translation.op_after(event.op.value(), i)), event.end});
+      order_.push_back(MemoryEvent{translation.op_after(event.op, i), event.end});
     }
   }
 }

@@ -39,14 +39,14 @@ class StageMemories {
 
   /// Op `op_id` starts: allocates its buffers on its stream's stage; returns the cudaMalloc delay of the new
   /// allocator segments that took (0 when none).
-  TimeNs allocate_at_start(int32_t op_id, const FlatOp& op, TimeNs now, int32_t step) {
+  TimeNs allocate_at_start(OpId op_id, const FlatOp& op, TimeNs now, int32_t step) {
     if (op.allocs_end == op.allocs_begin) return 0;
     return allocate_buffers(op_id, op, now, step);
   }
   /// A pipeline receive starts with its send: allocates its buffers, each on its own stage.
-  void allocate_at_rendezvous(int32_t recv, const FlatOp& r, TimeNs now, int32_t step);
+  void allocate_at_rendezvous(OpId recv, const FlatOp& r, TimeNs now, int32_t step);
   /// Op `op_id` ends: releases the buffers it frees.
-  void release_at_end(int32_t op_id, const FlatOp& op, TimeNs now) {
+  void release_at_end(OpId op_id, const FlatOp& op, TimeNs now) {
     if (op.frees_end > op.frees_begin) release_buffers(op_id, op, now);
   }
 
@@ -68,11 +68,11 @@ class StageMemories {
 
  private:
   // Inline below: they run at the start and end of every op that allocates or frees.
-  TimeNs allocate_buffers(int32_t op_id, const FlatOp& op, TimeNs now, int32_t step);
-  void release_buffers(int32_t op_id, const FlatOp& op, TimeNs now);
+  TimeNs allocate_buffers(OpId op_id, const FlatOp& op, TimeNs now, int32_t step);
+  void release_buffers(OpId op_id, const FlatOp& op, TimeNs now);
   MemoryTracker& memory_of(BufferId b) { return memories_[static_cast<size_t>(schedule_.buffers[b].stage)]; }
-  void note(int32_t op, bool end) {
-    if (record_order_) order_.push_back(MemoryEvent{OpId(op), end});
+  void note(OpId op, bool end) {
+    if (record_order_) order_.push_back(MemoryEvent{op, end});
   }
   [[nodiscard]] size_t worst_stage() const;
 
@@ -87,22 +87,22 @@ class StageMemories {
   std::vector<MemoryEvent> order_;              // this step's memory events, in order (record_memory_order)
 };
 
-inline TimeNs StageMemories::allocate_buffers(int32_t op_id, const FlatOp& op, TimeNs now, int32_t step) {
-  MemoryTracker& memory = memories_[stages_.stage_of(static_cast<size_t>(op.stream))];
+inline TimeNs StageMemories::allocate_buffers(OpId op_id, const FlatOp& op, TimeNs now, int32_t step) {
+  MemoryTracker& memory = memories_[stages_.stage_of(op.stream)];
   const int64_t mallocs_before = memory.allocator_stats().cuda_malloc_calls;
   note(op_id, false);
   for (int32_t i = op.allocs_begin; i < op.allocs_end; ++i) {
-    memory.allocate(flat_.buffer_ids[static_cast<size_t>(i)], OpId(op_id), StreamId(op.stream), now, step);
+    memory.allocate(flat_.buffer_at(i), op_id, op.stream, now, step);
   }
   // A new allocator segment is a synchronous cudaMalloc on the host before the op can be enqueued: it delays the
   // op (this is what makes a first step slower than the steady state).
   return (memory.allocator_stats().cuda_malloc_calls - mallocs_before) * cuda_malloc_ns_;
 }
 
-inline void StageMemories::release_buffers(int32_t op_id, const FlatOp& op, TimeNs now) {
+inline void StageMemories::release_buffers(OpId op_id, const FlatOp& op, TimeNs now) {
   note(op_id, true);
   for (int32_t i = op.frees_begin; i < op.frees_end; ++i) {
-    const BufferId b = flat_.buffer_ids[static_cast<size_t>(i)];
+    const BufferId b = flat_.buffer_at(i);
     memory_of(b).release(b, now);
   }
 }

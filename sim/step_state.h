@@ -19,7 +19,7 @@ namespace fsdpsim {
 /// The op a stream is running. Compute work is measured in nanoseconds at full speed (rate = fraction of full speed);
 /// transfers in bytes (rate in bytes per nanosecond).
 struct Activity {
-  int32_t op = -1;
+  OpId op = OpId::none();
   bool active = false;
   bool transfer = false;
   bool in_latency = false;
@@ -33,33 +33,35 @@ struct Activity {
 
 /// The per-step state every part of the engine reads.
 struct StepState {
-  std::vector<Activity> acts;                ///< per stream: what it runs
-  std::vector<size_t> head;                  ///< per stream: the position of its next op in FlatOps::streams
-  std::vector<int32_t> pending;              ///< per op: dependencies not yet finished
-  std::vector<char> posted;                  ///< per op: a send or recv waiting for its peer
-  EventQueue queue;                          ///< per stream: its activity's next event
-  std::vector<OpTiming>* timings = nullptr;  ///< per op: the step's record being written
-  int32_t step = 0;                          ///< the step being run
-  TimeNs step_start_ns = 0;                  ///< when it started
-  uint64_t events = 0;                       ///< events processed in the run so far (replayed windows included)
+  IdVector<StreamId, Activity> acts;            ///< per stream: what it runs
+  IdVector<StreamId, size_t> head;              ///< per stream: the position of its next op in FlatOps::streams
+  IdVector<OpId, int32_t> pending;              ///< per op: dependencies not yet finished
+  IdVector<OpId, char> posted;                  ///< per op: a send or recv waiting for its peer
+  EventQueue queue;                             ///< per stream: its activity's next event
+  IdVector<OpId, OpTiming>* timings = nullptr;  ///< per op: the step's record being written
+  int32_t step = 0;                             ///< the step being run
+  TimeNs step_start_ns = 0;                     ///< when it started
+  uint64_t events = 0;                          ///< events processed in the run so far (replayed windows included)
 };
 
 /// Which pipeline stage each stream belongs to and which stream is each stage's compute stream: fixed for a run.
 struct StreamStages {
-  std::vector<int32_t> stage_of_stream;          ///< per stream
-  std::vector<int32_t> compute_stream_of_stage;  ///< per stage (stream 0 where a stage names none)
+  IdVector<StreamId, size_t> stage_of_stream;     ///< per stream
+  std::vector<StreamId> compute_stream_of_stage;  ///< per stage (stream 0 where a stage names none)
 
   /// The schedule's (one stage without pipeline parallelism).
   explicit StreamStages(const Schedule& s) {
-    for (const Stream& st : s.streams) stage_of_stream.push_back(st.stage);
+    // A stream's stage is a valid stage number (validate() checks it): kept as the index it is used as.
+    for (const Stream& st : s.streams) stage_of_stream.push_back(static_cast<size_t>(st.stage));
     for (int32_t stage = 0; stage < std::max(1, s.info.pipeline_stages); ++stage) {
-      compute_stream_of_stage.push_back(std::max(0, s.compute_stream(stage).value()));
+      const StreamId compute = s.compute_stream(stage);
+      compute_stream_of_stage.push_back(compute.valid() ? compute : StreamId(0));
     }
   }
   /// How many stages (GPUs) the run simulates.
   [[nodiscard]] size_t stages() const { return compute_stream_of_stage.size(); }
   /// The stage of `stream`.
-  [[nodiscard]] size_t stage_of(size_t stream) const { return static_cast<size_t>(stage_of_stream[stream]); }
+  [[nodiscard]] size_t stage_of(StreamId stream) const { return stage_of_stream[stream]; }
 };
 
 }  // namespace fsdpsim

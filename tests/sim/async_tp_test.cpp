@@ -70,9 +70,9 @@ TEST(AsyncTp, OverlappedChunksRunOnCopyEnginesNotSms) {
     const bool on_side_stream = async.schedule.streams[op.stream].name == "tp_async";
     overlapped += on_side_stream ? 1 : 0;
     if (on_side_stream) {
-      EXPECT_EQ(costs[op.id.index()].sms, 0) << op.name;
+      EXPECT_EQ(costs[op.id].sms, 0) << op.name;
     } else {
-      EXPECT_GT(costs[op.id.index()].sms, 0) << op.name;
+      EXPECT_GT(costs[op.id].sms, 0) << op.name;
     }
   }
   EXPECT_GT(overlapped, 0);
@@ -89,9 +89,9 @@ TEST(AsyncTp, EachPipelineStagesOverlappedChunksRunOnCopyEnginesToo) {
     const std::string& stream = async.schedule.streams[op.stream].name;
     if (stream.ends_with(".tp_async")) {
       stages.insert(async.schedule.stage_of(op));
-      EXPECT_EQ(costs[op.id.index()].sms, 0) << op.name << " on " << stream;
+      EXPECT_EQ(costs[op.id].sms, 0) << op.name << " on " << stream;
     } else {
-      EXPECT_GT(costs[op.id.index()].sms, 0) << op.name << " on " << stream;
+      EXPECT_GT(costs[op.id].sms, 0) << op.name << " on " << stream;
     }
   }
   EXPECT_EQ(stages, (std::set<int32_t>{0, 1}));

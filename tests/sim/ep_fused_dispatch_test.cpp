@@ -95,7 +95,7 @@ TEST(EpDispatch, FusedExchangesHoldNoSmsAndHideBehindTheLayer) {
   const Schedule plain = build_schedule(small_moe(), config_of("fsdp2", false), b200.gpus_per_node);
   const Schedule fused = build_schedule(small_moe(), config_of("fsdp2", true), b200.gpus_per_node);
   const OpCostTable costs = compute_op_costs(fused, b200);
-  for (const Op* op : all_to_alls(fused)) EXPECT_EQ(costs[op->id.index()].sms, 0) << op->name;
+  for (const Op* op : all_to_alls(fused)) EXPECT_EQ(costs[op->id].sms, 0) << op->name;
   const Report before = make_report(plain, b200, run_schedule(plain, b200, SimOptions{}));
   const Report after = make_report(fused, b200, run_schedule(fused, b200, SimOptions{}));
   ASSERT_TRUE(before.exposed_comm_by_kind_s.contains("all_to_all (on compute stream)"));

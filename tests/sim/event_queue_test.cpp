@@ -34,7 +34,7 @@ class ScanQueue {
       }
     }
     slots_[best].live = false;
-    return Event{slots_[best].time_ns, static_cast<int32_t>(best), slots_[best].version};
+    return Event{slots_[best].time_ns, StreamId(static_cast<int32_t>(best)), slots_[best].version};
   }
 
  private:
@@ -50,27 +50,27 @@ class ScanQueue {
 
 TEST(EventQueue, PopsTheEarliestAndAmongEqualTimesTheOneSetFirst) {
   EventQueue q(5);
-  q.set(3, 100, 1);
-  q.set(1, 50, 1);
-  q.set(4, 50, 2);
-  q.set(3, 50, 7);  // replaces stream 3's event, and was set last among those at 50
+  q.set(StreamId(3), 100, 1);
+  q.set(StreamId(1), 50, 1);
+  q.set(StreamId(4), 50, 2);
+  q.set(StreamId(3), 50, 7);  // replaces stream 3's event, and was set last among those at 50
   EXPECT_EQ(q.next_time(), 50);
   const Event a = q.pop(), b = q.pop(), c = q.pop();
-  EXPECT_EQ(a.stream, 1);
-  EXPECT_EQ(b.stream, 4);
-  EXPECT_EQ(c.stream, 3);
+  EXPECT_EQ(a.stream, StreamId(1));
+  EXPECT_EQ(b.stream, StreamId(4));
+  EXPECT_EQ(c.stream, StreamId(3));
   EXPECT_EQ(c.version, 7u);
   EXPECT_TRUE(q.empty());
 }
 
 TEST(EventQueue, ShiftMovesEveryPendingEventAndKeepsTheirOrder) {
   EventQueue q(3);
-  q.set(2, 10, 0);
-  q.set(0, 10, 0);
+  q.set(StreamId(2), 10, 0);
+  q.set(StreamId(0), 10, 0);
   q.shift(1000);
   EXPECT_EQ(q.next_time(), 1010);
-  EXPECT_EQ(q.pop().stream, 2);
-  EXPECT_EQ(q.pop().stream, 0);
+  EXPECT_EQ(q.pop().stream, StreamId(2));
+  EXPECT_EQ(q.pop().stream, StreamId(0));
 }
 
 // Random sets and pops on queues of 1 to 70 streams (a pipeline's schedule has dozens) give the scan's events in
@@ -87,7 +87,7 @@ TEST(EventQueue, MatchesAScanOfEverySlot) {
         const int32_t st = stream(rng);
         const TimeNs t = time(rng);
         const auto v = static_cast<uint32_t>(i);
-        q.set(st, t, v);
+        q.set(StreamId(st), t, v);
         ref.set(st, t, v);
       } else {
         ASSERT_FALSE(ref.empty());

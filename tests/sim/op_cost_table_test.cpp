@@ -35,20 +35,20 @@ TEST(OpCostTable, SixteenMicroBatchesShareAFewDistinctCosts) {
   const OpCostTable costs = compute_op_costs(s, topology_preset("dgx-h100-ndr"));
   ASSERT_EQ(costs.size(), s.ops.size());
   // Every micro-batch repeats the first one's shapes and collectives.
-  EXPECT_LT(costs.distinct().size() * 16, costs.size()) << costs.distinct().size() << " entries, " << costs.size()
-                                                         << " ops";
+  EXPECT_LT(costs.distinct().size() * 16, costs.size())
+      << costs.distinct().size() << " entries, " << costs.size() << " ops";
   // Compute ops share an entry exactly when their GEMMs and bytes are the same.
   int32_t shared = 0, apart = 0;
   for (size_t i = 0; i + 1 < s.ops.size(); ++i) {
     const Op& a = s.ops[i];
     const Op& b = s.ops[i + 1];
     if (a.kind != OpKind::compute || b.kind != OpKind::compute) continue;
-    const bool same_work = a.gemms.size() == b.gemms.size() && a.bytes_touched == b.bytes_touched &&
-                           std::equal(a.gemms.begin(), a.gemms.end(), b.gemms.begin(), [](const Gemm& x, const Gemm& y) {
-                             return x.m == y.m && x.n == y.n && x.k == y.k && x.batch == y.batch &&
-                                    x.attention == y.attention;
-                           });
-    EXPECT_EQ(costs.entry_of(i) == costs.entry_of(i + 1), same_work) << a.name << " / " << b.name;
+    const bool same_work =
+        a.gemms.size() == b.gemms.size() && a.bytes_touched == b.bytes_touched &&
+        std::equal(a.gemms.begin(), a.gemms.end(), b.gemms.begin(), [](const Gemm& x, const Gemm& y) {
+          return x.m == y.m && x.n == y.n && x.k == y.k && x.batch == y.batch && x.attention == y.attention;
+        });
+    EXPECT_EQ(costs.entry_of(a.id) == costs.entry_of(b.id), same_work) << a.name << " / " << b.name;
     ++(same_work ? shared : apart);
   }
   EXPECT_GT(shared, 0);
@@ -61,9 +61,9 @@ TEST(OpCostTable, OneEntryPerOpGivesTheSameCostsAndFlattening) {
   const OpCostTable per_op(shared.per_op());
   ASSERT_EQ(per_op.distinct().size(), s.ops.size());
   const FlatOps a = flatten_ops(s, shared), b = flatten_ops(s, per_op);
-  for (size_t i = 0; i < s.ops.size(); ++i) {
-    ASSERT_TRUE(same_cost(shared[i], per_op[i])) << s.ops[i].name;
-    EXPECT_EQ(a.cost_of(static_cast<int32_t>(i)), b.cost_of(static_cast<int32_t>(i))) << s.ops[i].name;
+  for (const Op& op : s.ops) {
+    ASSERT_TRUE(same_cost(shared[op.id], per_op[op.id])) << op.name;
+    EXPECT_EQ(a.cost_of(op.id), b.cost_of(op.id)) << op.name;
   }
 }
 
@@ -75,7 +75,7 @@ TEST(OpCostTable, EachPipelineStageLoadsItsOwnLinks) {
   int32_t checked = 0;
   for (const Op& op : s.ops) {
     if (!is_collective(op.kind)) continue;
-    const OpCost& cost = costs[op.id.index()];
+    const OpCost& cost = costs[op.id];
     const int32_t stage = s.stage_of(op);
     for (const LinkLoad& load : cost.loads.view()) {
       EXPECT_EQ(load.first / kLinkCount, stage) << op.name;

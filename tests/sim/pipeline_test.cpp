@@ -83,7 +83,7 @@ TEST(Pipeline, ASendTakesTheNetworkOnlyWhereItsTwoStagesSitInDifferentRacks) {
     const int32_t from = s.stage_of(op), to = s.stage_of(s.ops[op.peer]);
     const auto hop = std::minmax(from, to);
     bool network = false;
-    for (const LinkLoad& load : costs[op.id.index()].loads.view()) {
+    for (const LinkLoad& load : costs[op.id].loads.view()) {
       network = network || load.first % kLinkCount == static_cast<int32_t>(LinkId::network);
     }
     (network ? network_hops : nvlink_hops).insert(hop);

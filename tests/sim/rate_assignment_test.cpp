@@ -66,23 +66,23 @@ TEST(RateAssignment, TwoCollectivesOnOneLinkShareItAndComputeSlowsByTheirSms) {
   rates.begin_step();
 
   // t = 0: both collectives start, their bytes flowing at once (no latency part).
-  for (const size_t st : {1u, 2u}) {
-    state.acts[st] = Activity{.op = static_cast<int32_t>(st), .active = true, .transfer = true, .remaining = 1e9};
-    rates.comm_changed_for(static_cast<int32_t>(st), true);
-    rates.mark_running(st);
+  for (const int32_t st : {1, 2}) {
+    state.acts[StreamId(st)] = Activity{.op = OpId(st), .active = true, .transfer = true, .remaining = 1e9};
+    rates.comm_changed_for(OpId(st), true);
+    rates.mark_running(StreamId(st));
   }
   rates.rerate(0);
   // Max-min: both flows rise together until the link is full, at 1e11 / 2 = 5e10 B/s each (below their caps), which
   // is 50 bytes per ns: 1e9 bytes take 2e7 ns.
   EXPECT_DOUBLE_EQ(state.acts[1].rate, 50.0);
   EXPECT_DOUBLE_EQ(state.acts[2].rate, 50.0);
-  EXPECT_EQ(state.queue.slot(1).time_ns, 20'000'000);
-  EXPECT_EQ(state.queue.slot(2).time_ns, 20'000'000);
+  EXPECT_EQ(state.queue.slot(StreamId(1)).time_ns, 20'000'000);
+  EXPECT_EQ(state.queue.slot(StreamId(2)).time_ns, 20'000'000);
 
   // t = 0: the kernel starts beside them. The collectives hold 2 × 20 of 100 SMs: it runs at (100 − 40) / 100 = 0.6.
-  state.acts[0] = Activity{.op = 0, .active = true, .remaining = 1e8};
-  rates.mark_running(0);
-  rates.compute_started(0);
+  state.acts[0] = Activity{.op = OpId(0), .active = true, .remaining = 1e8};
+  rates.mark_running(StreamId(0));
+  rates.compute_started(StreamId(0));
   rates.rerate(0);
   EXPECT_DOUBLE_EQ(state.acts[0].rate, 0.6);
 
@@ -91,15 +91,15 @@ TEST(RateAssignment, TwoCollectivesOnOneLinkShareItAndComputeSlowsByTheirSms) {
   // kernel has done 0.6 × 1e7 = 6e6 ns of its 1e8 and now runs at (100 − 20) / 100 = 0.8: 9.4e7 / 0.8 = 1.175e8 ns
   // more, so it ends at 1e7 + 1.175e8 = 127.5 ms.
   const TimeNs now = 10'000'000;
-  rates.comm_changed_for(1, true);
-  rates.mark_idle(1);
+  rates.comm_changed_for(OpId(1), true);
+  rates.mark_idle(StreamId(1));
   state.acts[1].active = false;
   rates.rerate(now);
   EXPECT_DOUBLE_EQ(state.acts[2].rate, 100.0);
   EXPECT_DOUBLE_EQ(state.acts[2].remaining, 5e8);
-  EXPECT_EQ(state.queue.slot(2).time_ns, 15'000'000);
+  EXPECT_EQ(state.queue.slot(StreamId(2)).time_ns, 15'000'000);
   EXPECT_DOUBLE_EQ(state.acts[0].rate, 0.8);
-  EXPECT_EQ(state.queue.slot(0).time_ns, 127'500'000);
+  EXPECT_EQ(state.queue.slot(StreamId(0)).time_ns, 127'500'000);
   EXPECT_FALSE(rates.change_pending());
 }
 

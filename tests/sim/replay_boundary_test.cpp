@@ -36,8 +36,8 @@ Boundary at_micro_batch_1() {
   b.micro_batch = 1;
   b.time_ns = 100;
   StreamState st;
-  st.act = Activity{.op = 1, .active = true, .remaining = 5, .rate = 1, .since = 90, .version = 7};
-  st.head = 1;
+  st.act = Activity{.op = OpId(1), .active = true, .remaining = 5, .rate = 1, .since = 90, .version = 7};
+  st.head = OpId(1);
   st.slot = EventQueue::SlotView{.live = true, .time_ns = 105, .version = 7, .sequence = 3};
   b.streams = {st};
   b.rates.compute_speed = {1.0};
@@ -51,10 +51,10 @@ Boundary moved(const Boundary& b) {
   m.micro_batch = b.micro_batch + 1;
   m.time_ns = b.time_ns + 100;
   StreamState& st = m.streams[0];
-  st.act.op += 1;
+  st.act.op = OpId(st.act.op.value() + 1);
   st.act.since += 100;
   st.act.version += 4;  // versions differ from window to window; only whether the event is current counts
-  st.head += 1;
+  st.head = OpId(st.head.value() + 1);
   st.slot.time_ns += 100;
   st.slot.version += 4;
   st.slot.sequence += 9;
@@ -87,7 +87,7 @@ TEST_F(BoundaryStates, DoNotRepeatWhenAnythingThatDecidesTheFutureDiffers) {
   cur.streams[0].slot.time_ns += 1;  // its end is pending 1 ns later
   EXPECT_FALSE(boundary_states_repeat(prev, cur, translation));
   cur = moved(prev);
-  cur.streams[0].act.op = 3;  // two micro-batches on, not one
+  cur.streams[0].act.op = OpId(3);  // two micro-batches on, not one
   EXPECT_FALSE(boundary_states_repeat(prev, cur, translation));
   cur = moved(prev);
   cur.rates.compute_speed = {0.8};  // communication now holds SMs
@@ -101,7 +101,7 @@ TEST_F(BoundaryStates, AStreamHeadedByTheSameOpStaysPutOnlyWhileItWaits) {
   // Idle at both ends, headed by op 3, which waits on an unfinished dependency: it stays put, and the state repeats.
   Boundary prev = at_micro_batch_1();
   prev.streams[0] = StreamState{};
-  prev.streams[0].head = 3;
+  prev.streams[0].head = OpId(3);
   prev.streams[0].pending = 1;
   Boundary cur = prev;
   cur.micro_batch = 2;
@@ -128,10 +128,10 @@ TEST(UnfinishedDeps, AnOpIsFinishedOnceItsStreamsHeadHasPassedIt) {
   const OpCostTable costs{std::vector<OpCost>(3, testing::compute_cost(10))};
   const FlatOps flat = flatten_ops(s, costs);
   // A's head at position 0: neither has finished (2); at 1: op 0 has (1 left); at 2: both have (0).
-  EXPECT_EQ(unfinished_deps(flat, 2, {0, 0}), 2);
-  EXPECT_EQ(unfinished_deps(flat, 2, {1, 0}), 1);
-  EXPECT_EQ(unfinished_deps(flat, 2, {2, 0}), 0);
-  EXPECT_EQ(unfinished_deps(flat, 0, {0, 0}), 0);  // op 0 waits on nothing
+  EXPECT_EQ(unfinished_deps(flat, OpId(2), {0, 0}), 2);
+  EXPECT_EQ(unfinished_deps(flat, OpId(2), {1, 0}), 1);
+  EXPECT_EQ(unfinished_deps(flat, OpId(2), {2, 0}), 0);
+  EXPECT_EQ(unfinished_deps(flat, OpId(0), {0, 0}), 0);  // op 0 waits on nothing
 }
 
 }  // namespace

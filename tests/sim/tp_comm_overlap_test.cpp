@@ -132,10 +132,10 @@ TEST(TpCommOverlap, RingExchangesTakeNoSmsAndTheOtherMethodsSixteen) {
     const std::string& stream = run.schedule.streams[op.stream].name;
     if (stream == "tp_async") {
       ++copy_engine;
-      EXPECT_EQ(costs[op.id.index()].sms, 0) << op.name;
+      EXPECT_EQ(costs[op.id].sms, 0) << op.name;
     } else if (stream == "tp_overlap") {
       ++sm_kernels;
-      EXPECT_EQ(costs[op.id.index()].sms, 16) << op.name;  // TE's num_sm for pipeline and bulk
+      EXPECT_EQ(costs[op.id].sms, 16) << op.name;  // TE's num_sm for pipeline and bulk
     }
   }
   EXPECT_GT(copy_engine, 0);
