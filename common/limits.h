@@ -2,7 +2,7 @@
 /// Limits on inputs. fsdpsim refuses up front what would need absurd time or memory, or would overflow the 64-bit
 /// integers that hold bytes, FLOPs and nanoseconds, with a ConfigError that names the key, says the value is
 /// "beyond what fsdpsim models" and gives the limit. Each limit is far above any real job (the largest published
-/// models and clusters are quoted next to it); README.md ("Limits") lists them with the same reasons.
+/// models and clusters are quoted next to it); docs/hardening.md ("Limits") lists them with the same reasons.
 
 #include <cstdint>
 

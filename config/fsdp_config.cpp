@@ -520,7 +520,7 @@ void apply_override(FsdpConfig& config, const std::string& assignment, const std
   }
   if (def == nullptr) {
     throw ConfigError(where, key, "unknown configuration key" + did_you_mean(key, key_names()),
-                      "run 'fsdpsim presets --keys' or see README.md for the keys");
+                      "run 'fsdpsim presets --keys' or see docs/reference/configuration.md for the keys");
   }
   const YamlDocument doc = load_yaml_text(text, where.file);
   try {

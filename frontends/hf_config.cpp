@@ -62,7 +62,7 @@ class JsonFields {
   [[nodiscard]] int32_t narrow(const std::string& key, int64_t value) const {
     if (value > INT32_MAX || value < INT32_MIN) {
       fail(key, std::to_string(value) + " is beyond what fsdpsim models",
-           "give the model's real size (see the limits in README.md)");
+           "give the model's real size (see the limits in docs/hardening.md)");
     }
     return static_cast<int32_t>(value);
   }
@@ -167,7 +167,7 @@ void read_qwen3_moe(const JsonFields& f, ModelSpec& m) {
   // The loop below walks every layer: refuse an absurd count here rather than spin (check_model says it again).
   if (m.num_layers > limits::kMaxLayers) {
     f.fail("num_hidden_layers", std::to_string(m.num_layers) + " layers is beyond what fsdpsim models",
-           "at most " + std::to_string(limits::kMaxLayers) + " decoder layers (see the limits in README.md)");
+           "at most " + std::to_string(limits::kMaxLayers) + " decoder layers (see the limits in docs/hardening.md)");
   }
   std::vector<int32_t> layers;
   for (int32_t i = 0; i < m.num_layers; ++i) {

@@ -23,7 +23,7 @@ long long int_value(const ParsedFlag& f, long long min, long long max) {
   }
   if (v > max) {
     throw ConfigError(kWhere, f.name, f.value + " is beyond what fsdpsim models",
-                      "use at most " + std::to_string(max) + " (see the limits in README.md)");
+                      "use at most " + std::to_string(max) + " (see the limits in docs/hardening.md)");
   }
   return v;
 }

@@ -86,7 +86,7 @@ ParameterCount count_parameters(const ModelSpec& model);
 std::vector<std::string> model_preset_names();
 /// A preset by name; ConfigError listing the presets (and the closest name) when unknown.
 ModelSpec model_preset(const std::string& name);
-/// Parses a model YAML document (the schema in README.md); `source` names it in errors.
+/// Parses a model YAML document (the schema in docs/inputs/models.md); `source` names it in errors.
 ModelSpec parse_model_yaml(const std::string& text, const std::string& source);
 /// The model as YAML in the same schema parse_model_yaml reads.
 std::string model_to_yaml(const ModelSpec& model);

@@ -33,7 +33,7 @@ std::string divisors_of(int64_t n) {
 // A size above `limit` (common/limits.h) is refused before anything multiplies it.
 void require_at_most(int64_t value, int64_t limit, const KeyLocator& locate, const std::string& key) {
   require(value <= limit, locate, key, key + "=" + std::to_string(value) + " is beyond what fsdpsim models",
-          "use at most " + std::to_string(limit) + " (see the limits in README.md)");
+          "use at most " + std::to_string(limit) + " (see the limits in docs/hardening.md)");
 }
 
 // Every dimension against its limit, so that the tensor shapes below (products of two dimensions) fit in int64.

@@ -341,7 +341,7 @@ std::string fidelity_text(const std::vector<FidelityResult>& results, const std:
   if (oom > 0) {
     out << "\n"
         << oom << " of " << simulated
-        << " simulated runs predicted out of memory, though each ran (README: \"Runs predicted not to fit\")\n";
+        << " simulated runs predicted out of memory, though each ran (docs/fidelity.md: \"Runs predicted not to fit\")\n";
   }
   out << "\nsummary (absolute relative error)\n";
   std::snprintf(line, sizeof line, "  %-22s %-11s %5s %9s %9s\n", "metric", "role", "rows", "median", "max");

@@ -222,7 +222,7 @@ void read_ops(Report& r, const Json& j, const std::string& key, const JsonReport
   if (!ops.is_array()) in.fail(key, "expected an array of ops", "");
   if (static_cast<int64_t>(ops.size()) > limits::kMaxScheduleOps) {
     in.fail(key, std::to_string(ops.size()) + " ops is beyond what fsdpsim models",
-            "a step has at most " + std::to_string(limits::kMaxScheduleOps) + " ops (see the limits in README.md)");
+            "a step has at most " + std::to_string(limits::kMaxScheduleOps) + " ops (see the limits in docs/hardening.md)");
   }
   for (size_t i = 0; i < ops.size(); ++i) {
     const std::string path = key + "[" + std::to_string(i) + "]";

@@ -241,7 +241,7 @@ std::vector<T> read_list(YamlMap& top, const std::string& key, int64_t max_items
     throw ConfigError(
         location_of(list, top.source()), key,
         std::to_string(list.size()) + " " + key + " is beyond what fsdpsim models",
-        "a step may have at most " + std::to_string(max_items) + " " + key + " (see the limits in README.md)");
+        "a step may have at most " + std::to_string(max_items) + " " + key + " (see the limits in docs/hardening.md)");
   }
   out.reserve(list.size());
   for (size_t i = 0; i < list.size(); ++i) {

@@ -58,7 +58,7 @@ std::optional<AttentionCall> attention_call_of(const Gemm& g) {
 // f^kSmallTileExponent of the profile tile's efficiency. The exponent is fitted on four measured GEMM tables at once
 // (our H100 and H200 tables, OpenXLA's B200 and MI300X: the mean over the GPUs of the median |log| error of each
 // shape's time, 0.16 its minimum, flat within 0.005 from 0.10 to 0.18), which it brings from 8.8%, 9.9%, 72% and
-// 140% to 7.8%, 8.6%, 4.6% and 20% with the profiles' fixed tiles otherwise unchanged (README "GEMM tiles").
+// 140% to 7.8%, 8.6%, 4.6% and 20% with the profiles' fixed tiles otherwise unchanged (docs/fidelity.md, "GEMM tiles").
 constexpr double kSmallTileExponent = 0.16;
 
 // Wave quantisation: output tiles are spread over the SMs, and a last partial wave leaves SMs idle; the best of the
