@@ -36,6 +36,63 @@ struct SimulateOptions {
   double margin = 0.05;
 };
 
+// What the report takes from the resolved job; all empty when the schedule comes from a file.
+struct JobNotes {
+  std::optional<FsdpConfig> config;  ///< the resolved configuration, for the HTML report
+  std::vector<std::string> read_not_modelled;
+  std::string layout;
+  std::vector<std::string> warnings;
+};
+
+void run_simulate(const SimulateOptions& o) {
+  Topology topology;
+  JobNotes notes;
+  const Schedule schedule = load_or_build_schedule(o.schedule_file, o.job, &topology, [&](const Job& job) {
+    maybe_print_config(o.job, job);
+    notes = JobNotes{job.config, job.read_not_modelled, layout_text(job.config, job.layout), job.warnings};
+  });
+  const std::optional<FsdpConfig>& config = notes.config;
+  if (!o.profile.empty()) topology.gpu = load_gpu_profile(o.profile);
+  attach_measured_tables(o.tables, topology.gpu);
+  SimOptions sim;
+  sim.steps = o.steps;
+  sim.expandable_segments = o.expandable_segments;
+  sim.record_timeline = true;
+  sim.allocator_capacity_bytes = 0;
+  if (config) sim.straggler = straggler_of(*config);
+  RunRecord run;
+  Report report = pool_report(schedule, topology, sim, ReportDetail::full, o.margin, &run);
+  report.straggler_cost_s = straggler_cost_s(schedule, topology, sim, report.step_time_s);
+  report.read_not_modelled = notes.read_not_modelled;
+  report.layout = notes.layout;
+  report.warnings = notes.warnings;
+  report.measured_tables = measured_table_lines(topology.gpu, schedule.info.query_heads_per_kv_head);
+  std::cout << report_text(report);
+  std::vector<AdviceItem> advice;
+  if (report.oom && !o.no_advice && o.schedule_file.empty()) {
+    // What would make it fit: each single change simulated (the job's own inputs, so only when it was built).
+    const JobInputs inputs = load_job_inputs(o.job);
+    EvaluateOptions evaluation;
+    evaluation.memory_margin = o.margin;
+    evaluation.steps = o.steps;
+    evaluation.expandable_segments = o.expandable_segments;
+    advice = oom_advice(inputs.model, topology, inputs.config, evaluation);
+    std::cout << advice_text(advice);
+  }
+  if (!o.json.empty()) write_text_file(o.json, report_json(report), "--json");
+  if (!o.trace.empty()) write_text_file(o.trace, chrome_trace(schedule, run), "--trace");
+  if (!o.memory_snapshot.empty()) {
+    write_text_file(o.memory_snapshot, write_pickle(predicted_memory_snapshot(schedule, run)),
+                    "--memory-snapshot");
+  }
+  if (!o.profiler_trace.empty()) {
+    write_text_file(o.profiler_trace, predicted_profiler_trace(schedule, run), "--profiler-trace");
+  }
+  if (!o.html.empty())
+    write_text_file(o.html, html_run_report(schedule, run, report, advice, config ? &*config : nullptr),
+                    "--html");
+}
+
 }  // namespace
 
 void register_simulate(CLI::App& app) {
@@ -64,55 +121,7 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--margin", options->margin,
                   "safety margin: needing more than (1 - margin) of the GPU's memory is 'at risk'")
       ->capture_default_str();
-  cmd->callback([options] {
-    Topology topology;
-    std::vector<std::string> read_not_modelled;
-    // The resolved configuration, for the HTML report; none when the schedule comes from a file.
-    std::optional<FsdpConfig> config;
-    const Schedule schedule =
-        load_or_build_schedule(options->schedule_file, options->job, &topology, [&](const Job& job) {
-          maybe_print_config(options->job, job);
-          read_not_modelled = job.read_not_modelled;
-          config = job.config;
-        });
-    if (!options->profile.empty()) topology.gpu = load_gpu_profile(options->profile);
-    attach_measured_tables(options->tables, topology.gpu);
-    SimOptions sim;
-    sim.steps = options->steps;
-    sim.expandable_segments = options->expandable_segments;
-    sim.record_timeline = true;
-    sim.allocator_capacity_bytes = 0;
-    if (config) sim.straggler = straggler_of(*config);
-    RunRecord run;
-    Report report = pool_report(schedule, topology, sim, ReportDetail::full, options->margin, &run);
-    report.straggler_cost_s = straggler_cost_s(schedule, topology, sim, report.step_time_s);
-    report.read_not_modelled = read_not_modelled;
-    report.measured_tables = measured_table_lines(topology.gpu, schedule.info.query_heads_per_kv_head);
-    std::cout << report_text(report);
-    std::vector<AdviceItem> advice;
-    if (report.oom && !options->no_advice && options->schedule_file.empty()) {
-      // What would make it fit: each single change simulated (the job's own inputs, so only when it was built).
-      const JobInputs inputs = load_job_inputs(options->job);
-      EvaluateOptions evaluation;
-      evaluation.memory_margin = options->margin;
-      evaluation.steps = options->steps;
-      evaluation.expandable_segments = options->expandable_segments;
-      advice = oom_advice(inputs.model, topology, inputs.config, evaluation);
-      std::cout << advice_text(advice);
-    }
-    if (!options->json.empty()) write_text_file(options->json, report_json(report), "--json");
-    if (!options->trace.empty()) write_text_file(options->trace, chrome_trace(schedule, run), "--trace");
-    if (!options->memory_snapshot.empty()) {
-      write_text_file(options->memory_snapshot, write_pickle(predicted_memory_snapshot(schedule, run)),
-                      "--memory-snapshot");
-    }
-    if (!options->profiler_trace.empty()) {
-      write_text_file(options->profiler_trace, predicted_profiler_trace(schedule, run), "--profiler-trace");
-    }
-    if (!options->html.empty())
-      write_text_file(options->html, html_run_report(schedule, run, report, advice, config ? &*config : nullptr),
-                      "--html");
-  });
+  cmd->callback([options] { run_simulate(*options); });
 }
 
 }  // namespace fsdpsim::cli

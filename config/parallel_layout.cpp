@@ -367,6 +367,28 @@ int64_t world_size_of(const FsdpConfig& config, int32_t gpus_per_node) {
   return world;
 }
 
+// Where the world size came from, for messages: " (gpus=12)" or " (nodes=2 × 8 GPUs)".
+std::string world_origin(const FsdpConfig& config, const ParallelLayout& l) {
+  if (config.gpus > 0) return " (gpus=" + std::to_string(config.gpus) + ")";
+  return " (nodes=" + std::to_string(config.nodes) + " × " + std::to_string(l.gpus_per_node) + " GPUs)";
+}
+
+// The ep values that satisfy every constraint at once: ep·etp divides the GPUs of a pipeline stage and, for an MoE
+// model, ep divides its routed experts. Offering the divisors of one alone sent users to a value the other refused.
+std::string valid_ep_text(const ModelSpec& model, int64_t stage_gpus, int64_t etp) {
+  std::string values;
+  for (int64_t ep = 1; ep * etp <= stage_gpus && ep <= 4096; ++ep) {
+    if (stage_gpus % (ep * etp) != 0) continue;
+    if (model.is_moe() && model.moe.num_experts % ep != 0) continue;
+    values += (values.empty() ? "" : ", ") + std::to_string(ep);
+  }
+  const std::string why = model.is_moe() ? " (ep·etp divides the " + std::to_string(stage_gpus) +
+                                               " GPUs of a stage and ep the " + std::to_string(model.moe.num_experts) +
+                                               " experts)"
+                                         : " (ep·etp divides the " + std::to_string(stage_gpus) + " GPUs of a stage)";
+  return "valid ep with etp=" + std::to_string(etp) + ": " + (values.empty() ? "none" : values) + why;
+}
+
 // The group sizes within one pipeline stage. Megatron's tp-cp-ep-dp-pp order: each pipeline stage is a block of
 // world / pp consecutive ranks, and the other groups divide that block.
 void resolve_groups(const ModelSpec& model, const FsdpConfig& config, ParallelLayout& l) {
@@ -377,8 +399,7 @@ void resolve_groups(const ModelSpec& model, const FsdpConfig& config, ParallelLa
   const int64_t tp_cp = int64_t{l.tp} * l.cp;
   if (stage % tp_cp != 0) {
     reject(config, config.origin.count("tp") ? "tp" : "cp",
-           "world size " + std::to_string(world) + " (nodes=" + std::to_string(config.nodes) + " × " +
-               std::to_string(l.gpus_per_node) + " GPUs)" +
+           "world size " + std::to_string(world) + world_origin(config, l) +
                (l.pp > 1 ? ", " + std::to_string(stage) + in_stage + "," : "") +
                " is not divisible by tp·cp = " + std::to_string(tp_cp),
            "choose tp·cp among the divisors of " + std::to_string(stage) + ": " + divisors_of(stage, 1024));
@@ -389,7 +410,13 @@ void resolve_groups(const ModelSpec& model, const FsdpConfig& config, ParallelLa
     reject(config, "ep",
            "world size " + std::to_string(world) + (l.pp > 1 ? ", " + std::to_string(stage) + in_stage + "," : "") +
                " is not divisible by ep·etp = " + std::to_string(ep_etp),
-           "choose ep·etp among: " + divisors_of(stage, 1024));
+           valid_ep_text(model, stage, l.etp));
+  }
+  if (model.is_moe() && model.moe.num_experts % l.ep != 0) {
+    // Checked here as well as with the model's shape, so that the values offered also fit the GPUs.
+    reject(config, "ep",
+           "ep=" + std::to_string(l.ep) + " does not divide moe.num_experts=" + std::to_string(model.moe.num_experts),
+           valid_ep_text(model, stage, l.etp));
   }
   if (l.ep > 1 && !model.is_moe()) {
     reject(config, "ep", "ep=" + std::to_string(l.ep) + " but " + model.name + " has no experts", "set ep: 1");

@@ -68,12 +68,36 @@ Topology topology_for_gpus(const Topology& topology, FsdpConfig& config) {
   return part;
 }
 
+namespace {
+
+// Fewer micro-batches than pipeline stages leave most stages idle most of the step. torchtitan's command line
+// defaults to one (--parallelism.num_pp_microbatches), so a pipeline run written without it is mostly bubble; say so
+// and name the setting of the door the job came through.
+std::vector<std::string> pipeline_warnings(const JobOptions& options, const ParallelLayout& l) {
+  if (l.pp <= 1 || l.micro_batches >= l.pp) return {};
+  const std::string fix =
+      !options.torchtitan_args.empty()
+          ? "raise --parallelism.num_pp_microbatches (torchtitan's default is 1) to at least " + std::to_string(l.pp)
+      : !options.torchtitan_config.empty()
+          ? "raise [parallelism] pipeline_parallel_microbatches, or training.local_batch_size, to at least " +
+                std::to_string(l.pp) + " micro-batches"
+      : !options.megatron_args.empty()
+          ? "raise --global-batch-size to at least " + std::to_string(l.pp) + " × --micro-batch-size × dp"
+          : "raise global_batch_size to at least " + std::to_string(l.pp) + " × micro_batch_size × dp=" +
+                std::to_string(l.dp);
+  return {std::to_string(l.micro_batches) + (l.micro_batches == 1 ? " micro-batch" : " micro-batches") +
+          " per step on pp=" + std::to_string(l.pp) + " pipeline stages: most of the step is pipeline bubble; " + fix};
+}
+
+}  // namespace
+
 Job resolve_job(const JobOptions& options) {
   JobInputs in = load_job_inputs(options);
   in.topology = topology_for_gpus(in.topology, in.config);
   ParallelLayout layout = resolve_layout(in.model, in.config, in.topology.gpus_per_node);
-  return Job{std::move(in.model), std::move(in.topology), std::move(in.config), std::move(layout),
-             std::move(in.read_not_modelled)};
+  std::vector<std::string> warnings = pipeline_warnings(options, layout);
+  return Job{std::move(in.model),  std::move(in.topology),         std::move(in.config),
+             std::move(layout),    std::move(in.read_not_modelled), std::move(warnings)};
 }
 
 Schedule build_job_schedule(const ModelSpec& model, FsdpConfig& config, const Topology& topology, ScheduleCheck check,
@@ -119,6 +143,19 @@ Schedule load_or_build_schedule(const std::string& schedule_file, const JobOptio
     }
   }
   return s;
+}
+
+std::string layout_text(const FsdpConfig& config, const ParallelLayout& l) {
+  std::string text = "dp=" + std::to_string(l.dp) + " tp=" + std::to_string(l.tp) + " cp=" + std::to_string(l.cp) +
+                     " ep=" + std::to_string(l.ep) + (l.etp > 1 ? " etp=" + std::to_string(l.etp) : "") +
+                     " pp=" + std::to_string(l.pp) + (l.virtual_stages > 1 ? " vp=" + std::to_string(l.virtual_stages) : "");
+  text += "; " + std::to_string(l.micro_batches) + (l.micro_batches == 1 ? " micro-batch of " : " micro-batches of ") +
+          std::to_string(config.micro_batch_size) + " × " + std::to_string(config.seq_length) + " tokens";
+  text += "; recompute " + config_value(config, "recompute_granularity");
+  if (config.recompute_granularity == Recompute::selective) text += " (" + config_value(config, "recompute_modules") + ")";
+  text += "; " + config_value(config, "param_dtype") + (config.fp8_compute && config.param_dtype != DType::fp8 ? ", fp8 GEMMs" : "");
+  if (config.cpu_offloading_activations) text += "; activations offloaded";
+  return text;
 }
 
 }  // namespace fsdpsim

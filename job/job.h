@@ -35,6 +35,8 @@ struct Job {
   FsdpConfig config;
   ParallelLayout layout;
   std::vector<std::string> read_not_modelled;  ///< input settings read but not modelled (Megatron-LM flags, ...)
+  /// What the inputs allow but a user most likely did not mean, each naming the flag or key that changes it.
+  std::vector<std::string> warnings;
 };
 
 /// The job's inputs before the layout is resolved (the configuration as the user gave it, nothing forced yet).
@@ -44,6 +46,12 @@ struct JobInputs {
   FsdpConfig config;
   std::vector<std::string> read_not_modelled;  ///< input settings read but not modelled (Megatron-LM flags, ...)
 };
+
+/// The job's layout in one line for a report's header: the group sizes (dp, tp, cp, ep, pp and virtual stages), the
+/// micro-batches and their size, the sequence, recompute and precision, e.g. "dp=8 tp=1 cp=1 ep=1 pp=1; 4
+/// micro-batches of 1 × 8192 tokens; recompute full; bf16". A user reads back what the simulator took from a launch
+/// script without --print-config.
+[[nodiscard]] std::string layout_text(const FsdpConfig& config, const ParallelLayout& layout);
 
 /// The topology a job of `config.gpus` GPUs runs on, and `config.nodes` to match. gpus = 0 (the default) leaves
 /// both as they are; a multiple of the node sets nodes; fewer GPUs than a node are that part of one node: a node

@@ -104,7 +104,9 @@ std::string advice_text(const std::vector<AdviceItem>& advice, size_t limit) {
   std::ostringstream out;
   out << "\nwhat would make it fit (each change alone, simulated; best first)\n";
   char line[512];
-  std::snprintf(line, sizeof line, "  %-4s %-36s %10s %10s %12s  %s\n", "fits", "change", "memory", "step",
+  // Each alternative's GPU count: a change such as tp=2 or nodes=16 is simulated at the GPUs it implies, which the
+  // reader compares before taking it.
+  std::snprintf(line, sizeof line, "  %-4s %-38s %6s %10s %10s %12s  %s\n", "fits", "change", "GPUs", "memory", "step",
                 "tokens/s/GPU", "why");
   out << line;
   size_t shown = 0;
@@ -112,8 +114,8 @@ std::string advice_text(const std::vector<AdviceItem>& advice, size_t limit) {
     if (shown++ == limit) break;
     std::string change;
     for (const auto& a : item.assignments) change += (change.empty() ? "--set " : " --set ") + a;
-    std::snprintf(line, sizeof line, "  %-4s %-36s %10s %9.3fs %12.0f  %s\n",
-                  verdict_label(item.result.memory.fit).c_str(), change.c_str(),
+    std::snprintf(line, sizeof line, "  %-4s %-38s %6d %10s %9.3fs %12.0f  %s\n",
+                  sweep_verdict_label(item.result).c_str(), change.c_str(), item.result.gpus,
                   format_bytes(item.result.needed_bytes).c_str(), item.result.step_time_s,
                   item.result.tokens_per_s_per_gpu, item.explanation.c_str());
     out << line;

@@ -203,8 +203,9 @@ std::string fit_text(const FitAnswer& a, const ModelSpec& model, const Topology&
     if (!r.valid) {
       std::snprintf(line, sizeof line, "  %-22s cannot be built: %s\n", assignment.c_str(), r.invalid_reason.c_str());
     } else {
-      std::snprintf(line, sizeof line, "  %-22s %-4s needs %10s of %10s (band %s), step %.3f s, %.0f tokens/s/GPU\n",
-                    assignment.c_str(), verdict_label(r.memory.fit).c_str(), format_bytes(r.needed_bytes).c_str(),
+      std::snprintf(line, sizeof line,
+                    "  %-22s %-4s %6d GPUs, needs %10s of %10s (band %s), step %.3f s, %.0f tokens/s/GPU\n",
+                    assignment.c_str(), sweep_verdict_label(r).c_str(), r.gpus, format_bytes(r.needed_bytes).c_str(),
                     format_bytes(r.gpu_memory_bytes).c_str(), band_range(r.memory).c_str(), r.step_time_s,
                     r.tokens_per_s_per_gpu);
     }

@@ -55,6 +55,10 @@ struct Report {
   std::string source = "fsdpsim simulate";  ///< or "fsdpsim exec (cuda|host)"
   std::string model, implementation, strategy, topology, gpu;
   int32_t world_size = 0, nodes = 0, micro_batches = 0;
+  /// The job's layout in one line (job/job.h layout_text); empty for a schedule read from a file.
+  std::string layout;
+  /// Settings the inputs allow but a user most likely did not mean (job/job.h), each with its fix.
+  std::vector<std::string> warnings;
   ModelSize model_size;  ///< parameters and FLOPs per token (zeros when the schedule does not record them)
   /// The rank the figures are for where ranks differ: the busiest expert-parallel rank of a skewed MoE routing, a
   /// straggler (schedule info and the prediction say which); empty when every rank is alike.

@@ -276,6 +276,8 @@ std::vector<Row> make_report_keys() {
        read_world_size},
       written("nodes", &Report::nodes),
       written("micro_batches", &Report::micro_batches),
+      written_when_set("layout", &Report::layout),
+      written_when_set("warnings", &Report::warnings),
       model_size("model_params", &ModelSize::params),
       model_size("model_active_params", &ModelSize::active_params),
       model_size("params_per_rank", &ModelSize::params_per_rank),

@@ -85,8 +85,14 @@ std::string report_text(const Report& r) {
   std::ostringstream out;
   out << r.source << ": " << r.model << " on " << r.topology << ", " << r.nodes << " nodes, " << r.world_size
       << " GPUs (" << r.gpu << ")\n";
-  out << "  " << r.implementation << " " << r.strategy << ", " << r.micro_batches << " micro-batch"
-      << (r.micro_batches == 1 ? "" : "es") << " per step\n";
+  out << "  " << r.implementation << " " << r.strategy;
+  // The layout line counts the micro-batches with their size; a schedule read from a file has only the count.
+  if (r.layout.empty()) {
+    out << ", " << r.micro_batches << " micro-batch" << (r.micro_batches == 1 ? "" : "es") << " per step\n";
+  } else {
+    out << "\n  layout: " << r.layout << "\n";
+  }
+  for (const std::string& warning : r.warnings) out << "  warning: " << warning << "\n";
   if (const std::string size = model_size_text(r.model_size); !size.empty()) out << "  model: " << size << "\n";
   if (!r.read_not_modelled.empty()) {
     out << "  read, not modelled (" << r.read_not_modelled.size() << "): " << join(r.read_not_modelled, " ") << "\n";

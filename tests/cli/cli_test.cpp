@@ -89,6 +89,34 @@ TEST(Cli, SweepComparesTheFsdpOnlyPlanWithItsPipelinePlans) {
   EXPECT_TRUE(contains(nothing.output, "'--grid': nothing to sweep")) << nothing.output;
 }
 
+TEST(Cli, TheRunHeaderShowsTheLayout) {
+  // 32 GPUs, pp 4 with interleaving over 2 chunks: dp = 32 / 4 = 8, and without a global batch pp = 4 micro-batches.
+  const Result r = run("simulate --model llama3-8b --no-advice --set gpus=32 --set pp=4 --set virtual_pipeline_stages=2 "
+                       "--set pipeline_schedule=interleaved_1f1b --set recompute_granularity=selective");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "  layout: dp=8 tp=1 cp=1 ep=1 pp=4 vp=2; 4 micro-batches of 1 × 4096 tokens; "
+                                 "recompute selective (core_attn); bf16\n"))
+      << r.output;
+  EXPECT_FALSE(contains(r.output, "warning:")) << r.output;
+}
+
+TEST(Cli, FewerMicroBatchesThanStagesWarnAndNameTheSetting) {
+  // 16 GPUs, pp 4: dp 4, and a global batch of 4 sequences is one micro-batch per step, three stages idle at a time.
+  const Result plain = run("simulate --model llama3-8b --no-advice --set gpus=16 --set pp=4 --set global_batch_size=4");
+  EXPECT_TRUE(contains(plain.output, "warning: 1 micro-batch per step on pp=4 pipeline stages: most of the step is "
+                                     "pipeline bubble; raise global_batch_size to at least 4 × micro_batch_size × dp=4"))
+      << plain.output;
+  // torchtitan's command line runs one micro-batch unless --parallelism.num_pp_microbatches says more.
+  const std::string launch = "NGPU=64 ./run_train.sh --module llama3 --config llama3_70b "
+                             "--parallelism.pipeline_parallel_degree 2";
+  const Result titan = run("simulate --no-advice --torchtitan-args '" + launch + "'");
+  EXPECT_TRUE(contains(titan.output, "raise --parallelism.num_pp_microbatches (torchtitan's default is 1) to at least 2"))
+      << titan.output;
+  const Result enough = run("simulate --no-advice --torchtitan-args '" + launch +
+                            " --parallelism.num_pp_microbatches 8'");
+  EXPECT_FALSE(contains(enough.output, "warning:")) << enough.output;
+}
+
 TEST(Cli, APredictedMemorySnapshotValidatesAgainstItsOwnPrediction) {
   const std::string json = temp_path("snap.json"), pickle = temp_path("snap.pickle");
   ASSERT_EQ(run("simulate --model llama3-8b --no-advice --json " + json + " --memory-snapshot " + pickle).exit_code, 0);

@@ -8,7 +8,7 @@
 
 namespace {
 
-bool has_text(const std::string& text, const std::string& part) {
+bool mentions(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
@@ -17,9 +17,9 @@ const std::string kProgram = std::string(FSDPSIM_BINARY_DIR) + "/fsdpsim";
 TEST(MpiLoader, TheProgramLinksNoMpiLibrary) {
   const ProgramResult r = run_program("ldd " + kProgram);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(has_text(r.output, "libc.so")) << r.output;  // the listing is real
+  EXPECT_TRUE(mentions(r.output, "libc.so")) << r.output;  // the listing is real
   for (const char* library : {"libmpi", "libopen-pal", "libopen-rte", "libhwloc", "libevent"}) {
-    EXPECT_FALSE(has_text(r.output, library)) << library << " is mapped at start-up:\n" << r.output;
+    EXPECT_FALSE(mentions(r.output, library)) << library << " is mapped at start-up:\n" << r.output;
   }
 }
 
@@ -30,13 +30,13 @@ TEST(MpiLoader, ALaunchedSweepWithoutTheModuleNamesWhereItLooked) {
       "FSDPSIM_MPI_MODULE=/nonexistent/libfsdpsim_mpi.so " +
       kProgram + " sweep --model llama3-8b --topology dgx-h100-ndr --grid nodes=1,2");
   EXPECT_NE(r.exit_code, 0) << r.output;
-  if (has_text(run_program(kProgram + " --version").output, "without MPI")) {
-    EXPECT_TRUE(has_text(r.output, "built without MPI")) << r.output;
+  if (mentions(run_program(kProgram + " --version").output, "without MPI")) {
+    EXPECT_TRUE(mentions(r.output, "built without MPI")) << r.output;
     return;
   }
-  EXPECT_TRUE(has_text(r.output, "the MPI launcher could not be loaded; looked at:")) << r.output;
-  EXPECT_TRUE(has_text(r.output, "/nonexistent/libfsdpsim_mpi.so: no such file")) << r.output;
-  EXPECT_TRUE(has_text(r.output, "--shard i/N")) << r.output;
+  EXPECT_TRUE(mentions(r.output, "the MPI launcher could not be loaded; looked at:")) << r.output;
+  EXPECT_TRUE(mentions(r.output, "/nonexistent/libfsdpsim_mpi.so: no such file")) << r.output;
+  EXPECT_TRUE(mentions(r.output, "--shard i/N")) << r.output;
 }
 
 TEST(MpiLoader, APlainSweepNeverLoadsTheModule) {

@@ -66,14 +66,16 @@ Configuration draw(Draw& d) {
   return c;
 }
 
-// fit's search lines: "  nodes=3   fits needs   45.3 GiB of ..." → assignment → (label, memory text).
+// fit's search lines: "  nodes=3   fits     24 GPUs, needs   45.3 GiB of ..." → assignment → (label, memory text).
+// A label's "*" (an allocation failed below the GPU's memory) is a note on the OOM verdict, not another verdict.
 std::map<std::string, std::pair<std::string, std::string>> fit_lines(const std::string& output) {
   std::map<std::string, std::pair<std::string, std::string>> out;
   std::istringstream lines(output);
   for (std::string line; std::getline(lines, line);) {
     std::istringstream words(line);
-    std::string assignment, label, needs, number, unit;
-    if (!(words >> assignment >> label >> needs >> number >> unit) || needs != "needs") continue;
+    std::string assignment, label, gpus, gpus_word, needs, number, unit;
+    if (!(words >> assignment >> label >> gpus >> gpus_word >> needs >> number >> unit) || needs != "needs") continue;
+    if (!label.empty() && label.back() == '*') label.pop_back();
     out[assignment] = {label, number + " " + unit};
   }
   return out;

@@ -313,6 +313,16 @@ TEST(Advice, ListsChangesThatFitFirstFastestFirst) {
   for (const auto& item : advice)
     full_recompute_fits |= item.change == "recompute_granularity=full" && item.result.fits();
   EXPECT_TRUE(full_recompute_fits);
+  // Each alternative says at which GPU count it was simulated: 64 for a recompute change, 128 for twice the nodes.
+  const std::string text = advice_text(advice);
+  EXPECT_NE(text.find(" GPUs "), std::string::npos) << text;
+  for (const auto& item : advice) {
+    const size_t row = text.find(item.assignments.front());
+    ASSERT_NE(row, std::string::npos) << text;
+    const int32_t want = item.change == "nodes=16" ? 128 : 64;
+    EXPECT_EQ(item.result.gpus, want) << item.change;
+    EXPECT_NE(text.substr(row, 60).find(" " + std::to_string(want) + " "), std::string::npos) << text;
+  }
   for (size_t i = 1; i < advice.size(); ++i) {
     if (advice[i].result.fits()) {
       EXPECT_LE(advice[i - 1].result.step_time_s, advice[i].result.step_time_s);
