@@ -124,19 +124,6 @@ Op make_collective(CollectiveSpec spec) {
   return op;
 }
 
-Op make_compute(std::string name, Phase phase, StreamId stream, std::vector<Gemm> gemms, int64_t bytes_touched,
-                KernelClassBytes class_bytes) {
-  Op op;
-  op.name = std::move(name);
-  op.kind = OpKind::compute;
-  op.phase = phase;
-  op.stream = stream;
-  op.gemms = std::move(gemms);
-  op.bytes_touched = bytes_touched;
-  op.class_bytes = class_bytes;
-  return op;
-}
-
 Op make_memory_op(OpKind kind, std::string name, Phase phase, StreamId stream, int64_t bytes_touched) {
   Op op;
   op.name = std::move(name);
@@ -147,12 +134,16 @@ Op make_memory_op(OpKind kind, std::string name, Phase phase, StreamId stream, i
   return op;
 }
 
+Op make_compute(std::string name, Phase phase, StreamId stream, std::vector<Gemm> gemms, int64_t bytes_touched,
+                KernelClassBytes class_bytes) {
+  Op op = make_memory_op(OpKind::compute, std::move(name), phase, stream, bytes_touched);
+  op.gemms = std::move(gemms);
+  op.class_bytes = class_bytes;
+  return op;
+}
+
 Op make_sync(std::string name, Phase phase, StreamId stream, std::vector<OpId> deps, std::vector<BufferId> frees) {
-  Op op;
-  op.name = std::move(name);
-  op.kind = OpKind::sync;
-  op.phase = phase;
-  op.stream = stream;
+  Op op = make_memory_op(OpKind::sync, std::move(name), phase, stream, 0);
   op.deps = std::move(deps);
   op.frees = std::move(frees);
   return op;

@@ -110,15 +110,9 @@ LossMemory logits_saved_with_lse_loss(int64_t logits, int64_t a, int64_t tokens)
 // chunk's log-softmax output is still saved. Bytes as eager_fp32.
 LossMemory torchtune_chunked_loss(int64_t logits, int64_t a, int32_t chunks) {
   const int64_t chunk = ceil_div(logits, std::max<int64_t>(1, chunks));
-  LossMemory m;
-  m.saved_bytes = logits * kFp32Bytes;
-  m.fwd_workspace_bytes = logits * a;
+  LossMemory m = eager_fp32_loss(logits, a);  // the same saved output, bytes and kernels; only the transients shrink
   m.fwd_transient_tensors = {chunk * kFp32Bytes};
   m.bwd_transient_tensors = {chunk * kFp32Bytes, chunk * kFp32Bytes};
-  m.fwd_bytes_touched = eager_cross_entropy_fwd_bytes(logits, a);
-  m.bwd_bytes_touched = logits * (a + 20);
-  m.fwd_class_bytes = eager_cross_entropy_fwd_classes(logits, a);
-  m.bwd_class_bytes = eager_cross_entropy_bwd_classes(logits);
   return m;
 }
 
